@@ -1,0 +1,27 @@
+//! # kairos-core
+//!
+//! The pure heart of kairos: the types every other crate speaks, and the math that decides
+//! *when* work happens. Nothing here performs I/O or reads the system clock except
+//! [`clock::SystemClock`]; everything else takes `now` as an argument so that tests can drive
+//! weeks of schedule in milliseconds with a [`clock::ManualClock`].
+//!
+//! - [`id`]: prefixed, time-ordered ids (`job_…`, `sch_…`).
+//! - [`job`]: job states, the job record, outcomes and error classes.
+//! - [`schedule`]: cron / one-shot / interval specs in IANA time zones, DST rules, period keys,
+//!   misfire policies.
+//! - [`retry`]: retry policies as data, backoff, `Retry-After`.
+//! - [`clock`]: the only place that reads the system time.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod error;
+pub mod id;
+pub mod job;
+pub mod retry;
+pub mod schedule;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Error, ErrorKind};
+pub use id::{IdPrefix, new_id};
+pub use job::{ErrorClass, Failure, Job, JobKind, JobState, Outcome};
+pub use retry::RetryPolicy;

@@ -1,0 +1,74 @@
+//! # kairos-store-conformance
+//!
+//! One behaviour suite for every [`Store`](kairos_store::Store) (River's driver suite, Oban's
+//! engine tests). A store crate runs it with
+//!
+//! ```ignore
+//! async fn factory() -> (std::sync::Arc<dyn kairos_store::Store>, Box<dyn std::any::Any + Send>) { … }
+//! kairos_store_conformance::store_conformance!(factory);
+//! ```
+//!
+//! which expands to one `#[tokio::test]` per behaviour, named after it, so a failure names the
+//! behaviour and the store. The guard (second tuple element) keeps the test's database alive
+//! (a temp dir, a PostgreSQL schema) until the test ends. A store that cannot have a behaviour
+//! skips it by name with its reason, in its own test file.
+#![deny(missing_docs)]
+
+pub mod fixtures;
+pub mod jobs;
+pub mod schedules;
+
+/// Expand the whole suite against a store factory. See the crate docs.
+#[macro_export]
+macro_rules! store_conformance {
+    ($factory:path) => {
+        $crate::store_conformance!(@jobs $factory;
+            job_insert_and_get_roundtrips_fields,
+            job_idempotency_key_returns_existing_job,
+            job_insert_many_skips_existing_dedupe_keys,
+            job_claim_drains_backlog_oldest_first_in_batches,
+            job_claim_never_takes_a_job_before_its_run_at,
+            job_claim_is_exclusive_under_concurrency,
+            job_complete_success_records_attempt,
+            job_complete_retry_then_dead,
+            job_complete_refund_does_not_spend_an_attempt,
+            job_complete_with_stale_lease_token_is_rejected,
+            job_lease_renew_extends_only_held_leases,
+            job_rescue_returns_expired_leases,
+            job_rescue_dead_letters_spent_jobs,
+            job_dead_is_never_claimed_and_replay_revives_it,
+            job_cancel_stops_available_job,
+            job_retry_refuses_succeeded_job,
+            job_list_filters_by_state_kind_and_schedule,
+            job_next_run_at_and_counts,
+        );
+        $crate::store_conformance!(@schedules $factory;
+            schedule_create_get_list_update_delete,
+            schedule_pause_and_resume,
+            schedule_due_claims_oldest_first_and_locks,
+            schedule_fire_creates_jobs_and_advances_once,
+            schedule_fire_dedupe_key_prevents_duplicate_jobs,
+            schedule_fire_finishes_one_shot,
+            schedule_next_fire_at_ignores_paused,
+            endpoint_upsert_reuses_and_disable_records,
+        );
+    };
+    (@jobs $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (store, _guard) = $factory().await;
+                $crate::jobs::$name(store).await;
+            }
+        )*
+    };
+    (@schedules $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let (store, _guard) = $factory().await;
+                $crate::schedules::$name(store).await;
+            }
+        )*
+    };
+}

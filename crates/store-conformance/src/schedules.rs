@@ -1,0 +1,266 @@
+//! Schedule and endpoint behaviours (S0-1, S0-2, S3-3).
+
+use crate::fixtures::{job, schedule, t0};
+use chrono::Duration;
+use kairos_core::JobState;
+use kairos_store::*;
+use std::sync::Arc;
+
+type S = Arc<dyn Store>;
+
+fn fire(
+    sch: &Schedule,
+    next: Option<chrono::DateTime<chrono::Utc>>,
+    keys: &[&str],
+) -> ScheduleFire {
+    ScheduleFire {
+        schedule_id: sch.id.clone(),
+        expected_next_fire_at: sch.next_fire_at,
+        next_fire_at: next,
+        last_fire_at: sch.next_fire_at,
+        jobs: keys
+            .iter()
+            .map(|k| {
+                let mut j = job(t0());
+                j.schedule_id = Some(sch.id.clone());
+                j.dedupe_key = Some(k.to_string());
+                j.period_key = Some("2026-11-29".into());
+                j
+            })
+            .collect(),
+        now: t0(),
+    }
+}
+
+/// Create, read, list, update, delete.
+pub async fn schedule_create_get_list_update_delete(s: S) {
+    let a = s.schedule_create(schedule("a", t0())).await.unwrap();
+    assert_eq!(a.state, ScheduleState::Active);
+    assert_eq!(a.next_fire_at, Some(t0()));
+    assert_eq!(s.schedule_get(&a.id).await.unwrap().as_ref(), Some(&a));
+    // Names are unique.
+    let dup = s.schedule_create(schedule("a", t0())).await.unwrap_err();
+    assert_eq!(dup.kind(), ErrorKind::Conflict);
+    let b = s.schedule_create(schedule("b", t0())).await.unwrap();
+    let list = s.schedule_list(ScheduleList::default()).await.unwrap();
+    assert_eq!(list.len(), 2);
+    let mut def = schedule("a-renamed", t0() + Duration::days(1));
+    def.payload = serde_json::json!({"v": 2});
+    let up = s
+        .schedule_update(ScheduleUpdate {
+            id: a.id.clone(),
+            def,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(up.name, "a-renamed");
+    assert_eq!(up.payload["v"], 2);
+    assert_eq!(up.next_fire_at, Some(t0() + Duration::days(1)));
+    assert!(
+        s.schedule_update(ScheduleUpdate {
+            id: "sch_nope".into(),
+            def: schedule("z", t0())
+        })
+        .await
+        .unwrap()
+        .is_none()
+    );
+    assert!(s.schedule_delete(&b.id).await.unwrap());
+    assert!(!s.schedule_delete(&b.id).await.unwrap());
+    assert!(s.schedule_get(&b.id).await.unwrap().is_none());
+}
+
+/// A paused schedule is not due; resuming sets its next firing.
+pub async fn schedule_pause_and_resume(s: S) {
+    let a = s.schedule_create(schedule("a", t0())).await.unwrap();
+    let p = s
+        .schedule_pause(SchedulePause {
+            id: a.id.clone(),
+            paused: true,
+            next_fire_at: None,
+            now: t0(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.state, ScheduleState::Paused);
+    let due = ScheduleDue {
+        now: t0() + Duration::days(9),
+        limit: 10,
+        lock_until: t0() + Duration::days(10),
+        node: "n".into(),
+    };
+    assert!(s.schedule_due(due.clone()).await.unwrap().is_empty());
+    let next = t0() + Duration::days(2);
+    let r = s
+        .schedule_pause(SchedulePause {
+            id: a.id.clone(),
+            paused: false,
+            next_fire_at: Some(next),
+            now: t0(),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.state, ScheduleState::Active);
+    assert_eq!(r.next_fire_at, Some(next));
+    assert_eq!(s.schedule_due(due).await.unwrap().len(), 1);
+}
+
+/// S0-1/S0-2: due schedules are claimed oldest first, bounded, and locked against a second
+/// scheduler until released.
+pub async fn schedule_due_claims_oldest_first_and_locks(s: S) {
+    for i in 0..5 {
+        s.schedule_create(schedule(&format!("s{i}"), t0() - Duration::minutes(i)))
+            .await
+            .unwrap();
+    }
+    s.schedule_create(schedule("future", t0() + Duration::minutes(1)))
+        .await
+        .unwrap();
+    let due = |node: &str| ScheduleDue {
+        now: t0(),
+        limit: 3,
+        lock_until: t0() + Duration::seconds(30),
+        node: node.into(),
+    };
+    let first = s.schedule_due(due("a")).await.unwrap();
+    assert_eq!(
+        first.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+        vec!["s4", "s3", "s2"]
+    );
+    let second = s.schedule_due(due("b")).await.unwrap();
+    assert_eq!(
+        second.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+        vec!["s1", "s0"]
+    );
+    assert!(
+        s.schedule_due(due("c")).await.unwrap().is_empty(),
+        "all locked"
+    );
+    // The lock ends: they are due again (a node that died while expanding is replaced).
+    let later = ScheduleDue {
+        now: t0() + Duration::seconds(31),
+        limit: 10,
+        lock_until: t0() + Duration::seconds(60),
+        node: "d".into(),
+    };
+    assert_eq!(s.schedule_due(later).await.unwrap().len(), 5);
+}
+
+/// Firing creates the jobs and advances `next_fire_at` in one step; a second firing of the
+/// same occurrence (a double-fired clock, a second node) changes nothing.
+pub async fn schedule_fire_creates_jobs_and_advances_once(s: S) {
+    let sch = s.schedule_create(schedule("a", t0())).await.unwrap();
+    let next = t0() + Duration::days(1);
+    let r = s
+        .schedule_fire(fire(&sch, Some(next), &["a:2026-11-29"]))
+        .await
+        .unwrap();
+    assert!(r.advanced);
+    assert_eq!(r.created.len(), 1);
+    let after = s.schedule_get(&sch.id).await.unwrap().unwrap();
+    assert_eq!(after.next_fire_at, Some(next));
+    assert_eq!(after.last_fire_at, Some(t0()));
+    let again = s
+        .schedule_fire(fire(&sch, Some(next), &["a:2026-11-29"]))
+        .await
+        .unwrap();
+    assert!(!again.advanced);
+    assert!(again.created.is_empty());
+    let jobs = s
+        .job_list(JobList {
+            schedule_id: Some(sch.id.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].state, JobState::Available);
+    assert_eq!(jobs[0].period_key.as_deref(), Some("2026-11-29"));
+}
+
+/// S3-3: even when the schedule check passes twice (a manual re-run), the dedupe key makes
+/// each job once.
+pub async fn schedule_fire_dedupe_key_prevents_duplicate_jobs(s: S) {
+    let sch = s.schedule_create(schedule("a", t0())).await.unwrap();
+    let r = s
+        .schedule_fire(fire(&sch, Some(t0()), &["k1", "k2"]))
+        .await
+        .unwrap();
+    assert_eq!(r.created.len(), 2);
+    // next_fire_at unchanged (t0), so the optimistic check passes again: only keys decide.
+    let sch = s.schedule_get(&sch.id).await.unwrap().unwrap();
+    let r = s
+        .schedule_fire(fire(&sch, Some(t0()), &["k1", "k2", "k3"]))
+        .await
+        .unwrap();
+    assert!(r.advanced);
+    assert_eq!(r.created.len(), 1, "only k3 is new");
+}
+
+/// A one-shot without a next firing is finished and never due again.
+pub async fn schedule_fire_finishes_one_shot(s: S) {
+    let sch = s.schedule_create(schedule("once", t0())).await.unwrap();
+    s.schedule_fire(fire(&sch, None, &["once"])).await.unwrap();
+    let after = s.schedule_get(&sch.id).await.unwrap().unwrap();
+    assert_eq!(after.state, ScheduleState::Finished);
+    assert_eq!(after.next_fire_at, None);
+    let due = ScheduleDue {
+        now: t0() + Duration::days(400),
+        limit: 10,
+        lock_until: t0(),
+        node: "n".into(),
+    };
+    assert!(s.schedule_due(due).await.unwrap().is_empty());
+}
+
+/// The scheduler's wake-up time ignores paused schedules.
+pub async fn schedule_next_fire_at_ignores_paused(s: S) {
+    assert_eq!(s.schedule_next_fire_at().await.unwrap(), None);
+    let a = s.schedule_create(schedule("a", t0())).await.unwrap();
+    s.schedule_create(schedule("b", t0() + Duration::hours(1)))
+        .await
+        .unwrap();
+    assert_eq!(s.schedule_next_fire_at().await.unwrap(), Some(t0()));
+    s.schedule_pause(SchedulePause {
+        id: a.id,
+        paused: true,
+        next_fire_at: None,
+        now: t0(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        s.schedule_next_fire_at().await.unwrap(),
+        Some(t0() + Duration::hours(1))
+    );
+}
+
+/// The same URL and secret reuse one endpoint; disabling records when and why.
+pub async fn endpoint_upsert_reuses_and_disable_records(s: S) {
+    let up = |id: &str, secret: &str| EndpointUpsert {
+        id: id.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        secret: secret.into(),
+        now: t0(),
+    };
+    let a = s.endpoint_upsert(up("ep_1", "whsec_a")).await.unwrap();
+    let b = s.endpoint_upsert(up("ep_2", "whsec_a")).await.unwrap();
+    let c = s.endpoint_upsert(up("ep_3", "whsec_b")).await.unwrap();
+    assert_eq!(a.id, "ep_1");
+    assert_eq!(b.id, "ep_1");
+    assert_eq!(c.id, "ep_3");
+    s.endpoint_disable(EndpointDisable {
+        id: a.id.clone(),
+        reason: "HTTP 410 Gone".into(),
+        now: t0(),
+    })
+    .await
+    .unwrap();
+    let d = s.endpoint_get(&a.id).await.unwrap().unwrap();
+    assert_eq!(d.disabled_at, Some(t0()));
+    assert_eq!(d.disabled_reason.as_deref(), Some("HTTP 410 Gone"));
+    assert!(s.endpoint_get("ep_none").await.unwrap().is_none());
+}

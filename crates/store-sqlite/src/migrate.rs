@@ -1,0 +1,50 @@
+//! Embedded migrations. A tiny runner instead of `sqlx::migrate!` (which needs sqlx's
+//! `macros` feature, doubling build time): each file runs once, in order, in a transaction,
+//! recorded in `kairos_migrations`.
+
+use crate::map_err;
+use kairos_store::Error;
+use sqlx::SqlitePool;
+
+/// (version, name, SQL), in order.
+const MIGRATIONS: &[(i64, &str, &str)] =
+    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+
+pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS kairos_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    )
+    .execute(pool)
+    .await
+    .map_err(|e| map_err("creating the migrations table", e))?;
+    for (version, name, sql) in MIGRATIONS {
+        let mut tx = pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| map_err("starting a migration", e))?;
+        let done: Option<i64> =
+            sqlx::query_scalar("SELECT version FROM kairos_migrations WHERE version = ?1")
+                .bind(version)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| map_err("reading migrations", e))?;
+        if done.is_some() {
+            continue;
+        }
+        sqlx::raw_sql(sqlx::AssertSqlSafe(*sql))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err(&format!("applying migration {version} ({name})"), e))?;
+        sqlx::query("INSERT INTO kairos_migrations (version, name) VALUES (?1, ?2)")
+            .bind(version)
+            .bind(*name)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("recording a migration", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| map_err("committing a migration", e))?;
+        tracing::info!(version, name, "applied migration");
+    }
+    Ok(())
+}

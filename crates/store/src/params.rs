@@ -1,0 +1,247 @@
+//! Parameters of store methods: one struct per method, so adding a field breaks no caller.
+
+use chrono::{DateTime, Utc};
+use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::{JobKind, JobState, RetryPolicy};
+
+/// `endpoint_upsert`.
+#[derive(Debug, Clone)]
+pub struct EndpointUpsert {
+    /// Id to use if a new endpoint is created.
+    pub id: String,
+    /// URL.
+    pub url: String,
+    /// `whsec_…` secret.
+    pub secret: String,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `endpoint_disable`.
+#[derive(Debug, Clone)]
+pub struct EndpointDisable {
+    /// The endpoint.
+    pub id: String,
+    /// Why.
+    pub reason: String,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `schedule_create`.
+#[derive(Debug, Clone)]
+pub struct ScheduleCreate {
+    /// `sch_…`.
+    pub id: String,
+    /// Unique name.
+    pub name: String,
+    /// Kind of job created.
+    pub kind: JobKind,
+    /// The clock.
+    pub spec: ScheduleSpec,
+    /// IANA zone.
+    pub timezone: String,
+    /// Period key granularity.
+    pub period: PeriodUnit,
+    /// Misfire policy.
+    pub misfire: Misfire,
+    /// Job payload.
+    pub payload: serde_json::Value,
+    /// Webhook endpoint.
+    pub endpoint_id: Option<String>,
+    /// Retry policy of created jobs.
+    pub retry: Option<RetryPolicy>,
+    /// Start paused.
+    pub paused: bool,
+    /// The first firing.
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `schedule_update`: the whole new definition.
+#[derive(Debug, Clone)]
+pub struct ScheduleUpdate {
+    /// The schedule.
+    pub id: String,
+    /// The new definition (its `id` and `now` are used as given).
+    pub def: ScheduleCreate,
+}
+
+/// `schedule_pause`.
+#[derive(Debug, Clone)]
+pub struct SchedulePause {
+    /// The schedule.
+    pub id: String,
+    /// Pause (true) or resume (false).
+    pub paused: bool,
+    /// On resume: the next firing to set.
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `schedule_list`.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleList {
+    /// Only this state (`active`, `paused`, `finished`).
+    pub state: Option<String>,
+    /// At most this many (default 100).
+    pub limit: Option<i64>,
+}
+
+/// `schedule_due`.
+#[derive(Debug, Clone)]
+pub struct ScheduleDue {
+    /// Now: schedules with `next_fire_at <= now` are due.
+    pub now: DateTime<Utc>,
+    /// At most this many.
+    pub limit: i64,
+    /// Hold the claim until then.
+    pub lock_until: DateTime<Utc>,
+    /// The claiming node.
+    pub node: String,
+}
+
+/// `schedule_fire`.
+#[derive(Debug, Clone)]
+pub struct ScheduleFire {
+    /// The schedule.
+    pub schedule_id: String,
+    /// Apply only if the stored `next_fire_at` is still this (optimistic check).
+    pub expected_next_fire_at: Option<DateTime<Utc>>,
+    /// The new next firing (None: finished).
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// The last nominal firing materialized, if any.
+    pub last_fire_at: Option<DateTime<Utc>>,
+    /// Jobs to create (their dedupe keys make this idempotent).
+    pub jobs: Vec<JobInsert>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `job_insert` and `job_insert_many`.
+#[derive(Debug, Clone)]
+pub struct JobInsert {
+    /// `job_…`.
+    pub id: String,
+    /// Kind.
+    pub kind: JobKind,
+    /// Payload: ids and parameters, no secrets, no personal data.
+    pub payload: serde_json::Value,
+    /// Webhook endpoint.
+    pub endpoint_id: Option<String>,
+    /// The schedule that created it.
+    pub schedule_id: Option<String>,
+    /// Nominal firing time.
+    pub fire_at: Option<DateTime<Utc>>,
+    /// Period key.
+    pub period_key: Option<String>,
+    /// Unique key (idempotency key or the expansion key).
+    pub dedupe_key: Option<String>,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+    /// When due.
+    pub run_at: DateTime<Utc>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `job_list`.
+#[derive(Debug, Clone, Default)]
+pub struct JobList {
+    /// Only this state.
+    pub state: Option<JobState>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only jobs of this schedule.
+    pub schedule_id: Option<String>,
+    /// Only ids before this one (pagination, newest first).
+    pub before_id: Option<String>,
+    /// At most this many (default 100).
+    pub limit: Option<i64>,
+}
+
+/// `job_claim`.
+#[derive(Debug, Clone)]
+pub struct JobClaim {
+    /// Now: jobs with `run_at <= now` are due.
+    pub now: DateTime<Utc>,
+    /// At most this many.
+    pub limit: i64,
+    /// The claiming node.
+    pub node: String,
+    /// The fencing token written on every claimed job.
+    pub lease_token: String,
+    /// The lease ends then unless renewed.
+    pub lease_until: DateTime<Utc>,
+}
+
+/// `job_lease_renew`.
+#[derive(Debug, Clone)]
+pub struct JobLeaseRenew {
+    /// (job id, lease token) pairs.
+    pub jobs: Vec<(String, String)>,
+    /// The new end of the lease.
+    pub lease_until: DateTime<Utc>,
+}
+
+/// The transition a completion makes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition {
+    /// → succeeded.
+    Succeeded,
+    /// → skipped, with the reason.
+    Skipped(String),
+    /// → available at `run_at`. `refund_attempt` gives the attempt back (rate limits).
+    Retry {
+        /// When to run again.
+        run_at: DateTime<Utc>,
+        /// Do not count this attempt.
+        refund_attempt: bool,
+    },
+    /// → dead.
+    Dead,
+}
+
+/// One completion in `job_complete_many`.
+#[derive(Debug, Clone)]
+pub struct JobComplete {
+    /// The job.
+    pub id: String,
+    /// The token of the lease under which the attempt ran.
+    pub lease_token: String,
+    /// What to record.
+    pub attempt: crate::Attempt,
+    /// Where the job goes.
+    pub transition: Transition,
+}
+
+/// `job_cancel`.
+#[derive(Debug, Clone)]
+pub struct JobCancel {
+    /// The job.
+    pub id: String,
+    /// Why.
+    pub reason: String,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `job_retry`.
+#[derive(Debug, Clone)]
+pub struct JobRetry {
+    /// The job.
+    pub id: String,
+    /// Now: the job becomes due now.
+    pub now: DateTime<Utc>,
+}
+
+/// `job_rescue`.
+#[derive(Debug, Clone)]
+pub struct JobRescue {
+    /// Leases that ended before now are expired.
+    pub now: DateTime<Utc>,
+    /// At most this many.
+    pub limit: i64,
+}

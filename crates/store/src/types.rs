@@ -1,0 +1,145 @@
+//! Records the store returns.
+
+use chrono::{DateTime, Utc};
+use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::{JobKind, RetryPolicy};
+use serde::{Deserialize, Serialize};
+
+/// A webhook endpoint: where `webhook` jobs post, and the secret they sign with. The secret
+/// lives here and not in job payloads, so that listing jobs never shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// `ep_…`.
+    pub id: String,
+    /// The URL posted to.
+    pub url: String,
+    /// The `whsec_…` signing secret.
+    pub secret: String,
+    /// When it was disabled (after HTTP 410 Gone), if it was.
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// Why it was disabled.
+    pub disabled_reason: Option<String>,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A schedule's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleState {
+    /// Firing.
+    Active,
+    /// Not firing until resumed.
+    Paused,
+    /// A one-shot that has fired: nothing further.
+    Finished,
+}
+
+impl ScheduleState {
+    /// The stored string.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ScheduleState::Active => "active",
+            ScheduleState::Paused => "paused",
+            ScheduleState::Finished => "finished",
+        }
+    }
+    /// Parse a stored string (unknown values read as paused: a reader never crashes, and a
+    /// schedule in a state we do not understand must not fire).
+    pub fn parse(s: &str) -> ScheduleState {
+        match s {
+            "active" => ScheduleState::Active,
+            "finished" => ScheduleState::Finished,
+            _ => ScheduleState::Paused,
+        }
+    }
+}
+
+/// A schedule as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    /// `sch_…`.
+    pub id: String,
+    /// A human name, unique.
+    pub name: String,
+    /// The kind of job each firing creates.
+    pub kind: JobKind,
+    /// The clock.
+    pub spec: ScheduleSpec,
+    /// The IANA time zone the spec is read in.
+    pub timezone: String,
+    /// The period key granularity of occurrences.
+    pub period: PeriodUnit,
+    /// What to do with firings missed while down.
+    pub misfire: Misfire,
+    /// The payload each job gets.
+    pub payload: serde_json::Value,
+    /// The webhook endpoint, for `webhook` schedules.
+    pub endpoint_id: Option<String>,
+    /// The retry policy of created jobs (None: the kind's default).
+    pub retry: Option<RetryPolicy>,
+    /// Active, paused, finished.
+    pub state: ScheduleState,
+    /// The next nominal firing.
+    pub next_fire_at: Option<DateTime<Utc>>,
+    /// The last nominal firing materialized.
+    pub last_fire_at: Option<DateTime<Utc>>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One recorded attempt of a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The job.
+    pub job_id: String,
+    /// 1-based attempt number.
+    pub attempt: i32,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// When it ended.
+    pub finished_at: DateTime<Utc>,
+    /// `succeeded`, `skipped`, `failed`, `lost` (lease expired), `cancelled`.
+    pub outcome: String,
+    /// `transient`, `permanent`, `rate_limited`, when it failed.
+    pub error_class: Option<String>,
+    /// The HTTP status, when there was a response.
+    pub status_code: Option<i32>,
+    /// The error message, when it failed.
+    pub error: Option<String>,
+    /// An excerpt of the response.
+    pub response: Option<String>,
+    /// The provider's message id.
+    pub provider_id: Option<String>,
+    /// The node that ran it.
+    pub node: Option<String>,
+}
+
+/// What `schedule_fire` did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScheduleFired {
+    /// Whether `next_fire_at` was advanced (false: another node did it first).
+    pub advanced: bool,
+    /// Ids of the jobs created (dedupe keys that existed create nothing).
+    pub created: Vec<String>,
+}
+
+/// What `job_insert` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobInserted {
+    /// The job, new or existing.
+    pub job: kairos_core::Job,
+    /// Whether it was created now.
+    pub created: bool,
+}
+
+/// What `job_complete_many` did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CompleteReport {
+    /// Completions recorded.
+    pub applied: u64,
+    /// Ids whose lease token no longer matched: another node owns them now.
+    pub stale: Vec<String>,
+}
