@@ -429,3 +429,8 @@ mod tests {
         assert!(why.contains("4 attempts"), "{why}");
     }
 }
+
+/// Format a duration for people (`"1m 30s"`).
+pub fn format_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}

@@ -18,6 +18,12 @@
 //!   whose wall clock matches, so in a repeated hour it fires at both instants and in a skipped
 //!   hour it does not fire at all (there is no wall clock time there to match).
 //!
+//! Note the edge of the classification (croner's, kept as is): a *list* of fixed times such
+//! as `0 1,13 * * *` or `0,30 2 * * *` counts as an interval job, so a listed time inside a
+//! repeated hour fires twice and one inside a skipped hour does not fire that day. Zones
+//! change their clocks between 00:00 and 03:00 local, so this only matters for lists that
+//! name those hours; write one schedule per fixed time where it matters.
+//!
 //! Everything is computed from explicit instants: nothing here reads the system clock.
 //!
 //! # Layout
@@ -106,7 +112,7 @@ impl ScheduleSpec {
     /// Parse once, so that loops (the misfire planner) do not re-parse the expression.
     pub(crate) fn compile(&self) -> Result<Clock, Error> {
         match self {
-            ScheduleSpec::Cron { expr } => parse_cron(expr).map(Clock::Cron),
+            ScheduleSpec::Cron { expr } => parse_cron(expr).map(|c| Clock::Cron(Box::new(c))),
             ScheduleSpec::At { at } => Ok(Clock::At(*at)),
             ScheduleSpec::Every { every_ms, anchor } => {
                 if !(MIN_INTERVAL_MS..=MAX_INTERVAL_MS).contains(every_ms) {
@@ -172,7 +178,8 @@ fn parse_cron(expr: &str) -> Result<Cron, Error> {
 /// A parsed [`ScheduleSpec`], ready for repeated searches.
 #[derive(Debug, Clone)]
 pub(crate) enum Clock {
-    Cron(Cron),
+    /// Boxed: a parsed pattern is ~300 bytes, the other variants ~30.
+    Cron(Box<Cron>),
     At(DateTime<Utc>),
     /// Interval arithmetic is done in i128 nanoseconds so that any anchor and interval in range
     /// (and any `DateTime<Utc>`) is exact and cannot overflow.

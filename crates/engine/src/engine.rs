@@ -1,0 +1,125 @@
+//! The engine: scheduler, executor and rescuer running together on one node.
+
+use crate::executor::{Executor, ExecutorConfig};
+use crate::handler::HandlerRegistry;
+use crate::rescuer::{Rescuer, RescuerConfig};
+use crate::scheduler::{Scheduler, SchedulerConfig};
+use kairos_core::Clock;
+use kairos_store::Store;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of all services.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    /// The scheduler.
+    pub scheduler: SchedulerConfig,
+    /// The executor.
+    pub executor: ExecutorConfig,
+    /// The rescuer.
+    pub rescuer: RescuerConfig,
+}
+
+impl EngineConfig {
+    /// Set the node name of every service.
+    pub fn with_node(mut self, node: &str) -> Self {
+        self.scheduler.node = node.to_string();
+        self.executor.node = node.to_string();
+        self
+    }
+    /// Check every service's settings.
+    pub fn validate(&self) -> Result<(), kairos_core::Error> {
+        self.scheduler.validate()?;
+        self.executor.validate()?;
+        self.rescuer.validate()
+    }
+}
+
+/// The services of one node.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    scheduler: Scheduler,
+    executor: Executor,
+    rescuer: Rescuer,
+    wake: Arc<Notify>,
+}
+
+impl Engine {
+    /// Build the services; fails with the field that is wrong if the config is not valid.
+    pub fn new(
+        cfg: EngineConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        registry: HandlerRegistry,
+    ) -> Result<Self, kairos_core::Error> {
+        cfg.validate()?;
+        let registry = Arc::new(registry);
+        Ok(Engine {
+            scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?,
+            executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
+            rescuer: Rescuer::new(cfg.rescuer, store, clock)?,
+            wake: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Notify this on a local enqueue or schedule change: the engine looks at once instead of
+    /// at the next poll. (Give it to [`Kairos::new`](crate::Kairos::new).)
+    pub fn wake(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    /// The scheduler (for `run_once` in tests).
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+    /// The executor (for `run_once` in tests).
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+    /// The rescuer (for `run_once` in tests).
+    pub fn rescuer(&self) -> &Rescuer {
+        &self.rescuer
+    }
+
+    /// Run all services until `cancel`; then stop claiming, drain running jobs within the
+    /// grace period and return.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let exec_wake = Arc::new(Notify::new());
+        let sched_wake = Arc::new(Notify::new());
+        // One outside wake-up reaches both loops (a Notify permit wakes only one waiter).
+        let fan = {
+            let (wake, e, s, cancel) = (
+                self.wake.clone(),
+                exec_wake.clone(),
+                sched_wake.clone(),
+                cancel.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        _ = wake.notified() => { e.notify_one(); s.notify_one(); }
+                    }
+                }
+            })
+        };
+        let sched = {
+            let (s, w, e, c) = (
+                self.scheduler.clone(),
+                sched_wake.clone(),
+                exec_wake.clone(),
+                cancel.clone(),
+            );
+            tokio::spawn(async move { s.run(w, e, c).await })
+        };
+        let resc = {
+            let (r, e, c) = (self.rescuer.clone(), exec_wake.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(e, c).await })
+        };
+        self.executor.run(exec_wake, cancel).await;
+        let _ = sched.await;
+        let _ = resc.await;
+        let _ = fan.await;
+    }
+}

@@ -1,0 +1,105 @@
+//! The `webhook` kind: POST the job's payload to its endpoint with Standard Webhooks headers.
+//!
+//! The body is an envelope that stays byte-identical on every retry:
+//! `{"id": job id, "type": "job"|"schedule", "schedule_id", "fire_at", "period_key", "data": payload}`.
+//! `webhook-id` is the job id, the same on every retry, so a receiver that deduplicates sees a
+//! crash between "delivered" and "recorded" as one message.
+
+use crate::handler::{Handler, JobContext};
+use async_trait::async_trait;
+use kairos_channels::WebhookSender;
+use kairos_channels::signing::WebhookSecret;
+use kairos_core::{Clock, Failure, Job, Outcome};
+use kairos_store::{EndpointDisable, Store};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Sends webhook jobs.
+pub struct WebhookHandler {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    sender: WebhookSender,
+}
+
+impl WebhookHandler {
+    /// A handler sending through `sender`, reading endpoints from `store`.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, sender: WebhookSender) -> Self {
+        WebhookHandler {
+            store,
+            clock,
+            sender,
+        }
+    }
+}
+
+/// The request body of a webhook job.
+pub fn envelope(job: &Job) -> serde_json::Value {
+    serde_json::json!({
+        "id": job.id,
+        "type": if job.schedule_id.is_some() { "schedule" } else { "job" },
+        "schedule_id": job.schedule_id,
+        "fire_at": job.fire_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        "period_key": job.period_key,
+        "data": job.payload,
+    })
+}
+
+#[async_trait]
+impl Handler for WebhookHandler {
+    async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome {
+        let Some(ep_id) = &job.endpoint_id else {
+            return Outcome::Failed(Failure::permanent("webhook job has no endpoint"));
+        };
+        let ep = match self.store.endpoint_get(ep_id).await {
+            Ok(Some(ep)) => ep,
+            Ok(None) => {
+                return Outcome::Failed(Failure::permanent(format!(
+                    "endpoint {ep_id} does not exist"
+                )));
+            }
+            Err(e) => {
+                return Outcome::Failed(Failure::transient(format!(
+                    "reading the endpoint failed: {e}"
+                )));
+            }
+        };
+        if ep.disabled_at.is_some() {
+            return Outcome::Skipped("endpoint_disabled".into());
+        }
+        let secret = match WebhookSecret::parse(&ep.secret) {
+            Ok(s) => s,
+            Err(e) => {
+                return Outcome::Failed(Failure::permanent(format!(
+                    "endpoint secret is not valid: {}",
+                    e.reason()
+                )));
+            }
+        };
+        let body = envelope(job).to_string();
+        let outcome = self
+            .sender
+            .send(&ep.url, &secret, &job.id, ctx.now, body.as_bytes())
+            .await;
+        if let Outcome::Failed(f) = &outcome {
+            if f.disable_endpoint {
+                let disable = EndpointDisable {
+                    id: ep.id.clone(),
+                    reason: "HTTP 410 Gone".into(),
+                    now: self.clock.now(),
+                };
+                if let Err(e) = self.store.endpoint_disable(disable).await {
+                    tracing::error!(endpoint_id = %ep.id, error = %e, "disabling the endpoint failed");
+                } else {
+                    tracing::warn!(endpoint_id = %ep.id, "endpoint answered 410 Gone: disabled");
+                }
+            }
+        }
+        outcome
+    }
+
+    fn timeout(&self) -> Duration {
+        // The sender enforces its own timeout and classifies it; this outer limit only catches
+        // a hang outside the request (reading the endpoint).
+        self.sender.config().timeout + Duration::from_secs(5)
+    }
+}

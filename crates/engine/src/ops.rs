@@ -1,0 +1,604 @@
+//! The operations facade: input validation and store calls shared by the HTTP API and the
+//! CLI, so both enforce the same rules and produce the same errors.
+
+use crate::error::OpsError;
+use crate::expand::jobs_for_firing;
+use chrono::{DateTime, Utc};
+use kairos_channels::signing::WebhookSecret;
+use kairos_core::id::{IdPrefix, new_id};
+use kairos_core::retry::RetrySpec;
+use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec, parse_timezone};
+use kairos_core::{Clock, Job, JobKind, JobState, RetryPolicy};
+use kairos_store::*;
+use serde::Deserialize;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// A webhook target as given by a user.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookTarget {
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// `whsec_…` signing secret.
+    pub secret: String,
+}
+
+/// A schedule as given by a user (the body of `POST /v1/schedules`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSchedule {
+    /// Unique name.
+    pub name: String,
+    /// A cron expression (5 fields, 6 with seconds, or `@daily`-style). One of cron/at/every.
+    #[serde(default)]
+    pub cron: Option<String>,
+    /// A single instant (RFC 3339).
+    #[serde(default)]
+    pub at: Option<String>,
+    /// A fixed interval (`"30s"`, `"1h"`), anchored at creation or `start_at`.
+    #[serde(default)]
+    pub every: Option<String>,
+    /// Anchor of `every` (RFC 3339, default: now).
+    #[serde(default)]
+    pub start_at: Option<String>,
+    /// IANA time zone (default `UTC`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Job kind (default `webhook`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Target of a webhook schedule.
+    #[serde(default)]
+    pub webhook: Option<WebhookTarget>,
+    /// Payload of each job.
+    #[serde(default)]
+    pub payload: Option<serde_json::Value>,
+    /// Retry policy of the jobs.
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+    /// `skip` (default), `once`, `all`, `all:N`.
+    #[serde(default)]
+    pub misfire: Option<String>,
+    /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
+    /// `month`, `year`.
+    #[serde(default)]
+    pub period: Option<String>,
+    /// Create paused.
+    #[serde(default)]
+    pub paused: Option<bool>,
+}
+
+/// A job as given by a user (the body of `POST /v1/jobs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewJob {
+    /// Job kind (default `webhook`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Target of a webhook job.
+    #[serde(default)]
+    pub webhook: Option<WebhookTarget>,
+    /// Payload.
+    #[serde(default)]
+    pub payload: Option<serde_json::Value>,
+    /// When to run (RFC 3339, default now).
+    #[serde(default)]
+    pub run_at: Option<String>,
+    /// Idempotency key: the same key again returns the same job.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Retry policy.
+    #[serde(default)]
+    pub retry: Option<RetrySpec>,
+}
+
+/// What `schedule_fire_now` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FiredNow {
+    /// Jobs created (0 when the period's jobs exist already).
+    pub created: Vec<String>,
+    /// The occurrence's nominal time.
+    pub fire_at: DateTime<Utc>,
+    /// Its period key.
+    pub period_key: String,
+}
+
+/// Limits on user input.
+const MAX_NAME: usize = 200;
+const MAX_KEY: usize = 255;
+const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// The facade. Cheap to clone.
+#[derive(Clone)]
+pub struct Kairos {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+    kinds: Vec<String>,
+    allow_private_targets: bool,
+}
+
+impl std::fmt::Debug for Kairos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kairos")
+            .field("kinds", &self.kinds)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_instant(field: &str, s: &str) -> Result<DateTime<Utc>, OpsError> {
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.to_utc())
+        .map_err(|e| {
+            OpsError::invalid(
+                field,
+                format!("{s:?} is not an RFC 3339 instant like \"2026-11-29T09:00:00Z\": {e}"),
+            )
+        })
+}
+
+impl Kairos {
+    /// A facade over `store` that accepts jobs of `kinds`. `wake` is notified on every local
+    /// enqueue so the engine starts the work at once.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        wake: Arc<Notify>,
+        kinds: Vec<String>,
+    ) -> Self {
+        Kairos {
+            store,
+            clock,
+            wake,
+            kinds,
+            allow_private_targets: false,
+        }
+    }
+
+    /// Accept webhook targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
+    pub fn allow_private_targets(mut self, allow: bool) -> Self {
+        self.allow_private_targets = allow;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    fn check_kind(&self, kind: Option<&str>) -> Result<JobKind, OpsError> {
+        let kind = kind.unwrap_or("webhook");
+        if !self.kinds.iter().any(|k| k == kind) {
+            return Err(OpsError::invalid(
+                "kind",
+                format!(
+                    "unknown job kind {kind:?}; known kinds: {}",
+                    self.kinds.join(", ")
+                ),
+            ));
+        }
+        Ok(JobKind(kind.to_string()))
+    }
+
+    async fn endpoint_for(
+        &self,
+        kind: &JobKind,
+        target: Option<&WebhookTarget>,
+    ) -> Result<Option<String>, OpsError> {
+        if kind.as_str() != "webhook" {
+            if target.is_some() {
+                return Err(OpsError::invalid(
+                    "webhook",
+                    format!("only for kind \"webhook\", not {:?}", kind.as_str()),
+                ));
+            }
+            return Ok(None);
+        }
+        let t = target.ok_or_else(|| {
+            OpsError::invalid(
+                "webhook",
+                "required for kind \"webhook\": {\"url\", \"secret\"}",
+            )
+        })?;
+        let url = url::Url::parse(&t.url)
+            .map_err(|e| OpsError::invalid("webhook.url", format!("not a valid URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(OpsError::invalid(
+                "webhook.url",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        if !self.allow_private_targets {
+            // The send-time check resolves names and is authoritative; this catches the
+            // obvious cases early so the user hears about them now.
+            let private = match url.host() {
+                Some(url::Host::Ipv4(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
+                Some(url::Host::Ipv6(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                None => true,
+            };
+            if private {
+                return Err(OpsError::invalid(
+                    "webhook.url",
+                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
+                ));
+            }
+        }
+        WebhookSecret::parse(&t.secret)
+            .map_err(|e| OpsError::invalid("webhook.secret", e.reason()))?;
+        let now = self.clock.now();
+        let ep = self
+            .store
+            .endpoint_upsert(EndpointUpsert {
+                id: new_id(IdPrefix::Endpoint, now),
+                url: t.url.clone(),
+                secret: t.secret.clone(),
+                now,
+            })
+            .await?;
+        Ok(Some(ep.id))
+    }
+
+    fn check_payload(p: Option<serde_json::Value>) -> Result<serde_json::Value, OpsError> {
+        let p = p.unwrap_or_else(|| serde_json::json!({}));
+        if p.to_string().len() > MAX_PAYLOAD_BYTES {
+            return Err(OpsError::invalid(
+                "payload",
+                format!("larger than {MAX_PAYLOAD_BYTES} bytes"),
+            ));
+        }
+        Ok(p)
+    }
+
+    async fn schedule_def(&self, id: String, req: NewSchedule) -> Result<ScheduleCreate, OpsError> {
+        let now = self.clock.now();
+        let name = req.name.trim().to_string();
+        if name.is_empty() || name.len() > MAX_NAME {
+            return Err(OpsError::invalid(
+                "name",
+                format!("must be 1 to {MAX_NAME} characters"),
+            ));
+        }
+        let tz_name = req.timezone.clone().unwrap_or_else(|| "UTC".into());
+        let tz = parse_timezone(&tz_name)?;
+        let spec = match (&req.cron, &req.at, &req.every) {
+            (Some(expr), None, None) => ScheduleSpec::Cron {
+                expr: expr.trim().to_string(),
+            },
+            (None, Some(at), None) => ScheduleSpec::At {
+                at: parse_instant("at", at)?,
+            },
+            (None, None, Some(every)) => {
+                let d = kairos_core::retry::parse_duration("every", every)?;
+                let anchor = match &req.start_at {
+                    Some(s) => parse_instant("start_at", s)?,
+                    None => now,
+                };
+                ScheduleSpec::Every {
+                    every_ms: d.as_millis().min(i64::MAX as u128) as i64,
+                    anchor,
+                }
+            }
+            (None, None, None) => {
+                return Err(OpsError::invalid(
+                    "cron",
+                    "one of \"cron\", \"at\" or \"every\" is required",
+                ));
+            }
+            _ => {
+                return Err(OpsError::invalid(
+                    "cron",
+                    "give only one of \"cron\", \"at\" or \"every\"",
+                ));
+            }
+        };
+        spec.validate()?;
+        let misfire = Misfire::parse(req.misfire.as_deref().unwrap_or("skip"))?;
+        let period = PeriodUnit::parse(req.period.as_deref().unwrap_or("occurrence"))?;
+        let kind = self.check_kind(req.kind.as_deref())?;
+        let retry = req
+            .retry
+            .as_ref()
+            .map(|r| r.to_policy(&RetryPolicy::default_for_kind(kind.as_str())))
+            .transpose()?;
+        let payload = Self::check_payload(req.payload)?;
+        let next_fire_at = spec.next_at_or_after(tz, now);
+        if next_fire_at.is_none() {
+            return Err(OpsError::invalid(
+                "at",
+                "is in the past: the schedule would never fire",
+            ));
+        }
+        let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
+        Ok(ScheduleCreate {
+            id,
+            name,
+            kind,
+            spec,
+            timezone: tz_name,
+            period,
+            misfire,
+            payload,
+            endpoint_id,
+            retry,
+            paused: req.paused.unwrap_or(false),
+            next_fire_at,
+            now,
+        })
+    }
+
+    /// Create a schedule. Its first firing is the first at or after now.
+    pub async fn schedule_create(&self, req: NewSchedule) -> Result<Schedule, OpsError> {
+        let id = new_id(IdPrefix::Schedule, self.clock.now());
+        let def = self.schedule_def(id, req).await?;
+        let s = self
+            .store
+            .schedule_create(def)
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::Conflict => OpsError::conflict("a schedule with this name exists"),
+                _ => e.into(),
+            })?;
+        self.wake.notify_one();
+        Ok(s)
+    }
+
+    /// Replace a schedule's definition; its next firing is recomputed from now.
+    pub async fn schedule_update(&self, id: &str, req: NewSchedule) -> Result<Schedule, OpsError> {
+        let def = self.schedule_def(id.to_string(), req).await?;
+        let s = self
+            .store
+            .schedule_update(ScheduleUpdate {
+                id: id.to_string(),
+                def,
+            })
+            .await?
+            .ok_or_else(|| OpsError::not_found("schedule", id))?;
+        self.wake.notify_one();
+        Ok(s)
+    }
+
+    /// A schedule.
+    pub async fn schedule_get(&self, id: &str) -> Result<Schedule, OpsError> {
+        self.store
+            .schedule_get(id)
+            .await?
+            .ok_or_else(|| OpsError::not_found("schedule", id))
+    }
+
+    /// Schedules, newest first.
+    pub async fn schedule_list(
+        &self,
+        state: Option<String>,
+        limit: Option<i64>,
+    ) -> Result<Vec<Schedule>, OpsError> {
+        if let Some(s) = &state {
+            if !["active", "paused", "finished"].contains(&s.as_str()) {
+                return Err(OpsError::invalid(
+                    "state",
+                    "must be one of active, paused, finished",
+                ));
+            }
+        }
+        Ok(self
+            .store
+            .schedule_list(ScheduleList { state, limit })
+            .await?)
+    }
+
+    /// Pause or resume. Resuming does not fire what was missed while paused: the next firing
+    /// is the first from now.
+    pub async fn schedule_pause(&self, id: &str, paused: bool) -> Result<Schedule, OpsError> {
+        let s = self.schedule_get(id).await?;
+        let now = self.clock.now();
+        let next = if paused {
+            None
+        } else {
+            s.spec.next_at_or_after(tz_of(&s)?, now)
+        };
+        let s = self
+            .store
+            .schedule_pause(SchedulePause {
+                id: id.to_string(),
+                paused,
+                next_fire_at: next,
+                now,
+            })
+            .await?
+            .ok_or_else(|| OpsError::not_found("schedule", id))?;
+        self.wake.notify_one();
+        Ok(s)
+    }
+
+    /// Delete a schedule; its jobs stay.
+    pub async fn schedule_delete(&self, id: &str) -> Result<(), OpsError> {
+        if self.store.schedule_delete(id).await? {
+            Ok(())
+        } else {
+            Err(OpsError::not_found("schedule", id))
+        }
+    }
+
+    /// The next `n` firings of a schedule from now.
+    pub fn schedule_upcoming(&self, s: &Schedule, n: usize) -> Vec<DateTime<Utc>> {
+        let Ok(tz) = tz_of(s) else { return vec![] };
+        let mut out = Vec::new();
+        let mut t = s.next_fire_at;
+        while let Some(at) = t {
+            if out.len() >= n {
+                break;
+            }
+            out.push(at);
+            t = s.spec.next_after(tz, at);
+        }
+        out
+    }
+
+    /// Fire a schedule now for its current period: a manual re-run. The dedupe key makes a
+    /// repeat harmless: the period's jobs are created once.
+    pub async fn schedule_fire_now(&self, id: &str) -> Result<FiredNow, OpsError> {
+        let s = self.schedule_get(id).await?;
+        let tz = tz_of(&s)?;
+        let now = self.clock.now();
+        // The current occurrence: the latest nominal firing at or before now, so that a re-run
+        // lands on the same key as the regular firing. Before the first one, now.
+        let fire_at = s.spec.prev_at_or_before(tz, now).unwrap_or(now);
+        let jobs = jobs_for_firing(&s, tz, fire_at, now);
+        let period_key = jobs
+            .first()
+            .and_then(|j| j.period_key.clone())
+            .unwrap_or_default();
+        let created = self.store.job_insert_many(jobs).await?;
+        self.wake.notify_one();
+        Ok(FiredNow {
+            created,
+            fire_at,
+            period_key,
+        })
+    }
+
+    /// Enqueue a job. With an idempotency key that exists, returns the existing job and
+    /// `false`.
+    pub async fn job_enqueue(&self, req: NewJob) -> Result<(Job, bool), OpsError> {
+        let now = self.clock.now();
+        let kind = self.check_kind(req.kind.as_deref())?;
+        let run_at = match &req.run_at {
+            Some(s) => parse_instant("run_at", s)?,
+            None => now,
+        };
+        if let Some(k) = &req.idempotency_key {
+            if k.is_empty() || k.len() > MAX_KEY {
+                return Err(OpsError::invalid(
+                    "idempotency_key",
+                    format!("must be 1 to {MAX_KEY} characters"),
+                ));
+            }
+        }
+        let retry = match &req.retry {
+            Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
+            None => RetryPolicy::default_for_kind(kind.as_str()),
+        };
+        let payload = Self::check_payload(req.payload)?;
+        let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
+        let r = self
+            .store
+            .job_insert(JobInsert {
+                id: new_id(IdPrefix::Job, now),
+                kind,
+                payload,
+                endpoint_id,
+                schedule_id: None,
+                fire_at: None,
+                period_key: None,
+                // Namespaced so a user key can never collide with an expansion key.
+                dedupe_key: req.idempotency_key.as_ref().map(|k| format!("idem:{k}")),
+                retry,
+                run_at,
+                now,
+            })
+            .await?;
+        if r.created {
+            self.wake.notify_one();
+        }
+        Ok((r.job, r.created))
+    }
+
+    /// A job and its attempts.
+    pub async fn job_get(&self, id: &str) -> Result<(Job, Vec<Attempt>), OpsError> {
+        let job = self
+            .store
+            .job_get(id)
+            .await?
+            .ok_or_else(|| OpsError::not_found("job", id))?;
+        let attempts = self.store.attempt_list(id).await?;
+        Ok((job, attempts))
+    }
+
+    /// Jobs matching filters, newest first. `state` and `kind` are checked.
+    pub async fn job_list(
+        &self,
+        state: Option<&str>,
+        kind: Option<&str>,
+        schedule_id: Option<&str>,
+        before_id: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Vec<Job>, OpsError> {
+        let state = state
+            .map(|s| {
+                JobState::parse_known(s).ok_or_else(|| {
+                    OpsError::invalid(
+                        "state",
+                        "must be one of available, running, succeeded, skipped, cancelled, dead",
+                    )
+                })
+            })
+            .transpose()?;
+        if let Some(l) = limit {
+            if !(1..=1000).contains(&l) {
+                return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
+            }
+        }
+        Ok(self
+            .store
+            .job_list(JobList {
+                state,
+                kind: kind.map(str::to_string),
+                schedule_id: schedule_id.map(str::to_string),
+                before_id: before_id.map(str::to_string),
+                limit,
+            })
+            .await?)
+    }
+
+    /// Run a job again now (replay a dead one, hurry a waiting one). A succeeded or running job
+    /// is a conflict: running it again would send twice.
+    pub async fn job_retry(&self, id: &str) -> Result<Job, OpsError> {
+        let job = self
+            .store
+            .job_retry(JobRetry {
+                id: id.to_string(),
+                now: self.clock.now(),
+            })
+            .await?
+            .ok_or_else(|| OpsError::not_found("job", id))?;
+        if job.state != JobState::Available {
+            return Err(OpsError::conflict(format!(
+                "job is {}; only dead, cancelled, skipped or waiting jobs can be retried",
+                job.state
+            )));
+        }
+        self.wake.notify_one();
+        Ok(job)
+    }
+
+    /// Cancel a job that has not finished.
+    pub async fn job_cancel(&self, id: &str, reason: Option<String>) -> Result<Job, OpsError> {
+        let job = self
+            .store
+            .job_cancel(JobCancel {
+                id: id.to_string(),
+                reason: reason.unwrap_or_else(|| "cancelled by operator".into()),
+                now: self.clock.now(),
+            })
+            .await?
+            .ok_or_else(|| OpsError::not_found("job", id))?;
+        if job.state != JobState::Cancelled {
+            return Err(OpsError::conflict(format!(
+                "job is {} and cannot be cancelled",
+                job.state
+            )));
+        }
+        Ok(job)
+    }
+}
+
+/// The zone of a stored schedule.
+pub fn tz_of(s: &Schedule) -> Result<chrono_tz::Tz, OpsError> {
+    Ok(parse_timezone(&s.timezone)?)
+}

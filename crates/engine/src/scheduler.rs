@@ -1,0 +1,220 @@
+//! The scheduler: claims due schedules (oldest first, bounded batch — S0-1, S0-2), plans their
+//! firings per misfire policy, expands each firing into jobs and advances `next_fire_at` in
+//! one transaction per schedule.
+
+use crate::expand::jobs_for_firing;
+use chrono::{DateTime, Utc};
+use kairos_core::Clock;
+use kairos_core::schedule::{parse_timezone, plan_firings};
+use kairos_store::{Schedule, ScheduleDue, ScheduleFire, Store};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Scheduler settings.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// This node's name.
+    pub node: String,
+    /// Most schedules handled per tick (S0-2). Default 100.
+    pub batch: usize,
+    /// How long a claimed schedule is held against other nodes. Default 60 s.
+    pub lock: Duration,
+    /// A firing later than this is *missed* and follows the misfire policy; within it, it is
+    /// on time. Default 60 s.
+    pub misfire_threshold: Duration,
+    /// Longest idle wait (fallback to wake-ups). Default 1 s.
+    pub poll_interval: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            node: "node".into(),
+            batch: 100,
+            lock: Duration::from_secs(60),
+            misfire_threshold: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl SchedulerConfig {
+    /// Check the settings; the error names the field.
+    pub fn validate(&self) -> Result<(), kairos_core::Error> {
+        use kairos_core::Error;
+        if self.batch == 0 || self.batch > 10_000 {
+            return Err(Error::invalid(
+                "scheduler.batch",
+                "must be between 1 and 10000",
+            ));
+        }
+        if self.lock < Duration::from_secs(1) {
+            return Err(Error::invalid("scheduler.lock", "must be at least 1s"));
+        }
+        if self.poll_interval.is_zero() {
+            return Err(Error::invalid(
+                "scheduler.poll_interval",
+                "must be more than 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulerReport {
+    /// Schedules claimed.
+    pub schedules: usize,
+    /// Firings materialized.
+    pub fired: usize,
+    /// Jobs created.
+    pub jobs_created: usize,
+    /// Missed firings dropped by misfire policies.
+    pub misfires_skipped: u64,
+    /// Schedules another node had advanced first.
+    pub lost_races: usize,
+    /// Schedules that could not be handled (logged; the tick went on — S0-11).
+    pub errors: usize,
+}
+
+/// The scheduler.
+#[derive(Clone)]
+pub struct Scheduler {
+    cfg: SchedulerConfig,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+fn chrono_dur(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+impl Scheduler {
+    /// A scheduler over `store`. Fails if the config is not valid.
+    pub fn new(
+        cfg: SchedulerConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, kairos_core::Error> {
+        cfg.validate()?;
+        Ok(Scheduler { cfg, store, clock })
+    }
+
+    /// One tick at `now`.
+    pub async fn run_once(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<SchedulerReport, kairos_store::Error> {
+        let due = self
+            .store
+            .schedule_due(ScheduleDue {
+                now,
+                limit: self.cfg.batch as i64,
+                lock_until: now + chrono_dur(self.cfg.lock),
+                node: self.cfg.node.clone(),
+            })
+            .await?;
+        let mut report = SchedulerReport {
+            schedules: due.len(),
+            ..Default::default()
+        };
+        for s in due {
+            // One schedule's failure is logged and the tick goes on (S0-11); its lock expires
+            // and it is tried again.
+            if let Err(e) = self.fire(&s, now, &mut report).await {
+                report.errors += 1;
+                tracing::error!(schedule_id = %s.id, error = %e, "firing a schedule failed");
+            }
+        }
+        Ok(report)
+    }
+
+    async fn fire(
+        &self,
+        s: &Schedule,
+        now: DateTime<Utc>,
+        report: &mut SchedulerReport,
+    ) -> Result<(), String> {
+        let tz = parse_timezone(&s.timezone).map_err(|e| e.to_string())?;
+        let Some(next) = s.next_fire_at else {
+            return Ok(());
+        };
+        let plan = plan_firings(
+            &s.spec,
+            tz,
+            s.misfire,
+            next,
+            now,
+            chrono_dur(self.cfg.misfire_threshold),
+        );
+        let mut jobs = Vec::new();
+        for fire_at in &plan.fires {
+            jobs.extend(jobs_for_firing(s, tz, *fire_at, now));
+        }
+        if plan.skipped > 0 {
+            tracing::warn!(schedule_id = %s.id, skipped = plan.skipped, misfire = %s.misfire.to_string_repr(),
+                "missed firings dropped by the misfire policy");
+        }
+        let fired = self
+            .store
+            .schedule_fire(ScheduleFire {
+                schedule_id: s.id.clone(),
+                expected_next_fire_at: Some(next),
+                next_fire_at: plan.next_fire_at,
+                last_fire_at: plan.fires.last().copied(),
+                jobs,
+                now,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if fired.advanced {
+            report.fired += plan.fires.len();
+            report.jobs_created += fired.created.len();
+            report.misfires_skipped += plan.skipped;
+        } else {
+            report.lost_races += 1;
+        }
+        Ok(())
+    }
+
+    /// Run ticks until `cancel`: at the earliest known `next_fire_at`, on a wake-up, or at the
+    /// poll interval. `on_jobs` is notified when a tick created jobs.
+    pub async fn run(&self, wake: Arc<Notify>, on_jobs: Arc<Notify>, cancel: CancellationToken) {
+        loop {
+            let now = self.clock.now();
+            let mut full = false;
+            match self.run_once(now).await {
+                Ok(r) => {
+                    if r.jobs_created > 0 {
+                        on_jobs.notify_one();
+                    }
+                    full = r.schedules >= self.cfg.batch;
+                }
+                Err(e) => tracing::error!(error = %e, "scheduler tick failed"),
+            }
+            if full {
+                continue; // a backlog: drain it at once, fairly, oldest first
+            }
+            let mut wait = self.cfg.poll_interval;
+            if let Ok(Some(next)) = self.store.schedule_next_fire_at().await {
+                wait = wait.min((next - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = wake.notified() => {}
+                _ = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+            }
+        }
+    }
+}
