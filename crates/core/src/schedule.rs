@@ -264,15 +264,21 @@ impl Clock {
 fn cron_search(cron: &Cron, tz: Tz, t: DateTime<Utc>, how: Search) -> Option<DateTime<Utc>> {
     let whole = t.with_nanosecond(0)?;
     let fractional = whole != t;
-    let (direction, inclusive) = match how {
-        Search::After => (Direction::Forward, false),
-        Search::AtOrAfter => (Direction::Forward, !fractional),
-        Search::AtOrBefore => (Direction::Backward, true),
-        Search::Before => (Direction::Backward, fractional),
+    // "At or after t" is searched as "strictly after t - 1 s" (cron has whole seconds): croner's
+    // inclusive search does not return a firing that was shifted out of a spring-forward gap
+    // when asked from that very instant (from 2026-03-08T07:00Z it skipped the 03:00 EDT
+    // firing of `30 2 * * *`), and the planner asks exactly that. Pinned by
+    // `at_or_after_returns_gap_shifted_firing`.
+    let (direction, inclusive, start) = match how {
+        Search::After => (Direction::Forward, false, whole),
+        Search::AtOrAfter if fractional => (Direction::Forward, false, whole),
+        Search::AtOrAfter => (Direction::Forward, false, whole - chrono::Duration::seconds(1)),
+        Search::AtOrBefore => (Direction::Backward, true, whole),
+        Search::Before => (Direction::Backward, fractional, whole),
     };
     // Compute in the zone: croner matches the wall clock of the DateTime's zone, and resolves
     // ambiguous / nonexistent wall times with the zone's rules (see the module docs).
-    let start = whole.with_timezone(&tz);
+    let start = start.with_timezone(&tz);
     let found = match direction {
         Direction::Forward => cron.find_next_occurrence(&start, inclusive),
         Direction::Backward => cron.find_previous_occurrence(&start, inclusive),

@@ -198,7 +198,10 @@ pub fn completion_for(
             attempt.status_code = f.status_code.map(i32::from);
             attempt.error = Some(f.message.clone());
             attempt.response = f.response.clone();
-            if f.class == ErrorClass::RateLimited {
+            if f.disable_endpoint {
+                // 410 Gone: the receiver asked never to be called again; retrying is pointless.
+                Transition::Dead
+            } else if f.class == ErrorClass::RateLimited {
                 let wait = f
                     .retry_after
                     .unwrap_or(Duration::from_secs(1))
@@ -336,17 +339,30 @@ impl Executor {
         ));
         let renew_stop = CancellationToken::new();
         let renewer = tokio::spawn(renewer(self.clone(), running.clone(), renew_stop.clone()));
+        // The running attempts, so that those still running when the shutdown grace ends can
+        // be stopped (each holds a sender of the completer's channel).
+        let mut tasks = tokio::task::JoinSet::new();
         loop {
+            while tasks.try_join_next().is_some() {}
             // Wait for a free slot, then take as many as are free (up to a batch).
             let first = tokio::select! {
                 _ = cancel.cancelled() => break,
                 p = sem.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
             };
             let mut permits = vec![first];
+            // Under load slots come back one at a time; claiming one job per round trip would
+            // spend the writer on tiny claims. Gather slots for up to 2 ms (or until half the
+            // slots are free), so claims stay batched. When idle, all slots are free at once.
+            let want = (self.cfg.concurrency / 2).clamp(1, self.cfg.max_batch);
+            let gather_until = tokio::time::Instant::now() + Duration::from_millis(2);
             while permits.len() < self.cfg.max_batch {
                 match sem.clone().try_acquire_owned() {
                     Ok(p) => permits.push(p),
-                    Err(_) => break,
+                    Err(_) if permits.len() >= want => break,
+                    Err(_) => match tokio::time::timeout_at(gather_until, sem.clone().acquire_owned()).await {
+                        Ok(Ok(p)) => permits.push(p),
+                        _ => break,
+                    },
                 }
             }
             let now = self.clock.now();
@@ -380,7 +396,7 @@ impl Executor {
                     tx.clone(),
                     self.cfg.node.clone(),
                 );
-                tokio::spawn(async move {
+                tasks.spawn(async move {
                     let started = clock.now();
                     let ctx = JobContext {
                         now: started,
@@ -408,7 +424,11 @@ impl Executor {
             tracing::warn!(
                 "shutdown grace ended with jobs still running; their leases will return them"
             );
+            // Stop them: otherwise their senders keep the completer (and this call) waiting
+            // for as long as they run.
+            tasks.abort_all();
         }
+        while tasks.join_next().await.is_some() {}
         drop(tx);
         let _ = completer.await;
         renew_stop.cancel();

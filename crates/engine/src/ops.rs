@@ -3,7 +3,7 @@
 
 use crate::error::OpsError;
 use crate::expand::jobs_for_firing;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use kairos_channels::signing::WebhookSecret;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::retry::RetrySpec;
@@ -272,14 +272,17 @@ impl Kairos {
                 expr: expr.trim().to_string(),
             },
             (None, Some(at), None) => ScheduleSpec::At {
-                at: parse_instant("at", at)?,
+                at: parse_instant("at", at)?.trunc_subsecs(3),
             },
             (None, None, Some(every)) => {
                 let d = kairos_core::retry::parse_duration("every", every)?;
+                // Millisecond precision, as instants are stored: an anchor with nanoseconds
+                // would sit just after the stored `next_fire_at` and fire a second time.
                 let anchor = match &req.start_at {
                     Some(s) => parse_instant("start_at", s)?,
                     None => now,
-                };
+                }
+                .trunc_subsecs(3);
                 ScheduleSpec::Every {
                     every_ms: d.as_millis().min(i64::MAX as u128) as i64,
                     anchor,
@@ -575,6 +578,25 @@ impl Kairos {
         }
         self.wake.notify_one();
         Ok(job)
+    }
+
+    /// Ids of every dead job (of `kind`, if given), newest first: what "replay all" replays.
+    /// Pages through the list, so it is bounded by the number of dead jobs.
+    pub async fn dead_job_ids(&self, kind: Option<&str>) -> Result<Vec<String>, OpsError> {
+        const PAGE: i64 = 1000;
+        let mut ids = Vec::new();
+        let mut before: Option<String> = None;
+        loop {
+            let page = self
+                .job_list(Some("dead"), kind, None, before.as_deref(), Some(PAGE))
+                .await?;
+            let full = page.len() as i64 == PAGE;
+            before = page.last().map(|j| j.id.clone());
+            ids.extend(page.into_iter().map(|j| j.id));
+            if !full {
+                return Ok(ids);
+            }
+        }
     }
 
     /// Cancel a job that has not finished.

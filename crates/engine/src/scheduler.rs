@@ -203,12 +203,19 @@ impl Scheduler {
                 }
                 Err(e) => tracing::error!(error = %e, "scheduler tick failed"),
             }
-            if full {
+            if full && !cancel.is_cancelled() {
                 continue; // a backlog: drain it at once, fairly, oldest first
             }
             let mut wait = self.cfg.poll_interval;
             if let Ok(Some(next)) = self.store.schedule_next_fire_at().await {
-                wait = wait.min((next - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
+                // A schedule that was due at this tick and is still there was not ours to
+                // fire: another node holds its lock, or firing it failed and its lock must
+                // expire first. Waking "at" its past due time would re-query every
+                // millisecond until then (S0-10), so only a firing after this tick shortens
+                // the poll interval.
+                if next > now {
+                    wait = wait.min((next - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
+                }
             }
             tokio::select! {
                 _ = cancel.cancelled() => return,

@@ -48,7 +48,7 @@ CREATE TABLE jobs (
     dedupe_key       TEXT UNIQUE,
     attempt          INTEGER NOT NULL DEFAULT 0,
     max_attempts     INTEGER NOT NULL,
-    retry            TEXT NOT NULL,
+    retry            TEXT,                -- NULL: the kind's default policy
     run_at           INTEGER NOT NULL,
     created_at       INTEGER NOT NULL,
     attempted_at     INTEGER,
@@ -65,7 +65,9 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_due ON jobs (run_at, id) WHERE state = 'available';
 -- The rescuer's query: running jobs by lease end.
 CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE state = 'running';
-CREATE INDEX jobs_state_kind ON jobs (state, kind, id);
+-- Dead letters for the DLQ listing. (No general index on state: it would be rewritten on every
+-- transition of every job, the hottest write path; listings by other states scan newest first.)
+CREATE INDEX jobs_dead ON jobs (id) WHERE state = 'dead';
 CREATE INDEX jobs_schedule ON jobs (schedule_id, id) WHERE schedule_id IS NOT NULL;
 
 CREATE TABLE job_attempts (

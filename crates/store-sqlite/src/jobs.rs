@@ -3,7 +3,7 @@
 use crate::rows::{JOB_COLS, attempt_from_row, job_from_row, ms_opt};
 use crate::{SqliteStore, map_err};
 use chrono::{DateTime, Utc};
-use kairos_core::Job;
+use kairos_core::{Job, RetryPolicy};
 use kairos_core::clock::to_millis;
 use kairos_store::*;
 use serde_json::json;
@@ -29,7 +29,9 @@ pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
                     "period_key": j.period_key,
                     "dedupe_key": j.dedupe_key,
                     "max_attempts": j.retry.max_attempts(),
-                    "retry": serde_json::to_string(&j.retry).unwrap_or_default(),
+                    // The kind's default is stored as NULL: smaller rows, nothing to parse.
+                    "retry": (j.retry != RetryPolicy::default_for_kind(j.kind.as_str()))
+                        .then(|| serde_json::to_string(&j.retry).unwrap_or_default()),
                     "run_at": to_millis(j.run_at),
                     "created_at": to_millis(j.now),
                 })
@@ -124,13 +126,17 @@ impl SqliteStore {
     pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
         // SQLite has no SKIP LOCKED; with one writer connection the conditional UPDATE cannot
         // race with another claimer in this process, and across processes SQLite's write lock
-        // serializes it. The subquery reads only the partial index `jobs_due`.
+        // serializes it. `INDEXED BY jobs_due` pins the plan to the partial index: without
+        // statistics the planner otherwise picks `jobs_state_kind` and sorts every available
+        // row, which makes the claim slow down as the backlog grows. The unary `+` keeps the
+        // outer filter off any index (the id lookup is the right plan).
         let rows = sqlx::query(sql(
             "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
                     lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4
-             WHERE id IN (SELECT id FROM jobs WHERE state = 'available' AND run_at <= ?4
+             WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_due
+                          WHERE state = 'available' AND run_at <= ?4
                           ORDER BY run_at, id LIMIT ?5)
-               AND state = 'available'
+               AND +state = 'available'
              RETURNING {cols}",
         ))
         .bind(&p.node)
@@ -156,7 +162,7 @@ impl SqliteStore {
         let done = sqlx::query(
             "UPDATE jobs SET lease_expires_at = ?2
              FROM (SELECT value ->> 'id' AS id, value ->> 'token' AS token FROM json_each(?1)) AS r
-             WHERE jobs.id = r.id AND jobs.lease_token = r.token AND jobs.state = 'running'",
+             WHERE jobs.id = r.id AND jobs.lease_token = r.token AND +jobs.state = 'running'",
         )
         .bind(serde_json::Value::Array(list).to_string())
         .bind(to_millis(p.lease_until))
@@ -181,7 +187,10 @@ impl SqliteStore {
             .await
             .map_err(|e| map_err("job complete", e))?;
         // The attempt log first, joined on the live lease so a stale completion records
-        // nothing; then the state change under the same condition (fencing).
+        // nothing; then the state change under the same condition (fencing). Both loop over
+        // the JSON array and look jobs up by primary key: `CROSS JOIN` fixes the loop order
+        // and the unary `+` keeps the planner from scanning running jobs via the state index
+        // instead (which made a batch cost O(running × batch)).
         sqlx::query(
             "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
              SELECT c.id, jobs.attempt, c.started_at, c.finished_at, c.outcome, c.error_class, c.status_code, c.error, c.response, c.provider_id, c.node
@@ -191,7 +200,8 @@ impl SqliteStore {
                           value ->> 'error' AS error, value ->> 'response' AS response,
                           value ->> 'provider_id' AS provider_id, value ->> 'node' AS node
                    FROM json_each(?1)) AS c
-             JOIN jobs ON jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'",
+             CROSS JOIN jobs
+             WHERE jobs.id = c.id AND jobs.lease_token = c.token AND +jobs.state = 'running'",
         )
         .bind(&body)
         .execute(&mut *tx)
@@ -209,7 +219,7 @@ impl SqliteStore {
                           value ->> 'finished_at' AS finished_at, value ->> 'error' AS error,
                           value ->> 'reason' AS reason
                    FROM json_each(?1)) AS c
-             WHERE jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'
+             WHERE jobs.id = c.id AND jobs.lease_token = c.token AND +jobs.state = 'running'
              RETURNING jobs.id",
         )
         .bind(&body)
@@ -285,7 +295,8 @@ impl SqliteStore {
             .await
             .map_err(|e| map_err("job rescue", e))?;
         let rows = sqlx::query(
-            "SELECT id, lease_token FROM jobs WHERE state = 'running' AND lease_expires_at < ?1
+            "SELECT id, lease_token FROM jobs INDEXED BY jobs_lease
+             WHERE state = 'running' AND lease_expires_at < ?1
              ORDER BY lease_expires_at LIMIT ?2",
         )
         .bind(now)
@@ -338,7 +349,7 @@ impl SqliteStore {
 
     pub(crate) async fn job_next_run_at_impl(&self) -> Result<Option<DateTime<Utc>>> {
         let ms: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE state = 'available'")
+            sqlx::query_scalar("SELECT MIN(run_at) FROM jobs INDEXED BY jobs_due WHERE state = 'available'")
                 .fetch_one(&self.read)
                 .await
                 .map_err(|e| map_err("job next run_at", e))?;

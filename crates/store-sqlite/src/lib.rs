@@ -53,7 +53,10 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
             .pragma("temp_store", "memory")
-            .pragma("cache_size", "-32000");
+            .pragma("cache_size", "-32000")
+            // Claims return hundreds of rows; the default channel of 50 rows makes the
+            // worker thread and the reader hand over every 50 rows.
+            .row_buffer_size(4096);
         // One writer: SQLite serializes writers anyway; doing it in the pool avoids BUSY errors
         // and lock-upgrade failures between our own connections.
         let write = SqlitePoolOptions::new()

@@ -38,10 +38,10 @@ pub(crate) fn ms_opt(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<i64> {
 
 pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job, Error> {
     let payload: String = get(row, "payload")?;
-    let retry: String = get(row, "retry")?;
+    let retry: Option<String> = get(row, "retry")?;
+    let kind: String = get(row, "kind")?;
     Ok(Job {
         id: get(row, "id")?,
-        kind: JobKind(get(row, "kind")?),
         state: JobState::parse(&get::<String>(row, "state")?),
         payload: serde_json::from_str(&payload).map_err(|e| corrupt("job payload", e))?,
         endpoint_id: get(row, "endpoint_id")?,
@@ -50,8 +50,12 @@ pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job, Error> {
         period_key: get(row, "period_key")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get::<i64>(row, "attempt")? as i32,
-        retry: serde_json::from_str::<RetryPolicy>(&retry)
-            .map_err(|e| corrupt("job retry policy", e))?,
+        retry: match retry {
+            Some(r) => serde_json::from_str::<RetryPolicy>(&r)
+                .map_err(|e| corrupt("job retry policy", e))?,
+            None => RetryPolicy::default_for_kind(&kind),
+        },
+        kind: JobKind(kind),
         run_at: ts(row, "run_at")?,
         created_at: ts(row, "created_at")?,
         finished_at: ts_opt(row, "finished_at")?,

@@ -1,0 +1,474 @@
+//! Shared set-up of the engine tests: a real SQLite file per test (in a tempdir), a manual
+//! clock, an engine built with `Engine::new`, the `Kairos` facade, and scriptable handlers.
+#![allow(dead_code)]
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use kairos_channels::WebhookConfig;
+use kairos_core::retry::RetrySpec;
+use kairos_core::{Clock, Job, JobState, ManualClock, Outcome};
+use kairos_engine::executor::ExecutorReport;
+use kairos_engine::handlers::default_registry;
+use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
+use kairos_engine::rescuer::RescuerReport;
+use kairos_engine::scheduler::SchedulerReport;
+use kairos_engine::{Engine, EngineConfig, Handler, HandlerRegistry, JobContext, Kairos};
+use kairos_store::{
+    Attempt, CompleteReport, Endpoint, EndpointDisable, EndpointUpsert, JobCancel, JobClaim,
+    JobComplete, JobInsert, JobInserted, JobLeaseRenew, JobList, JobRescue, JobRetry, Schedule,
+    ScheduleCreate, ScheduleDue, ScheduleFire, ScheduleFired, ScheduleList, SchedulePause,
+    ScheduleUpdate, Store,
+};
+use kairos_store_sqlite::SqliteStore;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tempfile::TempDir;
+
+/// The Standard Webhooks specification's example secret.
+pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// An RFC 3339 instant.
+pub fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .unwrap_or_else(|e| panic!("{s:?}: {e}"))
+        .to_utc()
+}
+
+/// `t` as RFC 3339 with milliseconds (what the facade accepts).
+pub fn rfc(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub fn ms(n: i64) -> Duration {
+    Duration::milliseconds(n)
+}
+pub fn secs(n: i64) -> Duration {
+    Duration::seconds(n)
+}
+pub fn mins(n: i64) -> Duration {
+    Duration::minutes(n)
+}
+
+type Script = dyn Fn(&Job, usize) -> Outcome + Send + Sync;
+
+/// A custom handler driven by a closure `(job, calls of this job before) -> Outcome`. It
+/// records every call (job ids in the order the handler saw them), can sleep before
+/// answering, and has a configurable timeout. A closure that panics is a panicking handler.
+pub struct TestHandler {
+    script: Box<Script>,
+    delay: std::time::Duration,
+    timeout: std::time::Duration,
+    calls: Mutex<Vec<String>>,
+    payloads: Mutex<Vec<serde_json::Value>>,
+    started: AtomicUsize,
+    finished: AtomicUsize,
+}
+
+impl TestHandler {
+    pub fn new(script: impl Fn(&Job, usize) -> Outcome + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Self::build(script))
+    }
+    fn build(script: impl Fn(&Job, usize) -> Outcome + Send + Sync + 'static) -> Self {
+        TestHandler {
+            script: Box::new(script),
+            delay: std::time::Duration::ZERO,
+            timeout: std::time::Duration::from_secs(10),
+            calls: Mutex::new(Vec::new()),
+            payloads: Mutex::new(Vec::new()),
+            started: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+        }
+    }
+    /// Always succeeds.
+    pub fn ok() -> Arc<Self> {
+        Self::new(|_, _| Outcome::ok())
+    }
+    /// Sleeps `delay` before answering, under `timeout`.
+    pub fn slow(
+        delay: std::time::Duration,
+        timeout: std::time::Duration,
+        script: impl Fn(&Job, usize) -> Outcome + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        let mut h = Self::build(script);
+        h.delay = delay;
+        h.timeout = timeout;
+        Arc::new(h)
+    }
+    /// Job ids in the order the handler was called.
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+    /// Payloads in the order the handler was called.
+    pub fn payloads(&self) -> Vec<serde_json::Value> {
+        self.payloads.lock().unwrap().clone()
+    }
+    /// How many times `job_id` was run.
+    pub fn calls_for(&self, job_id: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| *c == job_id)
+            .count()
+    }
+    /// Calls per job id.
+    pub fn counts(&self) -> HashMap<String, usize> {
+        let mut m = HashMap::new();
+        for c in self.calls() {
+            *m.entry(c).or_insert(0) += 1;
+        }
+        m
+    }
+    pub fn started(&self) -> usize {
+        self.started.load(Ordering::SeqCst)
+    }
+    pub fn finished(&self) -> usize {
+        self.finished.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Handler for TestHandler {
+    async fn handle(&self, job: &Job, _ctx: &JobContext) -> Outcome {
+        let before = {
+            let mut calls = self.calls.lock().unwrap();
+            let before = calls.iter().filter(|c| **c == job.id).count();
+            calls.push(job.id.clone());
+            self.payloads.lock().unwrap().push(job.payload.clone());
+            before
+        };
+        self.started.fetch_add(1, Ordering::SeqCst);
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        let out = (self.script)(job, before);
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        out
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+}
+
+/// One test's world: a SQLite file in a tempdir, a manual clock, an engine and the facade.
+pub struct Harness {
+    pub dir: TempDir,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<ManualClock>,
+    pub engine: Engine,
+    pub kairos: Kairos,
+}
+
+/// A fresh SQLite store in a new tempdir.
+pub async fn open_store() -> (TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open sqlite");
+    (dir, Arc::new(store))
+}
+
+/// The built-in registry (webhook, private targets allowed for the test receiver) plus
+/// `custom` handlers.
+pub fn registry_with(
+    store: &Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    custom: &[(&str, Arc<dyn Handler>)],
+) -> HandlerRegistry {
+    kairos_testkit::init_crypto();
+    let mut r = default_registry(
+        store.clone(),
+        clock,
+        WebhookConfig {
+            allow_private_targets: true,
+            ..Default::default()
+        },
+    )
+    .expect("default registry");
+    for (kind, h) in custom {
+        r.register(kind, h.clone());
+    }
+    r
+}
+
+impl Harness {
+    pub async fn new(start: DateTime<Utc>, custom: &[(&str, Arc<dyn Handler>)]) -> Self {
+        Self::with_config(start, EngineConfig::default(), custom).await
+    }
+
+    pub async fn with_config(
+        start: DateTime<Utc>,
+        cfg: EngineConfig,
+        custom: &[(&str, Arc<dyn Handler>)],
+    ) -> Self {
+        let (dir, store) = open_store().await;
+        let clock = Arc::new(ManualClock::new(start));
+        let registry = registry_with(&store, clock.clone(), custom);
+        let kinds = registry.kinds();
+        let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).expect("engine");
+        let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds)
+            .allow_private_targets(true);
+        Harness {
+            dir,
+            store,
+            clock,
+            engine,
+            kairos,
+        }
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Set the clock to `at` and run one scheduler tick there.
+    pub async fn sched(&self, at: DateTime<Utc>) -> SchedulerReport {
+        self.clock.set(at);
+        self.engine
+            .scheduler()
+            .run_once(at)
+            .await
+            .expect("scheduler tick")
+    }
+
+    /// Set the clock to `at` and run the executor once there.
+    pub async fn exec(&self, at: DateTime<Utc>) -> ExecutorReport {
+        self.clock.set(at);
+        self.engine
+            .executor()
+            .run_once(at)
+            .await
+            .expect("executor run")
+    }
+
+    /// Set the clock to `at` and run the rescuer once there.
+    pub async fn rescue(&self, at: DateTime<Utc>) -> RescuerReport {
+        self.clock.set(at);
+        self.engine
+            .rescuer()
+            .run_once(at)
+            .await
+            .expect("rescuer run")
+    }
+
+    /// Enqueue a job of `kind` through the facade.
+    pub async fn enqueue(
+        &self,
+        kind: &str,
+        payload: serde_json::Value,
+        run_at: Option<DateTime<Utc>>,
+        retry: Option<RetrySpec>,
+    ) -> Job {
+        let (job, created) = self
+            .kairos
+            .job_enqueue(NewJob {
+                kind: Some(kind.into()),
+                payload: Some(payload),
+                run_at: run_at.map(rfc),
+                retry,
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+        assert!(created);
+        job
+    }
+
+    /// Enqueue a webhook job to `url` signed with [`SECRET`].
+    pub async fn enqueue_webhook(&self, url: &str, payload: serde_json::Value) -> Job {
+        let (job, created) = self
+            .kairos
+            .job_enqueue(NewJob {
+                kind: Some("webhook".into()),
+                webhook: Some(WebhookTarget {
+                    url: url.into(),
+                    secret: SECRET.into(),
+                }),
+                payload: Some(payload),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue webhook");
+        assert!(created);
+        job
+    }
+
+    pub async fn job(&self, id: &str) -> Job {
+        self.store
+            .job_get(id)
+            .await
+            .expect("job get")
+            .expect("job exists")
+    }
+
+    pub async fn attempts(&self, id: &str) -> Vec<Attempt> {
+        self.store.attempt_list(id).await.expect("attempt list")
+    }
+
+    /// Every job (oldest id first).
+    pub async fn jobs(&self) -> Vec<Job> {
+        let mut v = self
+            .store
+            .job_list(JobList {
+                limit: Some(10_000),
+                ..Default::default()
+            })
+            .await
+            .expect("job list");
+        v.reverse();
+        v
+    }
+
+    /// The jobs of a schedule, by nominal firing time.
+    pub async fn schedule_jobs(&self, schedule_id: &str) -> Vec<Job> {
+        let mut v = self
+            .store
+            .job_list(JobList {
+                schedule_id: Some(schedule_id.into()),
+                limit: Some(10_000),
+                ..Default::default()
+            })
+            .await
+            .expect("job list");
+        v.sort_by_key(|j| j.fire_at);
+        v
+    }
+
+    pub async fn count_in_state(&self, state: JobState) -> usize {
+        self.jobs()
+            .await
+            .iter()
+            .filter(|j| j.state == state)
+            .count()
+    }
+}
+
+/// A schedule request with only the fields most tests need.
+pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
+    NewSchedule {
+        name: name.into(),
+        cron: None,
+        at: None,
+        every: None,
+        start_at: None,
+        timezone: None,
+        kind: Some(kind.into()),
+        webhook: None,
+        payload: None,
+        retry: None,
+        misfire: None,
+        period: None,
+        paused: None,
+    }
+}
+
+/// `{"max_attempts": n}` with the kind's default delays.
+pub fn max_attempts(n: u32) -> RetrySpec {
+    RetrySpec {
+        max_attempts: Some(n),
+        ..Default::default()
+    }
+}
+
+/// The real SQLite store, counting how often the scheduler's and executor's polling queries
+/// are made (to catch a service spinning on the database — S0-10). Everything is delegated.
+pub struct CountingStore {
+    pub inner: Arc<dyn Store>,
+    pub schedule_due_calls: AtomicUsize,
+    pub job_claim_calls: AtomicUsize,
+}
+
+impl CountingStore {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(CountingStore {
+            inner,
+            schedule_due_calls: AtomicUsize::new(0),
+            job_claim_calls: AtomicUsize::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl Store for CountingStore {
+    async fn migrate(&self) -> kairos_store::Result<()> {
+        self.inner.migrate().await
+    }
+    async fn endpoint_upsert(&self, p: EndpointUpsert) -> kairos_store::Result<Endpoint> {
+        self.inner.endpoint_upsert(p).await
+    }
+    async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
+        self.inner.endpoint_get(id).await
+    }
+    async fn endpoint_disable(&self, p: EndpointDisable) -> kairos_store::Result<()> {
+        self.inner.endpoint_disable(p).await
+    }
+    async fn schedule_create(&self, p: ScheduleCreate) -> kairos_store::Result<Schedule> {
+        self.inner.schedule_create(p).await
+    }
+    async fn schedule_get(&self, id: &str) -> kairos_store::Result<Option<Schedule>> {
+        self.inner.schedule_get(id).await
+    }
+    async fn schedule_list(&self, p: ScheduleList) -> kairos_store::Result<Vec<Schedule>> {
+        self.inner.schedule_list(p).await
+    }
+    async fn schedule_update(&self, p: ScheduleUpdate) -> kairos_store::Result<Option<Schedule>> {
+        self.inner.schedule_update(p).await
+    }
+    async fn schedule_pause(&self, p: SchedulePause) -> kairos_store::Result<Option<Schedule>> {
+        self.inner.schedule_pause(p).await
+    }
+    async fn schedule_delete(&self, id: &str) -> kairos_store::Result<bool> {
+        self.inner.schedule_delete(id).await
+    }
+    async fn schedule_due(&self, p: ScheduleDue) -> kairos_store::Result<Vec<Schedule>> {
+        self.schedule_due_calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.schedule_due(p).await
+    }
+    async fn schedule_fire(&self, p: ScheduleFire) -> kairos_store::Result<ScheduleFired> {
+        self.inner.schedule_fire(p).await
+    }
+    async fn schedule_next_fire_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.schedule_next_fire_at().await
+    }
+    async fn job_insert(&self, p: JobInsert) -> kairos_store::Result<JobInserted> {
+        self.inner.job_insert(p).await
+    }
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> kairos_store::Result<Vec<String>> {
+        self.inner.job_insert_many(p).await
+    }
+    async fn job_get(&self, id: &str) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_get(id).await
+    }
+    async fn job_list(&self, p: JobList) -> kairos_store::Result<Vec<Job>> {
+        self.inner.job_list(p).await
+    }
+    async fn job_claim(&self, p: JobClaim) -> kairos_store::Result<Vec<Job>> {
+        self.job_claim_calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.job_claim(p).await
+    }
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> kairos_store::Result<u64> {
+        self.inner.job_lease_renew(p).await
+    }
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> kairos_store::Result<CompleteReport> {
+        self.inner.job_complete_many(p).await
+    }
+    async fn job_cancel(&self, p: JobCancel) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_cancel(p).await
+    }
+    async fn job_retry(&self, p: JobRetry) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_retry(p).await
+    }
+    async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
+        self.inner.job_rescue(p).await
+    }
+    async fn attempt_list(&self, job_id: &str) -> kairos_store::Result<Vec<Attempt>> {
+        self.inner.attempt_list(job_id).await
+    }
+    async fn job_next_run_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.job_next_run_at().await
+    }
+    async fn job_count_by_state(&self) -> kairos_store::Result<Vec<(String, i64)>> {
+        self.inner.job_count_by_state().await
+    }
+}

@@ -1,0 +1,396 @@
+//! The executor through the engine: bounded oldest-first batches, dead jobs out of the due
+//! set, panics and timeouts as failures, `run_at` precision, leases and graceful shutdown —
+//! on a real SQLite file.
+
+mod common;
+
+use chrono::Utc;
+use common::*;
+use kairos_core::id::{IdPrefix, new_id};
+use kairos_core::{Clock, Failure, JobState, Outcome, SystemClock};
+use kairos_engine::{Engine, EngineConfig, Handler, Kairos};
+use kairos_store::JobClaim;
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// S0-2 / S0-10: a backlog of 250 due jobs with executor concurrency 100 drains oldest
+/// `run_at` first over three `run_once` calls (100, 100, 50), and the handler sees them in
+/// exactly that order.
+#[tokio::test]
+async fn backlog_of_250_drains_100_100_50_oldest_first() {
+    let handler = TestHandler::ok();
+    let base = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(base, &[("work", handler.clone() as Arc<dyn Handler>)]).await;
+    assert_eq!(EngineConfig::default().executor.concurrency, 100);
+    // Enqueued in a scrambled order so that insertion (and id) order is not due order.
+    for k in 0..250i64 {
+        let i = (k * 7) % 250;
+        h.enqueue(
+            "work",
+            serde_json::json!({ "i": i }),
+            Some(base - secs(250 - i)),
+            None,
+        )
+        .await;
+    }
+    let mut claimed = Vec::new();
+    for _ in 0..3 {
+        let r = h.exec(base).await;
+        assert_eq!(r.claimed, r.succeeded, "{r:?}");
+        claimed.push(r.claimed);
+    }
+    assert_eq!(claimed, vec![100, 100, 50]);
+    assert_eq!(h.exec(base).await.claimed, 0);
+
+    let seen: Vec<i64> = handler
+        .payloads()
+        .iter()
+        .map(|p| p["i"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seen, (0..250).collect::<Vec<_>>());
+    assert_eq!(h.count_in_state(JobState::Succeeded).await, 250);
+}
+
+/// S0-3: a dead job is never claimed again — not by the executor, not by the rescuer —
+/// until an operator replays it.
+#[tokio::test]
+async fn dead_jobs_are_not_claimed_again() {
+    let handler = TestHandler::new(|_, _| Outcome::Failed(Failure::permanent("no such user")));
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(t0, &[("work", handler.clone() as Arc<dyn Handler>)]).await;
+    let job = h
+        .enqueue("work", serde_json::json!({}), None, Some(max_attempts(1)))
+        .await;
+
+    let r = h.exec(t0).await;
+    assert_eq!((r.claimed, r.dead), (1, 1), "{r:?}");
+    assert_eq!(h.job(&job.id).await.state, JobState::Dead);
+
+    for later in [t0 + mins(1), t0 + mins(60), t0 + secs(86_400 * 30)] {
+        assert_eq!(h.exec(later).await.claimed, 0);
+        assert_eq!(h.rescue(later).await.rescued, 0);
+    }
+    assert_eq!(handler.calls_for(&job.id), 1);
+    assert_eq!(h.job(&job.id).await.state, JobState::Dead);
+    assert_eq!(h.store.job_next_run_at().await.unwrap(), None);
+}
+
+/// S0-6 / S0-11: a panicking handler is recorded as a failure whose error says it panicked,
+/// and the other jobs of the same batch succeed.
+#[tokio::test]
+async fn panicking_handler_is_a_failure_and_the_batch_goes_on() {
+    let panics = TestHandler::new(|_, _| panic!("boom in handler"));
+    let ok = TestHandler::ok();
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(
+        t0,
+        &[
+            ("panics", panics.clone() as Arc<dyn Handler>),
+            ("ok", ok.clone() as Arc<dyn Handler>),
+        ],
+    )
+    .await;
+    let a = h
+        .enqueue("ok", serde_json::json!({"n": 1}), None, None)
+        .await;
+    let bad = h.enqueue("panics", serde_json::json!({}), None, None).await;
+    let b = h
+        .enqueue("ok", serde_json::json!({"n": 2}), None, None)
+        .await;
+
+    let r = h.exec(t0).await;
+    assert_eq!((r.claimed, r.succeeded, r.retried), (3, 2, 1), "{r:?}");
+    assert_eq!(panics.calls(), vec![bad.id.clone()]);
+    for id in [&a.id, &b.id] {
+        assert_eq!(h.job(id).await.state, JobState::Succeeded);
+    }
+    let failed = h.job(&bad.id).await;
+    assert_eq!(
+        failed.state,
+        JobState::Available,
+        "a panic is a retryable failure"
+    );
+    assert!(failed.run_at > t0);
+    let attempts = h.attempts(&bad.id).await;
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, "failed");
+    let err = attempts[0].error.clone().unwrap_or_default();
+    assert!(
+        err.contains("panicked") && err.contains("boom in handler"),
+        "{err}"
+    );
+}
+
+/// S0-9: a handler that runs past its `timeout()` is a transient failure whose error says
+/// it timed out, and it does not hold the batch longer than the timeout.
+#[tokio::test]
+async fn handler_past_its_timeout_is_a_transient_failure_and_does_not_block_the_batch() {
+    let sleepy = TestHandler::slow(
+        StdDuration::from_secs(20),
+        StdDuration::from_millis(200),
+        |_, _| Outcome::ok(),
+    );
+    let ok = TestHandler::ok();
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(
+        t0,
+        &[
+            ("sleepy", sleepy.clone() as Arc<dyn Handler>),
+            ("ok", ok.clone() as Arc<dyn Handler>),
+        ],
+    )
+    .await;
+    let slow_job = h.enqueue("sleepy", serde_json::json!({}), None, None).await;
+    let fast_job = h.enqueue("ok", serde_json::json!({}), None, None).await;
+
+    let started = Instant::now();
+    let r = h.exec(t0).await;
+    let took = started.elapsed();
+    assert!(took < StdDuration::from_secs(3), "the batch took {took:?}");
+    assert_eq!((r.claimed, r.succeeded, r.retried), (2, 1, 1), "{r:?}");
+    assert_eq!(sleepy.started(), 1);
+    assert_eq!(sleepy.finished(), 0, "the attempt was cut off");
+
+    assert_eq!(h.job(&fast_job.id).await.state, JobState::Succeeded);
+    let job = h.job(&slow_job.id).await;
+    assert_eq!(job.state, JobState::Available);
+    assert!(
+        job.run_at >= t0 + mins(1),
+        "retried with the policy's delay"
+    );
+    let a = &h.attempts(&slow_job.id).await[0];
+    assert_eq!(a.outcome, "failed");
+    assert_eq!(a.error_class.as_deref(), Some("transient"));
+    assert!(
+        a.error.as_deref().unwrap_or("").contains("timed out"),
+        "{a:?}"
+    );
+}
+
+/// S0-1 for jobs: a job never starts before its `run_at`, to the millisecond.
+#[tokio::test]
+async fn job_never_starts_before_its_run_at_to_the_millisecond() {
+    let handler = TestHandler::ok();
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(t0, &[("work", handler.clone() as Arc<dyn Handler>)]).await;
+    let job = h
+        .enqueue("work", serde_json::json!({}), Some(t0 + ms(1500)), None)
+        .await;
+    assert_eq!(job.run_at, t0 + ms(1500));
+
+    assert_eq!(h.exec(t0).await.claimed, 0);
+    assert_eq!(h.exec(t0 + ms(1499)).await.claimed, 0);
+    assert!(handler.calls().is_empty());
+    let r = h.exec(t0 + ms(1500)).await;
+    assert_eq!((r.claimed, r.succeeded), (1, 1));
+    assert_eq!(handler.calls(), vec![job.id.clone()]);
+}
+
+/// S0-12: a job claimed by a worker that then crashed (claimed, never completed) stays
+/// invisible while its lease runs, is returned by the rescuer once the lease has expired,
+/// and then runs.
+#[tokio::test]
+async fn crashed_claim_is_rescued_after_its_lease_and_then_runs() {
+    let handler = TestHandler::ok();
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(t0, &[("work", handler.clone() as Arc<dyn Handler>)]).await;
+    let job = h.enqueue("work", serde_json::json!({}), None, None).await;
+    let lease = chrono::Duration::from_std(EngineConfig::default().executor.lease).unwrap();
+
+    // A worker claims it and crashes: the claim is dropped, nothing is ever completed.
+    let claimed = h
+        .store
+        .job_claim(JobClaim {
+            now: t0,
+            limit: 10,
+            node: "crashed-node".into(),
+            lease_token: new_id(IdPrefix::Lease, t0),
+            lease_until: t0 + lease,
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    drop(claimed);
+    assert_eq!(h.job(&job.id).await.state, JobState::Running);
+
+    // While the lease runs, nobody else takes it and the rescuer leaves it alone.
+    assert_eq!(h.exec(t0 + secs(1)).await.claimed, 0);
+    assert_eq!(h.rescue(t0 + lease - secs(1)).await.rescued, 0);
+    assert_eq!(h.job(&job.id).await.state, JobState::Running);
+
+    let back = t0 + lease + secs(1);
+    assert_eq!(h.rescue(back).await.rescued, 1);
+    let rescued = h.job(&job.id).await;
+    assert_eq!(rescued.state, JobState::Available);
+    assert!(rescued.run_at <= back);
+
+    let r = h.exec(back).await;
+    assert_eq!((r.claimed, r.succeeded), (1, 1), "{r:?}");
+    assert_eq!(handler.calls(), vec![job.id.clone()]);
+    assert_eq!(h.job(&job.id).await.state, JobState::Succeeded);
+    let outcomes: Vec<_> = h
+        .attempts(&job.id)
+        .await
+        .into_iter()
+        .map(|a| a.outcome)
+        .collect();
+    assert_eq!(outcomes, vec!["lost", "succeeded"]);
+}
+
+/// S0-12: shutdown drains. `Engine::run` on the system clock; jobs whose handler takes
+/// 300 ms are running when the token is cancelled; `run` returns only after they finished,
+/// and their outcomes are recorded (`succeeded`), none left `running`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn engine_run_cancelled_mid_flight_drains_and_records_running_jobs() {
+    let handler = TestHandler::slow(
+        StdDuration::from_millis(300),
+        StdDuration::from_secs(10),
+        |_, _| Outcome::ok(),
+    );
+    let (_dir, store) = open_store().await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let registry = registry_with(
+        &store,
+        clock.clone(),
+        &[("slow", handler.clone() as Arc<dyn Handler>)],
+    );
+    let kinds = registry.kinds();
+    let engine = Engine::new(
+        EngineConfig::default(),
+        store.clone(),
+        clock.clone(),
+        registry,
+    )
+    .unwrap();
+    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
+
+    let cancel = CancellationToken::new();
+    let run = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let (job, _) = kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                kind: Some("slow".into()),
+                payload: Some(serde_json::json!({ "i": i })),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(job.id);
+    }
+    // Wait (bounded) until all five are in their handler.
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    while handler.started() < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "jobs did not start: {}",
+            handler.started()
+        );
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    assert_eq!(handler.finished(), 0, "still in flight when cancelled");
+    for id in &ids {
+        assert_eq!(
+            store.job_get(id).await.unwrap().unwrap().state,
+            JobState::Running
+        );
+    }
+    let cancelled_at = Utc::now();
+    cancel.cancel();
+
+    tokio::time::timeout(StdDuration::from_secs(10), run)
+        .await
+        .expect("run returned within the grace period")
+        .expect("run did not panic");
+    assert_eq!(handler.finished(), 5);
+    for id in &ids {
+        let job = store.job_get(id).await.unwrap().unwrap();
+        assert_eq!(job.state, JobState::Succeeded, "{id}");
+        let attempts = store.attempt_list(id).await.unwrap();
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0].outcome, "succeeded");
+        assert!(
+            attempts[0].finished_at >= cancelled_at,
+            "finished after the cancel"
+        );
+    }
+    assert_eq!(handler.calls().len(), 5, "nothing ran twice");
+}
+
+/// S0-12: the shutdown grace is a bound. A handler that would run far longer than
+/// `shutdown_grace` does not hold `Engine::run` past it; its job is left to its lease (still
+/// `running`, no outcome recorded), and the rescuer returns it once the lease has expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn engine_run_returns_after_the_shutdown_grace_and_leaves_the_rest_to_the_lease() {
+    let handler = TestHandler::slow(
+        StdDuration::from_secs(8),
+        StdDuration::from_secs(60),
+        |_, _| Outcome::ok(),
+    );
+    let (_dir, store) = open_store().await;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let registry = registry_with(
+        &store,
+        clock.clone(),
+        &[("slow", handler.clone() as Arc<dyn Handler>)],
+    );
+    let kinds = registry.kinds();
+    let mut cfg = EngineConfig::default();
+    cfg.executor.shutdown_grace = StdDuration::from_millis(300);
+    let lease = cfg.executor.lease;
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
+    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
+
+    let cancel = CancellationToken::new();
+    let run = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let (job, _) = kairos
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("slow".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    while handler.started() < 1 {
+        assert!(Instant::now() < deadline, "the job did not start");
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    let cancelled = Instant::now();
+    cancel.cancel();
+    tokio::time::timeout(StdDuration::from_secs(20), run)
+        .await
+        .expect("run returned")
+        .expect("run did not panic");
+    let took = cancelled.elapsed();
+    assert!(
+        took < StdDuration::from_secs(4),
+        "run took {took:?} after the cancel"
+    );
+    assert_eq!(handler.finished(), 0);
+
+    let left = store.job_get(&job.id).await.unwrap().unwrap();
+    assert_eq!(left.state, JobState::Running, "left to its lease");
+    assert!(store.attempt_list(&job.id).await.unwrap().is_empty());
+    let after_lease = Utc::now() + chrono::Duration::from_std(lease).unwrap() + secs(1);
+    assert_eq!(
+        engine
+            .rescuer()
+            .run_once(after_lease)
+            .await
+            .unwrap()
+            .rescued,
+        1
+    );
+    assert_eq!(
+        store.job_get(&job.id).await.unwrap().unwrap().state,
+        JobState::Available
+    );
+}
