@@ -1,1 +1,95 @@
-fn main() {}
+//! `kairos`: the command-line interface — run a node (`serve`, `worker`), manage the
+//! database (`migrate`), schedules, jobs and the dead-letter queue directly on it, preview
+//! cron expressions, print the OpenAPI document, benchmark.
+//!
+//! Exit codes: 0 success, 1 runtime error, 2 usage or validation error. Errors are printed as
+//! `error: <field>: <reason>` on stderr.
+
+mod bench;
+mod common;
+mod cron;
+mod dlq;
+mod job;
+mod schedule;
+mod serve;
+
+use clap::{Parser, Subcommand};
+use common::{CliError, CliResult, GlobalArgs};
+use std::process::ExitCode;
+
+/// kairos: schedules and jobs on a database that is the queue.
+#[derive(Debug, Parser)]
+#[command(name = "kairos", version, about, propagate_version = true)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run the HTTP API and the engine (until SIGTERM / Ctrl-C).
+    Serve(serve::ServeArgs),
+    /// Run the engine without the API.
+    Worker,
+    /// Apply the database migrations.
+    Migrate,
+    /// Cron expressions.
+    #[command(subcommand)]
+    Cron(cron::CronCmd),
+    /// Schedules.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCmd),
+    /// Jobs.
+    #[command(subcommand)]
+    Job(job::JobCmd),
+    /// The dead-letter queue.
+    #[command(subcommand)]
+    Dlq(dlq::DlqCmd),
+    /// Print the OpenAPI document (`kairos openapi > docs/openapi.json`).
+    Openapi,
+    /// Measure throughput.
+    Bench(bench::BenchArgs),
+}
+
+async fn run(cli: Cli) -> CliResult {
+    let g = &cli.global;
+    match cli.cmd {
+        Cmd::Serve(a) => serve::serve(g, a).await,
+        Cmd::Worker => serve::worker(g).await,
+        Cmd::Migrate => serve::migrate(g).await,
+        Cmd::Cron(c) => cron::run(c),
+        Cmd::Schedule(c) => schedule::run(g, c).await,
+        Cmd::Job(c) => job::run(g, c).await,
+        Cmd::Dlq(c) => dlq::run(g, c).await,
+        Cmd::Openapi => {
+            print!("{}", kairos_server::openapi::openapi_json());
+            Ok(())
+        }
+        Cmd::Bench(a) => bench::run(a)
+            .await
+            .map_err(|e| CliError::Runtime(format!("bench: {e}"))),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

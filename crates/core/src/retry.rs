@@ -345,6 +345,11 @@ impl<'de> Deserialize<'de> for RetryPolicy {
     }
 }
 
+/// Format a duration for people (`"1m 30s"`).
+pub fn format_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,9 +433,4 @@ mod tests {
         assert_eq!(total, s(4 * 120 + 15 + 45 + 135));
         assert!(why.contains("4 attempts"), "{why}");
     }
-}
-
-/// Format a duration for people (`"1m 30s"`).
-pub fn format_duration(d: Duration) -> String {
-    humantime::format_duration(d).to_string()
 }

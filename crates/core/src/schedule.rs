@@ -272,7 +272,11 @@ fn cron_search(cron: &Cron, tz: Tz, t: DateTime<Utc>, how: Search) -> Option<Dat
     let (direction, inclusive, start) = match how {
         Search::After => (Direction::Forward, false, whole),
         Search::AtOrAfter if fractional => (Direction::Forward, false, whole),
-        Search::AtOrAfter => (Direction::Forward, false, whole - chrono::Duration::seconds(1)),
+        Search::AtOrAfter => (
+            Direction::Forward,
+            false,
+            whole - chrono::Duration::seconds(1),
+        ),
         Search::AtOrBefore => (Direction::Backward, true, whole),
         Search::Before => (Direction::Backward, fractional, whole),
     };

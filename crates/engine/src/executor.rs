@@ -359,10 +359,14 @@ impl Executor {
                 match sem.clone().try_acquire_owned() {
                     Ok(p) => permits.push(p),
                     Err(_) if permits.len() >= want => break,
-                    Err(_) => match tokio::time::timeout_at(gather_until, sem.clone().acquire_owned()).await {
-                        Ok(Ok(p)) => permits.push(p),
-                        _ => break,
-                    },
+                    Err(_) => {
+                        match tokio::time::timeout_at(gather_until, sem.clone().acquire_owned())
+                            .await
+                        {
+                            Ok(Ok(p)) => permits.push(p),
+                            _ => break,
+                        }
+                    }
                 }
             }
             let now = self.clock.now();

@@ -381,13 +381,13 @@ impl Kairos {
         state: Option<String>,
         limit: Option<i64>,
     ) -> Result<Vec<Schedule>, OpsError> {
-        if let Some(s) = &state {
-            if !["active", "paused", "finished"].contains(&s.as_str()) {
-                return Err(OpsError::invalid(
-                    "state",
-                    "must be one of active, paused, finished",
-                ));
-            }
+        if let Some(s) = &state
+            && !["active", "paused", "finished"].contains(&s.as_str())
+        {
+            return Err(OpsError::invalid(
+                "state",
+                "must be one of active, paused, finished",
+            ));
         }
         Ok(self
             .store
@@ -475,13 +475,13 @@ impl Kairos {
             Some(s) => parse_instant("run_at", s)?,
             None => now,
         };
-        if let Some(k) = &req.idempotency_key {
-            if k.is_empty() || k.len() > MAX_KEY {
-                return Err(OpsError::invalid(
-                    "idempotency_key",
-                    format!("must be 1 to {MAX_KEY} characters"),
-                ));
-            }
+        if let Some(k) = &req.idempotency_key
+            && (k.is_empty() || k.len() > MAX_KEY)
+        {
+            return Err(OpsError::invalid(
+                "idempotency_key",
+                format!("must be 1 to {MAX_KEY} characters"),
+            ));
         }
         let retry = match &req.retry {
             Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
@@ -542,10 +542,10 @@ impl Kairos {
                 })
             })
             .transpose()?;
-        if let Some(l) = limit {
-            if !(1..=1000).contains(&l) {
-                return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
-            }
+        if let Some(l) = limit
+            && !(1..=1000).contains(&l)
+        {
+            return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
         }
         Ok(self
             .store

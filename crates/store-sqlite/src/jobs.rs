@@ -3,8 +3,8 @@
 use crate::rows::{JOB_COLS, attempt_from_row, job_from_row, ms_opt};
 use crate::{SqliteStore, map_err};
 use chrono::{DateTime, Utc};
-use kairos_core::{Job, RetryPolicy};
 use kairos_core::clock::to_millis;
+use kairos_core::{Job, RetryPolicy};
 use kairos_store::*;
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
@@ -348,11 +348,12 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_next_run_at_impl(&self) -> Result<Option<DateTime<Utc>>> {
-        let ms: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(run_at) FROM jobs INDEXED BY jobs_due WHERE state = 'available'")
-                .fetch_one(&self.read)
-                .await
-                .map_err(|e| map_err("job next run_at", e))?;
+        let ms: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_due WHERE state = 'available'",
+        )
+        .fetch_one(&self.read)
+        .await
+        .map_err(|e| map_err("job next run_at", e))?;
         Ok(ms.map(kairos_core::clock::from_millis))
     }
 

@@ -960,7 +960,14 @@ fn at_or_after_returns_gap_shifted_firing() {
     let ny = tz("America/New_York");
     let shifted = t("2026-03-08T03:00:00-04:00");
     assert_eq!(spec.next_at_or_after(ny, shifted), Some(shifted));
-    let plan = plan_firings(&spec, ny, Misfire::Skip, shifted, shifted, Duration::seconds(60));
+    let plan = plan_firings(
+        &spec,
+        ny,
+        Misfire::Skip,
+        shifted,
+        shifted,
+        Duration::seconds(60),
+    );
     assert_eq!(plan.fires, vec![shifted]);
     assert_eq!(plan.next_fire_at, Some(t("2026-03-09T02:30:00-04:00")));
 }

@@ -80,18 +80,18 @@ impl Handler for WebhookHandler {
             .sender
             .send(&ep.url, &secret, &job.id, ctx.now, body.as_bytes())
             .await;
-        if let Outcome::Failed(f) = &outcome {
-            if f.disable_endpoint {
-                let disable = EndpointDisable {
-                    id: ep.id.clone(),
-                    reason: "HTTP 410 Gone".into(),
-                    now: self.clock.now(),
-                };
-                if let Err(e) = self.store.endpoint_disable(disable).await {
-                    tracing::error!(endpoint_id = %ep.id, error = %e, "disabling the endpoint failed");
-                } else {
-                    tracing::warn!(endpoint_id = %ep.id, "endpoint answered 410 Gone: disabled");
-                }
+        if let Outcome::Failed(f) = &outcome
+            && f.disable_endpoint
+        {
+            let disable = EndpointDisable {
+                id: ep.id.clone(),
+                reason: "HTTP 410 Gone".into(),
+                now: self.clock.now(),
+            };
+            if let Err(e) = self.store.endpoint_disable(disable).await {
+                tracing::error!(endpoint_id = %ep.id, error = %e, "disabling the endpoint failed");
+            } else {
+                tracing::warn!(endpoint_id = %ep.id, "endpoint answered 410 Gone: disabled");
             }
         }
         outcome

@@ -1,0 +1,246 @@
+//! `kairos bench`: enqueue and process N no-op jobs on a fresh SQLite database in a temp dir,
+//! end to end through the real engine (claims, leases, group-committed completions).
+//!
+//! Phase 1 (throughput): N jobs due now, optionally behind a `--backlog` of jobs due in a year
+//! (which the claim query must not scan); measures enqueue and processing rates.
+//! Phase 2 (lateness): jobs spread over two seconds into the future at a rate the engine can
+//! keep up with; measures how late each starts after its `run_at` (p50/p99).
+//! The last line on stdout is one JSON object.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use kairos_core::id::{IdPrefix, new_id};
+use kairos_core::{Clock, Job, JobKind, Outcome, RetryPolicy, SystemClock};
+use kairos_engine::executor::ExecutorConfig;
+use kairos_engine::{Engine, EngineConfig, Handler, HandlerRegistry, JobContext};
+use kairos_store::{JobInsert, Store};
+use kairos_store_sqlite::SqliteStore;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// Options of `kairos bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Jobs to enqueue and process.
+    #[arg(long, default_value_t = 10_000)]
+    pub jobs: usize,
+    /// Extra jobs due in a year, queued behind the work (shows the claim does not scan them).
+    #[arg(long, default_value_t = 0)]
+    pub backlog: usize,
+    /// Jobs running at once.
+    #[arg(long, default_value_t = 500)]
+    pub concurrency: usize,
+    /// Jobs in the lateness phase (default: a tenth of --jobs, 100 to 5,000).
+    #[arg(long)]
+    pub lateness_jobs: Option<usize>,
+    /// Database directory to use instead of a fresh temp dir (must be empty).
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// Records how late each job started.
+struct NoopHandler {
+    lateness_ms: Mutex<Vec<f64>>,
+}
+
+#[async_trait]
+impl Handler for NoopHandler {
+    async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome {
+        let late = (ctx.now - job.run_at).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+        self.lateness_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(late);
+        Outcome::ok()
+    }
+}
+
+fn job(now: DateTime<Utc>, run_at: DateTime<Utc>) -> JobInsert {
+    JobInsert {
+        id: new_id(IdPrefix::Job, now),
+        kind: JobKind("bench".into()),
+        payload: serde_json::json!({"n": 1}),
+        endpoint_id: None,
+        schedule_id: None,
+        fire_at: None,
+        period_key: None,
+        dedupe_key: None,
+        retry: RetryPolicy::notification(),
+        run_at,
+        now,
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn succeeded(store: &dyn Store) -> Result<i64, kairos_store::Error> {
+    Ok(store
+        .job_count_by_state()
+        .await?
+        .into_iter()
+        .find(|(s, _)| s == "succeeded")
+        .map(|(_, n)| n)
+        .unwrap_or(0))
+}
+
+/// Wait until `target` jobs succeeded, with a progress bar; bounded by `limit`.
+async fn wait_done(
+    store: &dyn Store,
+    target: i64,
+    bar: &ProgressBar,
+    limit: Duration,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    loop {
+        let n = succeeded(store).await?;
+        bar.set_position(n.max(0) as u64);
+        if n >= target {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            return Err(format!("only {n} of {target} jobs finished within {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Run the benchmark.
+pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if args.jobs == 0 {
+        return Err("--jobs: must be at least 1".into());
+    }
+    let tmp;
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::tempdir()?;
+            tmp.path().to_path_buf()
+        }
+    };
+    let store = Arc::new(SqliteStore::open(&dir.join("kairos.db")).await?);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let handler = Arc::new(NoopHandler {
+        lateness_ms: Mutex::new(Vec::new()),
+    });
+    let mut registry = HandlerRegistry::new();
+    registry.register("bench", handler.clone());
+    let cfg = EngineConfig {
+        executor: ExecutorConfig {
+            concurrency: args.concurrency,
+            max_batch: 1000,
+            poll_interval: Duration::from_millis(50),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+    .with_node("bench");
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry)?;
+    let style = ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {per_sec}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+
+    // Backlog far in the future: it sits in the queue and must cost the claim nothing.
+    let now = clock.now();
+    if args.backlog > 0 {
+        let far = now + chrono::Duration::days(365);
+        let backlog: Vec<_> = (0..args.backlog).map(|_| job(now, far)).collect();
+        store.job_insert_many(backlog).await?;
+    }
+
+    // Phase 1: enqueue N due jobs, then process them.
+    let bar = ProgressBar::new(args.jobs as u64)
+        .with_style(style.clone())
+        .with_message("enqueue");
+    let t = Instant::now();
+    for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(5_000) {
+        let now = clock.now();
+        store
+            .job_insert_many(chunk.iter().map(|_| job(now, now)).collect())
+            .await?;
+        bar.inc(chunk.len() as u64);
+    }
+    let enqueue_secs = t.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+
+    let cancel = CancellationToken::new();
+    let run = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let bar = ProgressBar::new(args.jobs as u64)
+        .with_style(style.clone())
+        .with_message("process");
+    let t = Instant::now();
+    wait_done(
+        store.as_ref(),
+        args.jobs as i64,
+        &bar,
+        Duration::from_secs(1800),
+    )
+    .await?;
+    let process_secs = t.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+
+    // Phase 2: lateness. Jobs due over the next two seconds, starting 200 ms from now.
+    handler
+        .lateness_ms
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    let late_n = args
+        .lateness_jobs
+        .unwrap_or((args.jobs / 10).clamp(100, 5_000));
+    let now = clock.now();
+    let spread: Vec<_> = (0..late_n)
+        .map(|i| {
+            let offset = 200 + (2_000 * i / late_n.max(1)) as i64;
+            job(now, now + chrono::Duration::milliseconds(offset))
+        })
+        .collect();
+    store.job_insert_many(spread).await?;
+    engine.wake().notify_one();
+    let bar = ProgressBar::new(late_n as u64)
+        .with_style(style)
+        .with_message("lateness");
+    wait_done(
+        store.as_ref(),
+        (args.jobs + late_n) as i64,
+        &bar,
+        Duration::from_secs(600),
+    )
+    .await?;
+    bar.finish_and_clear();
+    cancel.cancel();
+    let _ = run.await;
+
+    let mut late = handler
+        .lateness_ms
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    late.sort_by(|a, b| a.total_cmp(b));
+    let early = late.iter().filter(|l| **l < 0.0).count();
+    let result = serde_json::json!({
+        "jobs": args.jobs,
+        "backlog": args.backlog,
+        "concurrency": args.concurrency,
+        "database": "sqlite",
+        "enqueue_per_sec": (args.jobs as f64 / enqueue_secs).round(),
+        "process_per_sec": (args.jobs as f64 / process_secs).round(),
+        "p50_lateness_ms": (percentile(&late, 0.50) * 100.0).round() / 100.0,
+        "p99_lateness_ms": (percentile(&late, 0.99) * 100.0).round() / 100.0,
+        "started_early": early,
+    });
+    store.close().await;
+    println!("{result}");
+    Ok(())
+}

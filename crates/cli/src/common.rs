@@ -1,0 +1,264 @@
+//! What every command shares: the error type and exit codes, configuration, opening the
+//! store and the facade, and output (tables or JSON).
+
+use kairos_core::{Clock, SystemClock};
+use kairos_engine::{Kairos, OpsError, OpsErrorKind};
+use kairos_server::config::{Config, ConfigError, Overrides};
+use kairos_store::Store;
+use kairos_store_sqlite::SqliteStore;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// A command's failure: a usage error (exit 2) names the field; a runtime error (exit 1) says
+/// what failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input or configuration.
+    Usage {
+        /// The field or flag.
+        field: String,
+        /// Why.
+        reason: String,
+    },
+    /// Something failed while running.
+    Runtime(String),
+}
+
+impl CliError {
+    /// A usage error.
+    pub fn usage(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        CliError::Usage {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+    /// A runtime error with the `source()` chain of `e`.
+    pub fn runtime(what: &str, e: &dyn std::error::Error) -> Self {
+        CliError::Runtime(format!("{what}: {}", chain(e)))
+    }
+    /// The process exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage { .. } => 2,
+            CliError::Runtime(_) => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Usage { field, reason } => write!(f, "{field}: {reason}"),
+            CliError::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+/// An error and its causes on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let next = c.to_string();
+        if !s.ends_with(&next) {
+            s.push_str(": ");
+            s.push_str(&next);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::usage(e.field, e.reason)
+    }
+}
+
+impl From<kairos_core::Error> for CliError {
+    fn from(e: kairos_core::Error) -> Self {
+        CliError::usage(e.field(), e.reason())
+    }
+}
+
+impl From<OpsError> for CliError {
+    fn from(e: OpsError) -> Self {
+        match e.kind() {
+            OpsErrorKind::Invalid { field, reason } => CliError::usage(field, reason),
+            _ => CliError::Runtime(chain(&e)),
+        }
+    }
+}
+
+/// The result of a command.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+/// Flags every command accepts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Data directory: kairos.db, api-token, kairos.toml [env: KAIROS_DATA_DIR] [default: .]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Read this TOML file instead of <data-dir>/kairos.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl GlobalArgs {
+    /// The configuration, with `listen` from a command's flag.
+    pub fn load_config(&self, listen: Option<String>) -> CliResult<Config> {
+        Ok(Config::load(&Overrides {
+            data_dir: self.data_dir.clone(),
+            listen,
+            config_file: self.config.clone(),
+        })?)
+    }
+}
+
+/// Open (creating and migrating) the configured SQLite database.
+pub async fn open_store(cfg: &Config) -> CliResult<SqliteStore> {
+    let path = cfg.sqlite_path()?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CliError::runtime(
+                &format!("could not create the directory {}", dir.display()),
+                &e,
+            )
+        })?;
+    }
+    SqliteStore::open(&path).await.map_err(|e| {
+        CliError::runtime(
+            &format!("could not open the database {}", path.display()),
+            &e,
+        )
+    })
+}
+
+/// The webhook settings of `cfg`.
+pub fn webhook_config(cfg: &Config) -> kairos_channels::WebhookConfig {
+    kairos_channels::WebhookConfig {
+        timeout: std::time::Duration::from_secs(cfg.webhook_timeout_secs),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    }
+}
+
+/// The built-in handlers for `store`.
+pub fn registry(
+    cfg: &Config,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> CliResult<kairos_engine::HandlerRegistry> {
+    kairos_engine::handlers::default_registry(store, clock, webhook_config(cfg))
+        .map_err(|e| CliError::runtime("could not set up the handlers", &e))
+}
+
+/// The facade over the configured database, for commands that work on it directly (with or
+/// without a server running: SQLite WAL and a busy timeout make that safe).
+pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
+    let store: Arc<dyn Store> = Arc::new(open_store(cfg).await?);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let kinds = registry(cfg, store.clone(), clock.clone())?.kinds();
+    // No engine in this process: a running node picks the work up at its next poll.
+    Ok(Kairos::new(store, clock, Arc::new(Notify::new()), kinds)
+        .allow_private_targets(cfg.allow_private_targets))
+}
+
+/// Print `v` as pretty JSON on stdout.
+pub fn print_json<T: Serialize>(v: &T) -> CliResult {
+    let s = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError::runtime("could not write JSON", &e))?;
+    println!("{s}");
+    Ok(())
+}
+
+/// Print a table with a header row, columns padded to their widest cell.
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(headers.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// Print `key: value` lines, keys aligned.
+pub fn print_fields(fields: &[(&str, String)]) {
+    let w = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
+    for (k, v) in fields {
+        println!("{:<w$} {v}", format!("{k}:"));
+    }
+}
+
+/// An optional value for a table cell.
+pub fn cell(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "-".into())
+}
+
+/// Parse a `--payload` JSON argument.
+pub fn parse_payload(s: Option<&str>) -> CliResult<Option<serde_json::Value>> {
+    s.map(|s| {
+        serde_json::from_str(s)
+            .map_err(|e| CliError::usage("payload", format!("not valid JSON: {e}")))
+    })
+    .transpose()
+}
+
+/// A retry spec from `--retry-delays 1s,2s` and `--max-attempts N`.
+pub fn retry_spec(
+    delays: Option<&str>,
+    max_attempts: Option<u32>,
+) -> Option<kairos_core::retry::RetrySpec> {
+    if delays.is_none() && max_attempts.is_none() {
+        return None;
+    }
+    Some(kairos_core::retry::RetrySpec {
+        delays: delays.map(|d| {
+            d.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        }),
+        max_attempts,
+        ..Default::default()
+    })
+}
+
+/// A webhook target from `--url` and `--secret` (both or neither).
+pub fn webhook_target(
+    url: Option<String>,
+    secret: Option<String>,
+) -> CliResult<Option<kairos_engine::ops::WebhookTarget>> {
+    match (url, secret) {
+        (Some(url), Some(secret)) => Ok(Some(kairos_engine::ops::WebhookTarget { url, secret })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(CliError::usage(
+            "webhook.secret",
+            "--secret is required with --url",
+        )),
+        (None, Some(_)) => Err(CliError::usage(
+            "webhook.url",
+            "--url is required with --secret",
+        )),
+    }
+}

@@ -1,0 +1,228 @@
+//! `kairos job enqueue|list|show|retry|cancel`, on the database directly.
+
+use crate::common::*;
+use kairos_engine::ops::NewJob;
+use kairos_server::views::{JobPage, JobView, ts};
+
+/// Default page size of `job list`.
+const DEFAULT_LIMIT: i64 = 50;
+
+/// `kairos job …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum JobCmd {
+    /// Enqueue a job.
+    Enqueue(EnqueueArgs),
+    /// List jobs, newest first.
+    List(ListArgs),
+    /// Show a job and its attempts.
+    Show {
+        /// Job id (`job_…`).
+        id: String,
+    },
+    /// Run a job again now (dead, cancelled, skipped, or waiting for a retry).
+    Retry {
+        /// Job id.
+        id: String,
+    },
+    /// Cancel a job that has not finished.
+    Cancel {
+        /// Job id.
+        id: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+/// `kairos job enqueue`.
+#[derive(Debug, clap::Args)]
+pub struct EnqueueArgs {
+    /// Job kind (default webhook).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Webhook URL.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Webhook signing secret (whsec_…).
+    #[arg(long)]
+    pub secret: Option<String>,
+    /// Payload (JSON).
+    #[arg(long)]
+    pub payload: Option<String>,
+    /// When to run (RFC 3339, default now).
+    #[arg(long)]
+    pub run_at: Option<String>,
+    /// The same key again returns the same job.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+    /// Retry delays, comma-separated ("1s,2s").
+    #[arg(long)]
+    pub retry_delays: Option<String>,
+    /// Maximum attempts.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+}
+
+/// Filters of `job list` and `dlq list`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ListArgs {
+    /// available, running, succeeded, skipped, cancelled, dead.
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Job kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Jobs older than this id (the previous page's last id).
+    #[arg(long)]
+    pub before: Option<String>,
+    /// Page size, 1 to 1000.
+    #[arg(long, default_value_t = DEFAULT_LIMIT)]
+    pub limit: i64,
+}
+
+fn print_job(v: &JobView, json: bool) -> CliResult {
+    if json {
+        return print_json(v);
+    }
+    print_fields(&[
+        ("id", v.id.clone()),
+        ("kind", v.kind.clone()),
+        ("state", v.state.clone()),
+        ("attempt", format!("{} of {}", v.attempt, v.max_attempts)),
+        ("run_at", v.run_at.clone()),
+        ("created_at", v.created_at.clone()),
+        ("finished_at", cell(&v.finished_at)),
+        ("schedule_id", cell(&v.schedule_id)),
+        ("period_key", cell(&v.period_key)),
+        ("idempotency_key", cell(&v.idempotency_key)),
+        ("last_error", cell(&v.last_error)),
+        ("reason", cell(&v.reason)),
+        ("payload", v.payload.to_string()),
+    ]);
+    if let Some(attempts) = &v.attempts
+        && !attempts.is_empty()
+    {
+        println!();
+        let rows: Vec<Vec<String>> = attempts
+            .iter()
+            .map(|a| {
+                vec![
+                    a.attempt.to_string(),
+                    a.started_at.clone(),
+                    a.outcome.clone(),
+                    a.status_code.map(|c| c.to_string()).unwrap_or("-".into()),
+                    cell(&a.error_class),
+                    cell(&a.error),
+                ]
+            })
+            .collect();
+        print_table(
+            &["ATTEMPT", "STARTED", "OUTCOME", "STATUS", "CLASS", "ERROR"],
+            &rows,
+        );
+    }
+    Ok(())
+}
+
+/// Print a list of jobs as a table or `{"data", "next_before"}`.
+pub fn print_jobs(views: &[JobView], limit: i64, json: bool) -> CliResult {
+    let next_before = (views.len() as i64 == limit)
+        .then(|| views.last().map(|v| v.id.clone()))
+        .flatten();
+    if json {
+        return print_json(&JobPage {
+            data: views.to_vec(),
+            next_before,
+        });
+    }
+    let rows: Vec<Vec<String>> = views
+        .iter()
+        .map(|v| {
+            vec![
+                v.id.clone(),
+                v.kind.clone(),
+                v.state.clone(),
+                format!("{}/{}", v.attempt, v.max_attempts),
+                v.run_at.clone(),
+                cell(&v.schedule_id),
+                cell(&v.last_error),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "ID",
+            "KIND",
+            "STATE",
+            "ATTEMPT",
+            "RUN AT",
+            "SCHEDULE",
+            "LAST ERROR",
+        ],
+        &rows,
+    );
+    if let Some(b) = next_before {
+        eprintln!("more: --before {b}");
+    }
+    Ok(())
+}
+
+/// Run a `job` command.
+pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
+    let cfg = global.load_config(None)?;
+    let k = open_kairos(&cfg).await?;
+    let json = global.json;
+    match cmd {
+        JobCmd::Enqueue(a) => {
+            let req = NewJob {
+                kind: a.kind,
+                webhook: webhook_target(a.url, a.secret)?,
+                payload: parse_payload(a.payload.as_deref())?,
+                run_at: a.run_at,
+                idempotency_key: a.idempotency_key,
+                retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
+            };
+            let (job, created) = k.job_enqueue(req).await?;
+            if !created && !json {
+                eprintln!("a job with this idempotency key exists: {}", job.id);
+            }
+            print_job(&JobView::new(&job), json)
+        }
+        JobCmd::List(l) => {
+            let jobs = k
+                .job_list(
+                    l.state.as_deref(),
+                    l.kind.as_deref(),
+                    l.schedule.as_deref(),
+                    l.before.as_deref(),
+                    Some(l.limit),
+                )
+                .await?;
+            let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
+            print_jobs(&views, l.limit, json)
+        }
+        JobCmd::Show { id } => {
+            let (job, attempts) = k.job_get(&id).await?;
+            print_job(&JobView::new(&job).with_attempts(&attempts), json)
+        }
+        JobCmd::Retry { id } => {
+            let job = k.job_retry(&id).await?;
+            if json {
+                return print_json(&JobView::new(&job));
+            }
+            println!("{} is available again at {}", job.id, ts(job.run_at));
+            Ok(())
+        }
+        JobCmd::Cancel { id, reason } => {
+            let job = k.job_cancel(&id, reason).await?;
+            if json {
+                return print_json(&JobView::new(&job));
+            }
+            println!("cancelled {}", job.id);
+            Ok(())
+        }
+    }
+}

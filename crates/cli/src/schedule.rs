@@ -1,0 +1,246 @@
+//! `kairos schedule add|list|show|pause|resume|delete|fire`, on the database directly.
+
+use crate::common::*;
+use kairos_engine::Kairos;
+use kairos_engine::ops::NewSchedule;
+use kairos_server::views::{FiredView, ScheduleList, ScheduleView};
+use kairos_store::Schedule;
+
+/// `kairos schedule …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ScheduleCmd {
+    /// Create a schedule.
+    Add(Box<AddArgs>),
+    /// List schedules, newest first.
+    List {
+        /// `active`, `paused` or `finished`.
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Show a schedule and its next firings.
+    Show {
+        /// Schedule id (`sch_…`).
+        id: String,
+    },
+    /// Pause a schedule.
+    Pause {
+        /// Schedule id.
+        id: String,
+    },
+    /// Resume a schedule (from now: missed firings are not made up).
+    Resume {
+        /// Schedule id.
+        id: String,
+    },
+    /// Delete a schedule (its jobs stay).
+    Delete {
+        /// Schedule id.
+        id: String,
+    },
+    /// Fire now for the current period (a repeat creates nothing).
+    Fire {
+        /// Schedule id.
+        id: String,
+    },
+}
+
+/// `kairos schedule add`.
+#[derive(Debug, clap::Args)]
+pub struct AddArgs {
+    /// Unique name.
+    #[arg(long)]
+    pub name: String,
+    /// Cron expression (5 fields, 6 with seconds, or @daily …).
+    #[arg(long, conflicts_with_all = ["at", "every"])]
+    pub cron: Option<String>,
+    /// A single instant (RFC 3339).
+    #[arg(long, conflicts_with = "every")]
+    pub at: Option<String>,
+    /// A fixed interval ("30s", "1h").
+    #[arg(long)]
+    pub every: Option<String>,
+    /// Anchor of --every (RFC 3339, default now).
+    #[arg(long)]
+    pub start_at: Option<String>,
+    /// IANA time zone (default UTC).
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Job kind (default webhook).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Webhook URL.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Webhook signing secret (whsec_…).
+    #[arg(long)]
+    pub secret: Option<String>,
+    /// Payload of each job (JSON).
+    #[arg(long)]
+    pub payload: Option<String>,
+    /// Retry delays, comma-separated ("1s,2s").
+    #[arg(long)]
+    pub retry_delays: Option<String>,
+    /// Maximum attempts.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// skip (default), once, all, all:N.
+    #[arg(long)]
+    pub misfire: Option<String>,
+    /// Period key unit: occurrence (default), minute, hour, day, week, month, year.
+    #[arg(long)]
+    pub period: Option<String>,
+    /// Create paused.
+    #[arg(long)]
+    pub paused: bool,
+}
+
+async fn view(k: &Kairos, s: &Schedule, upcoming: bool) -> CliResult<ScheduleView> {
+    let ep = match &s.endpoint_id {
+        Some(id) => k
+            .store()
+            .endpoint_get(id)
+            .await
+            .map_err(|e| CliError::runtime("could not read the endpoint", &e))?,
+        None => None,
+    };
+    let v = ScheduleView::new(s, ep.as_ref());
+    Ok(if upcoming {
+        v.with_upcoming(&k.schedule_upcoming(s, kairos_server::routes::schedules::UPCOMING))
+    } else {
+        v
+    })
+}
+
+fn spec_text(v: &ScheduleView) -> String {
+    match (&v.cron, &v.at, &v.every) {
+        (Some(c), _, _) => format!("cron {c}"),
+        (_, Some(a), _) => format!("at {a}"),
+        (_, _, Some(e)) => format!("every {e}"),
+        _ => "-".into(),
+    }
+}
+
+fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
+    if json {
+        return print_json(v);
+    }
+    let mut fields = vec![
+        ("id", v.id.clone()),
+        ("name", v.name.clone()),
+        ("kind", v.kind.clone()),
+        ("clock", spec_text(v)),
+        ("timezone", v.timezone.clone()),
+        ("state", v.state.clone()),
+        ("misfire", v.misfire.clone()),
+        ("period", v.period.clone()),
+        (
+            "webhook",
+            v.webhook
+                .as_ref()
+                .map(|w| w.url.clone())
+                .unwrap_or_else(|| "-".into()),
+        ),
+        ("next_fire_at", cell(&v.next_fire_at)),
+        ("last_fire_at", cell(&v.last_fire_at)),
+        ("created_at", v.created_at.clone()),
+    ];
+    if let Some(up) = &v.upcoming {
+        fields.push(("upcoming", up.join(", ")));
+    }
+    print_fields(&fields);
+    Ok(())
+}
+
+/// Run a `schedule` command.
+pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
+    let cfg = global.load_config(None)?;
+    let k = open_kairos(&cfg).await?;
+    let json = global.json;
+    match cmd {
+        ScheduleCmd::Add(a) => {
+            let req = NewSchedule {
+                name: a.name,
+                cron: a.cron,
+                at: a.at,
+                every: a.every,
+                start_at: a.start_at,
+                timezone: a.tz,
+                kind: a.kind,
+                webhook: webhook_target(a.url, a.secret)?,
+                payload: parse_payload(a.payload.as_deref())?,
+                retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
+                misfire: a.misfire,
+                period: a.period,
+                paused: a.paused.then_some(true),
+            };
+            let s = k.schedule_create(req).await?;
+            print_schedule(&view(&k, &s, true).await?, json)
+        }
+        ScheduleCmd::List { state, limit } => {
+            let list = k.schedule_list(state, limit).await?;
+            let mut views = Vec::with_capacity(list.len());
+            for s in &list {
+                views.push(view(&k, s, false).await?);
+            }
+            if json {
+                return print_json(&ScheduleList { data: views });
+            }
+            let rows: Vec<Vec<String>> = views
+                .iter()
+                .map(|v| {
+                    vec![
+                        v.id.clone(),
+                        v.name.clone(),
+                        v.state.clone(),
+                        spec_text(v),
+                        v.timezone.clone(),
+                        cell(&v.next_fire_at),
+                    ]
+                })
+                .collect();
+            print_table(
+                &["ID", "NAME", "STATE", "CLOCK", "TIMEZONE", "NEXT FIRE"],
+                &rows,
+            );
+            Ok(())
+        }
+        ScheduleCmd::Show { id } => {
+            let s = k.schedule_get(&id).await?;
+            print_schedule(&view(&k, &s, true).await?, json)
+        }
+        ScheduleCmd::Pause { id } => {
+            let s = k.schedule_pause(&id, true).await?;
+            print_schedule(&view(&k, &s, false).await?, json)
+        }
+        ScheduleCmd::Resume { id } => {
+            let s = k.schedule_pause(&id, false).await?;
+            print_schedule(&view(&k, &s, true).await?, json)
+        }
+        ScheduleCmd::Delete { id } => {
+            k.schedule_delete(&id).await?;
+            if json {
+                print_json(&serde_json::json!({ "deleted": id }))
+            } else {
+                println!("deleted {id}");
+                Ok(())
+            }
+        }
+        ScheduleCmd::Fire { id } => {
+            let f: FiredView = k.schedule_fire_now(&id).await?.into();
+            if json {
+                return print_json(&f);
+            }
+            println!(
+                "created {} job(s) for period {} (fire_at {})",
+                f.created, f.period_key, f.fire_at
+            );
+            for id in &f.job_ids {
+                println!("{id}");
+            }
+            Ok(())
+        }
+    }
+}

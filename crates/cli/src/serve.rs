@@ -1,0 +1,197 @@
+//! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
+
+use crate::common::{CliError, CliResult, GlobalArgs, open_store, registry};
+use kairos_core::{Clock, SystemClock};
+use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
+use kairos_server::{ApiToken, AppState, app};
+use kairos_store::Store;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// `kairos serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8080; port 0 picks a free one [env: KAIROS_LISTEN]
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+}
+
+/// Set up logs on stderr: `RUST_LOG` filters (default `info`); JSON lines with
+/// `log_format = json`.
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+    };
+}
+
+fn engine_config(cfg: &Config) -> EngineConfig {
+    let mut ec = EngineConfig::default().with_node(&cfg.node_name());
+    let lease = Duration::from_secs(cfg.lease_secs);
+    let poll = Duration::from_millis(cfg.poll_interval_ms);
+    ec.executor.concurrency = cfg.concurrency;
+    ec.executor.lease = lease;
+    ec.executor.renew_every = lease / 3;
+    ec.executor.poll_interval = poll;
+    ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
+    ec.scheduler.poll_interval = poll;
+    ec
+}
+
+/// The engine and the facade over one store.
+async fn build(cfg: &Config) -> CliResult<(kairos_store_sqlite::SqliteStore, Engine, Kairos)> {
+    let sqlite = open_store(cfg).await?;
+    let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let registry = registry(cfg, store.clone(), clock.clone())?;
+    let kinds = registry.kinds();
+    let engine = Engine::new(engine_config(cfg), store.clone(), clock.clone(), registry)?;
+    let kairos = Kairos::new(store, clock, engine.wake(), kinds)
+        .allow_private_targets(cfg.allow_private_targets);
+    Ok((sqlite, engine, kairos))
+}
+
+/// SIGTERM / Ctrl-C, listened for from creation on: created before the "listening" line, so
+/// a signal sent as soon as that line appears is handled, not fatal.
+struct ShutdownSignal {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignal {
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let term = match signal(SignalKind::terminate()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; Ctrl-C only");
+                    None
+                }
+            };
+            ShutdownSignal { term }
+        }
+        #[cfg(not(unix))]
+        {
+            ShutdownSignal {}
+        }
+    }
+
+    async fn wait(self) {
+        #[cfg(unix)]
+        if let Some(mut term) = self.term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Run the API and the engine until SIGTERM / Ctrl-C; then stop accepting, let the engine
+/// drain, and return.
+pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
+    let signal = ShutdownSignal::install();
+    let cfg = global.load_config(args.listen)?;
+    init_logging(cfg.log_format);
+    let (token, source) = api_token(&cfg)?;
+    if source == TokenSource::Generated {
+        eprintln!(
+            "kairos: generated an API token, saved in {} (shown only this once):\n\n    {token}\n\n\
+             Send it as `Authorization: Bearer <token>`.",
+            cfg.data_dir.join(TOKEN_FILE).display()
+        );
+    }
+    let (sqlite, engine, kairos) = build(&cfg).await?;
+    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        .await
+        .map_err(|e| CliError::runtime(&format!("could not listen on {}", cfg.listen), &e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
+    let state = AppState::new(kairos, ApiToken::new(token));
+    let cancel = CancellationToken::new();
+    let engine_task = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let mut server = {
+        let stop = cancel.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app(state))
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await
+        })
+    };
+    tracing::info!(db = %cfg.sqlite_path()?.display(), "listening on http://{addr}");
+    let early = tokio::select! {
+        _ = signal.wait() => None,
+        r = &mut server => Some(r),
+    };
+    tracing::info!("shutting down: no new requests; draining running jobs");
+    cancel.cancel();
+    let served = match early {
+        Some(r) => r,
+        None => match tokio::time::timeout(Duration::from_secs(10), &mut server).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::warn!("open requests did not finish within 10s; closing them");
+                server.abort();
+                Ok(Ok(()))
+            }
+        },
+    };
+    let _ = engine_task.await;
+    sqlite.close().await;
+    match served {
+        Ok(Ok(())) => {
+            tracing::info!("stopped");
+            Ok(())
+        }
+        Ok(Err(e)) => Err(CliError::runtime("the HTTP server failed", &e)),
+        Err(e) => Err(CliError::runtime("the HTTP server task failed", &e)),
+    }
+}
+
+/// Run the engine without the API until SIGTERM / Ctrl-C.
+pub async fn worker(global: &GlobalArgs) -> CliResult {
+    let signal = ShutdownSignal::install();
+    let cfg = global.load_config(None)?;
+    init_logging(cfg.log_format);
+    let (sqlite, engine, _kairos) = build(&cfg).await?;
+    let cancel = CancellationToken::new();
+    let task = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    tracing::info!(node = %cfg.node_name(), db = %cfg.sqlite_path()?.display(), "worker started");
+    signal.wait().await;
+    tracing::info!("shutting down: draining running jobs");
+    cancel.cancel();
+    let _ = task.await;
+    sqlite.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Apply the database migrations.
+pub async fn migrate(global: &GlobalArgs) -> CliResult {
+    let cfg = global.load_config(None)?;
+    let store = open_store(&cfg).await?;
+    store.close().await;
+    println!("database {} is up to date", cfg.sqlite_path()?.display());
+    Ok(())
+}

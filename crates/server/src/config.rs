@@ -1,0 +1,495 @@
+//! Configuration, layered with figment: defaults → a TOML file (`--config FILE`, else
+//! `<data_dir>/kairos.toml` if it exists) → environment `KAIROS_*` → command-line flags.
+//!
+//! Every error names the field and, where figment knows it, the source that set it
+//! (`listen: … (from environment variable KAIROS_LISTEN)`). Nothing here panics on bad input.
+
+use base64::Engine as _;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::io::Write;
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+
+/// The environment variables read (`KAIROS_` + the upper-cased field name).
+pub const ENV_FIELDS: &[&str] = &[
+    "data_dir",
+    "listen",
+    "database_url",
+    "api_token",
+    "allow_private_targets",
+    "node",
+    "concurrency",
+    "lease_secs",
+    "webhook_timeout_secs",
+    "shutdown_grace_secs",
+    "poll_interval_ms",
+    "log_format",
+];
+
+/// The name of the config file looked for in the data directory.
+pub const CONFIG_FILE: &str = "kairos.toml";
+/// The name of the generated token file in the data directory.
+pub const TOKEN_FILE: &str = "api-token";
+/// The name of the SQLite database file in the data directory.
+pub const DB_FILE: &str = "kairos.db";
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The settings of a kairos node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Directory of `kairos.db`, `api-token` and `kairos.toml` (`KAIROS_DATA_DIR`, default `.`).
+    pub data_dir: PathBuf,
+    /// Address the API listens on (`KAIROS_LISTEN`, default `127.0.0.1:8080`; port 0 picks one).
+    pub listen: String,
+    /// Database URL (`KAIROS_DATABASE_URL`); default `sqlite://<data_dir>/kairos.db`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+    /// The API bearer token (`KAIROS_API_TOKEN`); default: generated into `<data_dir>/api-token`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token: Option<String>,
+    /// Allow webhook targets on private and loopback addresses
+    /// (`KAIROS_ALLOW_PRIVATE_TARGETS=1`).
+    #[serde(deserialize_with = "flex_bool")]
+    pub allow_private_targets: bool,
+    /// This node's name in leases and attempts (`KAIROS_NODE`, default `<hostname>-<pid>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Jobs running at once (`KAIROS_CONCURRENCY`, default 100).
+    pub concurrency: usize,
+    /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it.
+    pub lease_secs: u64,
+    /// Timeout of one webhook request in seconds (`KAIROS_WEBHOOK_TIMEOUT_SECS`, default 10).
+    pub webhook_timeout_secs: u64,
+    /// On shutdown, how long running jobs may finish (`KAIROS_SHUTDOWN_GRACE_SECS`, default 30).
+    pub shutdown_grace_secs: u64,
+    /// Longest idle wait between looks for due work (`KAIROS_POLL_INTERVAL_MS`, default 1000).
+    pub poll_interval_ms: u64,
+    /// `text` or `json` (`KAIROS_LOG_FORMAT`, default `text`).
+    pub log_format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("."),
+            listen: "127.0.0.1:8080".into(),
+            database_url: None,
+            api_token: None,
+            allow_private_targets: false,
+            node: None,
+            concurrency: 100,
+            lease_secs: 30,
+            webhook_timeout_secs: 10,
+            shutdown_grace_secs: 30,
+            poll_interval_ms: 1000,
+            log_format: LogFormat::Text,
+        }
+    }
+}
+
+/// Values given on the command line; `None` leaves the lower layers' value.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    /// `--data-dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// `--listen`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// `--config`: the TOML file to read instead of `<data_dir>/kairos.toml`.
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
+}
+
+/// A configuration error: the field, the reason, and where the value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The field (`listen`, `database_url`, …), or `config` for the file as a whole.
+    pub field: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn from_figment(e: figment::Error) -> ConfigError {
+    let field = if e.path.is_empty() {
+        "config".to_string()
+    } else {
+        e.path.join(".")
+    };
+    let source = e
+        .metadata
+        .as_ref()
+        .map(|m| {
+            if m.name.contains("environment") {
+                format!(
+                    " (from environment variable KAIROS_{})",
+                    field.to_uppercase()
+                )
+            } else {
+                match &m.source {
+                    Some(src) => format!(" (from {} {src})", m.name),
+                    None => format!(" (from {})", m.name),
+                }
+            }
+        })
+        .unwrap_or_default();
+    ConfigError::new(field, format!("{}{source}", e.kind))
+}
+
+/// A boolean that also accepts `1`/`0`, `yes`/`no`, `on`/`off` (environment variables).
+fn flex_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flex {
+        Bool(bool),
+        Int(i64),
+        Str(String),
+    }
+    match Flex::deserialize(d)? {
+        Flex::Bool(b) => Ok(b),
+        Flex::Int(0) => Ok(false),
+        Flex::Int(1) => Ok(true),
+        Flex::Int(n) => Err(serde::de::Error::custom(format!(
+            "{n} is not a boolean: use 1 or 0, true or false"
+        ))),
+        Flex::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" | "" => Ok(false),
+            other => Err(serde::de::Error::custom(format!(
+                "{other:?} is not a boolean: use 1 or 0, true or false"
+            ))),
+        },
+    }
+}
+
+impl Config {
+    /// Load from the process environment and `overrides`.
+    pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
+        Self::load_from(overrides, Env::prefixed("KAIROS_").only(ENV_FIELDS))
+    }
+
+    fn load_from(overrides: &Overrides, env: Env) -> Result<Config, ConfigError> {
+        // Where to look for kairos.toml: the data dir as the flag, then the environment, say.
+        let data_dir = match &overrides.data_dir {
+            Some(d) => d.clone(),
+            None => Figment::from(Serialized::defaults(Config::default()))
+                .merge(env.clone())
+                .extract_inner::<PathBuf>("data_dir")
+                .map_err(from_figment)?,
+        };
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        match &overrides.config_file {
+            Some(file) => {
+                if !file.is_file() {
+                    return Err(ConfigError::new(
+                        "config",
+                        format!("{} does not exist or is not a file", file.display()),
+                    ));
+                }
+                fig = fig.merge(Toml::file_exact(file));
+            }
+            None => {
+                let file = data_dir.join(CONFIG_FILE);
+                if file.is_file() {
+                    fig = fig.merge(Toml::file_exact(file));
+                }
+            }
+        }
+        let cfg: Config = fig
+            .merge(env)
+            .merge(Serialized::defaults(overrides))
+            .extract()
+            .map_err(from_figment)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check every field; the error names it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::new("data_dir", "must not be empty"));
+        }
+        let resolved = self
+            .listen
+            .to_socket_addrs()
+            .map(|mut a| a.next().is_some());
+        match resolved {
+            Ok(true) => {}
+            _ => {
+                return Err(ConfigError::new(
+                    "listen",
+                    format!(
+                        "{:?} is not an address like 127.0.0.1:8080 (port 0 picks a free port)",
+                        self.listen
+                    ),
+                ));
+            }
+        }
+        self.sqlite_path()?;
+        if let Some(t) = &self.api_token
+            && t.trim().is_empty()
+        {
+            return Err(ConfigError::new(
+                "api_token",
+                "must not be empty (unset it to use a generated token)",
+            ));
+        }
+        if let Some(n) = &self.node
+            && (n.trim().is_empty() || n.len() > 200)
+        {
+            return Err(ConfigError::new("node", "must be 1 to 200 characters"));
+        }
+        if self.concurrency == 0 || self.concurrency > 100_000 {
+            return Err(ConfigError::new(
+                "concurrency",
+                "must be between 1 and 100000",
+            ));
+        }
+        if !(3..=3600).contains(&self.lease_secs) {
+            return Err(ConfigError::new(
+                "lease_secs",
+                "must be between 3 and 3600 seconds",
+            ));
+        }
+        if !(1..=300).contains(&self.webhook_timeout_secs) {
+            return Err(ConfigError::new(
+                "webhook_timeout_secs",
+                "must be between 1 and 300 seconds",
+            ));
+        }
+        if self.shutdown_grace_secs > 3600 {
+            return Err(ConfigError::new(
+                "shutdown_grace_secs",
+                "must be at most 3600 seconds",
+            ));
+        }
+        if !(10..=60_000).contains(&self.poll_interval_ms) {
+            return Err(ConfigError::new(
+                "poll_interval_ms",
+                "must be between 10 and 60000 milliseconds",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The SQLite database file: from `database_url` (`sqlite://PATH`) or
+    /// `<data_dir>/kairos.db`. Any other database is an error for now.
+    pub fn sqlite_path(&self) -> Result<PathBuf, ConfigError> {
+        let Some(url) = &self.database_url else {
+            return Ok(self.data_dir.join(DB_FILE));
+        };
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Err(ConfigError::new(
+                "database_url",
+                "PostgreSQL support is not built yet; use sqlite://PATH or leave it unset",
+            ));
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "database_url",
+                    format!("{url:?} is not supported: use sqlite://PATH"),
+                )
+            })?;
+        let path = path.split('?').next().unwrap_or_default();
+        if path.is_empty() || path == ":memory:" {
+            return Err(ConfigError::new(
+                "database_url",
+                "needs a file path: sqlite://PATH",
+            ));
+        }
+        Ok(PathBuf::from(path))
+    }
+
+    /// This node's name: `node`, else `<hostname>-<pid>`.
+    pub fn node_name(&self) -> String {
+        if let Some(n) = &self.node {
+            return n.trim().to_string();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "kairos".into());
+        format!("{host}-{}", std::process::id())
+    }
+}
+
+/// Where the API token came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `api_token` / `KAIROS_API_TOKEN`.
+    Config,
+    /// Read from `<data_dir>/api-token`.
+    File,
+    /// Generated now and saved to `<data_dir>/api-token`: show it once.
+    Generated,
+}
+
+/// A new token: `kairos_` + 32 random bytes in base64url.
+pub fn generate_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!(
+        "kairos_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// The API token: the configured one, else the one saved in `<data_dir>/api-token`, else a new
+/// one saved there (mode 0600). Creates the data dir if needed.
+pub fn api_token(cfg: &Config) -> Result<(String, TokenSource), ConfigError> {
+    if let Some(t) = &cfg.api_token {
+        return Ok((t.trim().to_string(), TokenSource::Config));
+    }
+    let path = cfg.data_dir.join(TOKEN_FILE);
+    let io_err = |what: &str, p: &Path, e: std::io::Error| {
+        ConfigError::new("api_token", format!("{what} {}: {e}", p.display()))
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(s) if !s.trim().is_empty() => return Ok((s.trim().to_string(), TokenSource::File)),
+        Ok(_) => {
+            return Err(ConfigError::new(
+                "api_token",
+                format!(
+                    "{} is empty; delete it to generate a new token",
+                    path.display()
+                ),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("could not read", &path, e)),
+    }
+    std::fs::create_dir_all(&cfg.data_dir)
+        .map_err(|e| io_err("could not create the data directory", &cfg.data_dir, e))?;
+    let token = generate_token();
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts
+        .open(&path)
+        .map_err(|e| io_err("could not create", &path, e))?;
+    f.write_all(format!("{token}\n").as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| io_err("could not write", &path, e))?;
+    Ok((token, TokenSource::Generated))
+}
+
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment's Jail closures return figment::Error
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    fn load() -> Result<Config, ConfigError> {
+        Config::load(&Overrides::default())
+    }
+
+    #[test]
+    fn defaults_then_file_then_env_then_flags() {
+        Jail::expect_with(|jail| {
+            assert_eq!(load().map_err(|e| e.to_string())?.listen, "127.0.0.1:8080");
+            jail.create_file(
+                "kairos.toml",
+                "listen = \"127.0.0.1:9000\"\nconcurrency = 7\n",
+            )?;
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!((c.listen.as_str(), c.concurrency), ("127.0.0.1:9000", 7));
+            jail.set_env("KAIROS_LISTEN", "127.0.0.1:9001");
+            jail.set_env("KAIROS_ALLOW_PRIVATE_TARGETS", "1");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(c.listen, "127.0.0.1:9001");
+            assert!(c.allow_private_targets);
+            let o = Overrides {
+                listen: Some("127.0.0.1:0".into()),
+                ..Overrides::default()
+            };
+            let c = Config::load(&o).map_err(|e| e.to_string())?;
+            assert_eq!(c.listen, "127.0.0.1:0");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn errors_name_the_field_and_source() {
+        Jail::expect_with(|jail| {
+            jail.set_env("KAIROS_LEASE_SECS", "soon");
+            let e = load().expect_err("a bad number");
+            assert_eq!(e.field, "lease_secs");
+            assert!(e.reason.contains("KAIROS_LEASE_SECS"), "{e}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.create_file("kairos.toml", "lissen = \"x\"\n")?;
+            let e = load().expect_err("an unknown field");
+            assert!(e.to_string().contains("lissen"), "{e}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.set_env("KAIROS_DATABASE_URL", "postgres://localhost/kairos");
+            let e = load().expect_err("postgres");
+            assert_eq!(e.field, "database_url");
+            assert!(e.reason.contains("PostgreSQL support is not built yet"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn token_is_generated_once_with_mode_0600() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = Config {
+            data_dir: dir.path().join("data"),
+            ..Config::default()
+        };
+        let (t1, s1) = api_token(&cfg).expect("generate");
+        assert_eq!(s1, TokenSource::Generated);
+        assert!(t1.starts_with("kairos_") && t1.len() > 40);
+        let (t2, s2) = api_token(&cfg).expect("read");
+        assert_eq!((t2.as_str(), s2), (t1.as_str(), TokenSource::File));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(cfg.data_dir.join(TOKEN_FILE))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! `/v1/dlq`: the dead-letter queue — jobs whose attempts are spent — and their replay.
+
+use crate::AppState;
+use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
+use crate::routes::jobs::{JobQuery, page};
+use crate::views::{JobPage, ReplayBody, ReplayFailure, ReplayView};
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kairos_engine::Kairos;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+/// Most ids one replay request may name.
+pub const MAX_REPLAY_IDS: usize = 10_000;
+
+/// The routes (mounted under `/v1/dlq`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/replay", post(replay))
+}
+
+/// Filters of the dead-letter list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DlqQuery {
+    /// Job kind.
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    pub schedule_id: Option<String>,
+    /// Jobs older than this id (the previous page's `next_before`).
+    pub before: Option<String>,
+    /// Page size, 1 to 1000 (default 50).
+    pub limit: Option<i64>,
+}
+
+/// Dead jobs, newest first.
+#[utoipa::path(get, path = "/v1/dlq", tag = "dlq", params(DlqQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "A page of dead jobs", body = JobPage)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<DlqQuery>,
+) -> ApiResult<Json<JobPage>> {
+    let q = JobQuery {
+        state: None,
+        kind: q.kind,
+        schedule_id: q.schedule_id,
+        before: q.before,
+        limit: q.limit,
+    };
+    Ok(Json(page(&state, q, Some("dead")).await?))
+}
+
+/// Replay `ids`, one by one; a job that cannot be replayed is reported, not fatal.
+pub async fn replay_ids(kairos: &Kairos, ids: &[String]) -> ReplayView {
+    let mut out = ReplayView::default();
+    for id in ids {
+        match kairos.job_retry(id).await {
+            Ok(j) => out.job_ids.push(j.id),
+            Err(e) => out.failed.push(ReplayFailure {
+                id: id.clone(),
+                error: e.message().to_string(),
+            }),
+        }
+    }
+    out.replayed = out.job_ids.len();
+    out
+}
+
+/// Replay dead jobs: `{"ids": [...]}` or `{"all": true, "kind": "webhook"}`. Each becomes
+/// available now with a fresh set of attempts.
+#[utoipa::path(post, path = "/v1/dlq/replay", tag = "dlq", request_body = ReplayBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "What was replayed", body = ReplayView),
+        (status = 422, description = "Neither or both of `ids` and `all`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn replay(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ReplayBody>,
+) -> ApiResult<Json<ReplayView>> {
+    let ids = match (body.ids, body.all.unwrap_or(false)) {
+        (Some(_), true) => {
+            return Err(Problem::invalid(
+                "ids",
+                "give either \"ids\" or \"all\", not both",
+            ));
+        }
+        (Some(ids), false) => {
+            if body.kind.is_some() {
+                return Err(Problem::invalid("kind", "only with \"all\": true"));
+            }
+            if ids.len() > MAX_REPLAY_IDS {
+                return Err(Problem::invalid(
+                    "ids",
+                    &format!("at most {MAX_REPLAY_IDS} ids per request"),
+                ));
+            }
+            ids
+        }
+        (None, true) => state.kairos.dead_job_ids(body.kind.as_deref()).await?,
+        (None, false) => {
+            return Err(Problem::invalid(
+                "ids",
+                "give \"ids\": [...] or \"all\": true",
+            ));
+        }
+    };
+    Ok(Json(replay_ids(&state.kairos, &ids).await))
+}

@@ -1,0 +1,158 @@
+//! `/v1/jobs`: enqueue (idempotent with a key), list with filters, show with attempts, retry,
+//! cancel.
+
+use crate::AppState;
+use crate::problem::{ApiJson, ApiQuery, ApiResult, OptionalJson, Problem};
+use crate::views::{CancelBody, JobBody, JobPage, JobView};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+/// Default page size of job lists.
+pub const DEFAULT_LIMIT: i64 = 50;
+
+/// The routes (mounted under `/v1/jobs`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", post(enqueue).get(list))
+        .route("/{id}", get(show))
+        .route("/{id}/retry", post(retry))
+        .route("/{id}/cancel", post(cancel))
+}
+
+/// Enqueue a job. With an `idempotency_key` that exists, the existing job is returned with 200.
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs", request_body = JobBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Created", body = JobView),
+        (status = 200, description = "A job with this idempotency key exists: it is returned", body = JobView),
+        (status = 400, description = "Malformed JSON or unknown field", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn enqueue(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<JobBody>,
+) -> ApiResult<(StatusCode, Json<JobView>)> {
+    let (job, created) = state.kairos.job_enqueue(body.into()).await?;
+    let attempts = if created {
+        Vec::new()
+    } else {
+        state.kairos.job_get(&job.id).await?.1
+    };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(JobView::new(&job).with_attempts(&attempts))))
+}
+
+/// Filters of a job list.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct JobQuery {
+    /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
+    pub state: Option<String>,
+    /// Job kind.
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    pub schedule_id: Option<String>,
+    /// Jobs older than this id (the previous page's `next_before`).
+    pub before: Option<String>,
+    /// Page size, 1 to 1000 (default 50).
+    pub limit: Option<i64>,
+}
+
+/// One page of jobs matching `q` (with `state` forced when given).
+pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> ApiResult<JobPage> {
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+    let jobs = state
+        .kairos
+        .job_list(
+            force_state.or(q.state.as_deref()),
+            q.kind.as_deref(),
+            q.schedule_id.as_deref(),
+            q.before.as_deref(),
+            Some(limit),
+        )
+        .await?;
+    let next_before = if jobs.len() as i64 == limit {
+        jobs.last().map(|j| j.id.clone())
+    } else {
+        None
+    };
+    Ok(JobPage {
+        data: jobs.iter().map(JobView::new).collect(),
+        next_before,
+    })
+}
+
+/// List jobs, newest first.
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", params(JobQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of jobs", body = JobPage),
+        (status = 422, description = "A filter is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<JobQuery>,
+) -> ApiResult<Json<JobPage>> {
+    Ok(Json(page(&state, q, None).await?))
+}
+
+/// A job and its attempts.
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = String, Path, description = "Job id (`job_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JobView>> {
+    let (job, attempts) = state.kairos.job_get(&id).await?;
+    Ok(Json(JobView::new(&job).with_attempts(&attempts)))
+}
+
+/// Run a job again now: replay a dead, cancelled or skipped job, or hurry one waiting for a
+/// retry. A succeeded or running job is a conflict (it would send twice).
+#[utoipa::path(post, path = "/v1/jobs/{id}/retry", tag = "jobs",
+    params(("id" = String, Path, description = "Job id (`job_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The job, available now", body = JobView),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The job succeeded or is running", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JobView>> {
+    Ok(Json(JobView::new(&state.kairos.job_retry(&id).await?)))
+}
+
+/// Cancel a job that has not finished.
+#[utoipa::path(post, path = "/v1/jobs/{id}/cancel", tag = "jobs", request_body(content = Option<CancelBody>),
+    params(("id" = String, Path, description = "Job id (`job_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Cancelled", body = JobView),
+        (status = 404, description = "No such job", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The job has finished", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    OptionalJson(body): OptionalJson<CancelBody>,
+) -> ApiResult<Json<JobView>> {
+    let reason = body.and_then(|b| b.reason);
+    Ok(Json(JobView::new(
+        &state.kairos.job_cancel(&id, reason).await?,
+    )))
+}

@@ -1,0 +1,201 @@
+//! `/v1/schedules`: create, list, show (with the next firings), replace, pause, resume,
+//! delete, fire now.
+
+use crate::AppState;
+use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
+use crate::views::{FiredView, ScheduleBody, ScheduleList, ScheduleView};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use kairos_store::Schedule;
+use serde::Deserialize;
+use std::collections::HashMap;
+use utoipa::IntoParams;
+
+/// How many upcoming firings a single-schedule response shows.
+pub const UPCOMING: usize = 5;
+
+/// The routes (mounted under `/v1/schedules`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", post(create).get(list))
+        .route("/{id}", get(show).put(replace).delete(delete))
+        .route("/{id}/pause", post(pause))
+        .route("/{id}/resume", post(resume))
+        .route("/{id}/fire", post(fire))
+}
+
+/// The view of one schedule with its endpoint and upcoming firings.
+pub async fn full_view(state: &AppState, s: &Schedule) -> ApiResult<ScheduleView> {
+    let ep = match &s.endpoint_id {
+        Some(id) => state
+            .kairos
+            .store()
+            .endpoint_get(id)
+            .await
+            .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))?,
+        None => None,
+    };
+    let upcoming = state.kairos.schedule_upcoming(s, UPCOMING);
+    Ok(ScheduleView::new(s, ep.as_ref()).with_upcoming(&upcoming))
+}
+
+/// Create a schedule. Its first firing is the first at or after now.
+#[utoipa::path(post, path = "/v1/schedules", tag = "schedules", request_body = ScheduleBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "Created", body = ScheduleView),
+        (status = 400, description = "Malformed JSON or unknown field", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A schedule with this name exists", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> ApiResult<(StatusCode, Json<ScheduleView>)> {
+    let s = state.kairos.schedule_create(body.into()).await?;
+    Ok((StatusCode::CREATED, Json(full_view(&state, &s).await?)))
+}
+
+/// Filters of the schedule list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// `active`, `paused` or `finished`.
+    pub state: Option<String>,
+    /// At most this many (default 100).
+    pub limit: Option<i64>,
+}
+
+/// List schedules, newest first.
+#[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Schedules", body = ScheduleList)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<ScheduleList>> {
+    let schedules = state.kairos.schedule_list(q.state, q.limit).await?;
+    let mut endpoints = HashMap::new();
+    let mut data = Vec::with_capacity(schedules.len());
+    for s in &schedules {
+        if let Some(id) = &s.endpoint_id
+            && !endpoints.contains_key(id)
+        {
+            let ep = state
+                .kairos
+                .store()
+                .endpoint_get(id)
+                .await
+                .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))?;
+            endpoints.insert(id.clone(), ep);
+        }
+        let ep = s
+            .endpoint_id
+            .as_ref()
+            .and_then(|id| endpoints.get(id))
+            .and_then(Option::as_ref);
+        data.push(ScheduleView::new(s, ep));
+    }
+    Ok(Json(ScheduleList { data }))
+}
+
+/// A schedule with its next firings.
+#[utoipa::path(get, path = "/v1/schedules/{id}", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The schedule", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ScheduleView>> {
+    let s = state.kairos.schedule_get(&id).await?;
+    Ok(Json(full_view(&state, &s).await?))
+}
+
+/// Replace a schedule's definition; its next firing is recomputed from now.
+#[utoipa::path(put, path = "/v1/schedules/{id}", tag = "schedules", request_body = ScheduleBody,
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Replaced", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn replace(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ScheduleBody>,
+) -> ApiResult<Json<ScheduleView>> {
+    let s = state.kairos.schedule_update(&id, body.into()).await?;
+    Ok(Json(full_view(&state, &s).await?))
+}
+
+/// Pause a schedule: it does not fire until resumed.
+#[utoipa::path(post, path = "/v1/schedules/{id}/pause", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Paused", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn pause(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ScheduleView>> {
+    let s = state.kairos.schedule_pause(&id, true).await?;
+    Ok(Json(full_view(&state, &s).await?))
+}
+
+/// Resume a schedule. What was missed while paused is not fired: the next firing is the first
+/// from now.
+#[utoipa::path(post, path = "/v1/schedules/{id}/resume", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Resumed", body = ScheduleView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ScheduleView>> {
+    let s = state.kairos.schedule_pause(&id, false).await?;
+    Ok(Json(full_view(&state, &s).await?))
+}
+
+/// Delete a schedule; its jobs stay.
+#[utoipa::path(delete, path = "/v1/schedules/{id}", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.kairos.schedule_delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Fire now for the current period (a manual re-run). A repeat creates nothing: the period's
+/// jobs exist once.
+#[utoipa::path(post, path = "/v1/schedules/{id}/fire", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Fired", body = FiredView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn fire(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<FiredView>> {
+    Ok(Json(state.kairos.schedule_fire_now(&id).await?.into()))
+}

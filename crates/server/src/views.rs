@@ -1,0 +1,537 @@
+//! The JSON shapes of the API: request bodies (converted to the facade's inputs) and
+//! response views of the stored records. Instants are RFC 3339 UTC with milliseconds. No view
+//! carries a webhook secret.
+//!
+//! The CLI prints these same views with `--json`, so the API and the CLI agree.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use kairos_core::Job;
+use kairos_core::retry::{ClassSpec, RetrySpec};
+use kairos_core::schedule::ScheduleSpec;
+use kairos_engine::ops::{FiredNow, NewJob, NewSchedule, WebhookTarget};
+use kairos_store::{Attempt, Endpoint, Schedule};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// An instant as the API writes it: RFC 3339, UTC, milliseconds (`2026-11-29T09:00:00.000Z`).
+pub fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
+    t.map(ts)
+}
+
+/// A webhook target: where to POST and the `whsec_…` secret to sign with.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookBody {
+    /// `http://` or `https://` URL.
+    pub url: String,
+    /// `whsec_…` signing secret (base64 after the prefix). Never returned by the API.
+    pub secret: String,
+}
+
+/// One retry class in the full form.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryClassBody {
+    /// Delays before each retry (`"30s"`, `"5m"`).
+    #[serde(default)]
+    pub delays: Vec<String>,
+    /// Maximum attempts (default: number of delays + 1).
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+}
+
+/// A retry policy: the short form `{"delays": ["1s","2s"], "max_attempts": 3}` applies to both
+/// failure classes; `transient` / `permanent` set one class each.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// Delays for both classes (`"30s"`, `"5m"`).
+    #[serde(default)]
+    pub delays: Option<Vec<String>>,
+    /// Maximum attempts for both classes (default: number of delays + 1).
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    /// The transient class (timeouts, 5xx, 429).
+    #[serde(default)]
+    pub transient: Option<RetryClassBody>,
+    /// The permanent class (4xx).
+    #[serde(default)]
+    pub permanent: Option<RetryClassBody>,
+    /// Longest `Retry-After` honoured (`"1h"`).
+    #[serde(default)]
+    pub retry_after_cap: Option<String>,
+}
+
+impl From<RetryClassBody> for ClassSpec {
+    fn from(b: RetryClassBody) -> Self {
+        ClassSpec {
+            delays: b.delays,
+            max_attempts: b.max_attempts,
+        }
+    }
+}
+
+impl From<RetryBody> for RetrySpec {
+    fn from(b: RetryBody) -> Self {
+        RetrySpec {
+            delays: b.delays,
+            max_attempts: b.max_attempts,
+            transient: b.transient.map(Into::into),
+            permanent: b.permanent.map(Into::into),
+            retry_after_cap: b.retry_after_cap,
+        }
+    }
+}
+
+impl From<WebhookBody> for WebhookTarget {
+    fn from(b: WebhookBody) -> Self {
+        WebhookTarget {
+            url: b.url,
+            secret: b.secret,
+        }
+    }
+}
+
+/// A schedule definition (`POST /v1/schedules`, `PUT /v1/schedules/{id}`). Exactly one of
+/// `cron`, `at`, `every`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleBody {
+    /// Unique name.
+    pub name: String,
+    /// A cron expression: 5 fields, 6 with leading seconds, or a macro like `@daily`.
+    #[serde(default)]
+    pub cron: Option<String>,
+    /// A single instant (RFC 3339).
+    #[serde(default)]
+    pub at: Option<String>,
+    /// A fixed interval (`"30s"`, `"1h"`).
+    #[serde(default)]
+    pub every: Option<String>,
+    /// Anchor of `every` (RFC 3339, default now).
+    #[serde(default)]
+    pub start_at: Option<String>,
+    /// IANA time zone (default `UTC`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Job kind (default `webhook`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Target of a webhook schedule.
+    #[serde(default)]
+    pub webhook: Option<WebhookBody>,
+    /// Payload of each job.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<serde_json::Value>,
+    /// Retry policy of the jobs.
+    #[serde(default)]
+    pub retry: Option<RetryBody>,
+    /// `skip` (default), `once`, `all`, `all:N`.
+    #[serde(default)]
+    pub misfire: Option<String>,
+    /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
+    /// `month`, `year`.
+    #[serde(default)]
+    pub period: Option<String>,
+    /// Create paused.
+    #[serde(default)]
+    pub paused: Option<bool>,
+}
+
+impl From<ScheduleBody> for NewSchedule {
+    fn from(b: ScheduleBody) -> Self {
+        NewSchedule {
+            name: b.name,
+            cron: b.cron,
+            at: b.at,
+            every: b.every,
+            start_at: b.start_at,
+            timezone: b.timezone,
+            kind: b.kind,
+            webhook: b.webhook.map(Into::into),
+            payload: b.payload,
+            retry: b.retry.map(Into::into),
+            misfire: b.misfire,
+            period: b.period,
+            paused: b.paused,
+        }
+    }
+}
+
+/// A job to enqueue (`POST /v1/jobs`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobBody {
+    /// Job kind (default `webhook`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Target of a webhook job.
+    #[serde(default)]
+    pub webhook: Option<WebhookBody>,
+    /// Payload.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<serde_json::Value>,
+    /// When to run (RFC 3339, default now).
+    #[serde(default)]
+    pub run_at: Option<String>,
+    /// The same key again returns the same job (200 instead of 201).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Retry policy (default: the kind's).
+    #[serde(default)]
+    pub retry: Option<RetryBody>,
+}
+
+impl From<JobBody> for NewJob {
+    fn from(b: JobBody) -> Self {
+        NewJob {
+            kind: b.kind,
+            webhook: b.webhook.map(Into::into),
+            payload: b.payload,
+            run_at: b.run_at,
+            idempotency_key: b.idempotency_key,
+            retry: b.retry.map(Into::into),
+        }
+    }
+}
+
+/// The body of `POST /v1/jobs/{id}/cancel` (optional).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    /// Why (default "cancelled by operator").
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// The body of `POST /v1/dlq/replay`: `ids`, or `all` (optionally of one `kind`).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayBody {
+    /// Dead jobs to replay.
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Replay every dead job.
+    #[serde(default)]
+    pub all: Option<bool>,
+    /// With `all`: only jobs of this kind.
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// A webhook target as shown: the URL, never the secret.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WebhookView {
+    /// The endpoint id (`ep_…`).
+    pub endpoint_id: String,
+    /// The URL posted to.
+    pub url: String,
+    /// When the endpoint was disabled (after HTTP 410), if it was.
+    pub disabled_at: Option<String>,
+}
+
+impl WebhookView {
+    /// The view of an endpoint.
+    pub fn new(e: &Endpoint) -> Self {
+        WebhookView {
+            endpoint_id: e.id.clone(),
+            url: e.url.clone(),
+            disabled_at: ts_opt(e.disabled_at),
+        }
+    }
+}
+
+/// A schedule.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScheduleView {
+    /// `sch_…`.
+    pub id: String,
+    /// Unique name.
+    pub name: String,
+    /// Kind of the jobs it creates.
+    pub kind: String,
+    /// The cron expression, for cron schedules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// The instant, for one-shot schedules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// The interval, for interval schedules (`"30s"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    /// The anchor of an interval schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// IANA time zone.
+    pub timezone: String,
+    /// Period key granularity.
+    pub period: String,
+    /// Misfire policy.
+    pub misfire: String,
+    /// `active`, `paused`, `finished`.
+    pub state: String,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Payload of each job.
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// Webhook target (no secret).
+    pub webhook: Option<WebhookView>,
+    /// Retry policy of its jobs (null: the kind's default).
+    #[schema(value_type = Option<Object>)]
+    pub retry: Option<serde_json::Value>,
+    /// The next nominal firing.
+    pub next_fire_at: Option<String>,
+    /// The last firing materialized.
+    pub last_fire_at: Option<String>,
+    /// The next firings (up to 5), on single-schedule responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upcoming: Option<Vec<String>>,
+    /// Created.
+    pub created_at: String,
+    /// Last changed.
+    pub updated_at: String,
+}
+
+impl ScheduleView {
+    /// The view of a schedule, with its endpoint if known.
+    pub fn new(s: &Schedule, endpoint: Option<&Endpoint>) -> Self {
+        let (cron, at, every, start_at) = match &s.spec {
+            ScheduleSpec::Cron { expr } => (Some(expr.clone()), None, None, None),
+            ScheduleSpec::At { at } => (None, Some(ts(*at)), None, None),
+            ScheduleSpec::Every { every_ms, anchor } => {
+                let d = std::time::Duration::from_millis(u64::try_from(*every_ms).unwrap_or(0));
+                (
+                    None,
+                    None,
+                    Some(kairos_core::retry::format_duration(d)),
+                    Some(ts(*anchor)),
+                )
+            }
+        };
+        ScheduleView {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            kind: s.kind.to_string(),
+            cron,
+            at,
+            every,
+            start_at,
+            timezone: s.timezone.clone(),
+            period: s.period.as_str().to_string(),
+            misfire: s.misfire.to_string_repr(),
+            state: s.state.as_str().to_string(),
+            paused: s.state == kairos_store::ScheduleState::Paused,
+            payload: s.payload.clone(),
+            webhook: endpoint.map(WebhookView::new),
+            retry: s.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            next_fire_at: ts_opt(s.next_fire_at),
+            last_fire_at: ts_opt(s.last_fire_at),
+            upcoming: None,
+            created_at: ts(s.created_at),
+            updated_at: ts(s.updated_at),
+        }
+    }
+
+    /// With the next firings.
+    pub fn with_upcoming(mut self, upcoming: &[DateTime<Utc>]) -> Self {
+        self.upcoming = Some(upcoming.iter().copied().map(ts).collect());
+        self
+    }
+}
+
+/// A list of schedules.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScheduleList {
+    /// Newest first.
+    pub data: Vec<ScheduleView>,
+}
+
+/// One attempt of a job.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AttemptView {
+    /// 1-based attempt number.
+    pub attempt: i32,
+    /// When it started.
+    pub started_at: String,
+    /// When it ended.
+    pub finished_at: String,
+    /// `succeeded`, `skipped`, `failed`, `lost`, `cancelled`.
+    pub outcome: String,
+    /// The HTTP status, when there was a response.
+    pub status_code: Option<i32>,
+    /// The error message, when it failed.
+    pub error: Option<String>,
+    /// `transient`, `permanent`, `rate_limited`, when it failed.
+    pub error_class: Option<String>,
+    /// An excerpt of the response.
+    pub response: Option<String>,
+    /// The provider's message id.
+    pub provider_id: Option<String>,
+    /// The node that ran it.
+    pub node: Option<String>,
+}
+
+impl AttemptView {
+    /// The view of an attempt.
+    pub fn new(a: &Attempt) -> Self {
+        AttemptView {
+            attempt: a.attempt,
+            started_at: ts(a.started_at),
+            finished_at: ts(a.finished_at),
+            outcome: a.outcome.clone(),
+            status_code: a.status_code,
+            error: a.error.clone(),
+            error_class: a.error_class.clone(),
+            response: a.response.clone(),
+            provider_id: a.provider_id.clone(),
+            node: a.node.clone(),
+        }
+    }
+}
+
+/// A job.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobView {
+    /// `job_…`; also the `webhook-id` of its deliveries.
+    pub id: String,
+    /// Which handler runs it.
+    pub kind: String,
+    /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
+    pub state: String,
+    /// Attempts started so far.
+    pub attempt: i32,
+    /// Most attempts the retry policy allows.
+    pub max_attempts: u32,
+    /// When it is (next) due.
+    pub run_at: String,
+    /// Created.
+    pub created_at: String,
+    /// When it reached a final state.
+    pub finished_at: Option<String>,
+    /// The schedule that created it.
+    pub schedule_id: Option<String>,
+    /// The nominal firing time of its occurrence.
+    pub fire_at: Option<String>,
+    /// The occurrence's period key.
+    pub period_key: Option<String>,
+    /// The idempotency key it was enqueued with.
+    pub idempotency_key: Option<String>,
+    /// The webhook endpoint (`ep_…`).
+    pub endpoint_id: Option<String>,
+    /// The last error, if the last attempt failed.
+    pub last_error: Option<String>,
+    /// Why it was skipped or cancelled.
+    pub reason: Option<String>,
+    /// Handler input.
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// Retry policy.
+    #[schema(value_type = Object)]
+    pub retry: serde_json::Value,
+    /// Its attempts, oldest first (on single-job responses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptView>>,
+}
+
+impl JobView {
+    /// The view of a job (without attempts).
+    pub fn new(j: &Job) -> Self {
+        JobView {
+            id: j.id.clone(),
+            kind: j.kind.to_string(),
+            state: j.state.to_string(),
+            attempt: j.attempt,
+            max_attempts: j.retry.max_attempts(),
+            run_at: ts(j.run_at),
+            created_at: ts(j.created_at),
+            finished_at: ts_opt(j.finished_at),
+            schedule_id: j.schedule_id.clone(),
+            fire_at: ts_opt(j.fire_at),
+            period_key: j.period_key.clone(),
+            idempotency_key: j
+                .dedupe_key
+                .as_deref()
+                .and_then(|k| k.strip_prefix("idem:"))
+                .map(str::to_string),
+            endpoint_id: j.endpoint_id.clone(),
+            last_error: j.last_error.clone(),
+            reason: j.reason.clone(),
+            payload: j.payload.clone(),
+            retry: serde_json::to_value(&j.retry).unwrap_or(serde_json::Value::Null),
+            attempts: None,
+        }
+    }
+
+    /// With its attempts.
+    pub fn with_attempts(mut self, attempts: &[Attempt]) -> Self {
+        self.attempts = Some(attempts.iter().map(AttemptView::new).collect());
+        self
+    }
+}
+
+/// A page of jobs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobPage {
+    /// Newest first.
+    pub data: Vec<JobView>,
+    /// Pass as `before` for the next page; null on the last page.
+    pub next_before: Option<String>,
+}
+
+/// What `POST /v1/schedules/{id}/fire` did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FiredView {
+    /// Jobs created (0 when the period's jobs exist already).
+    pub created: usize,
+    /// Their ids.
+    pub job_ids: Vec<String>,
+    /// The occurrence's nominal time.
+    pub fire_at: String,
+    /// Its period key.
+    pub period_key: String,
+}
+
+impl From<FiredNow> for FiredView {
+    fn from(f: FiredNow) -> Self {
+        FiredView {
+            created: f.created.len(),
+            job_ids: f.created,
+            fire_at: ts(f.fire_at),
+            period_key: f.period_key,
+        }
+    }
+}
+
+/// A replay that failed for one job.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReplayFailure {
+    /// The job.
+    pub id: String,
+    /// Why (not found, not dead, …).
+    pub error: String,
+}
+
+/// What `POST /v1/dlq/replay` did.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct ReplayView {
+    /// How many jobs were replayed.
+    pub replayed: usize,
+    /// Their ids.
+    pub job_ids: Vec<String>,
+    /// Jobs that could not be replayed.
+    pub failed: Vec<ReplayFailure>,
+}
+
+/// `{"status": "ok"}`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Status {
+    /// `ok`, or `unavailable`.
+    pub status: String,
+}
