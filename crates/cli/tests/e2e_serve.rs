@@ -2,124 +2,12 @@
 //! at a capturing receiver that fails once; the retry succeeds with the same `webhook-id`;
 //! SIGTERM exits 0. Plus `kairos cron next`, direct database commands and exit codes.
 
+mod common;
+
+use common::{SECRET, Server, TOKEN, api, kairos_cmd};
 use kairos_testkit::{Reply, TestReceiver, init_crypto, verify_standard_webhook};
 use serde_json::{Value, json};
-use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_kairos");
-const TOKEN: &str = "test-token";
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-/// A command with no inherited `KAIROS_*` settings.
-fn kairos_cmd() -> std::process::Command {
-    let mut c = std::process::Command::new(BIN);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("KAIROS_") {
-            c.env_remove(k);
-        }
-    }
-    c.env("RUST_LOG", "info");
-    c
-}
-
-struct Server {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    /// Start `kairos serve` and wait (at most 60 s) for its `listening on` line.
-    async fn start(data_dir: &Path, token: Option<&str>) -> Server {
-        let mut cmd = Command::from(kairos_cmd());
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("KAIROS_ALLOW_PRIVATE_TARGETS", "1")
-            .env("KAIROS_SHUTDOWN_GRACE_SECS", "5")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(t) = token {
-            cmd.env("KAIROS_API_TOKEN", t);
-        }
-        let mut child = cmd.spawn().expect("spawn kairos serve");
-        let stderr = child.stderr.take().expect("stderr");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = tokio::sync::oneshot::channel::<String>();
-        {
-            // Keep draining stderr for the server's whole life, so it never blocks on a pipe.
-            let log = log.clone();
-            tokio::spawn(async move {
-                let mut tx = Some(tx);
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if let Some(i) = line.find("listening on http://") {
-                        let addr: String = line[i + "listening on ".len()..]
-                            .split_whitespace()
-                            .next()
-                            .unwrap_or_default()
-                            .to_string();
-                        if let Some(tx) = tx.take() {
-                            let _ = tx.send(addr);
-                        }
-                    }
-                    log.lock().expect("log").push(line);
-                }
-            });
-        }
-        let base = match tokio::time::timeout(Duration::from_secs(60), rx).await {
-            Ok(Ok(base)) => base,
-            _ => panic!(
-                "kairos serve did not report its address; stderr:\n{}",
-                log.lock().expect("log").join("\n")
-            ),
-        };
-        Server { child, base, log }
-    }
-
-    fn stderr(&self) -> String {
-        self.log.lock().expect("log").join("\n")
-    }
-
-    /// SIGTERM, then the exit status within `within`.
-    async fn terminate(mut self, within: Duration) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("pid");
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .expect("run kill");
-        assert!(killed.success());
-        match tokio::time::timeout(within, self.child.wait()).await {
-            Ok(status) => status.expect("wait"),
-            Err(_) => panic!(
-                "kairos serve did not exit within {within:?} of SIGTERM; stderr:\n{}",
-                self.stderr()
-            ),
-        }
-    }
-}
-
-async fn api(
-    http: &reqwest::Client,
-    method: reqwest::Method,
-    url: String,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut req = http.request(method, url).bearer_auth(TOKEN);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let res = req.send().await.expect("request");
-    let status = res.status().as_u16();
-    let text = res.text().await.expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_retries_a_failed_webhook_with_the_same_id_and_exits_0_on_sigterm() {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Executor settings.
@@ -330,7 +330,11 @@ impl Executor {
     pub async fn run(&self, wake: Arc<Notify>, cancel: CancellationToken) {
         let sem = Arc::new(Semaphore::new(self.cfg.concurrency));
         let running: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let (tx, rx) = mpsc::unbounded_channel::<JobComplete>();
+        // A completion travels with its job's slot: the slot is free again only once the
+        // outcome is recorded. Otherwise jobs whose outcome waits for the completer would not
+        // count against `concurrency`, and more jobs than that would hold leases (and be sent
+        // again after a crash) whenever the writer lags.
+        let (tx, rx) = mpsc::unbounded_channel::<(JobComplete, Option<OwnedSemaphorePermit>)>();
         let completer = tokio::spawn(completer(
             self.store.clone(),
             rx,
@@ -410,8 +414,7 @@ impl Executor {
                     let c =
                         completion_for(&job, outcome, started, clock.now(), &node, rand::random());
                     log_completion(&job, &c);
-                    let _ = tx.send(c);
-                    drop(permit);
+                    let _ = tx.send((c, permit));
                 });
             }
             drop(permits);
@@ -460,19 +463,20 @@ impl Executor {
 }
 
 /// Records completions in batches: whatever has arrived while the last batch was written
-/// goes into the next transaction (group commit).
+/// goes into the next transaction (group commit). The jobs' executor slots are released once
+/// their batch is written (or given up on).
 async fn completer(
     store: Arc<dyn Store>,
-    mut rx: mpsc::UnboundedReceiver<JobComplete>,
+    mut rx: mpsc::UnboundedReceiver<(JobComplete, Option<OwnedSemaphorePermit>)>,
     max: usize,
     running: Arc<Mutex<HashMap<String, String>>>,
 ) {
     let mut batch = Vec::with_capacity(max);
     while rx.recv_many(&mut batch, max).await > 0 {
-        let ids: Vec<String> = batch.iter().map(|c| c.id.clone()).collect();
+        let completions: Vec<JobComplete> = batch.iter().map(|(c, _)| c.clone()).collect();
         let mut tries = 0;
         loop {
-            match store.job_complete_many(batch.clone()).await {
+            match store.job_complete_many(completions.clone()).await {
                 Ok(r) => {
                     if !r.stale.is_empty() {
                         tracing::warn!(
@@ -495,10 +499,11 @@ async fn completer(
             }
         }
         let mut r = running.lock().unwrap_or_else(|e| e.into_inner());
-        for id in ids {
-            r.remove(&id);
+        for c in &completions {
+            r.remove(&c.id);
         }
         drop(r);
+        // Frees the slots.
         batch.clear();
     }
 }

@@ -450,9 +450,20 @@ impl Kairos {
         let tz = tz_of(&s)?;
         let now = self.clock.now();
         // The current occurrence: the latest nominal firing at or before now, so that a re-run
-        // lands on the same key as the regular firing. Before the first one, now.
-        let fire_at = s.spec.prev_at_or_before(tz, now).unwrap_or(now);
-        let jobs = jobs_for_firing(&s, tz, fire_at, now);
+        // lands on the same key as the regular firing. A one-shot that has not fired yet has
+        // one occurrence only: firing it early uses that occurrence's key, so the regular
+        // firing later creates nothing. A recurring schedule before its first firing gets an
+        // occurrence at now.
+        let fire_at = match s.spec.prev_at_or_before(tz, now) {
+            Some(t) => t,
+            None if !s.spec.is_recurring() => s.next_fire_at.unwrap_or(now),
+            None => now,
+        };
+        let mut jobs = jobs_for_firing(&s, tz, fire_at, now);
+        for j in &mut jobs {
+            // A manual run runs now, even when its occurrence is in the future.
+            j.run_at = j.run_at.min(now);
+        }
         let period_key = jobs
             .first()
             .and_then(|j| j.period_key.clone())

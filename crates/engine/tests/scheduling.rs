@@ -368,6 +368,28 @@ async fn fire_now_twice_creates_the_period_job_once() {
     assert_eq!(h.jobs().await.len(), 2);
 }
 
+/// S3-3 / S0-8: firing a one-shot early uses its one occurrence's key, runs now, and the
+/// regular firing at its time creates nothing more (it would otherwise be sent twice).
+#[tokio::test]
+async fn fire_now_of_a_one_shot_before_its_time_is_not_sent_again_at_its_time() {
+    let h = Harness::new(t("2026-05-01T08:00:00Z"), &[("noop", TestHandler::ok())]).await;
+    let mut req = new_schedule("once", "noop");
+    req.at = Some("2026-05-01T12:00:00Z".into());
+    let s = h.kairos.schedule_create(req).await.unwrap();
+    let fired = h.kairos.schedule_fire_now(&s.id).await.unwrap();
+    assert_eq!(fired.created.len(), 1);
+    assert_eq!(fired.fire_at, t("2026-05-01T12:00:00Z"));
+    let job = h.jobs().await.remove(0);
+    assert!(
+        job.run_at <= t("2026-05-01T08:00:00Z"),
+        "a manual run runs now: {:?}",
+        job.run_at
+    );
+    // At its time the regular firing finds the job already there.
+    assert_eq!(h.sched(t("2026-05-01T12:00:00Z")).await.jobs_created, 0);
+    assert_eq!(h.jobs().await.len(), 1);
+}
+
 /// A daily 09:00 UTC schedule created at 08:00 on day 0, then 3 days without a scheduler:
 /// back at day 3 08:00 the firings of day 0, 1 and 2 were missed (day 3's is still ahead).
 async fn after_three_days_down(
