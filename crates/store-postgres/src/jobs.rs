@@ -1,0 +1,427 @@
+//! Jobs and attempts on PostgreSQL.
+
+use crate::rows::{ATTEMPT_COLS, JOB_COLS, attempt_from_row, job_from_row, ts_json};
+use crate::{PostgresStore, map_err};
+use chrono::{DateTime, Utc};
+use kairos_core::{Job, RetryPolicy};
+use kairos_store::*;
+use serde_json::json;
+use sqlx::{AssertSqlSafe, Row};
+
+/// Assemble SQL from a template and the column list; the list is a constant, so the
+/// assembled string is safe.
+fn sql(template: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(template.replace("{cols}", JOB_COLS))
+}
+
+/// The batch of jobs as the JSON array `INSERT_MANY` reads. Instants are RFC 3339 text,
+/// payload and retry are JSON values (stored as `jsonb`, not as text as in SQLite).
+pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
+    serde_json::Value::Array(
+        jobs.iter()
+            .map(|j| {
+                json!({
+                    "id": j.id,
+                    "kind": j.kind.as_str(),
+                    "payload": j.payload,
+                    "endpoint_id": j.endpoint_id,
+                    "schedule_id": j.schedule_id,
+                    "fire_at": j.fire_at.map(ts_json),
+                    "period_key": j.period_key,
+                    "dedupe_key": j.dedupe_key,
+                    "max_attempts": j.retry.max_attempts(),
+                    // The kind's default is stored as NULL, as in SQLite.
+                    "retry": (j.retry != RetryPolicy::default_for_kind(j.kind.as_str()))
+                        .then(|| serde_json::to_value(&j.retry).unwrap_or_default()),
+                    "run_at": ts_json(j.run_at),
+                    "created_at": ts_json(j.now),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Insert many jobs from a JSON array in one statement, skipping existing dedupe keys (also
+/// duplicates within the batch: `DO NOTHING` sees rows this statement inserted).
+///
+/// Differs from SQLite: the array is unpacked by `jsonb_to_recordset` with typed columns
+/// (SQLite: `json_each` and `->>`), and the statement also notifies `kairos_jobs`, once per
+/// inserted row in the query, which PostgreSQL collapses into one notification per
+/// transaction (identical channel and payload) and delivers on commit; nothing inserted, no
+/// notification. Channels are per database, not per schema, so the payload is the schema
+/// (`current_schema()`, the store's): a listener can ignore other deployments' jobs. The
+/// second output column (`void`) is ignored.
+pub(crate) const INSERT_MANY: &str = "WITH ins AS (
+    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at
+    FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
+         fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
+         run_at timestamptz, created_at timestamptz)
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id
+)
+SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
+
+/// Chunk size for bulk inserts: large enough to amortize the round trip, small enough to keep
+/// a transaction short.
+const INSERT_CHUNK: usize = 5_000;
+
+impl PostgresStore {
+    pub(crate) async fn job_insert_impl(&self, p: JobInsert) -> Result<JobInserted> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("job insert", e))?;
+        let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
+            .bind(insert_json(std::slice::from_ref(&p)))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| map_err("job insert", e))?;
+        // Under READ COMMITTED each statement sees the latest commits, so a dedupe key that
+        // made the insert do nothing is visible here (the insert waited for its writer).
+        let row = if created.is_empty() {
+            // The dedupe key exists: answer with the job that holds it.
+            sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
+                .bind(&p.dedupe_key)
+                .fetch_one(&mut *tx)
+                .await
+        } else {
+            sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
+                .bind(&p.id)
+                .fetch_one(&mut *tx)
+                .await
+        }
+        .map_err(|e| map_err("job insert", e))?;
+        let job = job_from_row(&row)?;
+        tx.commit().await.map_err(|e| map_err("job insert", e))?;
+        Ok(JobInserted {
+            job,
+            created: !created.is_empty(),
+        })
+    }
+
+    pub(crate) async fn job_insert_many_impl(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for chunk in p.chunks(INSERT_CHUNK) {
+            let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
+                .bind(insert_json(chunk))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| map_err("job insert many", e))?;
+            ids.extend(created);
+        }
+        Ok(ids)
+    }
+
+    pub(crate) async fn job_get_impl(&self, id: &str) -> Result<Option<Job>> {
+        let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("job get", e))?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    pub(crate) async fn job_list_impl(&self, p: JobList) -> Result<Vec<Job>> {
+        // Differs from SQLite: `$n::text IS NULL` gives the optional filters a type.
+        let rows = sqlx::query(sql("SELECT {cols} FROM jobs
+             WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR kind = $2)
+               AND ($3::text IS NULL OR schedule_id = $3) AND ($4::text IS NULL OR id < $4)
+             ORDER BY id DESC LIMIT $5"))
+        .bind(p.state.as_ref().map(|s| s.as_str().to_string()))
+        .bind(p.kind)
+        .bind(p.schedule_id)
+        .bind(p.before_id)
+        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job list", e))?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
+        // Differs from SQLite (S3-4): `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
+        // disjoint rows without waiting for each other; under READ COMMITTED the lock
+        // re-checks `state = 'available'` on the latest row version. The locking select is a
+        // CTE rather than `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED
+        // subquery re-scanned by a join could pick other rows). The CTE's column is renamed
+        // so that `RETURNING {cols}` is unambiguous.
+        let rows = sqlx::query(sql("WITH due (due_id) AS (
+                 SELECT id FROM jobs
+                 WHERE state = 'available' AND run_at <= $4
+                 ORDER BY run_at, id LIMIT $5
+                 FOR UPDATE SKIP LOCKED)
+             UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
+                    lease_token = $2, lease_expires_at = $3, attempted_at = $4
+             FROM due WHERE jobs.id = due.due_id
+             RETURNING {cols}"))
+        .bind(&p.node)
+        .bind(&p.lease_token)
+        .bind(p.lease_until)
+        .bind(p.now)
+        .bind(p.limit.max(0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job claim", e))?;
+        let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+        // RETURNING order is unspecified: restore oldest-first (S0-2).
+        jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
+        Ok(jobs)
+    }
+
+    pub(crate) async fn job_lease_renew_impl(&self, p: JobLeaseRenew) -> Result<u64> {
+        let list: Vec<_> = p
+            .jobs
+            .iter()
+            .map(|(id, t)| json!({"id": id, "token": t}))
+            .collect();
+        // Differs from SQLite: `jsonb_to_recordset` instead of `json_each`.
+        let done = sqlx::query(
+            "UPDATE jobs SET lease_expires_at = $2
+             FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text)
+             WHERE jobs.id = r.id AND jobs.lease_token = r.token AND jobs.state = 'running'",
+        )
+        .bind(serde_json::Value::Array(list))
+        .bind(p.lease_until)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("job lease renew", e))?;
+        Ok(done.rows_affected())
+    }
+
+    pub(crate) async fn job_complete_many_impl(
+        &self,
+        p: Vec<JobComplete>,
+    ) -> Result<CompleteReport> {
+        if p.is_empty() {
+            return Ok(CompleteReport::default());
+        }
+        let list: Vec<_> = p.iter().map(completion_json).collect();
+        // Differs from SQLite (two statements: attempts joined on the live lease, then the
+        // state change): one statement. The fenced UPDATE locks each job it applies to and
+        // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
+        // exactly the completions that applied, even with a rescuer running concurrently on
+        // another connection. The attempt number is the one before a refund.
+        let applied: Vec<String> = sqlx::query_scalar(
+            "WITH c AS (
+                 SELECT * FROM jsonb_to_recordset($1::jsonb) AS c(
+                     id text, token text, state text, run_at timestamptz, refund integer,
+                     reason text, started_at timestamptz, finished_at timestamptz, outcome text,
+                     error_class text, status_code integer, error text, response text,
+                     provider_id text, node text)
+             ),
+             done AS (
+                 UPDATE jobs SET state = c.state,
+                        run_at = COALESCE(c.run_at, jobs.run_at),
+                        attempt = jobs.attempt - c.refund,
+                        finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
+                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+                        last_error = c.error, reason = c.reason
+                 FROM c
+                 WHERE jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'
+                 RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
+                           c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
+                           c.response, c.provider_id, c.node
+             ),
+             logged AS (
+                 INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
+                 SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
+                 FROM done
+             )
+             SELECT job_id FROM done",
+        )
+        .bind(serde_json::Value::Array(list))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job complete", e))?;
+        let applied_set: std::collections::HashSet<&str> =
+            applied.iter().map(|s| s.as_str()).collect();
+        let stale = p
+            .iter()
+            .filter(|c| !applied_set.contains(c.id.as_str()))
+            .map(|c| c.id.clone())
+            .collect();
+        Ok(CompleteReport {
+            applied: applied.len() as u64,
+            stale,
+        })
+    }
+
+    pub(crate) async fn job_cancel_impl(&self, p: JobCancel) -> Result<Option<Job>> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("job cancel", e))?;
+        sqlx::query(
+            "UPDATE jobs SET state = 'cancelled', finished_at = $2, reason = $3,
+                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE id = $1 AND state IN ('available', 'running')",
+        )
+        .bind(&p.id)
+        .bind(p.now)
+        .bind(&p.reason)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("job cancel", e))?;
+        let job = fetch_job(&mut tx, &p.id).await?;
+        tx.commit().await.map_err(|e| map_err("job cancel", e))?;
+        Ok(job)
+    }
+
+    pub(crate) async fn job_retry_impl(&self, p: JobRetry) -> Result<Option<Job>> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("job retry", e))?;
+        // A finished-but-not-succeeded job gets a fresh set of attempts; a waiting job is
+        // moved to now. Succeeded and running jobs are left alone: re-running them would send
+        // twice. (PostgreSQL evaluates every SET expression on the old row, as SQLite does.)
+        sqlx::query(
+            "UPDATE jobs SET
+                    attempt = CASE WHEN state = 'available' THEN attempt ELSE 0 END,
+                    state = 'available', run_at = $2, finished_at = NULL, reason = NULL
+             WHERE id = $1 AND state IN ('available', 'dead', 'cancelled', 'skipped')",
+        )
+        .bind(&p.id)
+        .bind(p.now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("job retry", e))?;
+        let job = fetch_job(&mut tx, &p.id).await?;
+        tx.commit().await.map_err(|e| map_err("job retry", e))?;
+        Ok(job)
+    }
+
+    pub(crate) async fn job_rescue_impl(&self, p: JobRescue) -> Result<Vec<String>> {
+        // Differs from SQLite (a select, then two statements per job): one statement. The
+        // expired leases are locked with SKIP LOCKED so that two rescuers (or a rescuer and a
+        // late completion) never both act on a job; the attempt log reads the rows as they
+        // were before the update (all parts of the statement share one snapshot).
+        let rows = sqlx::query(
+            "WITH lost AS (
+                 SELECT id AS lost_id, lease_expires_at AS expired_at, attempt AS lost_attempt,
+                        attempted_at AS lost_attempted_at, locked_by AS lost_by
+                 FROM jobs
+                 WHERE state = 'running' AND lease_expires_at < $1
+                 ORDER BY lease_expires_at LIMIT $2
+                 FOR UPDATE SKIP LOCKED
+             ),
+             logged AS (
+                 INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
+                 SELECT lost_id, lost_attempt, COALESCE(lost_attempted_at, $1), $1, 'lost', 'transient',
+                        'lease expired: the worker stopped or lost contact', lost_by
+                 FROM lost
+             )
+             UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
+                    finished_at = CASE WHEN attempt >= max_attempts THEN $1 ELSE NULL END,
+                    run_at = $1, last_error = 'lease expired',
+                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+             FROM lost WHERE jobs.id = lost.lost_id
+             RETURNING jobs.id, lost.expired_at",
+        )
+        .bind(p.now)
+        .bind(p.limit.max(0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job rescue", e))?;
+        let mut out = rows
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.try_get::<DateTime<Utc>, _>("expired_at")
+                        .map_err(|e| map_err("job rescue", e))?,
+                    r.try_get::<String, _>("id")
+                        .map_err(|e| map_err("job rescue", e))?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Oldest lease first, as SQLite returns them.
+        out.sort();
+        Ok(out.into_iter().map(|(_, id)| id).collect())
+    }
+
+    pub(crate) async fn attempt_list_impl(&self, job_id: &str) -> Result<Vec<Attempt>> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {ATTEMPT_COLS} FROM job_attempts WHERE job_id = $1 ORDER BY id"
+        )))
+        .bind(job_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("attempt list", e))?;
+        rows.iter().map(attempt_from_row).collect()
+    }
+
+    pub(crate) async fn job_next_run_at_impl(&self) -> Result<Option<DateTime<Utc>>> {
+        // Differs from SQLite: no `INDEXED BY`; the planner uses the partial index jobs_due.
+        sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE state = 'available'")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| map_err("job next run_at", e))
+    }
+
+    pub(crate) async fn job_count_by_state_impl(&self) -> Result<Vec<(String, i64)>> {
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| map_err("job count", e))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("state").map_err(|e| map_err("job count", e))?,
+                    r.try_get("n").map_err(|e| map_err("job count", e))?,
+                ))
+            })
+            .collect()
+    }
+}
+
+async fn fetch_job(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    id: &str,
+) -> Result<Option<Job>> {
+    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(|e| map_err("job get", e))?;
+    row.as_ref().map(job_from_row).transpose()
+}
+
+fn completion_json(c: &JobComplete) -> serde_json::Value {
+    let (state, run_at, refund, reason) = match &c.transition {
+        Transition::Succeeded => ("succeeded", None, 0, None),
+        Transition::Skipped(r) => ("skipped", None, 0, Some(r.clone())),
+        Transition::Retry {
+            run_at,
+            refund_attempt,
+        } => (
+            "available",
+            Some(ts_json(*run_at)),
+            i64::from(*refund_attempt),
+            None,
+        ),
+        Transition::Dead => ("dead", None, 0, None),
+    };
+    let a = &c.attempt;
+    json!({
+        "id": c.id,
+        "token": c.lease_token,
+        "state": state,
+        "run_at": run_at,
+        "refund": refund,
+        "reason": reason,
+        "started_at": ts_json(a.started_at),
+        "finished_at": ts_json(a.finished_at),
+        "outcome": a.outcome,
+        "error_class": a.error_class,
+        "status_code": a.status_code,
+        "error": a.error,
+        "response": a.response,
+        "provider_id": a.provider_id,
+        "node": a.node,
+    })
+}

@@ -1,0 +1,182 @@
+//! # kairos-store-postgres
+//!
+//! The [`Store`](kairos_store::Store) on PostgreSQL, for deployments of several nodes sharing
+//! one database. It runs the same conformance suite as the SQLite store and mirrors its schema
+//! and statements; every statement that differs from SQLite says so in a comment.
+//!
+//! **Pool and schema.** [`PostgresStore::connect`] opens a [`PgPool`] of up to ten
+//! connections. Everything kairos owns lives in one schema (validated as
+//! `[a-z_][a-z0-9_]{0,62}`): each connection runs `SET search_path TO <schema>` when it opens,
+//! so the SQL is unqualified, and several deployments (or test runs) can share a database. The
+//! schema is created if missing and the embedded migrations are applied under a
+//! transaction-scoped advisory lock, so nodes that start together do not race.
+//!
+//! **Claims.** Due jobs are claimed with `SELECT … ORDER BY run_at, id LIMIT n FOR UPDATE
+//! SKIP LOCKED` feeding an `UPDATE … RETURNING` (S3-4): concurrent claimers on any number of
+//! nodes take disjoint rows without waiting for each other, and the scan reads only the
+//! partial index of available jobs. Due schedules are claimed the same way, plus a time lock
+//! (`locked_until`) that keeps a schedule with one node while it expands the firing. The
+//! rescuer takes expired leases with `SKIP LOCKED` too.
+//!
+//! **Batching.** Throughput comes from round trips, not connections: a batch of inserts,
+//! completions or lease renewals is bound as one `jsonb` array and unpacked by
+//! `jsonb_to_recordset`, so one statement handles the whole batch. A completion is a single
+//! `UPDATE … FROM` fenced by `lease_token` whose `RETURNING` feeds the attempt log in the same
+//! statement, so an outcome is recorded only by the holder of the current lease. Inserting jobs
+//! notifies the `kairos_jobs` channel in the same statement (PostgreSQL delivers it on commit,
+//! once per transaction), for nodes that `LISTEN` to wake up; the payload is the schema name,
+//! since channels are shared by every schema of a database.
+//!
+//! **Durability.** Every method that changes state is one transaction, committed with the
+//! server's settings (`synchronous_commit = on` by default: a committed outcome survives a
+//! crash of the server). A completion lost with an uncommitted transaction is retried after
+//! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
+#![deny(missing_docs)]
+
+mod jobs;
+mod migrate;
+mod rows;
+mod schedules;
+
+use kairos_store::{Error, ErrorKind};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Executor, PgPool};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// The PostgreSQL store. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    pool: PgPool,
+    schema: String,
+}
+
+impl PostgresStore {
+    /// Connect to the database at `url` (`postgres://user@host:5432/db`), keep all of
+    /// kairos's tables in `schema` (created if missing), and apply migrations.
+    pub async fn connect(url: &str, schema: &str) -> Result<Self, Error> {
+        validate_schema(schema)?;
+        let opts = PgConnectOptions::from_str(url).map_err(|e| {
+            Error::new(ErrorKind::Invalid, "database url is not a PostgreSQL url").with_source(e)
+        })?;
+        // The name is validated above, and quoted anyway (a valid name may be a keyword).
+        let set_path = format!("SET search_path TO \"{schema}\"");
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .acquire_timeout(Duration::from_secs(30))
+            .after_connect(move |conn, _meta| {
+                let sql = AssertSqlSafe(set_path.clone());
+                Box::pin(async move {
+                    conn.execute(sql).await?;
+                    Ok(())
+                })
+            })
+            .connect_with(opts)
+            .await
+            .map_err(|e| map_err("connecting to PostgreSQL", e))?;
+        let store = PostgresStore {
+            pool,
+            schema: schema.to_string(),
+        };
+        migrate::run(&store.pool, &store.schema).await?;
+        Ok(store)
+    }
+
+    /// The connection pool (for the engine's `LISTEN` and advisory locks).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema holding kairos's tables.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Close the pool, waiting for its connections.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A schema name: `[a-z_][a-z0-9_]{0,62}`, and not `pg_…` (reserved by PostgreSQL).
+fn validate_schema(schema: &str) -> Result<(), Error> {
+    let b = schema.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_lowercase() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+        && !schema.starts_with("pg_");
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::Invalid,
+            format!(
+                "schema {schema:?} is not a valid schema name: expected [a-z_][a-z0-9_]{{0,62}}, not starting with pg_"
+            ),
+        ))
+    }
+}
+
+/// Map a driver error to a store error with a kind. Differs from SQLite's in the SQLSTATE
+/// classes PostgreSQL reports for a server that is going away or overloaded, and for
+/// serialization failures and deadlocks: those are `Unavailable` (trying again may work).
+pub(crate) fn map_err(what: &str, e: sqlx::Error) -> Error {
+    let kind = match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => ErrorKind::Conflict,
+        sqlx::Error::Database(d) if d.is_foreign_key_violation() => ErrorKind::Conflict,
+        sqlx::Error::Database(d) if d.is_check_violation() => ErrorKind::Invalid,
+        sqlx::Error::Database(d) => match d.code().as_deref() {
+            // 08: connection exception; 53: insufficient resources (too many connections,
+            // disk full); 57P0x: the server is shutting down or starting; 40001/40P01:
+            // serialization failure, deadlock.
+            Some(c)
+                if c.starts_with("08")
+                    || c.starts_with("53")
+                    || c.starts_with("57P0")
+                    || c == "40001"
+                    || c == "40P01" =>
+            {
+                ErrorKind::Unavailable
+            }
+            // 23: other integrity violations (not null, exclusion); 22: data exception (a
+            // value that does not fit its column).
+            Some(c) if c.starts_with("23") || c.starts_with("22") => ErrorKind::Invalid,
+            _ => ErrorKind::Database,
+        },
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => ErrorKind::Unavailable,
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => ErrorKind::Corrupt,
+        _ => ErrorKind::Database,
+    };
+    Error::new(kind, what.to_string()).with_source(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_validated() {
+        for ok in ["kairos", "_k", "kairos_test_0a9f", &"a".repeat(63)] {
+            assert!(validate_schema(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Kairos",
+            "9k",
+            "k-airos",
+            "k\"; DROP",
+            "pg_temp",
+            &"a".repeat(64),
+        ] {
+            let e = validate_schema(bad).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Invalid);
+            assert!(e.to_string().contains("schema"), "{e}");
+        }
+    }
+}

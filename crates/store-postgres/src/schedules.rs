@@ -1,0 +1,314 @@
+//! Schedules and endpoints on PostgreSQL, and the `Store` impl that ties the modules together.
+
+use crate::jobs::{INSERT_MANY, insert_json};
+use crate::rows::{ENDPOINT_COLS, SCHEDULE_COLS, endpoint_from_row, schedule_from_row};
+use crate::{PostgresStore, map_err};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kairos_core::Job;
+use kairos_store::*;
+use sqlx::AssertSqlSafe;
+
+fn sql(template: &str) -> AssertSqlSafe<String> {
+    AssertSqlSafe(
+        template
+            .replace("{cols}", SCHEDULE_COLS)
+            .replace("{endpoint_cols}", ENDPOINT_COLS),
+    )
+}
+
+/// Spec, payload and retry as JSON values (`jsonb` columns; SQLite stores text).
+fn def_binds(
+    d: &ScheduleCreate,
+) -> (
+    serde_json::Value,
+    serde_json::Value,
+    Option<serde_json::Value>,
+) {
+    (
+        serde_json::to_value(&d.spec).unwrap_or_default(),
+        d.payload.clone(),
+        d.retry
+            .as_ref()
+            .map(|r| serde_json::to_value(r).unwrap_or_default()),
+    )
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn migrate(&self) -> Result<()> {
+        crate::migrate::run(&self.pool, &self.schema).await
+    }
+
+    async fn endpoint_upsert(&self, p: EndpointUpsert) -> Result<Endpoint> {
+        // The no-op `DO UPDATE` (rather than DO NOTHING) makes RETURNING yield the existing
+        // row; PostgreSQL and SQLite share this statement apart from `$n` placeholders.
+        let row = sqlx::query(sql(
+            "INSERT INTO endpoints (id, url, secret, created_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
+             RETURNING {endpoint_cols}",
+        ))
+        .bind(&p.id)
+        .bind(&p.url)
+        .bind(&p.secret)
+        .bind(p.now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| map_err("endpoint upsert", e))?;
+        endpoint_from_row(&row)
+    }
+
+    async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
+        let row = sqlx::query(sql("SELECT {endpoint_cols} FROM endpoints WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("endpoint get", e))?;
+        row.as_ref().map(endpoint_from_row).transpose()
+    }
+
+    async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()> {
+        sqlx::query(
+            "UPDATE endpoints SET disabled_at = $2, disabled_reason = $3 WHERE id = $1 AND disabled_at IS NULL",
+        )
+        .bind(&p.id)
+        .bind(p.now)
+        .bind(&p.reason)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("endpoint disable", e))?;
+        Ok(())
+    }
+
+    async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule> {
+        let (spec, payload, retry) = def_binds(&p);
+        let state = if p.paused { "paused" } else { "active" };
+        let row = sqlx::query(sql(
+            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+             RETURNING {cols}",
+        ))
+        .bind(&p.id)
+        .bind(&p.name)
+        .bind(p.kind.as_str())
+        .bind(spec)
+        .bind(&p.timezone)
+        .bind(p.period.as_str())
+        .bind(p.misfire.to_string_repr())
+        .bind(payload)
+        .bind(&p.endpoint_id)
+        .bind(retry)
+        .bind(state)
+        .bind(p.next_fire_at)
+        .bind(p.now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule create", e))?;
+        schedule_from_row(&row)
+    }
+
+    async fn schedule_get(&self, id: &str) -> Result<Option<Schedule>> {
+        let row = sqlx::query(sql("SELECT {cols} FROM schedules WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("schedule get", e))?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_list(&self, p: ScheduleList) -> Result<Vec<Schedule>> {
+        // Differs from SQLite: `$1::text IS NULL` gives the optional filter a type.
+        let rows = sqlx::query(sql(
+            "SELECT {cols} FROM schedules WHERE ($1::text IS NULL OR state = $1) ORDER BY id DESC LIMIT $2",
+        ))
+        .bind(p.state)
+        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule list", e))?;
+        rows.iter().map(schedule_from_row).collect()
+    }
+
+    async fn schedule_update(&self, p: ScheduleUpdate) -> Result<Option<Schedule>> {
+        let d = &p.def;
+        let (spec, payload, retry) = def_binds(d);
+        let row = sqlx::query(sql(
+            "UPDATE schedules SET name = $2, kind = $3, spec = $4, timezone = $5, period = $6, misfire = $7,
+                    payload = $8, endpoint_id = $9, retry = $10,
+                    state = CASE WHEN $11 THEN 'paused' ELSE 'active' END,
+                    next_fire_at = $12, locked_until = NULL, updated_at = $13
+             WHERE id = $1 RETURNING {cols}",
+        ))
+        .bind(&p.id)
+        .bind(&d.name)
+        .bind(d.kind.as_str())
+        .bind(spec)
+        .bind(&d.timezone)
+        .bind(d.period.as_str())
+        .bind(d.misfire.to_string_repr())
+        .bind(payload)
+        .bind(&d.endpoint_id)
+        .bind(retry)
+        .bind(d.paused)
+        .bind(d.next_fire_at)
+        .bind(d.now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule update", e))?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_pause(&self, p: SchedulePause) -> Result<Option<Schedule>> {
+        let row = sqlx::query(sql(
+            "UPDATE schedules SET
+                    state = CASE WHEN state = 'finished' THEN state WHEN $2 THEN 'paused' ELSE 'active' END,
+                    next_fire_at = CASE WHEN $2 OR state = 'finished' THEN next_fire_at ELSE $3 END,
+                    locked_until = NULL, updated_at = $4
+             WHERE id = $1 RETURNING {cols}",
+        ))
+        .bind(&p.id)
+        .bind(p.paused)
+        .bind(p.next_fire_at)
+        .bind(p.now)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule pause", e))?;
+        row.as_ref().map(schedule_from_row).transpose()
+    }
+
+    async fn schedule_delete(&self, id: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM schedules WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| map_err("schedule delete", e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn schedule_due(&self, p: ScheduleDue) -> Result<Vec<Schedule>> {
+        // Differs from SQLite: the due schedules are locked with `FOR UPDATE SKIP LOCKED` in a
+        // CTE (run exactly once), so schedulers on several nodes claim disjoint schedules
+        // without waiting; the time lock (`locked_until`) then keeps each with its node while
+        // it expands the firing.
+        let rows = sqlx::query(sql("WITH due (due_id) AS (
+                 SELECT id FROM schedules
+                 WHERE state = 'active' AND next_fire_at <= $1
+                   AND (locked_until IS NULL OR locked_until <= $1)
+                 ORDER BY next_fire_at, id LIMIT $4
+                 FOR UPDATE SKIP LOCKED)
+             UPDATE schedules SET locked_until = $2, locked_by = $3
+             FROM due WHERE schedules.id = due.due_id
+             RETURNING {cols}"))
+        .bind(p.now)
+        .bind(p.lock_until)
+        .bind(&p.node)
+        .bind(p.limit.max(0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule due", e))?;
+        let mut out = rows
+            .iter()
+            .map(schedule_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        out.sort_by(|a, b| (a.next_fire_at, &a.id).cmp(&(b.next_fire_at, &b.id)));
+        Ok(out)
+    }
+
+    async fn schedule_fire(&self, p: ScheduleFire) -> Result<ScheduleFired> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("schedule fire", e))?;
+        // Differs from SQLite: null-safe equality is `IS NOT DISTINCT FROM` (SQLite: `IS`), and
+        // `$3::timestamptz IS NULL` gives the parameter a type. The UPDATE locks the row, so a
+        // second firing of the same occurrence waits, then sees the advanced value and
+        // matches nothing.
+        let advanced = sqlx::query(
+            "UPDATE schedules SET next_fire_at = $3,
+                    last_fire_at = COALESCE($4, last_fire_at),
+                    state = CASE WHEN $3::timestamptz IS NULL AND state = 'active' THEN 'finished' ELSE state END,
+                    locked_until = NULL, locked_by = NULL, updated_at = $5
+             WHERE id = $1 AND next_fire_at IS NOT DISTINCT FROM $2",
+        )
+        .bind(&p.schedule_id)
+        .bind(p.expected_next_fire_at)
+        .bind(p.next_fire_at)
+        .bind(p.last_fire_at)
+        .bind(p.now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("schedule fire", e))?
+        .rows_affected()
+            > 0;
+        if !advanced {
+            // Another node (or an earlier tick) already materialized these firings.
+            return Ok(ScheduleFired {
+                advanced: false,
+                created: vec![],
+            });
+        }
+        let created: Vec<String> = if p.jobs.is_empty() {
+            vec![]
+        } else {
+            // The same insert as job_insert_many (with its notification), in this transaction.
+            sqlx::query_scalar(INSERT_MANY)
+                .bind(insert_json(&p.jobs))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| map_err("schedule fire (jobs)", e))?
+        };
+        tx.commit().await.map_err(|e| map_err("schedule fire", e))?;
+        Ok(ScheduleFired {
+            advanced: true,
+            created,
+        })
+    }
+
+    async fn schedule_next_fire_at(&self) -> Result<Option<DateTime<Utc>>> {
+        sqlx::query_scalar("SELECT MIN(next_fire_at) FROM schedules WHERE state = 'active'")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| map_err("schedule next fire", e))
+    }
+
+    async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
+        self.job_insert_impl(p).await
+    }
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
+        self.job_insert_many_impl(p).await
+    }
+    async fn job_get(&self, id: &str) -> Result<Option<Job>> {
+        self.job_get_impl(id).await
+    }
+    async fn job_list(&self, p: JobList) -> Result<Vec<Job>> {
+        self.job_list_impl(p).await
+    }
+    async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
+        self.job_claim_impl(p).await
+    }
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {
+        self.job_lease_renew_impl(p).await
+    }
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> Result<CompleteReport> {
+        self.job_complete_many_impl(p).await
+    }
+    async fn job_cancel(&self, p: JobCancel) -> Result<Option<Job>> {
+        self.job_cancel_impl(p).await
+    }
+    async fn job_retry(&self, p: JobRetry) -> Result<Option<Job>> {
+        self.job_retry_impl(p).await
+    }
+    async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>> {
+        self.job_rescue_impl(p).await
+    }
+    async fn attempt_list(&self, job_id: &str) -> Result<Vec<Attempt>> {
+        self.attempt_list_impl(job_id).await
+    }
+    async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>> {
+        self.job_next_run_at_impl().await
+    }
+    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
+        self.job_count_by_state_impl().await
+    }
+}
