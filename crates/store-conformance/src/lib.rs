@@ -4,13 +4,14 @@
 //! engine tests). A store crate runs it with
 //!
 //! ```ignore
-//! async fn factory() -> (std::sync::Arc<dyn kairos_store::Store>, Box<dyn std::any::Any + Send>) { … }
+//! async fn factory() -> Option<(std::sync::Arc<dyn kairos_store::Store>, Box<dyn std::any::Any + Send>)> { … }
 //! kairos_store_conformance::store_conformance!(factory);
 //! ```
 //!
 //! which expands to one `#[tokio::test]` per behaviour, named after it, so a failure names the
 //! behaviour and the store. The guard (second tuple element) keeps the test's database alive
-//! (a temp dir, a PostgreSQL schema) until the test ends. A store that cannot have a behaviour
+//! (a temp dir, a PostgreSQL schema) until the test ends. A factory returns `None` to skip
+//! (a database server that is not there when it is not required); it says so loudly itself. A store that cannot have a behaviour
 //! skips it by name with its reason, in its own test file.
 #![deny(missing_docs)]
 
@@ -57,7 +58,7 @@ macro_rules! store_conformance {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let (store, _guard) = $factory().await;
+                let Some((store, _guard)) = $factory().await else { return };
                 $crate::jobs::$name(store).await;
             }
         )*
@@ -66,7 +67,7 @@ macro_rules! store_conformance {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $name() {
-                let (store, _guard) = $factory().await;
+                let Some((store, _guard)) = $factory().await else { return };
                 $crate::schedules::$name(store).await;
             }
         )*
