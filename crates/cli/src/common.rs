@@ -3,8 +3,9 @@
 
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::{Kairos, OpsError, OpsErrorKind};
-use kairos_server::config::{Config, ConfigError, Overrides};
+use kairos_server::config::{Config, ConfigError, Database, Overrides};
 use kairos_store::Store;
+use kairos_store_postgres::PostgresStore;
 use kairos_store_sqlite::SqliteStore;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -120,23 +121,66 @@ impl GlobalArgs {
     }
 }
 
-/// Open (creating and migrating) the configured SQLite database.
-pub async fn open_store(cfg: &Config) -> CliResult<SqliteStore> {
-    let path = cfg.sqlite_path()?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            CliError::runtime(
-                &format!("could not create the directory {}", dir.display()),
-                &e,
-            )
-        })?;
+/// An open database: the store the engine and the commands use, and what only one kind of
+/// database offers (PostgreSQL: wake-ups across nodes and leader election).
+#[derive(Clone)]
+pub enum Db {
+    /// An SQLite file.
+    Sqlite(SqliteStore),
+    /// A PostgreSQL schema, and the URL to open its dedicated connections (LISTEN, leader lock).
+    Postgres(PostgresStore, String),
+}
+
+impl Db {
+    /// The store, for the engine and the facade.
+    pub fn store(&self) -> Arc<dyn Store> {
+        match self {
+            Db::Sqlite(s) => Arc::new(s.clone()),
+            Db::Postgres(s, _) => Arc::new(s.clone()),
+        }
     }
-    SqliteStore::open(&path).await.map_err(|e| {
-        CliError::runtime(
-            &format!("could not open the database {}", path.display()),
-            &e,
-        )
-    })
+
+    /// Close the connections, waiting for them.
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(s) => s.close().await,
+            Db::Postgres(s, _) => s.close().await,
+        }
+    }
+}
+
+/// Open (creating and migrating) the configured database: the one place where the kind of
+/// store is chosen, by the scheme of `database_url` (see [`Config::database`]).
+pub async fn open_store(cfg: &Config) -> CliResult<Db> {
+    let db = cfg.database()?;
+    match &db {
+        Database::Sqlite(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    CliError::runtime(
+                        &format!("could not create the directory {}", dir.display()),
+                        &e,
+                    )
+                })?;
+            }
+            let store = SqliteStore::open(path).await.map_err(|e| {
+                CliError::runtime(
+                    &format!("could not open the database {}", path.display()),
+                    &e,
+                )
+            })?;
+            Ok(Db::Sqlite(store))
+        }
+        Database::Postgres { url, schema } => {
+            let store = PostgresStore::connect(url, schema).await.map_err(|e| {
+                CliError::runtime(
+                    &format!("could not open the database {}", db.describe()),
+                    &e,
+                )
+            })?;
+            Ok(Db::Postgres(store, url.clone()))
+        }
+    }
 }
 
 /// The webhook settings of `cfg`.
@@ -159,12 +203,13 @@ pub fn registry(
 }
 
 /// The facade over the configured database, for commands that work on it directly (with or
-/// without a server running: SQLite WAL and a busy timeout make that safe).
+/// without a server running: SQLite WAL and a busy timeout, or PostgreSQL, make that safe).
 pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
-    let store: Arc<dyn Store> = Arc::new(open_store(cfg).await?);
+    let store: Arc<dyn Store> = open_store(cfg).await?.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let kinds = registry(cfg, store.clone(), clock.clone())?.kinds();
-    // No engine in this process: a running node picks the work up at its next poll.
+    // No engine in this process: a running node picks the work up at its next poll (on
+    // PostgreSQL at once: inserting a job notifies the nodes).
     Ok(Kairos::new(store, clock, Arc::new(Notify::new()), kinds)
         .allow_private_targets(cfg.allow_private_targets))
 }

@@ -1,11 +1,11 @@
 //! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
 
-use crate::common::{CliError, CliResult, GlobalArgs, open_store, registry};
+use crate::common::{CliError, CliResult, Db, GlobalArgs, open_store, registry};
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
 use kairos_server::{ApiToken, AppState, app};
-use kairos_store::Store;
+use kairos_store::{Leader, Store};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,11 +19,12 @@ pub struct ServeArgs {
     pub listen: Option<String>,
 }
 
-/// Set up logs on stderr: `RUST_LOG` filters (default `info`); JSON lines with
+/// Set up logs on stderr: `RUST_LOG` filters (default `info`, without PostgreSQL's notices
+/// such as "relation already exists, skipping" from idempotent migrations); JSON lines with
 /// `log_format = json`.
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx::postgres::notice=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -48,17 +49,55 @@ fn engine_config(cfg: &Config) -> EngineConfig {
     ec
 }
 
+/// How often a node that is not the leader tries to take the leader lock (and the leader
+/// checks its connection): a dead leader is replaced within about this long.
+const LEADER_RETRY: Duration = Duration::from_secs(3);
+
 /// The engine and the facade over one store.
-async fn build(cfg: &Config) -> CliResult<(kairos_store_sqlite::SqliteStore, Engine, Kairos)> {
-    let sqlite = open_store(cfg).await?;
-    let store: Arc<dyn Store> = Arc::new(sqlite.clone());
+async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
+    let db = open_store(cfg).await?;
+    let store: Arc<dyn Store> = db.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let registry = registry(cfg, store.clone(), clock.clone())?;
     let kinds = registry.kinds();
-    let engine = Engine::new(engine_config(cfg), store.clone(), clock.clone(), registry)?;
+    let leader = match &db {
+        Db::Sqlite(_) => Leader::always(),
+        Db::Postgres(..) => Leader::follower(),
+    };
+    let engine = Engine::new(engine_config(cfg), store.clone(), clock.clone(), registry)?
+        .with_leader(leader);
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
         .allow_private_targets(cfg.allow_private_targets);
-    Ok((sqlite, engine, kairos))
+    Ok((db, engine, kairos))
+}
+
+/// Start what only PostgreSQL needs next to the engine: wake-ups from other nodes' inserts
+/// (`LISTEN kairos_jobs`) and leader election for the leader-only services. Both stop on
+/// `cancel`; on SQLite there is nothing to start.
+fn start_multi_node(
+    db: &Db,
+    engine: &Engine,
+    cancel: &CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let Db::Postgres(store, url) = db else {
+        return Vec::new();
+    };
+    let schema = store.schema().to_string();
+    vec![
+        tokio::spawn(kairos_store_postgres::listen_wakeups(
+            url.clone(),
+            schema.clone(),
+            engine.wake(),
+            cancel.clone(),
+        )),
+        tokio::spawn(kairos_store_postgres::run_leader_election(
+            url.clone(),
+            schema,
+            engine.leader().clone(),
+            LEADER_RETRY,
+            cancel.clone(),
+        )),
+    ]
 }
 
 /// SIGTERM / Ctrl-C, listened for from creation on: created before the "listening" line, so
@@ -115,7 +154,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
             cfg.data_dir.join(TOKEN_FILE).display()
         );
     }
-    let (sqlite, engine, kairos) = build(&cfg).await?;
+    let (db, engine, kairos) = build(&cfg).await?;
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .map_err(|e| CliError::runtime(&format!("could not listen on {}", cfg.listen), &e))?;
@@ -124,6 +163,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
     let state = AppState::new(kairos, ApiToken::new(token));
     let cancel = CancellationToken::new();
+    let side_tasks = start_multi_node(&db, &engine, &cancel);
     let engine_task = {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
@@ -136,7 +176,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
                 .await
         })
     };
-    tracing::info!(db = %cfg.sqlite_path()?.display(), "listening on http://{addr}");
+    tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "listening on http://{addr}");
     let early = tokio::select! {
         _ = signal.wait() => None,
         r = &mut server => Some(r),
@@ -155,7 +195,10 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         },
     };
     let _ = engine_task.await;
-    sqlite.close().await;
+    for t in side_tasks {
+        let _ = t.await;
+    }
+    db.close().await;
     match served {
         Ok(Ok(())) => {
             tracing::info!("stopped");
@@ -171,18 +214,22 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(None)?;
     init_logging(cfg.log_format);
-    let (sqlite, engine, _kairos) = build(&cfg).await?;
+    let (db, engine, _kairos) = build(&cfg).await?;
     let cancel = CancellationToken::new();
+    let side_tasks = start_multi_node(&db, &engine, &cancel);
     let task = {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
     };
-    tracing::info!(node = %cfg.node_name(), db = %cfg.sqlite_path()?.display(), "worker started");
+    tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "worker started");
     signal.wait().await;
     tracing::info!("shutting down: draining running jobs");
     cancel.cancel();
     let _ = task.await;
-    sqlite.close().await;
+    for t in side_tasks {
+        let _ = t.await;
+    }
+    db.close().await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -190,8 +237,8 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
 /// Apply the database migrations.
 pub async fn migrate(global: &GlobalArgs) -> CliResult {
     let cfg = global.load_config(None)?;
-    let store = open_store(&cfg).await?;
-    store.close().await;
-    println!("database {} is up to date", cfg.sqlite_path()?.display());
+    let db = open_store(&cfg).await?;
+    db.close().await;
+    println!("database {} is up to date", cfg.database()?.describe());
     Ok(())
 }

@@ -65,8 +65,10 @@ async fn sigkill_during_1000_webhooks_then_restart_loses_none_and_recovers_withi
         .expect("client");
 
     // Enqueue all jobs due a few seconds from now, so that they are all stored before the
-    // first delivery and start together.
-    let run_at = chrono::Utc::now() + chrono::Duration::seconds(3);
+    // first delivery and start together (the enqueue takes 1.5 s, up to 5 s on a busy machine;
+    // should it take longer, deliveries start meanwhile, which is fine as long as the kill
+    // still comes before the last one: checked below).
+    let run_at = chrono::Utc::now() + chrono::Duration::seconds(5);
     let run_at = run_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let enqueue_started = Instant::now();
     let gate = Arc::new(Semaphore::new(ENQUEUE_PARALLEL));

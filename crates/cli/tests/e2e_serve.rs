@@ -262,9 +262,13 @@ fn schedule_and_job_commands_work_on_the_database_directly() {
     let out = kairos_cmd()
         .args(["job", "list", "--data-dir"])
         .arg(dir.path())
-        .env("KAIROS_DATABASE_URL", "postgres://127.0.0.1/kairos")
+        .env("KAIROS_DATABASE_URL", "mysql://127.0.0.1/kairos")
         .output()
         .expect("run kairos");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("PostgreSQL support is not built yet"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: database_url: ") && stderr.contains("not supported"),
+        "{stderr}"
+    );
 }

@@ -5,7 +5,7 @@ use crate::handler::HandlerRegistry;
 use crate::rescuer::{Rescuer, RescuerConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use kairos_core::Clock;
-use kairos_store::Store;
+use kairos_store::{Leader, Store};
 use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +43,7 @@ pub struct Engine {
     executor: Executor,
     rescuer: Rescuer,
     wake: Arc<Notify>,
+    leader: Leader,
 }
 
 impl Engine {
@@ -60,11 +61,26 @@ impl Engine {
             executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
             rescuer: Rescuer::new(cfg.rescuer, store, clock)?,
             wake: Arc::new(Notify::new()),
+            leader: Leader::always(),
         })
     }
 
-    /// Notify this on a local enqueue or schedule change: the engine looks at once instead of
-    /// at the next poll. (Give it to [`Kairos::new`](crate::Kairos::new).)
+    /// Run the leader-only services (the rescuer) only while `leader` leads. Without this
+    /// the node always leads (one node on SQLite).
+    pub fn with_leader(mut self, leader: Leader) -> Self {
+        self.rescuer = self.rescuer.with_leader(leader.clone());
+        self.leader = leader;
+        self
+    }
+
+    /// The leadership flag the leader-only services follow.
+    pub fn leader(&self) -> &Leader {
+        &self.leader
+    }
+
+    /// Notify this on a local enqueue or schedule change, or on a PostgreSQL notification
+    /// from another node: the engine looks at once instead of at the next poll. (Give it to
+    /// [`Kairos::new`](crate::Kairos::new).)
     pub fn wake(&self) -> Arc<Notify> {
         self.wake.clone()
     }

@@ -7,10 +7,12 @@
 //!   firing into jobs with unique dedupe keys and advances `next_fire_at` in one transaction.
 //! - [`executor`]: claims due jobs in batches under a lease, runs handlers concurrently under
 //!   a per-kind timeout, catches panics, renews leases, completes outcomes in batches.
-//! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`.
+//! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`; runs
+//!   only on the leader ([`Engine::with_leader`]).
 //!
 //! [`Engine`] runs them together and wakes at the earliest due time it knows, on a local
-//! enqueue, and at a short poll interval as a fallback. [`Kairos`] is the operations facade
+//! enqueue (or, on PostgreSQL, another node's, through `LISTEN`), and at a short poll
+//! interval as a fallback. [`Kairos`] is the operations facade
 //! (validation + store calls) shared by the HTTP API and the CLI. Time always comes from an
 //! injected [`Clock`](kairos_core::Clock).
 #![deny(missing_docs)]

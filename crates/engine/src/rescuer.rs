@@ -1,9 +1,14 @@
 //! The rescuer: returns jobs whose lease expired — their node crashed or lost contact — to
 //! `available`, or to `dead` when their attempts are spent (S0-12).
+//!
+//! A leader-only service: its loop runs `run_once` only while this node is the
+//! [`Leader`] (always on SQLite; on PostgreSQL the holder of the schema's advisory lock). That
+//! only avoids several nodes scanning for the same expired leases: rescuing is a `SKIP LOCKED`
+//! conditional update, so two rescuers at once would still return each job once.
 
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_store::{JobRescue, Store};
+use kairos_store::{JobRescue, Leader, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -59,25 +64,38 @@ pub struct Rescuer {
     cfg: RescuerConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    leader: Leader,
 }
 
 impl std::fmt::Debug for Rescuer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rescuer")
             .field("cfg", &self.cfg)
+            .field("leader", &self.leader.is_leader())
             .finish_non_exhaustive()
     }
 }
 
 impl Rescuer {
-    /// A rescuer over `store`.
+    /// A rescuer over `store`, always leading until [`Rescuer::with_leader`] says otherwise.
     pub fn new(
         cfg: RescuerConfig,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Rescuer { cfg, store, clock })
+        Ok(Rescuer {
+            cfg,
+            store,
+            clock,
+            leader: Leader::always(),
+        })
+    }
+
+    /// Run (in [`Rescuer::run`]) only while `leader` leads.
+    pub fn with_leader(mut self, leader: Leader) -> Self {
+        self.leader = leader;
+        self
     }
 
     /// One run at `now`.
@@ -95,13 +113,16 @@ impl Rescuer {
         Ok(RescuerReport { rescued: ids.len() })
     }
 
-    /// Run until `cancel`. `on_jobs` is notified when jobs were returned.
+    /// Run until `cancel`: every interval, a run if this node is the leader. `on_jobs` is
+    /// notified when jobs were returned.
     pub async fn run(&self, on_jobs: Arc<Notify>, cancel: CancellationToken) {
         loop {
-            match self.run_once(self.clock.now()).await {
-                Ok(r) if r.rescued > 0 => on_jobs.notify_one(),
-                Ok(_) => {}
-                Err(e) => tracing::error!(error = %e, "rescuer run failed"),
+            if self.leader.is_leader() {
+                match self.run_once(self.clock.now()).await {
+                    Ok(r) if r.rescued > 0 => on_jobs.notify_one(),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!(error = %e, "rescuer run failed"),
+                }
             }
             tokio::select! {
                 _ = cancel.cancelled() => return,

@@ -17,6 +17,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "data_dir",
     "listen",
     "database_url",
+    "database_schema",
     "api_token",
     "allow_private_targets",
     "node",
@@ -34,6 +35,38 @@ pub const CONFIG_FILE: &str = "kairos.toml";
 pub const TOKEN_FILE: &str = "api-token";
 /// The name of the SQLite database file in the data directory.
 pub const DB_FILE: &str = "kairos.db";
+
+/// The database a node runs on, chosen by the scheme of `database_url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// An SQLite file: `sqlite://PATH`, a plain path, or `<data_dir>/kairos.db` by default.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server (`postgres://…` or `postgresql://…`), with kairos's tables in
+    /// `schema`.
+    Postgres {
+        /// The connection URL (may hold a password: do not log it, see [`Database::describe`]).
+        url: String,
+        /// The schema holding kairos's tables.
+        schema: String,
+    },
+}
+
+impl Database {
+    /// A description for logs without credentials: the SQLite path, or
+    /// `postgres://host:port/db (schema s)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Sqlite(p) => p.display().to_string(),
+            Database::Postgres { url, schema } => {
+                // Drop `user:password@` and the query (which may carry a password too).
+                let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+                let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
+                let rest = rest.split('?').next().unwrap_or_default();
+                format!("postgres://{rest} (schema {schema})")
+            }
+        }
+    }
+}
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +89,9 @@ pub struct Config {
     /// Database URL (`KAIROS_DATABASE_URL`); default `sqlite://<data_dir>/kairos.db`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database_url: Option<String>,
+    /// PostgreSQL only: the schema holding kairos's tables (`KAIROS_DATABASE_SCHEMA`, default
+    /// `kairos`), so that kairos can share a database with the application.
+    pub database_schema: String,
     /// The API bearer token (`KAIROS_API_TOKEN`); default: generated into `<data_dir>/api-token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
@@ -86,6 +122,7 @@ impl Default for Config {
             data_dir: PathBuf::from("."),
             listen: "127.0.0.1:8080".into(),
             database_url: None,
+            database_schema: "kairos".into(),
             api_token: None,
             allow_private_targets: false,
             node: None,
@@ -163,6 +200,18 @@ fn from_figment(e: figment::Error) -> ConfigError {
         })
         .unwrap_or_default();
     ConfigError::new(field, format!("{}{source}", e.kind))
+}
+
+/// A PostgreSQL schema name kairos accepts: `[a-z_][a-z0-9_]{0,62}`, not `pg_…` (the store
+/// checks the same).
+fn valid_schema(schema: &str) -> bool {
+    let b = schema.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_lowercase() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+        && !schema.starts_with("pg_")
 }
 
 /// A boolean that also accepts `1`/`0`, `yes`/`no`, `on`/`off` (environment variables).
@@ -254,7 +303,7 @@ impl Config {
                 ));
             }
         }
-        self.sqlite_path()?;
+        self.database()?;
         if let Some(t) = &self.api_token
             && t.trim().is_empty()
         {
@@ -301,28 +350,44 @@ impl Config {
         Ok(())
     }
 
-    /// The SQLite database file: from `database_url` (`sqlite://PATH`) or
-    /// `<data_dir>/kairos.db`. Any other database is an error for now.
-    pub fn sqlite_path(&self) -> Result<PathBuf, ConfigError> {
+    /// The database, chosen by the scheme of `database_url` — the one place that decides:
+    /// unset → `<data_dir>/kairos.db`; `sqlite://PATH`, `sqlite:PATH` or a plain path →
+    /// SQLite; `postgres://…` or `postgresql://…` → PostgreSQL in `database_schema`.
+    pub fn database(&self) -> Result<Database, ConfigError> {
         let Some(url) = &self.database_url else {
-            return Ok(self.data_dir.join(DB_FILE));
+            return Ok(Database::Sqlite(self.data_dir.join(DB_FILE)));
         };
         let url = url.trim();
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Err(ConfigError::new(
-                "database_url",
-                "PostgreSQL support is not built yet; use sqlite://PATH or leave it unset",
-            ));
+            if !valid_schema(&self.database_schema) {
+                return Err(ConfigError::new(
+                    "database_schema",
+                    format!(
+                        "{:?} is not a valid schema name: expected [a-z_][a-z0-9_]{{0,62}}, not starting with pg_",
+                        self.database_schema
+                    ),
+                ));
+            }
+            return Ok(Database::Postgres {
+                url: url.to_string(),
+                schema: self.database_schema.clone(),
+            });
         }
-        let path = url
+        let path = match url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
-            .ok_or_else(|| {
-                ConfigError::new(
+        {
+            Some(p) => p,
+            None if url.contains("://") => {
+                return Err(ConfigError::new(
                     "database_url",
-                    format!("{url:?} is not supported: use sqlite://PATH"),
-                )
-            })?;
+                    format!(
+                        "{url:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
+                    ),
+                ));
+            }
+            None => url,
+        };
         let path = path.split('?').next().unwrap_or_default();
         if path.is_empty() || path == ":memory:" {
             return Err(ConfigError::new(
@@ -330,7 +395,7 @@ impl Config {
                 "needs a file path: sqlite://PATH",
             ));
         }
-        Ok(PathBuf::from(path))
+        Ok(Database::Sqlite(PathBuf::from(path)))
     }
 
     /// This node's name: `node`, else `<hostname>-<pid>`.
@@ -462,10 +527,62 @@ mod tests {
             Ok(())
         });
         Jail::expect_with(|jail| {
-            jail.set_env("KAIROS_DATABASE_URL", "postgres://localhost/kairos");
-            let e = load().expect_err("postgres");
+            jail.set_env("KAIROS_DATABASE_URL", "mysql://localhost/kairos");
+            let e = load().expect_err("mysql");
             assert_eq!(e.field, "database_url");
-            assert!(e.reason.contains("PostgreSQL support is not built yet"));
+            assert!(e.reason.contains("not supported"), "{e}");
+            Ok(())
+        });
+        Jail::expect_with(|jail| {
+            jail.set_env("KAIROS_DATABASE_URL", "postgres://localhost/kairos");
+            jail.set_env("KAIROS_DATABASE_SCHEMA", "Bad-Name");
+            let e = load().expect_err("bad schema");
+            assert_eq!(e.field, "database_schema");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_database_is_chosen_by_url_scheme() {
+        Jail::expect_with(|jail| {
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(
+                c.database().map_err(|e| e.to_string())?,
+                Database::Sqlite(PathBuf::from("./kairos.db"))
+            );
+            jail.set_env("KAIROS_DATABASE_URL", "sqlite:///tmp/k.db");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(
+                c.database().map_err(|e| e.to_string())?,
+                Database::Sqlite(PathBuf::from("/tmp/k.db"))
+            );
+            jail.set_env("KAIROS_DATABASE_URL", "data/k.db");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(
+                c.database().map_err(|e| e.to_string())?,
+                Database::Sqlite(PathBuf::from("data/k.db"))
+            );
+            jail.set_env("KAIROS_DATABASE_URL", "postgres://app:secret@db:5432/app");
+            let c = load().map_err(|e| e.to_string())?;
+            let db = c.database().map_err(|e| e.to_string())?;
+            assert_eq!(
+                db,
+                Database::Postgres {
+                    url: "postgres://app:secret@db:5432/app".into(),
+                    schema: "kairos".into()
+                }
+            );
+            assert_eq!(db.describe(), "postgres://db:5432/app (schema kairos)");
+            jail.set_env("KAIROS_DATABASE_URL", "postgresql://db/app");
+            jail.set_env("KAIROS_DATABASE_SCHEMA", "jobs_k");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(
+                c.database().map_err(|e| e.to_string())?,
+                Database::Postgres {
+                    url: "postgresql://db/app".into(),
+                    schema: "jobs_k".into()
+                }
+            );
             Ok(())
         });
     }

@@ -27,6 +27,13 @@
 //! once per transaction), for nodes that `LISTEN` to wake up; the payload is the schema name,
 //! since channels are shared by every schema of a database.
 //!
+//! **Several nodes.** [`listen_wakeups`] turns those notifications into engine wake-ups on
+//! every node; [`run_leader_election`] elects one leader per schema with a session advisory
+//! lock for the maintenance services (rescuer). Correctness never depends on leadership.
+//!
+//! **Transactional enqueue.** An application holding a transaction on the same database
+//! enqueues with [`enqueue_in_tx`]: the job exists iff that transaction commits.
+//!
 //! **Durability.** Every method that changes state is one transaction, committed with the
 //! server's settings (`synchronous_commit = on` by default: a committed outcome survives a
 //! crash of the server). A completion lost with an uncommitted transaction is retried after
@@ -34,9 +41,16 @@
 #![deny(missing_docs)]
 
 mod jobs;
+mod leader;
+mod listen;
 mod migrate;
 mod rows;
 mod schedules;
+mod tx;
+
+pub use leader::{LEADER_KEY_SQL, run_leader_election};
+pub use listen::{JOBS_CHANNEL, listen_wakeups};
+pub use tx::enqueue_in_tx;
 
 use kairos_store::{Error, ErrorKind};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

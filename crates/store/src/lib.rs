@@ -15,10 +15,12 @@
 #![deny(missing_docs)]
 
 mod error;
+mod leader;
 mod params;
 mod types;
 
 pub use error::{Error, ErrorKind, Result};
+pub use leader::Leader;
 pub use params::*;
 pub use types::*;
 
