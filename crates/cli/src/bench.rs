@@ -40,6 +40,47 @@ pub struct BenchArgs {
     /// Database directory to use instead of a fresh temp dir (must be empty).
     #[arg(long)]
     pub dir: Option<std::path::PathBuf>,
+    /// Benchmark PostgreSQL instead (`postgres://…`): a fresh schema `kairos_bench_<random>` is
+    /// created and dropped at the end.
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+/// The store under test and how to clean it up.
+enum BenchDb {
+    Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<kairos_store_postgres::PostgresStore>, String),
+}
+
+impl BenchDb {
+    fn store(&self) -> Arc<dyn Store> {
+        match self {
+            BenchDb::Sqlite(s) => s.clone(),
+            BenchDb::Postgres(s, _) => s.clone(),
+        }
+    }
+    fn name(&self) -> &'static str {
+        match self {
+            BenchDb::Sqlite(_) => "sqlite",
+            BenchDb::Postgres(..) => "postgres",
+        }
+    }
+    async fn close(self) {
+        match self {
+            BenchDb::Sqlite(s) => s.close().await,
+            BenchDb::Postgres(s, schema) => {
+                // The schema name is generated below from hex digits only.
+                let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+                if let Err(e) = sqlx::query(sqlx::AssertSqlSafe(drop))
+                    .execute(s.pool())
+                    .await
+                {
+                    eprintln!("warning: could not drop the bench schema {schema}: {e}");
+                }
+                s.close().await;
+            }
+        }
+    }
 }
 
 /// Records how late each job started, and counts the jobs it saw.
@@ -140,7 +181,20 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             tmp.path().to_path_buf()
         }
     };
-    let store = Arc::new(SqliteStore::open(&dir.join("kairos.db")).await?);
+    let db =
+        match &args.database_url {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                let schema = format!("kairos_bench_{}", uuid::Uuid::new_v4().simple());
+                let pg = kairos_store_postgres::PostgresStore::connect(url, &schema).await?;
+                BenchDb::Postgres(Arc::new(pg), schema)
+            }
+            Some(_) => return Err(
+                "--database-url: must be a postgres:// URL (SQLite runs in a temp dir by default)"
+                    .into(),
+            ),
+            None => BenchDb::Sqlite(Arc::new(SqliteStore::open(&dir.join("kairos.db")).await?)),
+        };
+    let store = db.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let handler = Arc::new(NoopHandler {
         lateness_ms: Mutex::new(Vec::new()),
@@ -250,14 +304,16 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "jobs": args.jobs,
         "backlog": args.backlog,
         "concurrency": args.concurrency,
-        "database": "sqlite",
+        "database": db.name(),
         "enqueue_per_sec": (args.jobs as f64 / enqueue_secs).round(),
         "process_per_sec": (args.jobs as f64 / process_secs).round(),
         "p50_lateness_ms": (percentile(&late, 0.50) * 100.0).round() / 100.0,
         "p99_lateness_ms": (percentile(&late, 0.99) * 100.0).round() / 100.0,
         "started_early": early,
     });
-    store.close().await;
+    drop(engine);
+    drop(store);
+    db.close().await;
     println!("{result}");
     Ok(())
 }
