@@ -104,6 +104,12 @@ impl RetryPolicy {
 
     /// Check the policy's bounds; the error names the field.
     pub fn validate(&self) -> Result<(), Error> {
+        if self.retry_after_cap > MAX_DELAY {
+            return Err(Error::invalid(
+                "retry.retry_after_cap",
+                "must be at most 30 days",
+            ));
+        }
         for (name, c) in [
             ("transient", &self.transient),
             ("permanent", &self.permanent),
@@ -169,7 +175,7 @@ impl RetryPolicy {
             .unwrap_or_default();
         let delay = base.max(asked);
         let spread = (delay.as_secs_f64() * 0.1).min(30.0) * jitter.clamp(0.0, 0.999_999);
-        RetryDecision::RetryIn(delay + Duration::from_secs_f64(spread))
+        RetryDecision::RetryIn(delay.saturating_add(Duration::from_secs_f64(spread)))
     }
 
     /// The worst case of a job under this policy: every attempt runs into `timeout` and every
@@ -189,7 +195,12 @@ impl RetryPolicy {
                         .unwrap_or_default()
                 })
                 .collect();
-            let total = timeout * c.max_attempts + waits.iter().sum::<Duration>();
+            // Saturating: the inputs are bounded by `validate`, but this must never panic.
+            let total = timeout.saturating_mul(c.max_attempts).saturating_add(
+                waits
+                    .iter()
+                    .fold(Duration::ZERO, |a, w| a.saturating_add(*w)),
+            );
             let explain = format!(
                 "{name}: {} attempts × {} timeout + waits {} = {}",
                 c.max_attempts,
@@ -421,6 +432,9 @@ mod tests {
         let spec: RetrySpec = serde_json::from_str(r#"{"delays": ["1s","soon"]}"#).unwrap();
         let e = spec.to_policy(&RetryPolicy::default()).unwrap_err();
         assert_eq!(e.field(), "retry.delays[1]");
+        let spec: RetrySpec = serde_json::from_str(r#"{"retry_after_cap": "100years"}"#).unwrap();
+        let e = spec.to_policy(&RetryPolicy::default()).unwrap_err();
+        assert_eq!(e.field(), "retry.retry_after_cap");
         let spec: RetrySpec = serde_json::from_str(r#"{"max_attempts": 0}"#).unwrap();
         let e = spec.to_policy(&RetryPolicy::default()).unwrap_err();
         assert_eq!(e.field(), "retry.transient.max_attempts");

@@ -207,14 +207,14 @@ pub fn completion_for(
                     .unwrap_or(Duration::from_secs(1))
                     .min(job.retry.retry_after_cap);
                 Transition::Retry {
-                    run_at: finished + to_chrono(wait),
+                    run_at: after(finished, wait),
                     refund_attempt: true,
                 }
             } else {
                 let n = u32::try_from(job.attempt.max(1)).unwrap_or(1);
                 match job.retry.decide(n, f.class, f.retry_after, jitter) {
                     RetryDecision::RetryIn(d) => Transition::Retry {
-                        run_at: finished + to_chrono(d),
+                        run_at: after(finished, d),
                         refund_attempt: false,
                     },
                     RetryDecision::Dead => Transition::Dead,
@@ -228,6 +228,13 @@ pub fn completion_for(
         attempt,
         transition,
     }
+}
+
+/// `t + d`, saturating instead of panicking on overflow (a delay comes partly from the other
+/// side's `Retry-After`).
+fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_add_signed(to_chrono(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 fn to_chrono(d: Duration) -> chrono::Duration {
@@ -534,5 +541,67 @@ async fn renewer(
         {
             tracing::error!(error = %e, "renewing leases failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_core::{JobKind, JobState, RetryPolicy};
+
+    fn job(retry: RetryPolicy) -> Job {
+        let t0 = DateTime::parse_from_rfc3339("2026-11-29T09:00:00Z")
+            .map(|t| t.to_utc())
+            .unwrap();
+        Job {
+            id: "job_1".into(),
+            kind: JobKind::webhook(),
+            state: JobState::Running,
+            payload: serde_json::json!({}),
+            endpoint_id: None,
+            schedule_id: None,
+            fire_at: None,
+            period_key: None,
+            dedupe_key: None,
+            attempt: 1,
+            retry,
+            run_at: t0,
+            created_at: t0,
+            finished_at: None,
+            locked_by: Some("n".into()),
+            lease_token: Some("lease_1".into()),
+            lease_expires_at: None,
+            last_error: None,
+            reason: None,
+        }
+    }
+
+    /// A huge `Retry-After` (from the other side) with an uncapped policy built in code must
+    /// not overflow the clock and panic the completion.
+    #[test]
+    fn huge_retry_after_saturates_instead_of_panicking() {
+        let mut policy = RetryPolicy::notification();
+        policy.retry_after_cap = Duration::MAX;
+        let j = job(policy);
+        let mut f = Failure::transient("HTTP 503");
+        f.retry_after = Some(Duration::MAX);
+        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.5);
+        match c.transition {
+            Transition::Retry {
+                run_at,
+                refund_attempt: false,
+            } => assert!(run_at > j.run_at),
+            other => panic!("expected a retry, got {other:?}"),
+        }
+    }
+
+    /// A 410 Gone is final at once: the receiver asked never to be called again.
+    #[test]
+    fn gone_is_dead_without_retry() {
+        let j = job(RetryPolicy::notification());
+        let mut f = Failure::permanent("HTTP 410");
+        f.disable_endpoint = true;
+        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.0);
+        assert_eq!(c.transition, Transition::Dead);
     }
 }
