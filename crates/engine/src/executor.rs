@@ -201,7 +201,9 @@ pub fn completion_for(
             if f.disable_endpoint {
                 // 410 Gone: the receiver asked never to be called again; retrying is pointless.
                 Transition::Dead
-            } else if f.class == ErrorClass::RateLimited {
+            } else if f.class == ErrorClass::RateLimited
+                && finished - job.created_at < RATE_LIMIT_PATIENCE
+            {
                 let wait = f
                     .retry_after
                     .unwrap_or(Duration::from_secs(1))
@@ -229,6 +231,11 @@ pub fn completion_for(
         transition,
     }
 }
+
+/// How long a job may keep waiting out rate limits without spending attempts. Past it, a
+/// rate-limited attempt counts like a transient failure, so a job that is always rate-limited
+/// ends `dead` instead of retrying forever.
+const RATE_LIMIT_PATIENCE: chrono::Duration = chrono::Duration::hours(24);
 
 /// `t + d`, saturating instead of panicking on overflow (a delay comes partly from the other
 /// side's `Retry-After`).
@@ -593,6 +600,34 @@ mod tests {
             } => assert!(run_at > j.run_at),
             other => panic!("expected a retry, got {other:?}"),
         }
+    }
+
+    /// A rate limit waits without spending an attempt, but not forever: after a day of rate
+    /// limits the attempts count, so the job can end dead.
+    #[test]
+    fn rate_limits_refund_attempts_only_for_a_day() {
+        let mut j = job(RetryPolicy::notification());
+        j.attempt = 4;
+        let limited = || Outcome::Failed(Failure::new(ErrorClass::RateLimited, "HTTP 429"));
+        let soon = j.created_at + chrono::Duration::hours(1);
+        let c = completion_for(&j, limited(), soon, soon, "n", 0.0);
+        assert!(
+            matches!(
+                c.transition,
+                Transition::Retry {
+                    refund_attempt: true,
+                    ..
+                }
+            ),
+            "{c:?}"
+        );
+        let late = j.created_at + chrono::Duration::hours(25);
+        let c = completion_for(&j, limited(), late, late, "n", 0.0);
+        assert_eq!(
+            c.transition,
+            Transition::Dead,
+            "attempts spent after a day of rate limits"
+        );
     }
 
     /// A 410 Gone is final at once: the receiver asked never to be called again.
