@@ -3,7 +3,7 @@
 use crate::rows::{ATTEMPT_COLS, JOB_COLS, attempt_from_row, job_from_row, ts_json};
 use crate::{PostgresStore, map_err};
 use chrono::{DateTime, Utc};
-use kairos_core::{Job, RetryPolicy};
+use kairos_core::Job;
 use kairos_store::*;
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
@@ -14,31 +14,15 @@ fn sql(template: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{cols}", JOB_COLS))
 }
 
-/// The batch of jobs as the JSON array `INSERT_MANY` reads. Instants are RFC 3339 text,
-/// payload and retry are JSON values (stored as `jsonb`, not as text as in SQLite).
+/// How PostgreSQL wants batch values: RFC 3339 text (microseconds) and JSON as `jsonb` values.
+pub(crate) const ENC: kairos_store::batch::BatchEncoding = kairos_store::batch::BatchEncoding {
+    instant: |t| serde_json::Value::from(ts_json(t)),
+    json_as_text: false,
+};
+
+/// The batch of jobs as the JSON array `INSERT_MANY` reads.
 pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
-    serde_json::Value::Array(
-        jobs.iter()
-            .map(|j| {
-                json!({
-                    "id": j.id,
-                    "kind": j.kind.as_str(),
-                    "payload": j.payload,
-                    "endpoint_id": j.endpoint_id,
-                    "schedule_id": j.schedule_id,
-                    "fire_at": j.fire_at.map(ts_json),
-                    "period_key": j.period_key,
-                    "dedupe_key": j.dedupe_key,
-                    "max_attempts": j.retry.max_attempts(),
-                    // The kind's default is stored as NULL, as in SQLite.
-                    "retry": (j.retry != RetryPolicy::default_for_kind(j.kind.as_str()))
-                        .then(|| serde_json::to_value(&j.retry).unwrap_or_default()),
-                    "run_at": ts_json(j.run_at),
-                    "created_at": ts_json(j.now),
-                })
-            })
-            .collect(),
-    )
+    kairos_store::batch::jobs_batch(jobs, ENC)
 }
 
 /// Insert many jobs from a JSON array in one statement, skipping existing dedupe keys (also
@@ -197,7 +181,7 @@ impl PostgresStore {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
-        let list: Vec<_> = p.iter().map(completion_json).collect();
+        let batch = kairos_store::batch::completions_batch(&p, ENC);
         // Differs from SQLite (two statements: attempts joined on the live lease, then the
         // state change): one statement. The fenced UPDATE locks each job it applies to and
         // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
@@ -231,7 +215,7 @@ impl PostgresStore {
              )
              SELECT job_id FROM done",
         )
-        .bind(serde_json::Value::Array(list))
+        .bind(batch)
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("job complete", e))?;
@@ -389,39 +373,4 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
-}
-
-fn completion_json(c: &JobComplete) -> serde_json::Value {
-    let (state, run_at, refund, reason) = match &c.transition {
-        Transition::Succeeded => ("succeeded", None, 0, None),
-        Transition::Skipped(r) => ("skipped", None, 0, Some(r.clone())),
-        Transition::Retry {
-            run_at,
-            refund_attempt,
-        } => (
-            "available",
-            Some(ts_json(*run_at)),
-            i64::from(*refund_attempt),
-            None,
-        ),
-        Transition::Dead => ("dead", None, 0, None),
-    };
-    let a = &c.attempt;
-    json!({
-        "id": c.id,
-        "token": c.lease_token,
-        "state": state,
-        "run_at": run_at,
-        "refund": refund,
-        "reason": reason,
-        "started_at": ts_json(a.started_at),
-        "finished_at": ts_json(a.finished_at),
-        "outcome": a.outcome,
-        "error_class": a.error_class,
-        "status_code": a.status_code,
-        "error": a.error,
-        "response": a.response,
-        "provider_id": a.provider_id,
-        "node": a.node,
-    })
 }

@@ -45,11 +45,13 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job, Error> {
         period_key: get(row, "period_key")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get(row, "attempt")?,
-        retry: match retry {
-            Some(r) => serde_json::from_value::<RetryPolicy>(r)
+        retry: kairos_store::batch::stored_retry_or_default(
+            &kind,
+            retry
+                .map(serde_json::from_value::<RetryPolicy>)
+                .transpose()
                 .map_err(|e| corrupt("job retry policy", e))?,
-            None => RetryPolicy::default_for_kind(&kind),
-        },
+        ),
         kind: JobKind(kind),
         run_at: get(row, "run_at")?,
         created_at: get(row, "created_at")?,

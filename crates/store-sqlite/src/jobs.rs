@@ -1,10 +1,10 @@
 //! Jobs and attempts on SQLite.
 
-use crate::rows::{JOB_COLS, attempt_from_row, job_from_row, ms_opt};
+use crate::rows::{JOB_COLS, attempt_from_row, job_from_row};
 use crate::{SqliteStore, map_err};
 use chrono::{DateTime, Utc};
+use kairos_core::Job;
 use kairos_core::clock::to_millis;
-use kairos_core::{Job, RetryPolicy};
 use kairos_store::*;
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
@@ -15,29 +15,14 @@ fn sql(template: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{cols}", JOB_COLS))
 }
 
+/// How SQLite wants batch values: integer milliseconds and JSON as TEXT.
+pub(crate) const ENC: kairos_store::batch::BatchEncoding = kairos_store::batch::BatchEncoding {
+    instant: |t| serde_json::Value::from(to_millis(t)),
+    json_as_text: true,
+};
+
 pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
-    serde_json::Value::Array(
-        jobs.iter()
-            .map(|j| {
-                json!({
-                    "id": j.id,
-                    "kind": j.kind.as_str(),
-                    "payload": j.payload.to_string(),
-                    "endpoint_id": j.endpoint_id,
-                    "schedule_id": j.schedule_id,
-                    "fire_at": ms_opt(j.fire_at),
-                    "period_key": j.period_key,
-                    "dedupe_key": j.dedupe_key,
-                    "max_attempts": j.retry.max_attempts(),
-                    // The kind's default is stored as NULL: smaller rows, nothing to parse.
-                    "retry": (j.retry != RetryPolicy::default_for_kind(j.kind.as_str()))
-                        .then(|| serde_json::to_string(&j.retry).unwrap_or_default()),
-                    "run_at": to_millis(j.run_at),
-                    "created_at": to_millis(j.now),
-                })
-            })
-            .collect(),
-    )
+    kairos_store::batch::jobs_batch(jobs, ENC)
 }
 
 /// Insert many jobs from a JSON array in one statement. `WHERE true` resolves SQLite's parse
@@ -181,8 +166,8 @@ impl SqliteStore {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
-        let list: Vec<_> = p.iter().map(completion_json).collect();
-        let body = serde_json::Value::Array(list).to_string();
+        let batch = kairos_store::batch::completions_batch(&p, ENC);
+        let body = batch.to_string();
         let mut tx = self
             .write
             .begin()
@@ -386,39 +371,4 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
-}
-
-fn completion_json(c: &JobComplete) -> serde_json::Value {
-    let (state, run_at, refund, reason) = match &c.transition {
-        Transition::Succeeded => ("succeeded", None, 0, None),
-        Transition::Skipped(r) => ("skipped", None, 0, Some(r.clone())),
-        Transition::Retry {
-            run_at,
-            refund_attempt,
-        } => (
-            "available",
-            Some(to_millis(*run_at)),
-            i64::from(*refund_attempt),
-            None,
-        ),
-        Transition::Dead => ("dead", None, 0, None),
-    };
-    let a = &c.attempt;
-    json!({
-        "id": c.id,
-        "token": c.lease_token,
-        "state": state,
-        "run_at": run_at,
-        "refund": refund,
-        "reason": reason,
-        "started_at": to_millis(a.started_at),
-        "finished_at": to_millis(a.finished_at),
-        "outcome": a.outcome,
-        "error_class": a.error_class,
-        "status_code": a.status_code,
-        "error": a.error,
-        "response": a.response,
-        "provider_id": a.provider_id,
-        "node": a.node,
-    })
 }

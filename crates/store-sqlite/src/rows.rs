@@ -50,11 +50,13 @@ pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job, Error> {
         period_key: get(row, "period_key")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get::<i64>(row, "attempt")? as i32,
-        retry: match retry {
-            Some(r) => serde_json::from_str::<RetryPolicy>(&r)
+        retry: kairos_store::batch::stored_retry_or_default(
+            &kind,
+            retry
+                .map(|r| serde_json::from_str::<RetryPolicy>(&r))
+                .transpose()
                 .map_err(|e| corrupt("job retry policy", e))?,
-            None => RetryPolicy::default_for_kind(&kind),
-        },
+        ),
         kind: JobKind(kind),
         run_at: ts(row, "run_at")?,
         created_at: ts(row, "created_at")?,

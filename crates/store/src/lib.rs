@@ -14,6 +14,7 @@
 //! 3. completion: only the holder of the current lease token can record an outcome.
 #![deny(missing_docs)]
 
+pub mod batch;
 mod error;
 mod leader;
 mod params;

@@ -1,0 +1,159 @@
+//! The JSON batches both stores bind as one parameter, so one statement inserts or completes
+//! hundreds of jobs (SQLite reads them with `jsonb_each`, PostgreSQL with
+//! `jsonb_to_recordset`). The shape is defined once, here; each store says only how it
+//! encodes instants and embedded JSON.
+
+use crate::{JobComplete, JobInsert, Transition};
+use chrono::{DateTime, Utc};
+use kairos_core::RetryPolicy;
+use serde_json::{Value, json};
+
+/// How a store wants values encoded in a batch.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchEncoding {
+    /// An instant (SQLite: integer milliseconds; PostgreSQL: RFC 3339 text).
+    pub instant: fn(DateTime<Utc>) -> Value,
+    /// Embedded JSON (payload, retry policy) as text (SQLite stores it as TEXT) or as a JSON
+    /// value (PostgreSQL stores `jsonb`).
+    pub json_as_text: bool,
+}
+
+impl BatchEncoding {
+    fn json(&self, v: Value) -> Value {
+        if self.json_as_text {
+            Value::String(v.to_string())
+        } else {
+            v
+        }
+    }
+}
+
+/// The retry policy as stored: `None` when it is the kind's default (stored as NULL: smaller
+/// rows, nothing to parse on every claim). Readers use [`stored_retry_or_default`].
+pub fn stored_retry(j: &JobInsert) -> Option<&RetryPolicy> {
+    (j.retry != RetryPolicy::default_for_kind(j.kind.as_str())).then_some(&j.retry)
+}
+
+/// The policy of a stored job: its own, or its kind's default when none was stored.
+pub fn stored_retry_or_default(kind: &str, stored: Option<RetryPolicy>) -> RetryPolicy {
+    stored.unwrap_or_else(|| RetryPolicy::default_for_kind(kind))
+}
+
+/// Jobs to insert, as a JSON array of objects.
+pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
+    Value::Array(
+        jobs.iter()
+            .map(|j| {
+                json!({
+                    "id": j.id,
+                    "kind": j.kind.as_str(),
+                    "payload": enc.json(j.payload.clone()),
+                    "endpoint_id": j.endpoint_id,
+                    "schedule_id": j.schedule_id,
+                    "fire_at": j.fire_at.map(enc.instant),
+                    "period_key": j.period_key,
+                    "dedupe_key": j.dedupe_key,
+                    "max_attempts": j.retry.max_attempts(),
+                    "retry": stored_retry(j)
+                        .map(|r| enc.json(serde_json::to_value(r).unwrap_or_default())),
+                    "run_at": (enc.instant)(j.run_at),
+                    "created_at": (enc.instant)(j.now),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Completions to record, as a JSON array of objects: the fencing token, the new state
+/// (`available` for a retry), and the attempt to log.
+pub fn completions_batch(completions: &[JobComplete], enc: BatchEncoding) -> Value {
+    Value::Array(
+        completions
+            .iter()
+            .map(|c| {
+                let (state, run_at, refund, reason) = match &c.transition {
+                    Transition::Succeeded => ("succeeded", None, 0, None),
+                    Transition::Skipped(r) => ("skipped", None, 0, Some(r.clone())),
+                    Transition::Retry {
+                        run_at,
+                        refund_attempt,
+                    } => (
+                        "available",
+                        Some((enc.instant)(*run_at)),
+                        i64::from(*refund_attempt),
+                        None,
+                    ),
+                    Transition::Dead => ("dead", None, 0, None),
+                };
+                let a = &c.attempt;
+                json!({
+                    "id": c.id,
+                    "token": c.lease_token,
+                    "state": state,
+                    "run_at": run_at,
+                    "refund": refund,
+                    "reason": reason,
+                    "started_at": (enc.instant)(a.started_at),
+                    "finished_at": (enc.instant)(a.finished_at),
+                    "outcome": a.outcome,
+                    "error_class": a.error_class,
+                    "status_code": a.status_code,
+                    "error": a.error,
+                    "response": a.response,
+                    "provider_id": a.provider_id,
+                    "node": a.node,
+                })
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_core::JobKind;
+
+    fn job(retry: RetryPolicy) -> JobInsert {
+        let t = DateTime::<Utc>::from_timestamp_millis(1_700_000_000_123).unwrap_or_default();
+        JobInsert {
+            id: "job_1".into(),
+            kind: JobKind::webhook(),
+            payload: json!({"a": 1}),
+            endpoint_id: None,
+            schedule_id: None,
+            fire_at: None,
+            period_key: None,
+            dedupe_key: None,
+            retry,
+            run_at: t,
+            now: t,
+        }
+    }
+
+    const MS: BatchEncoding = BatchEncoding {
+        instant: |t| json!(t.timestamp_millis()),
+        json_as_text: true,
+    };
+
+    #[test]
+    fn default_retry_is_stored_as_null_and_read_back_as_default() {
+        let b = jobs_batch(&[job(RetryPolicy::notification())], MS);
+        assert_eq!(b[0]["retry"], Value::Null);
+        assert_eq!(b[0]["payload"], json!("{\"a\":1}"));
+        assert_eq!(b[0]["run_at"], json!(1_700_000_000_123_i64));
+        let custom = RetryPolicy::uniform(vec![std::time::Duration::from_secs(1)], 2);
+        let b = jobs_batch(
+            &[job(custom.clone())],
+            BatchEncoding {
+                json_as_text: false,
+                ..MS
+            },
+        );
+        let back: RetryPolicy = serde_json::from_value(b[0]["retry"].clone()).unwrap();
+        assert_eq!(back, custom);
+        assert_eq!(
+            stored_retry_or_default("webhook", None),
+            RetryPolicy::notification()
+        );
+    }
+}
