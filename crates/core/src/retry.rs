@@ -229,6 +229,7 @@ impl Default for RetryPolicy {
 /// The JSON form of a policy. Accepts the short form `{"delays": ["1s","2s"], "max_attempts": 3}`
 /// (both classes alike) and the full form `{"transient": {...}, "permanent": {...}}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RetryBody))]
 #[serde(deny_unknown_fields)]
 pub struct RetrySpec {
     /// Delays for both classes, as durations (`"30s"`, `"5m"`).
@@ -250,6 +251,7 @@ pub struct RetrySpec {
 
 /// The JSON form of one class.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RetryClassBody))]
 #[serde(deny_unknown_fields)]
 pub struct ClassSpec {
     /// Delays, as durations.

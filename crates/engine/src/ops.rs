@@ -14,18 +14,21 @@ use serde::Deserialize;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// A webhook target as given by a user.
+/// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = WebhookBody))]
 #[serde(deny_unknown_fields)]
 pub struct WebhookTarget {
     /// `http://` or `https://` URL.
     pub url: String,
-    /// `whsec_…` signing secret.
+    /// `whsec_…` signing secret (base64 after the prefix). Never returned by the API.
     pub secret: String,
 }
 
-/// A schedule as given by a user (the body of `POST /v1/schedules`).
+/// A schedule definition (`POST /v1/schedules`, `PUT /v1/schedules/{id}`). Exactly one of
+/// `cron`, `at`, `every`.
 #[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ScheduleBody))]
 #[serde(deny_unknown_fields)]
 pub struct NewSchedule {
     /// Unique name.
@@ -53,6 +56,7 @@ pub struct NewSchedule {
     pub webhook: Option<WebhookTarget>,
     /// Payload of each job.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub payload: Option<serde_json::Value>,
     /// Retry policy of the jobs.
     #[serde(default)]
@@ -69,8 +73,9 @@ pub struct NewSchedule {
     pub paused: Option<bool>,
 }
 
-/// A job as given by a user (the body of `POST /v1/jobs`).
+/// A job to enqueue (`POST /v1/jobs`).
 #[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = JobBody))]
 #[serde(deny_unknown_fields)]
 pub struct NewJob {
     /// Job kind (default `webhook`).
@@ -81,6 +86,7 @@ pub struct NewJob {
     pub webhook: Option<WebhookTarget>,
     /// Payload.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub payload: Option<serde_json::Value>,
     /// When to run (RFC 3339, default now).
     #[serde(default)]

@@ -6,9 +6,8 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use kairos_core::Job;
-use kairos_core::retry::{ClassSpec, RetrySpec};
 use kairos_core::schedule::ScheduleSpec;
-use kairos_engine::ops::{FiredNow, NewJob, NewSchedule, WebhookTarget};
+use kairos_engine::ops::FiredNow;
 use kairos_store::{Attempt, Endpoint, Schedule};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,184 +21,12 @@ fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
     t.map(ts)
 }
 
-/// A webhook target: where to POST and the `whsec_…` secret to sign with.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookBody {
-    /// `http://` or `https://` URL.
-    pub url: String,
-    /// `whsec_…` signing secret (base64 after the prefix). Never returned by the API.
-    pub secret: String,
-}
-
-/// One retry class in the full form.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryClassBody {
-    /// Delays before each retry (`"30s"`, `"5m"`).
-    #[serde(default)]
-    pub delays: Vec<String>,
-    /// Maximum attempts (default: number of delays + 1).
-    #[serde(default)]
-    pub max_attempts: Option<u32>,
-}
-
-/// A retry policy: the short form `{"delays": ["1s","2s"], "max_attempts": 3}` applies to both
-/// failure classes; `transient` / `permanent` set one class each.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RetryBody {
-    /// Delays for both classes (`"30s"`, `"5m"`).
-    #[serde(default)]
-    pub delays: Option<Vec<String>>,
-    /// Maximum attempts for both classes (default: number of delays + 1).
-    #[serde(default)]
-    pub max_attempts: Option<u32>,
-    /// The transient class (timeouts, 5xx, 429).
-    #[serde(default)]
-    pub transient: Option<RetryClassBody>,
-    /// The permanent class (4xx).
-    #[serde(default)]
-    pub permanent: Option<RetryClassBody>,
-    /// Longest `Retry-After` honoured (`"1h"`).
-    #[serde(default)]
-    pub retry_after_cap: Option<String>,
-}
-
-impl From<RetryClassBody> for ClassSpec {
-    fn from(b: RetryClassBody) -> Self {
-        ClassSpec {
-            delays: b.delays,
-            max_attempts: b.max_attempts,
-        }
-    }
-}
-
-impl From<RetryBody> for RetrySpec {
-    fn from(b: RetryBody) -> Self {
-        RetrySpec {
-            delays: b.delays,
-            max_attempts: b.max_attempts,
-            transient: b.transient.map(Into::into),
-            permanent: b.permanent.map(Into::into),
-            retry_after_cap: b.retry_after_cap,
-        }
-    }
-}
-
-impl From<WebhookBody> for WebhookTarget {
-    fn from(b: WebhookBody) -> Self {
-        WebhookTarget {
-            url: b.url,
-            secret: b.secret,
-        }
-    }
-}
-
-/// A schedule definition (`POST /v1/schedules`, `PUT /v1/schedules/{id}`). Exactly one of
-/// `cron`, `at`, `every`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleBody {
-    /// Unique name.
-    pub name: String,
-    /// A cron expression: 5 fields, 6 with leading seconds, or a macro like `@daily`.
-    #[serde(default)]
-    pub cron: Option<String>,
-    /// A single instant (RFC 3339).
-    #[serde(default)]
-    pub at: Option<String>,
-    /// A fixed interval (`"30s"`, `"1h"`).
-    #[serde(default)]
-    pub every: Option<String>,
-    /// Anchor of `every` (RFC 3339, default now).
-    #[serde(default)]
-    pub start_at: Option<String>,
-    /// IANA time zone (default `UTC`).
-    #[serde(default)]
-    pub timezone: Option<String>,
-    /// Job kind (default `webhook`).
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Target of a webhook schedule.
-    #[serde(default)]
-    pub webhook: Option<WebhookBody>,
-    /// Payload of each job.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub payload: Option<serde_json::Value>,
-    /// Retry policy of the jobs.
-    #[serde(default)]
-    pub retry: Option<RetryBody>,
-    /// `skip` (default), `once`, `all`, `all:N`.
-    #[serde(default)]
-    pub misfire: Option<String>,
-    /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
-    /// `month`, `year`.
-    #[serde(default)]
-    pub period: Option<String>,
-    /// Create paused.
-    #[serde(default)]
-    pub paused: Option<bool>,
-}
-
-impl From<ScheduleBody> for NewSchedule {
-    fn from(b: ScheduleBody) -> Self {
-        NewSchedule {
-            name: b.name,
-            cron: b.cron,
-            at: b.at,
-            every: b.every,
-            start_at: b.start_at,
-            timezone: b.timezone,
-            kind: b.kind,
-            webhook: b.webhook.map(Into::into),
-            payload: b.payload,
-            retry: b.retry.map(Into::into),
-            misfire: b.misfire,
-            period: b.period,
-            paused: b.paused,
-        }
-    }
-}
-
-/// A job to enqueue (`POST /v1/jobs`).
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct JobBody {
-    /// Job kind (default `webhook`).
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Target of a webhook job.
-    #[serde(default)]
-    pub webhook: Option<WebhookBody>,
-    /// Payload.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    pub payload: Option<serde_json::Value>,
-    /// When to run (RFC 3339, default now).
-    #[serde(default)]
-    pub run_at: Option<String>,
-    /// The same key again returns the same job (200 instead of 201).
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
-    /// Retry policy (default: the kind's).
-    #[serde(default)]
-    pub retry: Option<RetryBody>,
-}
-
-impl From<JobBody> for NewJob {
-    fn from(b: JobBody) -> Self {
-        NewJob {
-            kind: b.kind,
-            webhook: b.webhook.map(Into::into),
-            payload: b.payload,
-            run_at: b.run_at,
-            idempotency_key: b.idempotency_key,
-            retry: b.retry.map(Into::into),
-        }
-    }
-}
+// The request bodies are the facade's own types (with OpenAPI schemas under the names the API
+// documents), so the API and the CLI accept exactly the same input.
+pub use kairos_core::retry::{ClassSpec as RetryClassBody, RetrySpec as RetryBody};
+pub use kairos_engine::ops::{
+    NewJob as JobBody, NewSchedule as ScheduleBody, WebhookTarget as WebhookBody,
+};
 
 /// The body of `POST /v1/jobs/{id}/cancel` (optional).
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]

@@ -36,7 +36,7 @@ pub async fn enqueue(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<JobBody>,
 ) -> ApiResult<(StatusCode, Json<JobView>)> {
-    let (job, created) = state.kairos.job_enqueue(body.into()).await?;
+    let (job, created) = state.kairos.job_enqueue(body).await?;
     let attempts = if created {
         Vec::new()
     } else {

@@ -54,7 +54,7 @@ pub async fn create(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ScheduleBody>,
 ) -> ApiResult<(StatusCode, Json<ScheduleView>)> {
-    let s = state.kairos.schedule_create(body.into()).await?;
+    let s = state.kairos.schedule_create(body).await?;
     Ok((StatusCode::CREATED, Json(full_view(&state, &s).await?)))
 }
 
@@ -131,7 +131,7 @@ pub async fn replace(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ScheduleBody>,
 ) -> ApiResult<Json<ScheduleView>> {
-    let s = state.kairos.schedule_update(&id, body.into()).await?;
+    let s = state.kairos.schedule_update(&id, body).await?;
     Ok(Json(full_view(&state, &s).await?))
 }
 
