@@ -10,15 +10,26 @@
 //! - [`ssrf`]: refusing private, loopback and link-local targets, before sending and again at
 //!   connection time (DNS rebinding).
 //! - [`webhook`]: the webhook sender — signed POSTs, classified responses, `Retry-After`.
+//! - [`http`]: the `http` job channel — a URL called with a method, headers, a body, a bearer
+//!   token or a signature; non-2xx is a failure (S4-2), hard timeouts (S4-7).
+//! - [`digest`]: the digest channel — feeds (RSS/Atom, feed-rs), de-duplication, and the
+//!   extractive, Gemini and OpenAI summarizers (S4-1).
+//! - [`email`]: the email channel — file, SMTP (lettre) and Resend transports, templates
+//!   (minijinja, strict), the unsubscribe token (seed 003).
 //! - [`error`]: the error returned when a channel cannot be built from its configuration.
 #![deny(missing_docs)]
 
+pub mod digest;
+pub mod email;
 pub mod error;
+pub mod http;
 pub mod signing;
 pub mod ssrf;
+mod transport;
 pub mod webhook;
 
 pub use error::{Error, ErrorKind};
+pub use http::{HttpCall, HttpCallAuth, HttpCallConfig, HttpCaller};
 pub use signing::{VerifyError, WebhookSecret, sign, verify};
 pub use ssrf::{PublicOnlyResolver, TargetError, check_target, is_private_address};
 pub use webhook::{WebhookConfig, WebhookSender, parse_retry_after};

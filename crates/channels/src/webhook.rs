@@ -6,13 +6,17 @@
 //! not followed; 410 Gone disables the endpoint; targets are checked by [`crate::ssrf`].
 
 use crate::signing::{WebhookSecret, sign};
-use crate::ssrf::{PrivateAddressError, PublicOnlyResolver, check_target, private_message};
+use crate::ssrf::check_target;
+use crate::transport::{
+    build_client, read_excerpt, request_failure, retry_after_of, status_failure,
+};
 use chrono::{DateTime, Utc};
-use kairos_core::{ErrorClass, Failure, Outcome};
-use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use std::error::Error as StdError;
-use std::time::{Duration, SystemTime};
+use kairos_core::{Failure, Outcome};
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use std::time::Duration;
 use url::Url;
+
+pub use crate::transport::parse_retry_after;
 
 /// Settings of a [`WebhookSender`]. Every field has a default; [`WebhookConfig::validate`]
 /// names the field that is wrong.
@@ -93,20 +97,12 @@ impl WebhookSender {
     /// none is installed yet.
     pub fn new(config: WebhookConfig) -> Result<Self, crate::Error> {
         config.validate()?;
-        // reqwest is built with `rustls-no-provider`: without a process-wide provider, building
-        // a client panics. Installing fails harmlessly when one is already installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .user_agent(config.user_agent.clone());
-        if !config.allow_private_targets {
-            builder = builder.dns_resolver(std::sync::Arc::new(PublicOnlyResolver));
-        }
-        let client = builder
-            .build()
-            .map_err(|e| crate::Error::client("could not build the webhook HTTP client", e))?;
+        let client = build_client(
+            &config.user_agent,
+            Some(config.timeout),
+            config.allow_private_targets,
+            "webhook",
+        )?;
         Ok(WebhookSender { client, config })
     }
 
@@ -120,7 +116,7 @@ impl WebhookSender {
     /// Never panics and never returns an error: 2xx is `Delivered` (with the status and a
     /// response excerpt); anything else is `Failed` with a class — 410 permanent with
     /// `disable_endpoint`, 3xx permanent (redirects are not followed), other statuses by
-    /// [`ErrorClass::from_http_status`] with `Retry-After` honoured up to the cap; connection
+    /// [`kairos_core::ErrorClass::from_http_status`] with `Retry-After` honoured up to the cap; connection
     /// refused, reset and timeouts transient; invalid or private targets permanent. Messages
     /// never contain the secret or the URL (which may carry credentials).
     pub async fn send(
@@ -170,15 +166,11 @@ impl WebhookSender {
             .body(body.to_vec());
         let mut response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return failed(self.classify_error(&e)),
+            Err(e) => return failed(request_failure(&e, self.config.timeout)),
         };
 
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, now, self.config.retry_after_cap));
+        let retry_after = retry_after_of(response.headers(), now, self.config.retry_after_cap);
         let excerpt = read_excerpt(&mut response, self.config.max_response_bytes).await;
 
         if (200..300).contains(&status) {
@@ -188,50 +180,17 @@ impl WebhookSender {
                 response: excerpt,
             };
         }
-        let mut failure = match status {
-            410 => {
-                let mut f = Failure::permanent("endpoint answered 410 Gone; disabling it");
-                f.disable_endpoint = true;
-                f
-            }
-            300..=399 => Failure::permanent(format!(
-                "endpoint answered a redirect ({status}); redirects are not followed, \
-                 configure the final URL"
-            )),
-            _ => Failure::new(
-                ErrorClass::from_http_status(status),
-                format!("endpoint answered HTTP {status}"),
-            ),
+        let mut failure = if status == 410 {
+            let mut f = Failure::permanent("endpoint answered 410 Gone; disabling it");
+            f.disable_endpoint = true;
+            f.status_code = Some(status);
+            f
+        } else {
+            status_failure("endpoint", status)
         };
-        failure.status_code = Some(status);
         failure.response = excerpt;
         failure.retry_after = retry_after;
         failed(failure)
-    }
-
-    /// Turn a request error into a classified failure without the URL in its message.
-    fn classify_error(&self, e: &reqwest::Error) -> Failure {
-        if let Some(p) = find_source::<PrivateAddressError>(e) {
-            return Failure::permanent(private_message(p.0));
-        }
-        if e.is_timeout() {
-            return Failure::transient(format!(
-                "request timed out after {:?}",
-                self.config.timeout
-            ));
-        }
-        if e.is_builder() {
-            return Failure::permanent(format!("could not build the request: {}", root_cause(e)));
-        }
-        let io_kind = find_source::<std::io::Error>(e).map(|io| io.kind());
-        let what = match io_kind {
-            Some(std::io::ErrorKind::ConnectionRefused) => "connection refused".to_string(),
-            Some(std::io::ErrorKind::ConnectionReset) => "connection reset".to_string(),
-            Some(std::io::ErrorKind::ConnectionAborted) => "connection aborted".to_string(),
-            _ if e.is_connect() => format!("could not connect: {}", root_cause(e)),
-            _ => format!("request failed: {}", root_cause(e)),
-        };
-        Failure::transient(what)
     }
 }
 
@@ -239,142 +198,16 @@ fn failed(f: Failure) -> Outcome {
     Outcome::Failed(f)
 }
 
-/// The first error of type `T` in `e`'s source chain (not `e` itself).
-fn find_source<'a, T: StdError + 'static>(e: &'a (dyn StdError + 'static)) -> Option<&'a T> {
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        if let Some(t) = err.downcast_ref::<T>() {
-            return Some(t);
-        }
-        cur = err.source();
-    }
-    None
-}
-
-/// The innermost cause's message: reqwest's own message includes the URL, inner ones do not.
-fn root_cause(e: &(dyn StdError + 'static)) -> String {
-    let mut last: &(dyn StdError + 'static) = e;
-    while let Some(next) = last.source() {
-        last = next;
-    }
-    if std::ptr::addr_eq(last, e) {
-        "unknown error".to_string()
-    } else {
-        last.to_string()
-    }
-}
-
-/// Read at most `max` bytes of the body (stopping early, so a huge body is not downloaded) and
-/// return them as text cut at a UTF-8 boundary; `None` when empty. A read error keeps what was
-/// read.
-async fn read_excerpt(response: &mut reqwest::Response, max: usize) -> Option<String> {
-    if max == 0 {
-        return None;
-    }
-    let mut buf: Vec<u8> = Vec::new();
-    while buf.len() < max {
-        match response.chunk().await {
-            Ok(Some(chunk)) => buf.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
-        }
-    }
-    let text = truncate_utf8(&buf, max);
-    if text.is_empty() { None } else { Some(text) }
-}
-
-/// At most `max` bytes of `bytes` as a string, never splitting a UTF-8 character; invalid
-/// sequences elsewhere become U+FFFD (which may make the result slightly longer).
-fn truncate_utf8(bytes: &[u8], max: usize) -> String {
-    let cut = &bytes[..bytes.len().min(max)];
-    match std::str::from_utf8(cut) {
-        Ok(s) => s.to_string(),
-        // An incomplete character at the end only: drop it.
-        Err(e) if e.error_len().is_none() => {
-            String::from_utf8_lossy(&cut[..e.valid_up_to()]).into_owned()
-        }
-        Err(_) => {
-            // Binary or mis-encoded: cut back to a character boundary of the lossy text.
-            let lossy = String::from_utf8_lossy(cut);
-            let mut end = lossy.len().min(max);
-            while !lossy.is_char_boundary(end) {
-                end -= 1;
-            }
-            lossy[..end].to_string()
-        }
-    }
-}
-
-/// Parse a `Retry-After` value — delta-seconds (`120`) or an HTTP-date
-/// (`Wed, 21 Oct 2015 07:28:00 GMT`) read relative to `now` — capped at `cap`. A date in the
-/// past gives zero; anything unparsable gives `None`.
-pub fn parse_retry_after(value: &str, now: DateTime<Utc>, cap: Duration) -> Option<Duration> {
-    let value = value.trim();
-    if value.is_empty() {
-        return None;
-    }
-    let delay = if value.bytes().all(|b| b.is_ascii_digit()) {
-        // Too many digits for u64 is "very long": the cap applies.
-        Duration::from_secs(value.parse::<u64>().unwrap_or(u64::MAX))
-    } else {
-        let when = httpdate::parse_http_date(value).ok()?;
-        when.duration_since(SystemTime::from(now))
-            .unwrap_or(Duration::ZERO)
-    };
-    Some(delay.min(cap))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use kairos_core::ErrorClass;
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2015, 10, 21, 7, 27, 0).unwrap()
     }
     const HOUR: Duration = Duration::from_secs(3600);
-
-    #[test]
-    fn retry_after_delta_seconds() {
-        assert_eq!(
-            parse_retry_after("7", now(), HOUR),
-            Some(Duration::from_secs(7))
-        );
-        assert_eq!(parse_retry_after(" 0 ", now(), HOUR), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after("86400", now(), HOUR), Some(HOUR));
-        assert_eq!(
-            parse_retry_after("99999999999999999999999", now(), HOUR),
-            Some(HOUR)
-        );
-    }
-
-    #[test]
-    fn retry_after_http_date_is_relative_to_now() {
-        let v = "Wed, 21 Oct 2015 07:28:00 GMT";
-        assert_eq!(
-            parse_retry_after(v, now(), HOUR),
-            Some(Duration::from_secs(60))
-        );
-        let past = "Wed, 21 Oct 2015 07:00:00 GMT";
-        assert_eq!(parse_retry_after(past, now(), HOUR), Some(Duration::ZERO));
-        let far = "Thu, 22 Oct 2015 07:28:00 GMT";
-        assert_eq!(parse_retry_after(far, now(), HOUR), Some(HOUR));
-    }
-
-    #[test]
-    fn retry_after_garbage_is_none() {
-        for v in ["", "-5", "1.5", "soon", "Wed, 99 Oct 2015 07:28:00 GMT"] {
-            assert_eq!(parse_retry_after(v, now(), HOUR), None, "{v:?}");
-        }
-    }
-
-    #[test]
-    fn excerpt_never_splits_a_character() {
-        assert_eq!(truncate_utf8("héllo".as_bytes(), 2), "h");
-        assert_eq!(truncate_utf8("héllo".as_bytes(), 3), "hé");
-        assert_eq!(truncate_utf8(b"abc", 10), "abc");
-        let binary = truncate_utf8(&[0xff, 0xfe, b'a', 0xff], 3);
-        assert!(binary.len() <= 3, "{binary:?}");
-    }
 
     #[test]
     fn config_defaults_and_validation() {

@@ -108,6 +108,9 @@ pub struct GlobalArgs {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Log lines as `text` or `json` (one JSON object per line) [env: KAIROS_LOG_FORMAT]
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = ["text", "json"])]
+    pub log_format: Option<String>,
 }
 
 impl GlobalArgs {
@@ -117,6 +120,11 @@ impl GlobalArgs {
             data_dir: self.data_dir.clone(),
             listen,
             config_file: self.config.clone(),
+            log_format: match self.log_format.as_deref() {
+                Some("json") => Some(kairos_server::config::LogFormat::Json),
+                Some(_) => Some(kairos_server::config::LogFormat::Text),
+                None => None,
+            },
         })?)
     }
 }
@@ -192,14 +200,59 @@ pub fn webhook_config(cfg: &Config) -> kairos_channels::WebhookConfig {
     }
 }
 
+/// The digest settings of `cfg`: model API URLs, keys and timeouts (S4-1, S4-7).
+pub fn digest_config(cfg: &Config) -> kairos_channels::digest::DigestConfig {
+    let mut d = kairos_channels::digest::DigestConfig {
+        feed_timeout: std::time::Duration::from_secs(cfg.feed_timeout_secs),
+        model_timeout: std::time::Duration::from_secs(cfg.model_timeout_secs),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    };
+    let set = |api: &mut kairos_channels::digest::ModelApi,
+               url: &Option<String>,
+               key: &Option<String>,
+               model: &Option<String>| {
+        if let Some(u) = url {
+            api.url = u.clone();
+        }
+        api.api_key = key.clone().filter(|k| !k.trim().is_empty());
+        if let Some(m) = model {
+            api.model = m.clone();
+        }
+    };
+    set(
+        &mut d.gemini,
+        &cfg.gemini_api_url,
+        &cfg.gemini_api_key,
+        &cfg.gemini_model,
+    );
+    set(
+        &mut d.openai,
+        &cfg.openai_api_url,
+        &cfg.openai_api_key,
+        &cfg.openai_model,
+    );
+    d
+}
+
 /// The built-in handlers for `store`.
 pub fn registry(
     cfg: &Config,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
 ) -> CliResult<kairos_engine::HandlerRegistry> {
-    kairos_engine::handlers::default_registry(store, clock, webhook_config(cfg))
-        .map_err(|e| CliError::runtime("could not set up the handlers", &e))
+    let mut r = kairos_engine::handlers::default_registry(
+        store.clone(),
+        clock.clone(),
+        webhook_config(cfg),
+    )
+    .map_err(|e| CliError::runtime("could not set up the handlers", &e))?;
+    kairos_engine::handlers::register_digest(&mut r, store.clone(), clock, digest_config(cfg))
+        .map_err(|e| CliError::runtime("could not set up the digest handler", &e))?;
+    let (transport, email) = crate::template::email_setup(cfg)?;
+    kairos_engine::handlers::register_email(&mut r, store, transport, email)
+        .map_err(|e| CliError::runtime("could not set up the email handler", &e))?;
+    Ok(r)
 }
 
 /// The facade over the configured database, for commands that work on it directly (with or

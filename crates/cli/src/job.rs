@@ -184,6 +184,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                 run_at: a.run_at,
                 idempotency_key: a.idempotency_key,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
+                http: None,
             };
             let (job, created) = k.job_enqueue(req).await?;
             if !created && !json {

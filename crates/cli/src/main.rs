@@ -1,6 +1,6 @@
 //! `kairos`: the command-line interface — run a node (`serve`, `worker`), manage the
 //! database (`migrate`), schedules, jobs and the dead-letter queue directly on it, preview
-//! cron expressions, print the OpenAPI document, benchmark.
+//! cron expressions, print the OpenAPI document, show the SLO report, benchmark.
 //!
 //! Exit codes: 0 success, 1 runtime error, 2 usage or validation error. Errors are printed as
 //! `error: <field>: <reason>` on stderr.
@@ -12,6 +12,8 @@ mod dlq;
 mod job;
 mod schedule;
 mod serve;
+mod slo;
+mod template;
 
 use clap::{Parser, Subcommand};
 use common::{CliError, CliResult, GlobalArgs};
@@ -51,6 +53,12 @@ enum Cmd {
     Openapi,
     /// Measure throughput.
     Bench(bench::BenchArgs),
+    /// Mail templates of topics.
+    #[command(subcommand)]
+    Template(template::TemplateCmd),
+    /// The SLO report: failure rate, stuck work, missed firings (exit 0 even with warnings,
+    /// 2 when the store cannot be reached).
+    Slo,
 }
 
 async fn run(cli: Cli) -> CliResult {
@@ -67,6 +75,8 @@ async fn run(cli: Cli) -> CliResult {
             print!("{}", kairos_server::openapi::openapi_json());
             Ok(())
         }
+        Cmd::Slo => slo::run(g).await,
+        Cmd::Template(c) => template::run(g, c).await,
         Cmd::Bench(a) => bench::run(a)
             .await
             .map_err(|e| CliError::Runtime(format!("bench: {e}"))),

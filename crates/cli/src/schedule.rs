@@ -175,6 +175,10 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 misfire: a.misfire,
                 period: a.period,
                 paused: a.paused.then_some(true),
+                digest: None,
+                catch_up: None,
+                http: None,
+                topic: None,
             };
             let s = k.schedule_create(req).await?;
             print_schedule(&view(&k, &s, true).await?, json)

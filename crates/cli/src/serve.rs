@@ -1,6 +1,6 @@
 //! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
 
-use crate::common::{CliError, CliResult, Db, GlobalArgs, open_store, registry};
+use crate::common::{CliError, CliResult, Db, GlobalArgs, open_store, registry, webhook_config};
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
@@ -46,7 +46,22 @@ fn engine_config(cfg: &Config) -> EngineConfig {
     ec.executor.poll_interval = poll;
     ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
     ec.scheduler.poll_interval = poll;
+    // Retention (S4-8). `Config::load` validated the ages, so this always matches.
+    if let Ok((succeeded, dead)) = cfg.retention() {
+        ec.pruner.succeeded = succeeded;
+        ec.pruner.dead = dead;
+    }
+    if let Ok(artifacts) = cfg.retention_artifacts() {
+        ec.pruner.artifacts = artifacts;
+    }
     ec
+}
+
+/// The engine config with the monitor's settings (`KAIROS_SLO_…`).
+fn engine_config_with_monitor(cfg: &Config) -> CliResult<EngineConfig> {
+    let mut ec = engine_config(cfg);
+    ec.monitor = kairos_server::monitoring::monitor_config(cfg)?;
+    Ok(ec)
 }
 
 /// How often a node that is not the leader tries to take the leader lock (and the leader
@@ -64,8 +79,18 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
         Db::Sqlite(_) => Leader::always(),
         Db::Postgres(..) => Leader::follower(),
     };
-    let engine = Engine::new(engine_config(cfg), store.clone(), clock.clone(), registry)?
-        .with_leader(leader);
+    // Installed before the engine runs, so its first attempts are counted on /metrics.
+    let _ = kairos_server::monitoring::metrics_recorder();
+    let mut engine = Engine::new(
+        engine_config_with_monitor(cfg)?,
+        store.clone(),
+        clock.clone(),
+        registry,
+    )?
+    .with_leader(leader);
+    if let Some(sink) = kairos_server::monitoring::alert_sink(cfg, webhook_config(cfg))? {
+        engine = engine.with_alerts(sink);
+    }
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
         .allow_private_targets(cfg.allow_private_targets);
     Ok((db, engine, kairos))
@@ -161,7 +186,8 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
-    let state = AppState::new(kairos, ApiToken::new(token));
+    let state = AppState::new(kairos, ApiToken::new(token))
+        .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?);
     let cancel = CancellationToken::new();
     let side_tasks = start_multi_node(&db, &engine, &cancel);
     let engine_task = {

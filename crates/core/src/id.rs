@@ -21,6 +21,8 @@ pub enum IdPrefix {
     Lease,
     /// A worker node: `node_…`.
     Node,
+    /// An HTTP call target (`http` jobs): `ht_…`.
+    HttpTarget,
 }
 
 impl IdPrefix {
@@ -33,6 +35,7 @@ impl IdPrefix {
             IdPrefix::Attempt => "att_",
             IdPrefix::Lease => "lease_",
             IdPrefix::Node => "node_",
+            IdPrefix::HttpTarget => "ht_",
         }
     }
 }

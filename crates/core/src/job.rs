@@ -301,14 +301,18 @@ mod tests {
 
     #[test]
     fn http_statuses_classify_as_designed() {
-        for s in [408, 429, 500, 502, 503, 504] {
+        // The S4-3 table: 503, 429, 408 and every other 5xx wait; 400 and the other 4xx and
+        // anything unexpected (3xx, 1xx) do not.
+        for s in [408, 425, 429, 500, 501, 502, 503, 504, 507, 599] {
             assert_eq!(
                 ErrorClass::from_http_status(s),
                 ErrorClass::Transient,
                 "{s}"
             );
         }
-        for s in [400, 401, 403, 404, 410, 422] {
+        for s in [
+            100, 300, 304, 400, 401, 403, 404, 405, 409, 410, 413, 422, 499, 600,
+        ] {
             assert_eq!(
                 ErrorClass::from_http_status(s),
                 ErrorClass::Permanent,

@@ -174,7 +174,13 @@ impl RetryPolicy {
             .map(|d| d.min(self.retry_after_cap))
             .unwrap_or_default();
         let delay = base.max(asked);
-        let spread = (delay.as_secs_f64() * 0.1).min(30.0) * jitter.clamp(0.0, 0.999_999);
+        // A NaN draw would make `from_secs_f64` panic: treat anything not finite as no jitter.
+        let jitter = if jitter.is_finite() {
+            jitter.clamp(0.0, 0.999_999)
+        } else {
+            0.0
+        };
+        let spread = (delay.as_secs_f64() * 0.1).min(30.0) * jitter;
         RetryDecision::RetryIn(delay.saturating_add(Duration::from_secs_f64(spread)))
     }
 
@@ -441,6 +447,60 @@ mod tests {
         let e = spec.to_policy(&RetryPolicy::default()).unwrap_err();
         assert_eq!(e.field(), "retry.transient.max_attempts");
         assert!(serde_json::from_str::<RetrySpec>(r#"{"delay": []}"#).is_err());
+    }
+
+    /// S4-3 jitter bounds: whatever the random draw (even out-of-range ones), a retry never
+    /// comes before the delay asked for (policy or `Retry-After`), and at most 10 % (capped at
+    /// 30 s) after it.
+    #[test]
+    fn jitter_is_added_after_the_delay_within_bounds_s4_3() {
+        let p = RetryPolicy::http_call();
+        let draws = [-1.0, 0.0, 0.1, 0.5, 0.9, 0.999_999, 1.0, 7.0, f64::NAN];
+        for (attempt, class, asked, base) in [
+            (1, ErrorClass::Transient, None, s(15)),
+            (2, ErrorClass::Transient, None, s(45)),
+            (3, ErrorClass::Transient, None, s(135)),
+            (1, ErrorClass::Permanent, None, s(1)),
+            (2, ErrorClass::Permanent, None, s(2)),
+            // Retry-After longer than the policy: jitter comes after it, never before.
+            (1, ErrorClass::Transient, Some(s(600)), s(600)),
+        ] {
+            let max = base + Duration::from_secs_f64((base.as_secs_f64() * 0.1).min(30.0));
+            for j in draws {
+                let RetryDecision::RetryIn(d) = p.decide(attempt, class, asked, j) else {
+                    panic!("attempt {attempt} {class:?} should retry");
+                };
+                assert!(d >= base, "{d:?} before {base:?} (jitter {j})");
+                assert!(d <= max, "{d:?} after {max:?} (jitter {j})");
+            }
+        }
+        // A long delay's spread is capped at 30 s.
+        let RetryDecision::RetryIn(d) = p.decide(1, ErrorClass::Transient, Some(s(900)), 0.999_999)
+        else {
+            panic!()
+        };
+        assert!(d <= s(930) && d > s(929), "{d:?}");
+    }
+
+    /// S4-3: a 503 or a dropped connection (transient) and a 400 (permanent) walk their own
+    /// ladders; a rate limit that reaches the policy counts as transient.
+    #[test]
+    fn rate_limited_reaching_the_policy_counts_as_transient() {
+        let p = RetryPolicy::http_call();
+        assert_eq!(
+            p.decide(3, ErrorClass::RateLimited, None, 0.0),
+            RetryDecision::RetryIn(s(135))
+        );
+        assert_eq!(
+            p.decide(4, ErrorClass::RateLimited, None, 0.0),
+            RetryDecision::Dead
+        );
+        assert_eq!(RetryPolicy::default_for_kind("digest"), p);
+        assert_eq!(RetryPolicy::default_for_kind("http"), p);
+        assert_eq!(
+            RetryPolicy::default_for_kind("webhook"),
+            RetryPolicy::notification()
+        );
     }
 
     #[test]

@@ -104,6 +104,30 @@ impl ScheduleSpec {
         self.compile().ok()?.prev_at_or_before(tz, at)
     }
 
+    /// The firings in `[from, to]`, oldest first, at most `limit` of them (the SLO monitor's
+    /// expected firings, S4-10). Parses the spec once. Empty for an invalid spec.
+    pub fn firings_between(
+        &self,
+        tz: Tz,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> Vec<DateTime<Utc>> {
+        let Ok(clock) = self.compile() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut next = clock.next_at_or_after(tz, from);
+        while let Some(t) = next {
+            if t > to || out.len() >= limit {
+                break;
+            }
+            out.push(t);
+            next = clock.next_after(tz, t);
+        }
+        out
+    }
+
     /// Whether the schedule fires more than once (false for [`ScheduleSpec::At`]).
     pub fn is_recurring(&self) -> bool {
         !matches!(self, ScheduleSpec::At { .. })

@@ -1,7 +1,9 @@
-//! The engine: scheduler, executor and rescuer running together on one node.
+//! The engine: scheduler, executor, rescuer and monitor running together on one node.
 
 use crate::executor::{Executor, ExecutorConfig};
 use crate::handler::HandlerRegistry;
+use crate::monitor::{AlertSink, Monitor, MonitorConfig};
+use crate::pruner::{Pruner, PrunerConfig};
 use crate::rescuer::{Rescuer, RescuerConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use kairos_core::Clock;
@@ -19,6 +21,10 @@ pub struct EngineConfig {
     pub executor: ExecutorConfig,
     /// The rescuer.
     pub rescuer: RescuerConfig,
+    /// The pruner (retention, S4-8).
+    pub pruner: PrunerConfig,
+    /// The SLO monitor.
+    pub monitor: MonitorConfig,
 }
 
 impl EngineConfig {
@@ -32,7 +38,9 @@ impl EngineConfig {
     pub fn validate(&self) -> Result<(), kairos_core::Error> {
         self.scheduler.validate()?;
         self.executor.validate()?;
-        self.rescuer.validate()
+        self.rescuer.validate()?;
+        self.pruner.validate()?;
+        self.monitor.validate()
     }
 }
 
@@ -42,6 +50,8 @@ pub struct Engine {
     scheduler: Scheduler,
     executor: Executor,
     rescuer: Rescuer,
+    pruner: Pruner,
+    monitor: Monitor,
     wake: Arc<Notify>,
     leader: Leader,
 }
@@ -59,17 +69,35 @@ impl Engine {
         Ok(Engine {
             scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?,
             executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
-            rescuer: Rescuer::new(cfg.rescuer, store, clock)?,
+            rescuer: Rescuer::new(cfg.rescuer, store.clone(), clock.clone())?,
+            pruner: Pruner::new(cfg.pruner, store.clone(), clock.clone())?,
+            monitor: Monitor::new(cfg.monitor, store, clock)?,
             wake: Arc::new(Notify::new()),
             leader: Leader::always(),
         })
     }
 
-    /// Run the leader-only services (the rescuer) only while `leader` leads. Without this
+    /// Run the leader-only services (the rescuer, the monitor) only while `leader` leads. Without this
     /// the node always leads (one node on SQLite).
     pub fn with_leader(mut self, leader: Leader) -> Self {
         self.rescuer = self.rescuer.with_leader(leader.clone());
+        self.pruner = self.pruner.with_leader(leader.clone());
+        self.monitor = self.monitor.with_leader(leader.clone());
         self.leader = leader;
+        self
+    }
+
+    /// Pause claiming and firing while `m` is on (maintenance mode, S3-13). Refreshing `m`
+    /// from the database is [`Maintenance::watch`](crate::maintenance::Maintenance::watch).
+    pub fn with_maintenance(mut self, m: crate::maintenance::Maintenance) -> Self {
+        self.scheduler = self.scheduler.with_pause(m.clone());
+        self.executor = self.executor.with_pause(m);
+        self
+    }
+
+    /// Send the monitor's warnings and recoveries to `sink` (the alert webhook).
+    pub fn with_alerts(mut self, sink: AlertSink) -> Self {
+        self.monitor = self.monitor.with_alerts(sink);
         self
     }
 
@@ -96,6 +124,14 @@ impl Engine {
     /// The rescuer (for `run_once` in tests).
     pub fn rescuer(&self) -> &Rescuer {
         &self.rescuer
+    }
+    /// The pruner (for `run_once` in tests).
+    pub fn pruner(&self) -> &Pruner {
+        &self.pruner
+    }
+    /// The monitor (for `run_once` in tests).
+    pub fn monitor(&self) -> &Monitor {
+        &self.monitor
     }
 
     /// Run all services until `cancel`; then stop claiming, drain running jobs within the
@@ -133,9 +169,19 @@ impl Engine {
             let (r, e, c) = (self.rescuer.clone(), exec_wake.clone(), cancel.clone());
             tokio::spawn(async move { r.run(e, c).await })
         };
+        let prun = {
+            let (p, c) = (self.pruner.clone(), cancel.clone());
+            tokio::spawn(async move { p.run(c).await })
+        };
+        let moni = {
+            let (m, c) = (self.monitor.clone(), cancel.clone());
+            tokio::spawn(async move { m.run(c).await })
+        };
         self.executor.run(exec_wake, cancel).await;
         let _ = sched.await;
         let _ = resc.await;
+        let _ = prun.await;
+        let _ = moni.await;
         let _ = fan.await;
     }
 }

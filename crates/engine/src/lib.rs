@@ -5,10 +5,19 @@
 //!
 //! - [`scheduler`]: claims due schedules, plans firings per misfire policy, expands each
 //!   firing into jobs with unique dedupe keys and advances `next_fire_at` in one transaction.
+//! - [`catch_up`]: catch-up times of schedules (S4-4), handled by the scheduler: a period
+//!   runs again only when its product is missing.
+//! - [`audience`]: audience schedules (kind `email` with a topic): resumable, paged
+//!   expansion of a firing into one job per subscription × channel (S3-3).
 //! - [`executor`]: claims due jobs in batches under a lease, runs handlers concurrently under
 //!   a per-kind timeout, catches panics, renews leases, completes outcomes in batches.
 //! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`; runs
 //!   only on the leader ([`Engine::with_leader`]).
+//! - [`pruner`]: retention — deletes finished jobs and their attempts older than their
+//!   configured ages (dead letters kept longer), in bounded batches (S4-8); leader-only.
+//! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
+//!   optional alert webhook; leader-only too.
+//! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
 //!
 //! [`Engine`] runs them together and wakes at the earliest due time it knows, on a local
 //! enqueue (or, on PostgreSQL, another node's, through `LISTEN`), and at a short poll
@@ -17,15 +26,22 @@
 //! injected [`Clock`](kairos_core::Clock).
 #![deny(missing_docs)]
 
+pub mod audience;
+pub mod catch_up;
 pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod expand;
 pub mod handler;
 pub mod handlers;
+pub mod inbound;
+pub mod maintenance;
+pub mod monitor;
 pub mod ops;
+pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;
+pub mod telemetry;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::{OpsError, OpsErrorKind};

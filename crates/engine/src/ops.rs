@@ -14,6 +14,15 @@ use serde::Deserialize;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
+mod audience;
+mod digest;
+mod http;
+mod inbound;
+
+pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use http::{HTTP_TARGET_KEY, HttpSpec};
+pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
+
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = WebhookBody))]
@@ -71,6 +80,22 @@ pub struct NewSchedule {
     /// Create paused.
     #[serde(default)]
     pub paused: Option<bool>,
+    /// For kind `email`: the topic whose subscribers each firing mails (an audience
+    /// schedule, seed 003). Use `"period": "iso_week"` for a weekly summary.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// The digest to build, for kind `digest` (S4-1): `{"name", "feeds": [url…],
+    /// "summarizer"}`. It is the jobs' payload (feed URLs and a summarizer name: no secrets).
+    #[serde(default)]
+    pub digest: Option<crate::handlers::digest::DigestSpec>,
+    /// Catch-up times of day in the schedule's zone (`["13:00"]`, S4-4): at each, the period
+    /// runs again only if its artifact (for other kinds: a succeeded job) is missing.
+    #[serde(default)]
+    pub catch_up: Option<Vec<String>>,
+    /// What each firing calls, for kind `http` (S4-2): `{"url", "method", "headers", "body",
+    /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
+    #[serde(default)]
+    pub http: Option<HttpSpec>,
 }
 
 /// A job to enqueue (`POST /v1/jobs`).
@@ -97,6 +122,10 @@ pub struct NewJob {
     /// Retry policy.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// What the job calls, for kind `http` (S4-2): `{"url", "method", "headers", "body",
+    /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
+    #[serde(default)]
+    pub http: Option<HttpSpec>,
 }
 
 /// What `schedule_fire_now` did.
@@ -123,6 +152,8 @@ pub struct Kairos {
     wake: Arc<Notify>,
     kinds: Vec<String>,
     allow_private_targets: bool,
+    /// Maintenance mode of this node (S3-13).
+    maintenance: crate::maintenance::Maintenance,
 }
 
 impl std::fmt::Debug for Kairos {
@@ -159,7 +190,19 @@ impl Kairos {
             wake,
             kinds,
             allow_private_targets: false,
+            maintenance: Default::default(),
         }
+    }
+
+    /// Share `m` (the engine's maintenance flag) so that the API and the engine agree.
+    pub fn with_maintenance(mut self, m: crate::maintenance::Maintenance) -> Self {
+        self.maintenance = m;
+        self
+    }
+
+    /// This node's maintenance flag.
+    pub fn maintenance(&self) -> &crate::maintenance::Maintenance {
+        &self.maintenance
     }
 
     /// Accept webhook targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
@@ -197,11 +240,18 @@ impl Kairos {
         kind: &JobKind,
         target: Option<&WebhookTarget>,
     ) -> Result<Option<String>, OpsError> {
-        if kind.as_str() != "webhook" {
+        // A digest's webhook is where its `digest.created` events go (S4-9); optional.
+        if kind.as_str() == "digest" && target.is_none() {
+            return Ok(None);
+        }
+        if kind.as_str() != "webhook" && kind.as_str() != "digest" {
             if target.is_some() {
                 return Err(OpsError::invalid(
                     "webhook",
-                    format!("only for kind \"webhook\", not {:?}", kind.as_str()),
+                    format!(
+                        "only for kinds \"webhook\" and \"digest\", not {:?}",
+                        kind.as_str()
+                    ),
                 ));
             }
             return Ok(None);
@@ -223,13 +273,7 @@ impl Kairos {
         if !self.allow_private_targets {
             // The send-time check resolves names and is authoritative; this catches the
             // obvious cases early so the user hears about them now.
-            let private = match url.host() {
-                Some(url::Host::Ipv4(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-                Some(url::Host::Ipv6(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-                None => true,
-            };
-            if private {
+            if is_obviously_private(&url) {
                 return Err(OpsError::invalid(
                     "webhook.url",
                     "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
@@ -262,7 +306,11 @@ impl Kairos {
         Ok(p)
     }
 
-    async fn schedule_def(&self, id: String, req: NewSchedule) -> Result<ScheduleCreate, OpsError> {
+    async fn schedule_def(
+        &self,
+        id: String,
+        req: NewSchedule,
+    ) -> Result<(ScheduleCreate, Vec<String>), OpsError> {
         let now = self.clock.now();
         let name = req.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {
@@ -316,7 +364,9 @@ impl Kairos {
             .as_ref()
             .map(|r| r.to_policy(&RetryPolicy::default_for_kind(kind.as_str())))
             .transpose()?;
-        let payload = Self::check_payload(req.payload)?;
+        let payload = Self::kind_payload(&kind, req.digest.as_ref(), req.payload, retry.as_ref())?;
+        let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
+        let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
         let next_fire_at = spec.next_at_or_after(tz, now);
         if next_fire_at.is_none() {
             return Err(OpsError::invalid(
@@ -325,7 +375,10 @@ impl Kairos {
             ));
         }
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
-        Ok(ScheduleCreate {
+        let payload = self
+            .http_payload(&kind, req.http.as_ref(), payload, retry.as_ref())
+            .await?;
+        let def = ScheduleCreate {
             id,
             name,
             kind,
@@ -339,13 +392,14 @@ impl Kairos {
             paused: req.paused.unwrap_or(false),
             next_fire_at,
             now,
-        })
+        };
+        Ok((def, catch_up))
     }
 
     /// Create a schedule. Its first firing is the first at or after now.
     pub async fn schedule_create(&self, req: NewSchedule) -> Result<Schedule, OpsError> {
         let id = new_id(IdPrefix::Schedule, self.clock.now());
-        let def = self.schedule_def(id, req).await?;
+        let (def, catch_up) = self.schedule_def(id, req).await?;
         let s = self
             .store
             .schedule_create(def)
@@ -354,13 +408,21 @@ impl Kairos {
                 ErrorKind::Conflict => OpsError::conflict("a schedule with this name exists"),
                 _ => e.into(),
             })?;
+        if !catch_up.is_empty()
+            && let Err(e) = self.catch_up_set(&s, &catch_up).await
+        {
+            // Not half-created: a schedule without the catch-ups it was asked for would
+            // silently lack its safety net.
+            let _ = self.store.schedule_delete(&s.id).await;
+            return Err(e);
+        }
         self.wake.notify_one();
         Ok(s)
     }
 
     /// Replace a schedule's definition; its next firing is recomputed from now.
     pub async fn schedule_update(&self, id: &str, req: NewSchedule) -> Result<Schedule, OpsError> {
-        let def = self.schedule_def(id.to_string(), req).await?;
+        let (def, catch_up) = self.schedule_def(id.to_string(), req).await?;
         let s = self
             .store
             .schedule_update(ScheduleUpdate {
@@ -369,6 +431,7 @@ impl Kairos {
             })
             .await?
             .ok_or_else(|| OpsError::not_found("schedule", id))?;
+        self.catch_up_set(&s, &catch_up).await?;
         self.wake.notify_one();
         Ok(s)
     }
@@ -421,6 +484,19 @@ impl Kairos {
             })
             .await?
             .ok_or_else(|| OpsError::not_found("schedule", id))?;
+        if !paused {
+            // Catch-ups count from the resumption too (S4-4).
+            let times: Vec<String> = self
+                .store
+                .catch_up_list(id)
+                .await?
+                .into_iter()
+                .map(|c| c.at)
+                .collect();
+            if !times.is_empty() {
+                self.catch_up_set(&s, &times).await?;
+            }
+        }
         self.wake.notify_one();
         Ok(s)
     }
@@ -465,6 +541,9 @@ impl Kairos {
             None if !s.spec.is_recurring() => s.next_fire_at.unwrap_or(now),
             None => now,
         };
+        if crate::audience::topic_of(&s).is_some() {
+            return self.audience_fire_now(&s, fire_at).await;
+        }
         let mut jobs = jobs_for_firing(&s, tz, fire_at, now);
         for j in &mut jobs {
             // A manual run runs now, even when its occurrence is in the future.
@@ -504,8 +583,11 @@ impl Kairos {
             Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
             None => RetryPolicy::default_for_kind(kind.as_str()),
         };
-        let payload = Self::check_payload(req.payload)?;
+        let payload = Self::job_payload(&kind, req.payload, &retry)?;
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
+        let payload = self
+            .http_payload(&kind, req.http.as_ref(), payload, Some(&retry))
+            .await?;
         let r = self
             .store
             .job_insert(JobInsert {
@@ -640,4 +722,16 @@ impl Kairos {
 /// The zone of a stored schedule.
 pub fn tz_of(s: &Schedule) -> Result<chrono_tz::Tz, OpsError> {
     Ok(parse_timezone(&s.timezone)?)
+}
+
+/// Whether `url` plainly targets a private or loopback address (an IP literal, `localhost`,
+/// no host). The send-time check resolves names and is authoritative; this catches the
+/// obvious cases when a target is saved, so the user hears about them at once.
+pub(crate) fn is_obviously_private(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
+        Some(url::Host::Ipv6(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => true,
+    }
 }

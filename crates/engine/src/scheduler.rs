@@ -2,11 +2,12 @@
 //! firings per misfire policy, expands each firing into jobs and advances `next_fire_at` in
 //! one transaction per schedule.
 
+use crate::catch_up::{self, Need};
 use crate::expand::jobs_for_firing;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_core::schedule::{parse_timezone, plan_firings};
-use kairos_store::{Schedule, ScheduleDue, ScheduleFire, Store};
+use kairos_core::schedule::{parse_timezone, period_key, plan_firings};
+use kairos_store::{CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, Store};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -78,6 +79,12 @@ pub struct SchedulerReport {
     pub lost_races: usize,
     /// Schedules that could not be handled (logged; the tick went on — S0-11).
     pub errors: usize,
+    /// Audience expansions have pages left after this tick's budget.
+    pub expanding: bool,
+    /// Catch-up times handled (S4-4).
+    pub catch_ups: usize,
+    /// Jobs created by catch-ups (periods whose product was missing).
+    pub catch_up_jobs: usize,
 }
 
 /// The scheduler.
@@ -86,6 +93,8 @@ pub struct Scheduler {
     cfg: SchedulerConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// Maintenance mode: no firings while on (S3-13).
+    pause: crate::maintenance::Maintenance,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -108,7 +117,19 @@ impl Scheduler {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Scheduler { cfg, store, clock })
+        Ok(Scheduler {
+            cfg,
+            store,
+            clock,
+            pause: Default::default(),
+        })
+    }
+
+    /// Fire nothing while `pause` is on (maintenance mode, S3-13): due firings wait, and
+    /// their misfire policy applies when it ends.
+    pub fn with_pause(mut self, pause: crate::maintenance::Maintenance) -> Self {
+        self.pause = pause;
+        self
     }
 
     /// One tick at `now`.
@@ -116,6 +137,9 @@ impl Scheduler {
         &self,
         now: DateTime<Utc>,
     ) -> Result<SchedulerReport, kairos_store::Error> {
+        if self.pause.is_on() {
+            return Ok(SchedulerReport::default());
+        }
         let due = self
             .store
             .schedule_due(ScheduleDue {
@@ -137,7 +161,96 @@ impl Scheduler {
                 tracing::error!(schedule_id = %s.id, error = %e, "firing a schedule failed");
             }
         }
+        // Catch-ups after the regular firings, so a period's regular job exists first.
+        let due = self
+            .store
+            .catch_up_due(CatchUpDue {
+                now,
+                limit: self.cfg.batch as i64,
+            })
+            .await?;
+        for c in due {
+            if let Err(e) = self.catch_up(&c, now, &mut report).await {
+                report.errors += 1;
+                tracing::error!(schedule_id = %c.schedule_id, at = %c.at, error = %e, "a catch-up failed");
+            }
+        }
+        // Audience expansions (this tick's firings and any left half done), a bounded number
+        // of pages per tick.
+        let expander = crate::audience::Expander::new(Default::default(), self.store.clone())
+            .map_err(|e| {
+                kairos_store::Error::new(kairos_store::ErrorKind::Invalid, e.to_string())
+            })?;
+        let x = expander.run_once(now).await?;
+        report.jobs_created += x.jobs_created;
+        report.errors += x.errors;
+        report.expanding = x.more;
         Ok(report)
+    }
+
+    /// Handle one due catch-up (see [`crate::catch_up`]): create the period's job again only
+    /// if its product is missing, and advance the catch-up to its next instant.
+    async fn catch_up(
+        &self,
+        c: &CatchUp,
+        now: DateTime<Utc>,
+        report: &mut SchedulerReport,
+    ) -> Result<(), String> {
+        let Some(s) = self
+            .store
+            .schedule_get(&c.schedule_id)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(());
+        };
+        let tz = parse_timezone(&s.timezone).map_err(|e| e.to_string())?;
+        // The latest instant of this time of day at or before now: a node that was down
+        // handles only the latest one it missed.
+        let at = catch_up::clock(&c.at)
+            .prev_at_or_before(tz, now)
+            .or(c.next_at)
+            .unwrap_or(now);
+        let mut next = catch_up::next_after(tz, &c.at, now);
+        let mut jobs = Vec::new();
+        if let Some(fire_at) = catch_up::covered_firing(&s, tz, at) {
+            let period = period_key(s.period, tz, fire_at);
+            let outcome;
+            match catch_up::need(self.store.as_ref(), &s, &period)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                Need::Present => outcome = "present",
+                Need::InFlight => {
+                    outcome = "in flight: looking again shortly";
+                    let soon = now + catch_up::IN_FLIGHT_RECHECK;
+                    next = Some(next.map_or(soon, |n| n.min(soon)));
+                }
+                Need::Missing => {
+                    outcome = "missing: running again";
+                    jobs = catch_up::catch_up_job(&s, tz, fire_at, &c.at, now);
+                }
+            }
+            tracing::info!(schedule_id = %s.id, at = %c.at, period = %period, outcome, "catch-up");
+        }
+        let fired = self
+            .store
+            .catch_up_fire(CatchUpFire {
+                schedule_id: s.id.clone(),
+                at: c.at.clone(),
+                expected_next_at: c.next_at,
+                next_at: next,
+                jobs,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if fired.advanced {
+            report.catch_ups += 1;
+            report.catch_up_jobs += fired.created.len();
+        } else {
+            report.lost_races += 1;
+        }
+        Ok(())
     }
 
     async fn fire(
@@ -160,6 +273,15 @@ impl Scheduler {
         );
         let mut jobs = Vec::new();
         for fire_at in &plan.fires {
+            if crate::audience::topic_of(s).is_some() {
+                // An audience firing expands in pages after this transaction (see
+                // `crate::audience`); recording it first means a crash between the two
+                // leaves a firing to resume, never one lost.
+                crate::audience::begin(self.store.as_ref(), s, tz, *fire_at, now)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                continue;
+            }
             jobs.extend(jobs_for_firing(s, tz, *fire_at, now));
         }
         if plan.skipped > 0 {
@@ -179,6 +301,13 @@ impl Scheduler {
             .await
             .map_err(|e| e.to_string())?;
         if fired.advanced {
+            crate::telemetry::schedule_fired(
+                s,
+                &plan.fires,
+                fired.created.len(),
+                plan.skipped,
+                now,
+            );
             report.fired += plan.fires.len();
             report.jobs_created += fired.created.len();
             report.misfires_skipped += plan.skipped;
@@ -199,7 +328,7 @@ impl Scheduler {
                     if r.jobs_created > 0 {
                         on_jobs.notify_one();
                     }
-                    full = r.schedules >= self.cfg.batch;
+                    full = r.schedules >= self.cfg.batch || r.expanding;
                 }
                 Err(e) => tracing::error!(error = %e, "scheduler tick failed"),
             }
@@ -207,7 +336,13 @@ impl Scheduler {
                 continue; // a backlog: drain it at once, fairly, oldest first
             }
             let mut wait = self.cfg.poll_interval;
-            if let Ok(Some(next)) = self.store.schedule_next_fire_at().await {
+            let next_catch_up = self.store.catch_up_next_at().await.ok().flatten();
+            let next_fire = self.store.schedule_next_fire_at().await.ok().flatten();
+            let next = match (next_fire, next_catch_up) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(next) = next {
                 // A schedule that was due at this tick and is still there was not ours to
                 // fire: another node holds its lock, or firing it failed and its lock must
                 // expire first. Waking "at" its past due time would re-query every

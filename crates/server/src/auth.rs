@@ -19,6 +19,11 @@ impl ApiToken {
         ApiToken(token.into())
     }
 
+    /// The token's bytes, for deriving keys from it (the admin session key).
+    pub(crate) fn secret_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
     /// Whether `presented` is this token, in time independent of where they differ.
     pub fn matches(&self, presented: &str) -> bool {
         !self.0.is_empty() && bool::from(self.0.as_bytes().ct_eq(presented.as_bytes()))

@@ -27,6 +27,40 @@ pub const ENV_FIELDS: &[&str] = &[
     "shutdown_grace_secs",
     "poll_interval_ms",
     "log_format",
+    "retention_succeeded",
+    "retention_dead",
+    "retention_artifacts",
+    "gemini_api_key",
+    "gemini_api_url",
+    "gemini_model",
+    "openai_api_key",
+    "openai_api_url",
+    "openai_model",
+    "model_timeout_secs",
+    "feed_timeout_secs",
+    "slo_interval_secs",
+    "slo_window_secs",
+    "slo_failure_rate",
+    "slo_min_sample",
+    "slo_stuck_secs",
+    "slo_lease_grace_secs",
+    "slo_missed_window_secs",
+    "slo_missed_grace_secs",
+    "slo_disabled",
+    "alert_webhook_url",
+    "alert_webhook_secret",
+    "email_transport",
+    "smtp_url",
+    "resend_api_url",
+    "resend_api_key",
+    "email_from",
+    "public_url",
+    "unsubscribe_secret",
+    "settings_url",
+    "resend_webhook_secret",
+    "inbound_secrets",
+    "unsubscribe_old_secrets",
+    "maintenance",
 ];
 
 /// The name of the config file looked for in the data directory.
@@ -114,6 +148,112 @@ pub struct Config {
     pub poll_interval_ms: u64,
     /// `text` or `json` (`KAIROS_LOG_FORMAT`, default `text`).
     pub log_format: LogFormat,
+    /// Retention of succeeded, skipped and cancelled jobs and their attempts, counted from
+    /// when they finished (`KAIROS_RETENTION_SUCCEEDED`, default `7d`; `off` keeps them; a
+    /// bare number is seconds) — S4-8.
+    #[serde(deserialize_with = "flex_duration")]
+    pub retention_succeeded: String,
+    /// Retention of dead jobs, the dead-letter queue (`KAIROS_RETENTION_DEAD`, default `30d`;
+    /// `off` keeps them) — S4-8.
+    #[serde(deserialize_with = "flex_duration")]
+    pub retention_dead: String,
+    /// Retention of artifacts (a day's digest), counted from when they were stored
+    /// (`KAIROS_RETENTION_ARTIFACTS`, default `365d`; `off` keeps them) — S4-8.
+    #[serde(deserialize_with = "flex_duration")]
+    pub retention_artifacts: String,
+    /// The Gemini API key of the `gemini` digest summarizer (`KAIROS_GEMINI_API_KEY`). A
+    /// secret: never in payloads or logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemini_api_key: Option<String>,
+    /// The Gemini API base URL (`KAIROS_GEMINI_API_URL`, default
+    /// `https://generativelanguage.googleapis.com`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemini_api_url: Option<String>,
+    /// The Gemini model (`KAIROS_GEMINI_MODEL`, default `gemini-2.5-flash`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gemini_model: Option<String>,
+    /// The OpenAI API key of the `openai` digest summarizer (`KAIROS_OPENAI_API_KEY`). A
+    /// secret: never in payloads or logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_api_key: Option<String>,
+    /// The OpenAI API base URL (`KAIROS_OPENAI_API_URL`, default `https://api.openai.com`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_api_url: Option<String>,
+    /// The OpenAI model (`KAIROS_OPENAI_MODEL`, default `gpt-4o-mini`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_model: Option<String>,
+    /// Timeout of one model call in seconds (`KAIROS_MODEL_TIMEOUT_SECS`, default 120 — S4-7).
+    pub model_timeout_secs: u64,
+    /// Timeout of one feed request in seconds (`KAIROS_FEED_TIMEOUT_SECS`, default 30).
+    pub feed_timeout_secs: u64,
+    /// How often the SLO monitor runs (`KAIROS_SLO_INTERVAL_SECS`, default 60).
+    pub slo_interval_secs: u64,
+    /// The failure-rate window (`KAIROS_SLO_WINDOW_SECS`, default 3600).
+    pub slo_window_secs: u64,
+    /// A kind's failure rate above this warns (`KAIROS_SLO_FAILURE_RATE`, default 0.1).
+    pub slo_failure_rate: f64,
+    /// Fewest decided jobs for a rate to count (`KAIROS_SLO_MIN_SAMPLE`, default 20).
+    pub slo_min_sample: u64,
+    /// Due this long and not claimed is stuck (`KAIROS_SLO_STUCK_SECS`, default 3600).
+    pub slo_stuck_secs: u64,
+    /// Running this long past the lease is stuck (`KAIROS_SLO_LEASE_GRACE_SECS`, default 60).
+    pub slo_lease_grace_secs: u64,
+    /// The missed-firings window (`KAIROS_SLO_MISSED_WINDOW_SECS`, default 86400).
+    pub slo_missed_window_secs: u64,
+    /// Firings younger than this are not expected yet (`KAIROS_SLO_MISSED_GRACE_SECS`,
+    /// default 300).
+    pub slo_missed_grace_secs: u64,
+    /// Checks turned off, comma-separated (`KAIROS_SLO_DISABLED`, e.g. `missed_firings`).
+    pub slo_disabled: String,
+    /// Where SLO warnings and recoveries are posted (`KAIROS_ALERT_WEBHOOK_URL`; none: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alert_webhook_url: Option<String>,
+    /// The `whsec_…` secret alerts are signed with (`KAIROS_ALERT_WEBHOOK_SECRET`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alert_webhook_secret: Option<String>,
+    /// How mail is sent (`KAIROS_EMAIL_TRANSPORT`): `file` (default: `.eml` files in
+    /// `<data_dir>/outbox`), `smtp` or `resend` (seed 003).
+    pub email_transport: String,
+    /// The SMTP server (`KAIROS_SMTP_URL`, `smtp://host:port`, `?tls=required` for STARTTLS,
+    /// `smtps://` for TLS). Required for `smtp`. May hold credentials: never logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smtp_url: Option<String>,
+    /// Resend's API (`KAIROS_RESEND_API_URL`, default `https://api.resend.com`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resend_api_url: Option<String>,
+    /// The Resend API key (`KAIROS_RESEND_API_KEY`). Required for `resend`. A secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resend_api_key: Option<String>,
+    /// `From` of every mail (`KAIROS_EMAIL_FROM`, default `kairos <kairos@localhost>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_from: Option<String>,
+    /// Base of links in mails (`KAIROS_PUBLIC_URL`, default `http://<listen>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// The one-click unsubscribe signing secret (`KAIROS_UNSUBSCRIBE_SECRET`, S3-18). Unset:
+    /// mails link to `settings_url` instead. A secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsubscribe_secret: Option<String>,
+    /// Where recipients manage subscriptions (`KAIROS_SETTINGS_URL`, default
+    /// `<public_url>/settings`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings_url: Option<String>,
+    /// The `whsec_…` secret(s) Resend signs webhooks with (`KAIROS_RESEND_WEBHOOK_SECRET`,
+    /// comma-separated during rotation); set, it enables `POST /hooks/resend`. A secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resend_webhook_secret: Option<String>,
+    /// Standard Webhooks senders of `POST /hooks/standard/{source}`
+    /// (`KAIROS_INBOUND_SECRETS=source=whsec_…,other=whsec_…`). Secrets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbound_secrets: Option<String>,
+    /// Earlier unsubscribe secrets whose links still work (`KAIROS_UNSUBSCRIBE_OLD_SECRETS`,
+    /// comma-separated, S3-18). Secrets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsubscribe_old_secrets: Option<String>,
+    /// Maintenance mode forced on (`KAIROS_MAINTENANCE=1`, S3-13): the engine claims nothing
+    /// and `/v1/*` answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` work.
+    #[serde(deserialize_with = "flex_bool")]
+    pub maintenance: bool,
 }
 
 impl Default for Config {
@@ -132,6 +272,40 @@ impl Default for Config {
             shutdown_grace_secs: 30,
             poll_interval_ms: 1000,
             log_format: LogFormat::Text,
+            retention_succeeded: "7d".into(),
+            retention_dead: "30d".into(),
+            retention_artifacts: "365d".into(),
+            gemini_api_key: None,
+            gemini_api_url: None,
+            gemini_model: None,
+            openai_api_key: None,
+            openai_api_url: None,
+            openai_model: None,
+            model_timeout_secs: 120,
+            feed_timeout_secs: 30,
+            slo_interval_secs: 60,
+            slo_window_secs: 3600,
+            slo_failure_rate: 0.1,
+            slo_min_sample: 20,
+            slo_stuck_secs: 3600,
+            slo_lease_grace_secs: 60,
+            slo_missed_window_secs: 86_400,
+            slo_missed_grace_secs: 300,
+            slo_disabled: String::new(),
+            alert_webhook_url: None,
+            alert_webhook_secret: None,
+            email_transport: "file".into(),
+            smtp_url: None,
+            resend_api_url: None,
+            resend_api_key: None,
+            email_from: None,
+            public_url: None,
+            unsubscribe_secret: None,
+            settings_url: None,
+            resend_webhook_secret: None,
+            inbound_secrets: None,
+            unsubscribe_old_secrets: None,
+            maintenance: false,
         }
     }
 }
@@ -145,6 +319,9 @@ pub struct Overrides {
     /// `--listen`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<String>,
+    /// `--log-format`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
     /// `--config`: the TOML file to read instead of `<data_dir>/kairos.toml`.
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
@@ -240,7 +417,67 @@ fn flex_bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     }
 }
 
+/// A duration setting given as text (`"7d"`, `"off"`) or as a number of seconds.
+fn flex_duration<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flex {
+        Int(u64),
+        Str(String),
+    }
+    Ok(match Flex::deserialize(d)? {
+        Flex::Int(n) => format!("{n}s"),
+        Flex::Str(s) => s,
+    })
+}
+
+/// Parse a retention age: a duration (`7d`, `12h`, `3600s`, a number of seconds), or `off` /
+/// `never` / `0` to keep forever (`None`). At least 1 minute.
+pub fn parse_retention(
+    field: &str,
+    value: &str,
+) -> Result<Option<std::time::Duration>, ConfigError> {
+    let v = value.trim();
+    if ["off", "never", "0", "0s"].contains(&v.to_ascii_lowercase().as_str()) {
+        return Ok(None);
+    }
+    let d = if v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<u64>().map(std::time::Duration::from_secs).ok()
+    } else {
+        kairos_core::retry::parse_duration(field, v).ok()
+    };
+    match d {
+        Some(d)
+            if d >= std::time::Duration::from_secs(60)
+                && d <= std::time::Duration::from_secs(100 * 365 * 86_400) =>
+        {
+            Ok(Some(d))
+        }
+        _ => Err(ConfigError::new(
+            field,
+            format!(
+                "{v:?} is not a retention age like \"7d\" or \"12h\" (1 minute to 100 years), or \"off\""
+            ),
+        )),
+    }
+}
+
 impl Config {
+    /// The pruner's ages (S4-8): succeeded/skipped/cancelled, and dead; `None` keeps.
+    pub fn retention(
+        &self,
+    ) -> Result<(Option<std::time::Duration>, Option<std::time::Duration>), ConfigError> {
+        Ok((
+            parse_retention("retention_succeeded", &self.retention_succeeded)?,
+            parse_retention("retention_dead", &self.retention_dead)?,
+        ))
+    }
+
+    /// The pruner's age of artifacts (S4-8); `None` keeps them.
+    pub fn retention_artifacts(&self) -> Result<Option<std::time::Duration>, ConfigError> {
+        parse_retention("retention_artifacts", &self.retention_artifacts)
+    }
+
     /// Load from the process environment and `overrides`.
     pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
         Self::load_from(overrides, Env::prefixed("KAIROS_").only(ENV_FIELDS))
@@ -282,8 +519,55 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The email settings: a known transport with what it needs (seed 003).
+    pub fn validate_email(&self) -> Result<(), ConfigError> {
+        let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        match self.email_transport.as_str() {
+            "file" => {}
+            "smtp" if set(&self.smtp_url) => {}
+            "smtp" => {
+                return Err(ConfigError::new(
+                    "smtp_url",
+                    "is required when email_transport is smtp (KAIROS_SMTP_URL=smtp://host:port)",
+                ));
+            }
+            "resend" if set(&self.resend_api_key) => {}
+            "resend" => {
+                return Err(ConfigError::new(
+                    "resend_api_key",
+                    "is required when email_transport is resend (KAIROS_RESEND_API_KEY)",
+                ));
+            }
+            other => {
+                return Err(ConfigError::new(
+                    "email_transport",
+                    format!("{other:?} is not a transport: use file, smtp or resend"),
+                ));
+            }
+        }
+        for (field, v) in [
+            ("public_url", &self.public_url),
+            ("resend_api_url", &self.resend_api_url),
+            ("settings_url", &self.settings_url),
+        ] {
+            if let Some(u) = v
+                && !(u.starts_with("http://") || u.starts_with("https://"))
+            {
+                return Err(ConfigError::new(
+                    field,
+                    "must be an http:// or https:// URL",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Check every field; the error names it.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.retention()?;
+        self.retention_artifacts()?;
+        self.validate_email()?;
+        crate::routes::hooks::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("data_dir", "must not be empty"));
         }
@@ -346,6 +630,27 @@ impl Config {
                 "poll_interval_ms",
                 "must be between 10 and 60000 milliseconds",
             ));
+        }
+        for (field, secs) in [
+            ("model_timeout_secs", self.model_timeout_secs),
+            ("feed_timeout_secs", self.feed_timeout_secs),
+        ] {
+            if !(1..=600).contains(&secs) {
+                return Err(ConfigError::new(field, "must be between 1 and 600 seconds"));
+            }
+        }
+        for (field, url) in [
+            ("gemini_api_url", &self.gemini_api_url),
+            ("openai_api_url", &self.openai_api_url),
+        ] {
+            if let Some(u) = url
+                && !(u.starts_with("http://") || u.starts_with("https://"))
+            {
+                return Err(ConfigError::new(
+                    field,
+                    "must be an http:// or https:// base URL",
+                ));
+            }
         }
         Ok(())
     }
@@ -583,6 +888,35 @@ mod tests {
                     schema: "jobs_k".into()
                 }
             );
+            Ok(())
+        });
+    }
+
+    /// S4-8: retention ages from the environment, `off` to keep, bad values named.
+    #[test]
+    fn retention_ages_come_from_the_environment() {
+        Jail::expect_with(|jail| {
+            let c = load().map_err(|e| e.to_string())?;
+            let day = std::time::Duration::from_secs(86_400);
+            assert_eq!(
+                c.retention().map_err(|e| e.to_string())?,
+                (Some(7 * day), Some(30 * day))
+            );
+            jail.set_env("KAIROS_RETENTION_SUCCEEDED", "2d");
+            jail.set_env("KAIROS_RETENTION_DEAD", "off");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(
+                c.retention().map_err(|e| e.to_string())?,
+                (Some(2 * day), None)
+            );
+            jail.set_env("KAIROS_RETENTION_SUCCEEDED", "3600");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(c.retention().map_err(|e| e.to_string())?.0, Some(day / 24));
+            jail.set_env("KAIROS_RETENTION_DEAD", "soon");
+            let e = load().expect_err("a bad age");
+            assert_eq!(e.field, "retention_dead");
+            jail.set_env("KAIROS_RETENTION_DEAD", "5s");
+            assert_eq!(load().expect_err("too short").field, "retention_dead");
             Ok(())
         });
     }

@@ -15,8 +15,11 @@
 //! - [`openapi`]: the OpenAPI document, generated from the code with utoipa.
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod auth;
 pub mod config;
+pub mod maintenance;
+pub mod monitoring;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
@@ -39,6 +42,10 @@ pub struct AppState {
     pub kairos: Kairos,
     /// The API token `/v1/…` requires.
     pub token: Arc<ApiToken>,
+    /// The SLO monitor's settings (`GET /v1/slo` evaluates with them).
+    pub monitor: Arc<kairos_engine::monitor::MonitorConfig>,
+    /// The secrets of `/hooks/*` and `/unsubscribe` (seed 003).
+    pub inbound: Arc<routes::hooks::InboundConfig>,
 }
 
 impl AppState {
@@ -47,23 +54,55 @@ impl AppState {
         AppState {
             kairos,
             token: Arc::new(token),
+            monitor: Arc::default(),
+            inbound: Arc::default(),
         }
+    }
+
+    /// Verify inbound webhooks and unsubscribe tokens with `cfg`'s secrets.
+    pub fn with_inbound(mut self, cfg: routes::hooks::InboundConfig) -> Self {
+        self.inbound = Arc::new(cfg);
+        self
+    }
+
+    /// Evaluate SLOs with `cfg` instead of the defaults.
+    pub fn with_monitor(mut self, cfg: kairos_engine::monitor::MonitorConfig) -> Self {
+        self.monitor = Arc::new(cfg);
+        self
     }
 }
 
-/// The application: `/healthz`, `/readyz` without a token; `/v1/…` with one.
+/// The application: `/healthz`, `/readyz`, `/metrics` without a token; `/v1/…` with one.
 pub fn app(state: AppState) -> Router {
+    // Before any request: the engine's counters reach `/metrics` from the start.
+    let _ = monitoring::metrics_recorder();
     let v1 = Router::new()
         .nest("/schedules", routes::schedules::router())
         .nest("/jobs", routes::jobs::router())
         .nest("/dlq", routes::dlq::router())
+        .nest("/artifacts", routes::artifacts::router())
+        .nest("/slo", routes::slo::router())
+        .nest("/recipients", routes::recipients::router())
+        .nest("/topics", routes::topics::router())
+        .nest("/subscriptions", routes::subscriptions::router())
+        .nest("/occurrences", routes::occurrences::router())
+        .nest("/suppressions", routes::suppressions::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
+        ))
+        // Outermost: in maintenance mode every /v1 request is 503 (S3-13).
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            maintenance::guard,
         ));
     Router::new()
         .merge(routes::health::router())
+        .merge(routes::metrics::router())
+        .merge(routes::unsubscribe::router())
+        .nest("/hooks", routes::hooks::router())
         .nest("/v1", v1)
+        .nest("/admin", admin::router(&state))
         .fallback(|| async { problem::Problem::no_route() })
         .method_not_allowed_fallback(|| async {
             problem::Problem::new(

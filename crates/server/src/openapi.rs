@@ -3,7 +3,12 @@
 //! when it differs from this.
 
 use crate::problem::Problem;
-use crate::routes::{dlq, health, jobs, schedules};
+use crate::routes::artifacts::{ArtifactList, ArtifactSummary, ArtifactView};
+use crate::routes::slo::{CheckView, SloView};
+use crate::routes::{
+    artifacts, dlq, health, hooks, jobs, metrics, occurrences, recipients, schedules, slo,
+    subscriptions, suppressions, topics, unsubscribe,
+};
 use crate::views::*;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -23,11 +28,27 @@ use utoipa::{Modify, OpenApi};
         schedules::pause, schedules::resume, schedules::delete, schedules::fire,
         jobs::enqueue, jobs::list, jobs::show, jobs::retry, jobs::cancel,
         dlq::list, dlq::replay,
+        artifacts::list, artifacts::show,
+        metrics::metrics, slo::show,
+        recipients::put, recipients::bulk, recipients::show, recipients::list,
+        topics::put, topics::show, topics::list,
+        subscriptions::put, subscriptions::show, subscriptions::list,
+        occurrences::list,
+        hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
+        suppressions::list, suppressions::add, suppressions::remove,
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, JobBody,
-        CancelBody, ReplayBody, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
-        JobPage, FiredView, ReplayFailure, ReplayView,
+        CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
+        JobPage, FiredView, ReplayFailure, ReplayView, SloView, CheckView,
+        kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,
+        kairos_engine::ops::NewVariant, kairos_engine::ops::NewSubscription,
+        recipients::RecipientView, recipients::RecipientList, recipients::BulkBody,
+        recipients::BulkView, topics::TopicView, topics::VariantView, topics::TopicList,
+        subscriptions::SubscriptionView, subscriptions::SubscriptionList,
+        occurrences::OccurrenceView, occurrences::ChannelView, occurrences::OccurrenceList,
+        kairos_engine::ops::NewSuppression, kairos_engine::ops::InboundReceipt,
+        suppressions::SuppressionView, suppressions::SuppressionPage, suppressions::SuppressionAdded,
     )),
     modifiers(&BearerAuth),
     tags(
@@ -35,6 +56,10 @@ use utoipa::{Modify, OpenApi};
         (name = "schedules", description = "Clocks that create jobs"),
         (name = "jobs", description = "Units of work and their attempts"),
         (name = "dlq", description = "Dead jobs and their replay"),
+        (name = "artifacts", description = "Products of periodic jobs (daily digests)"),
+        (name = "slo", description = "SLO checks: warnings, never failures"),
+        (name = "audiences", description = "Recipients, topics, subscriptions and occurrences (weekly summaries)"),
+        (name = "inbound", description = "Provider webhooks, suppressions and one-click unsubscribe (no token on /hooks and /unsubscribe)"),
     )
 )]
 pub struct ApiDoc;

@@ -24,6 +24,8 @@ fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
 // The request bodies are the facade's own types (with OpenAPI schemas under the names the API
 // documents), so the API and the CLI accept exactly the same input.
 pub use kairos_core::retry::{ClassSpec as RetryClassBody, RetrySpec as RetryBody};
+pub use kairos_engine::handlers::digest::DigestSpec as DigestBody;
+pub use kairos_engine::ops::HttpSpec as HttpBody;
 pub use kairos_engine::ops::{
     NewJob as JobBody, NewSchedule as ScheduleBody, WebhookTarget as WebhookBody,
 };
@@ -120,6 +122,9 @@ pub struct ScheduleView {
     /// The next firings (up to 5), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upcoming: Option<Vec<String>>,
+    /// Catch-up times of day (`HH:MM` in the zone, S4-4), on single-schedule responses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catch_up: Option<Vec<String>>,
     /// Created.
     pub created_at: String,
     /// Last changed.
@@ -161,9 +166,16 @@ impl ScheduleView {
             next_fire_at: ts_opt(s.next_fire_at),
             last_fire_at: ts_opt(s.last_fire_at),
             upcoming: None,
+            catch_up: None,
             created_at: ts(s.created_at),
             updated_at: ts(s.updated_at),
         }
+    }
+
+    /// With its catch-up times (`HH:MM`).
+    pub fn with_catch_up(mut self, times: Vec<String>) -> Self {
+        self.catch_up = (!times.is_empty()).then_some(times);
+        self
     }
 
     /// With the next firings.

@@ -15,9 +15,15 @@
 //! skips it by name with its reason, in its own test file.
 #![deny(missing_docs)]
 
+pub mod artifacts;
+pub mod audience;
 pub mod fixtures;
+pub mod inbound;
 pub mod jobs;
+pub mod retention;
 pub mod schedules;
+pub mod search;
+pub mod slo;
 
 /// Expand the whole suite against a store factory. See the crate docs.
 #[macro_export]
@@ -43,6 +49,11 @@ macro_rules! store_conformance {
             job_list_filters_by_state_kind_and_schedule,
             job_next_run_at_and_counts,
         );
+        $crate::store_conformance!(@retention $factory;
+            job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches,
+            job_prune_skips_replayed_jobs,
+            http_target_upsert_reuses_by_fingerprint_and_roundtrips,
+        );
         $crate::store_conformance!(@schedules $factory;
             schedule_create_get_list_update_delete,
             schedule_pause_and_resume,
@@ -53,6 +64,38 @@ macro_rules! store_conformance {
             schedule_next_fire_at_ignores_paused,
             endpoint_upsert_reuses_and_disable_records,
         );
+        $crate::store_conformance!(@artifacts $factory;
+            artifact_put_inserts_once_and_keeps_the_first,
+            artifact_list_filters_and_prune_is_bounded,
+            catch_up_set_due_fire_once_and_cascade,
+        );
+        $crate::store_conformance!(@audience $factory;
+            recipient_upsert_get_list_and_bulk,
+            topic_put_get_replaces_variants,
+            subscription_put_list_active_only_keyset,
+            suppression_add_is_idempotent_and_normalized,
+            expansion_cursor_resumes_and_fences,
+            exposure_recorded_only_for_succeeded_email_jobs,
+            occurrence_list_counts_by_period_channel_state,
+        );
+        $crate::store_conformance!(@inbound $factory;
+            inbound_event_record_is_idempotent_by_event_id,
+            inbound_event_matches_job_by_provider_message_id,
+            suppression_apply_cascades_to_every_subscription_of_the_address,
+            suppression_list_pages_and_remove_is_once,
+            subscription_disable_is_idempotent,
+            setting_put_get_and_clear,
+        );
+        $crate::store_conformance!(@search $factory;
+            job_search_combines_filters_and_pages_by_keyset,
+        );
+        $crate::store_conformance!(@slo $factory;
+            job_count_by_state_kind_and_backlog,
+            job_count_finished_counts_final_states_in_window,
+            schedule_fire_times_lists_distinct_firings,
+            slo_alert_put_replaces_by_key,
+            migration_pending_is_empty_after_migrate,
+        );
     };
     (@jobs $factory:path; $($name:ident),* $(,)?) => {
         $(
@@ -60,6 +103,60 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::jobs::$name(store).await;
+            }
+        )*
+    };
+    (@artifacts $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::artifacts::$name(store).await;
+            }
+        )*
+    };
+    (@audience $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::audience::$name(store).await;
+            }
+        )*
+    };
+    (@inbound $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::inbound::$name(store).await;
+            }
+        )*
+    };
+    (@slo $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::slo::$name(store).await;
+            }
+        )*
+    };
+    (@search $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::search::$name(store).await;
+            }
+        )*
+    };
+    (@retention $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::retention::$name(store).await;
             }
         )*
     };

@@ -206,12 +206,22 @@ impl PostgresStore {
                  WHERE jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'
                  RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
-                           c.response, c.provider_id, c.node
+                           c.response, c.provider_id, c.node,
+                           c.state AS new_state, jobs.kind, jobs.payload, jobs.period_key
              ),
              logged AS (
                  INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
                  SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
                  FROM done
+             ),
+             -- A/B exposures of succeeded email jobs, in the completion's statement (S3-19).
+             exposed AS (
+                 INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
+                 SELECT job_id, payload ->> 'topic', payload ->> 'variant', payload ->> 'recipient_id', period_key, finished_at
+                 FROM done
+                 WHERE new_state = 'succeeded' AND kind = 'email'
+                   AND payload ->> 'variant' IS NOT NULL AND payload ->> 'topic' IS NOT NULL
+                 ON CONFLICT (job_id) DO NOTHING
              )
              SELECT job_id FROM done",
         )

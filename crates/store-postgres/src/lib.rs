@@ -40,12 +40,18 @@
 //! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
 #![deny(missing_docs)]
 
+mod artifacts;
+mod audience;
+mod http_targets;
+mod inbound;
 mod jobs;
 mod leader;
 mod listen;
 mod migrate;
 mod rows;
 mod schedules;
+mod search;
+mod slo;
 mod tx;
 
 pub use leader::{LEADER_KEY_SQL, run_leader_election};

@@ -12,8 +12,30 @@ use kairos_store::Error;
 use sqlx::{AssertSqlSafe, PgPool};
 
 /// (version, name, SQL), in order.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (
+        2,
+        "http_targets",
+        include_str!("../migrations/0002_http_targets.sql"),
+    ),
+    (
+        3,
+        "artifacts",
+        include_str!("../migrations/0003_artifacts.sql"),
+    ),
+    (
+        4,
+        "audiences",
+        include_str!("../migrations/0004_audiences.sql"),
+    ),
+    (
+        5,
+        "slo_alerts",
+        include_str!("../migrations/0005_slo_alerts.sql"),
+    ),
+    (6, "inbound", include_str!("../migrations/0006_inbound.sql")),
+];
 
 /// Apply pending migrations to `schema` (a validated name).
 pub(crate) async fn run(pool: &PgPool, schema: &str) -> Result<(), Error> {
@@ -83,4 +105,30 @@ pub(crate) async fn run(pool: &PgPool, schema: &str) -> Result<(), Error> {
         tracing::info!(version, name, schema, "applied migration");
     }
     Ok(())
+}
+
+/// Versions of [`MIGRATIONS`] not recorded in the schema's `kairos_migrations` (all of them
+/// when the table does not exist yet): readiness checks that the schema is current.
+pub(crate) async fn pending(pool: &PgPool, schema: &str) -> Result<Vec<i64>, Error> {
+    // PostgreSQL only: the table is looked up in the store's schema by name.
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'kairos_migrations')",
+    )
+    .bind(schema)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| map_err("reading migrations", e))?;
+    let applied: Vec<i64> = if exists {
+        sqlx::query_scalar("SELECT version FROM kairos_migrations")
+            .fetch_all(pool)
+            .await
+            .map_err(|e| map_err("reading migrations", e))?
+    } else {
+        Vec::new()
+    };
+    Ok(MIGRATIONS
+        .iter()
+        .map(|(v, _, _)| *v)
+        .filter(|v| !applied.contains(v))
+        .collect())
 }

@@ -311,4 +311,152 @@ impl Store for PostgresStore {
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
         self.job_count_by_state_impl().await
     }
+    async fn job_search(&self, p: JobSearch) -> Result<Vec<Job>> {
+        self.job_search_impl(p).await
+    }
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
+        self.job_count_by_state_kind_impl().await
+    }
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
+        self.job_backlog_impl(p).await
+    }
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
+        self.job_count_finished_impl(p).await
+    }
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
+        self.schedule_fire_times_impl(p).await
+    }
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>> {
+        self.slo_alert_list_impl().await
+    }
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
+        self.slo_alert_put_impl(p).await
+    }
+    async fn migration_pending(&self) -> Result<Vec<i64>> {
+        self.migration_pending_impl().await
+    }
+    async fn artifact_put(&self, p: ArtifactPut) -> Result<ArtifactPutResult> {
+        self.artifact_put_impl(p).await
+    }
+    async fn artifact_get(&self, p: ArtifactKey) -> Result<Option<Artifact>> {
+        self.artifact_get_impl(p).await
+    }
+    async fn artifact_list(&self, p: ArtifactList) -> Result<Vec<Artifact>> {
+        self.artifact_list_impl(p).await
+    }
+    async fn artifact_prune(&self, p: ArtifactPrune) -> Result<u64> {
+        self.artifact_prune_impl(p).await
+    }
+    async fn catch_up_set(&self, p: CatchUpSet) -> Result<()> {
+        self.catch_up_set_impl(p).await
+    }
+    async fn catch_up_list(&self, schedule_id: &str) -> Result<Vec<CatchUp>> {
+        self.catch_up_list_impl(schedule_id).await
+    }
+    async fn catch_up_due(&self, p: CatchUpDue) -> Result<Vec<CatchUp>> {
+        self.catch_up_due_impl(p).await
+    }
+    async fn catch_up_next_at(&self) -> Result<Option<DateTime<Utc>>> {
+        self.catch_up_next_at_impl().await
+    }
+    async fn catch_up_fire(&self, p: CatchUpFire) -> Result<ScheduleFired> {
+        self.catch_up_fire_impl(p).await
+    }
+
+    async fn recipient_upsert(&self, p: RecipientUpsert) -> Result<Recipient> {
+        self.recipient_upsert_impl(p).await
+    }
+    async fn recipient_upsert_many(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
+        self.recipient_upsert_many_impl(p).await
+    }
+    async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
+        self.recipient_get_impl(id).await
+    }
+    async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
+        self.recipient_list_impl(p).await
+    }
+    async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
+        self.topic_put_impl(p).await
+    }
+    async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
+        self.topic_get_impl(name).await
+    }
+    async fn topic_list(&self) -> Result<Vec<Topic>> {
+        self.topic_list_impl().await
+    }
+    async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
+        self.subscription_put_impl(p).await
+    }
+    async fn subscription_get(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>> {
+        self.subscription_get_impl(recipient_id, topic).await
+    }
+    async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
+        self.subscription_list_impl(p).await
+    }
+    async fn suppression_add(&self, p: SuppressionAdd) -> Result<bool> {
+        self.suppression_add_impl(p).await
+    }
+    async fn suppression_get(&self, address: &str) -> Result<Option<Suppression>> {
+        self.suppression_get_impl(address).await
+    }
+    async fn expansion_begin(&self, p: ExpansionBegin) -> Result<bool> {
+        self.expansion_begin_impl(p).await
+    }
+    async fn expansion_pending(&self, limit: i64) -> Result<Vec<Expansion>> {
+        self.expansion_pending_impl(limit).await
+    }
+    async fn expansion_get(
+        &self,
+        schedule_id: &str,
+        period_key: &str,
+    ) -> Result<Option<Expansion>> {
+        self.expansion_get_impl(schedule_id, period_key).await
+    }
+    async fn expansion_advance(&self, p: ExpansionAdvance) -> Result<Option<Vec<String>>> {
+        self.expansion_advance_impl(p).await
+    }
+    async fn exposure_counts(&self, topic: &str) -> Result<Vec<ExposureCount>> {
+        self.exposure_counts_impl(topic).await
+    }
+    async fn occurrence_list(&self, p: OccurrenceList) -> Result<Vec<OccurrenceCount>> {
+        self.occurrence_list_impl(p).await
+    }
+
+    async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
+        self.http_target_upsert_impl(p).await
+    }
+    async fn http_target_get(&self, id: &str) -> Result<Option<HttpTarget>> {
+        self.http_target_get_impl(id).await
+    }
+    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned> {
+        self.job_prune_impl(p).await
+    }
+    async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
+        self.inbound_event_record_impl(p).await
+    }
+    async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
+        self.inbound_event_get_impl(source, id).await
+    }
+    async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied> {
+        self.suppression_apply_impl(p).await
+    }
+    async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
+        self.suppression_list_impl(p).await
+    }
+    async fn suppression_remove(&self, p: SuppressionRemove) -> Result<bool> {
+        self.suppression_remove_impl(p).await
+    }
+    async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
+        self.subscription_disable_impl(p).await
+    }
+    async fn setting_get(&self, name: &str) -> Result<Option<Setting>> {
+        self.setting_get_impl(name).await
+    }
+    async fn setting_put(&self, p: SettingPut) -> Result<()> {
+        self.setting_put_impl(p).await
+    }
 }

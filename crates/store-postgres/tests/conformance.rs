@@ -43,7 +43,11 @@ async fn concurrent_connects_migrate_once() {
             .fetch_one(s.pool())
             .await
             .unwrap();
-        assert_eq!(n, 1);
+        // One row per embedded migration file, however many nodes raced to apply them.
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+            .unwrap()
+            .count() as i64;
+        assert_eq!(n, files);
         s.close().await;
     }
 }

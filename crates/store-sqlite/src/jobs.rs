@@ -1,12 +1,14 @@
-//! Jobs and attempts on SQLite.
+//! Jobs and attempts on SQLite. The queue's hot path (insert, claim, complete, lease renewal,
+//! rescue) runs on the native writer thread (`writer.rs`, statements in `native.rs`); reads and
+//! the rarer writes (cancel, retry) go through the sqlx pools.
 
+use crate::native;
 use crate::rows::{JOB_COLS, attempt_from_row, job_from_row};
 use crate::{SqliteStore, map_err};
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_core::clock::to_millis;
 use kairos_store::*;
-use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
 
 /// Build `SELECT … FROM jobs`-style SQL from the column list once; the column list is a
@@ -41,46 +43,21 @@ const INSERT_CHUNK: usize = 5_000;
 
 impl SqliteStore {
     pub(crate) async fn job_insert_impl(&self, p: JobInsert) -> Result<JobInserted> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job insert", e))?;
-        let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
-            .bind(insert_json(std::slice::from_ref(&p)).to_string())
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(|e| map_err("job insert", e))?;
-        let row = if created.is_empty() {
-            // The dedupe key exists: answer with the job that holds it.
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = ?1"))
-                .bind(&p.dedupe_key)
-                .fetch_one(&mut *tx)
-                .await
-        } else {
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
-                .bind(&p.id)
-                .fetch_one(&mut *tx)
-                .await
-        }
-        .map_err(|e| map_err("job insert", e))?;
-        let job = job_from_row(&row)?;
-        tx.commit().await.map_err(|e| map_err("job insert", e))?;
-        Ok(JobInserted {
-            job,
-            created: !created.is_empty(),
-        })
+        self.hot.call(move |c| native::insert_one(c, &p)).await
     }
 
     pub(crate) async fn job_insert_many_impl(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
-        let mut ids = Vec::new();
-        for chunk in p.chunks(INSERT_CHUNK) {
-            let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
-                .bind(insert_json(chunk).to_string())
-                .fetch_all(&self.write)
-                .await
-                .map_err(|e| map_err("job insert many", e))?;
-            ids.extend(created);
+        // One transaction per chunk, so a huge insert does not hold the writer for long.
+        let mut ids = Vec::with_capacity(p.len());
+        let mut rest = p;
+        while !rest.is_empty() {
+            let tail = rest.split_off(rest.len().min(INSERT_CHUNK));
+            let chunk = std::mem::replace(&mut rest, tail);
+            ids.extend(
+                self.hot
+                    .call(move |c| native::insert_many(c, &chunk))
+                    .await?,
+            );
         }
         Ok(ids)
     }
@@ -111,52 +88,11 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
-        // SQLite has no SKIP LOCKED; with one writer connection the conditional UPDATE cannot
-        // race with another claimer in this process, and across processes SQLite's write lock
-        // serializes it. `INDEXED BY jobs_due` pins the plan to the partial index: without
-        // statistics the planner otherwise picks `jobs_state_kind` and sorts every available
-        // row, which makes the claim slow down as the backlog grows. The unary `+` keeps the
-        // outer filter off any index (the id lookup is the right plan).
-        let rows = sqlx::query(sql(
-            "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
-                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4
-             WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_due
-                          WHERE state = 'available' AND run_at <= ?4
-                          ORDER BY run_at, id LIMIT ?5)
-               AND +state = 'available'
-             RETURNING {cols}",
-        ))
-        .bind(&p.node)
-        .bind(&p.lease_token)
-        .bind(to_millis(p.lease_until))
-        .bind(to_millis(p.now))
-        .bind(p.limit.max(0))
-        .fetch_all(&self.write)
-        .await
-        .map_err(|e| map_err("job claim", e))?;
-        let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
-        // RETURNING order is unspecified: restore oldest-first (S0-2).
-        jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        Ok(jobs)
+        self.hot.call(move |c| native::claim(c, &p)).await
     }
 
     pub(crate) async fn job_lease_renew_impl(&self, p: JobLeaseRenew) -> Result<u64> {
-        let list: Vec<_> = p
-            .jobs
-            .iter()
-            .map(|(id, t)| json!({"id": id, "token": t}))
-            .collect();
-        let done = sqlx::query(
-            "UPDATE jobs SET lease_expires_at = ?2
-             FROM (SELECT value ->> 'id' AS id, value ->> 'token' AS token FROM jsonb_each(?1)) AS r
-             WHERE jobs.id = r.id AND jobs.lease_token = r.token AND +jobs.state = 'running'",
-        )
-        .bind(serde_json::Value::Array(list).to_string())
-        .bind(to_millis(p.lease_until))
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("job lease renew", e))?;
-        Ok(done.rows_affected())
+        self.hot.call(move |c| native::lease_renew(c, &p)).await
     }
 
     pub(crate) async fn job_complete_many_impl(
@@ -166,73 +102,11 @@ impl SqliteStore {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
-        let batch = kairos_store::batch::completions_batch(&p, ENC);
-        let body = batch.to_string();
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job complete", e))?;
-        // The attempt log first, joined on the live lease so a stale completion records
-        // nothing; then the state change under the same condition (fencing). Both loop over
-        // the JSON array and look jobs up by primary key: `CROSS JOIN` fixes the loop order
-        // and the unary `+` keeps the planner from scanning running jobs via the state index
-        // instead (which made a batch cost O(running × batch)).
-        sqlx::query(
-            "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
-             SELECT c.id, jobs.attempt, c.started_at, c.finished_at, c.outcome, c.error_class, c.status_code, c.error, c.response, c.provider_id, c.node
-             FROM (SELECT value ->> 'id' AS id, value ->> 'token' AS token, value ->> 'started_at' AS started_at,
-                          value ->> 'finished_at' AS finished_at, value ->> 'outcome' AS outcome,
-                          value ->> 'error_class' AS error_class, value ->> 'status_code' AS status_code,
-                          value ->> 'error' AS error, value ->> 'response' AS response,
-                          value ->> 'provider_id' AS provider_id, value ->> 'node' AS node
-                   FROM jsonb_each(?1)) AS c
-             CROSS JOIN jobs
-             WHERE jobs.id = c.id AND jobs.lease_token = c.token AND +jobs.state = 'running'",
-        )
-        .bind(&body)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("job complete (attempts)", e))?;
-        let applied: Vec<String> = sqlx::query_scalar(
-            "UPDATE jobs SET state = c.state,
-                    run_at = COALESCE(c.run_at, jobs.run_at),
-                    attempt = jobs.attempt - c.refund,
-                    finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
-                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-                    last_error = c.error, reason = c.reason
-             FROM (SELECT value ->> 'id' AS id, value ->> 'token' AS token, value ->> 'state' AS state,
-                          value ->> 'run_at' AS run_at, value ->> 'refund' AS refund,
-                          value ->> 'finished_at' AS finished_at, value ->> 'error' AS error,
-                          value ->> 'reason' AS reason
-                   FROM jsonb_each(?1)) AS c
-             WHERE jobs.id = c.id AND jobs.lease_token = c.token AND +jobs.state = 'running'
-             RETURNING jobs.id",
-        )
-        .bind(&body)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| map_err("job complete", e))?;
-        tx.commit().await.map_err(|e| map_err("job complete", e))?;
-        let applied_set: std::collections::HashSet<&str> =
-            applied.iter().map(|s| s.as_str()).collect();
-        let stale = p
-            .iter()
-            .filter(|c| !applied_set.contains(c.id.as_str()))
-            .map(|c| c.id.clone())
-            .collect();
-        Ok(CompleteReport {
-            applied: applied.len() as u64,
-            stale,
-        })
+        self.hot.call(move |c| native::complete_many(c, &p)).await
     }
 
     pub(crate) async fn job_cancel_impl(&self, p: JobCancel) -> Result<Option<Job>> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job cancel", e))?;
+        let mut tx = self.begin_write("job cancel").await?;
         sqlx::query(
             "UPDATE jobs SET state = 'cancelled', finished_at = ?2, reason = ?3,
                     locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
@@ -250,11 +124,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_retry_impl(&self, p: JobRetry) -> Result<Option<Job>> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job retry", e))?;
+        let mut tx = self.begin_write("job retry").await?;
         // A finished-but-not-succeeded job gets a fresh set of attempts; a waiting job is
         // moved to now. Succeeded and running jobs are left alone: re-running them would send
         // twice.
@@ -275,51 +145,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_rescue_impl(&self, p: JobRescue) -> Result<Vec<String>> {
-        let now = to_millis(p.now);
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job rescue", e))?;
-        let rows = sqlx::query(
-            "SELECT id, lease_token FROM jobs INDEXED BY jobs_lease
-             WHERE state = 'running' AND lease_expires_at < ?1
-             ORDER BY lease_expires_at LIMIT ?2",
-        )
-        .bind(now)
-        .bind(p.limit.max(0))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(|e| map_err("job rescue", e))?;
-        let mut ids = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id: String = row.try_get("id").map_err(|e| map_err("job rescue", e))?;
-            sqlx::query(
-                "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
-                 SELECT id, attempt, COALESCE(attempted_at, ?2), ?2, 'lost', 'transient', 'lease expired: the worker stopped or lost contact', locked_by
-                 FROM jobs WHERE id = ?1",
-            )
-            .bind(&id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job rescue", e))?;
-            sqlx::query(
-                "UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
-                        finished_at = CASE WHEN attempt >= max_attempts THEN ?2 ELSE NULL END,
-                        run_at = ?2, last_error = 'lease expired',
-                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-                 WHERE id = ?1",
-            )
-            .bind(&id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job rescue", e))?;
-            ids.push(id);
-        }
-        tx.commit().await.map_err(|e| map_err("job rescue", e))?;
-        Ok(ids)
+        self.hot.call(move |c| native::rescue(c, &p)).await
     }
 
     pub(crate) async fn attempt_list_impl(&self, job_id: &str) -> Result<Vec<Attempt>> {

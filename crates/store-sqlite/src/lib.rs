@@ -2,12 +2,29 @@
 //!
 //! The [`Store`](kairos_store::Store) on one embedded SQLite file — kairos's default.
 //!
-//! SQLite allows one writer at a time, so every write goes through a pool of exactly one
-//! connection (no `SQLITE_BUSY` between our own writers), while reads use a separate pool in
-//! parallel (WAL lets them see the last commit without blocking the writer). Throughput comes
-//! from batching, not from connections: a claim takes many due jobs in one `UPDATE …
-//! RETURNING`, and completions of many jobs are one transaction of two statements that read a
-//! JSON array (`json_each`), so one round trip records hundreds of outcomes.
+//! SQLite allows one writer at a time. Two connections write, each waiting for the file's
+//! write lock (`busy_timeout`) rather than failing:
+//!
+//! - **The writer thread** (`writer.rs`, statements in `native.rs`): one OS thread owning a
+//!   native `rusqlite` connection runs the job queue's hot path — insert, claim, complete,
+//!   lease renewal, rescue — with cached prepared statements. Callers send a closure over a
+//!   channel and await a oneshot reply. Whatever is queued when the thread picks up work runs
+//!   in one `BEGIN IMMEDIATE` transaction (group commit), and every reply is sent only after
+//!   `COMMIT`; a command that fails makes its group run again one command per transaction, so
+//!   it undoes only its own changes. Through sqlx each statement hops to a worker thread and
+//!   copies every value; measured here the native path roughly halved the queue's cost per job
+//!   (docs/benchmarks.md).
+//! - **The sqlx write pool** (exactly one connection) for everything else: schedules, cancel
+//!   and retry, and the other domains' modules. Rule for code on this pool: a transaction
+//!   that reads before it writes must start with `BEGIN IMMEDIATE`
+//!   (`SqliteStore::begin_write`). A deferred transaction that reads first
+//!   cannot wait for the lock when it upgrades: SQLite answers `SQLITE_BUSY` at once if the
+//!   writer thread holds or has just used it. Transactions whose first statement writes wait
+//!   normally.
+//!
+//! Reads use a separate pool in parallel (WAL lets them see the last commit without blocking
+//! either writer). Throughput comes from batching, not from connections: a claim takes many
+//! due jobs in one `UPDATE … RETURNING`, and a group commit records hundreds of outcomes.
 //!
 //! Durability: WAL with `synchronous = NORMAL`. A committed transaction survives a crash of
 //! kairos; a power loss can lose the last transactions, never corrupt the file. A job whose
@@ -15,10 +32,18 @@
 //! `webhook-id`.
 #![deny(missing_docs)]
 
+mod artifacts;
+mod audience;
+mod http_targets;
+mod inbound;
 mod jobs;
 mod migrate;
+mod native;
 mod rows;
 mod schedules;
+mod search;
+mod slo;
+mod writer;
 
 use kairos_store::{Error, ErrorKind};
 use sqlx::SqlitePool;
@@ -32,6 +57,8 @@ use std::time::Duration;
 pub struct SqliteStore {
     write: SqlitePool,
     read: SqlitePool,
+    /// The native writer thread for the job queue's hot path (`writer.rs`).
+    hot: writer::Writer,
 }
 
 impl SqliteStore {
@@ -71,16 +98,41 @@ impl SqliteStore {
         let read = SqlitePoolOptions::new()
             .max_connections(4)
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(opts.read_only(true))
+            .connect_with(opts.clone().read_only(true))
             .await
             .map_err(|e| map_err("opening the database for reading", e))?;
-        let store = SqliteStore { write, read };
-        migrate::run(&store.write).await?;
-        Ok(store)
+        migrate::run(&write).await?;
+        // After the migrations: the writer's statements are prepared against the final schema.
+        let file = opts.get_filename();
+        if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                format!(
+                    "database url {url:?}: must name a file (an in-memory database is not shared between connections)"
+                ),
+            ));
+        }
+        let hot = writer::Writer::start(file)?;
+        Ok(SqliteStore { write, read, hot })
     }
 
-    /// Close both pools, waiting for their connections.
+    /// A transaction on the sqlx write pool that takes SQLite's write lock at once
+    /// (`BEGIN IMMEDIATE`), waiting for it up to the busy timeout. Use it for every
+    /// transaction that reads before it writes: a deferred one would fail with `SQLITE_BUSY`
+    /// instead of waiting when the writer thread holds or has just released the lock.
+    pub(crate) async fn begin_write(
+        &self,
+        what: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, Error> {
+        self.write
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| map_err(what, e))
+    }
+
+    /// Close the writer thread and both pools, waiting for their connections.
     pub async fn close(&self) {
+        self.hot.close().await;
         self.write.close().await;
         self.read.close().await;
     }

@@ -7,8 +7,30 @@ use kairos_store::Error;
 use sqlx::SqlitePool;
 
 /// (version, name, SQL), in order.
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (
+        2,
+        "http_targets",
+        include_str!("../migrations/0002_http_targets.sql"),
+    ),
+    (
+        3,
+        "artifacts",
+        include_str!("../migrations/0003_artifacts.sql"),
+    ),
+    (
+        4,
+        "audiences",
+        include_str!("../migrations/0004_audiences.sql"),
+    ),
+    (
+        5,
+        "slo_alerts",
+        include_str!("../migrations/0005_slo_alerts.sql"),
+    ),
+    (6, "inbound", include_str!("../migrations/0006_inbound.sql")),
+];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {
     sqlx::query(
@@ -47,4 +69,28 @@ pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {
         tracing::info!(version, name, "applied migration");
     }
     Ok(())
+}
+
+/// Versions of [`MIGRATIONS`] not recorded in `kairos_migrations` (all of them when the table
+/// does not exist yet): readiness checks that the schema is current.
+pub(crate) async fn pending(pool: &SqlitePool) -> Result<Vec<i64>, Error> {
+    let exists: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'kairos_migrations'",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(|e| map_err("reading migrations", e))?;
+    let applied: Vec<i64> = if exists == 0 {
+        Vec::new()
+    } else {
+        sqlx::query_scalar("SELECT version FROM kairos_migrations")
+            .fetch_all(pool)
+            .await
+            .map_err(|e| map_err("reading migrations", e))?
+    };
+    Ok(MIGRATIONS
+        .iter()
+        .map(|(v, _, _)| *v)
+        .filter(|v| !applied.contains(v))
+        .collect())
 }

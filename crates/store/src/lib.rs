@@ -14,15 +14,27 @@
 //! 3. completion: only the holder of the current lease token can record an outcome.
 #![deny(missing_docs)]
 
+mod artifacts;
+mod audience;
 pub mod batch;
 mod error;
+mod http_targets;
+mod inbound;
 mod leader;
 mod params;
+mod retention;
+mod slo;
 mod types;
 
+pub use artifacts::*;
+pub use audience::*;
 pub use error::{Error, ErrorKind, Result};
+pub use http_targets::*;
+pub use inbound::*;
 pub use leader::Leader;
 pub use params::*;
+pub use retention::*;
+pub use slo::*;
 pub use types::*;
 
 use async_trait::async_trait;
@@ -94,4 +106,126 @@ pub trait Store: Send + Sync + 'static {
     async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>>;
     /// Number of jobs per state.
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>>;
+    /// Jobs matching every given filter, newest first, keyset-paginated (the admin UI).
+    async fn job_search(&self, p: JobSearch) -> Result<Vec<Job>>;
+
+    /// Number of jobs per state and kind (the `kairos_jobs` gauge).
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>>;
+    /// The queue depth, the oldest due job, and stuck work (S3-16).
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog>;
+    /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
+    /// failure rate, S3-15).
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
+    /// ascending: the firings materialized (missed firings, S4-10).
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;
+    /// Every stored SLO alert state.
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>>;
+    /// Insert or replace an SLO alert state.
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()>;
+    /// Versions of the embedded migrations not applied to the database (empty: current).
+    async fn migration_pending(&self) -> Result<Vec<i64>>;
+
+    /// Store an artifact unless its (name, period key) exists — insert-if-absent, never an
+    /// overwrite (S4-5) — and, only if it was created, its follow-up jobs in the same
+    /// transaction (S4-9).
+    async fn artifact_put(&self, p: ArtifactPut) -> Result<ArtifactPutResult>;
+    /// An artifact by name and period key.
+    async fn artifact_get(&self, p: ArtifactKey) -> Result<Option<Artifact>>;
+    /// Artifacts, newest period first, optionally of one name.
+    async fn artifact_list(&self, p: ArtifactList) -> Result<Vec<Artifact>>;
+    /// Delete artifacts created before a cut-off, at most `limit` (retention, S4-8). Returns
+    /// how many.
+    async fn artifact_prune(&self, p: ArtifactPrune) -> Result<u64>;
+    /// Replace a schedule's catch-up times (S4-4).
+    async fn catch_up_set(&self, p: CatchUpSet) -> Result<()>;
+    /// A schedule's catch-up times, by time of day.
+    async fn catch_up_list(&self, schedule_id: &str) -> Result<Vec<CatchUp>>;
+    /// Catch-ups of active schedules due at `now`, oldest first.
+    async fn catch_up_due(&self, p: CatchUpDue) -> Result<Vec<CatchUp>>;
+    /// The earliest `next_at` of an active schedule's catch-up (for the scheduler's wake-up).
+    async fn catch_up_next_at(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Advance a catch-up (if still at `expected_next_at`) and insert its jobs, in one
+    /// transaction.
+    async fn catch_up_fire(&self, p: CatchUpFire) -> Result<ScheduleFired>;
+
+    // --- Audiences (seed 003): recipients, topics, subscriptions, suppressions, expansion.
+
+    /// Create or replace a recipient.
+    async fn recipient_upsert(&self, p: RecipientUpsert) -> Result<Recipient>;
+    /// Create or replace many recipients in one transaction. Returns how many were written.
+    async fn recipient_upsert_many(&self, p: Vec<RecipientUpsert>) -> Result<u64>;
+    /// A recipient by id.
+    async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>>;
+    /// Recipients by id, ascending.
+    async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>>;
+    /// Create or replace a topic.
+    async fn topic_put(&self, p: TopicPut) -> Result<Topic>;
+    /// A topic by name.
+    async fn topic_get(&self, name: &str) -> Result<Option<Topic>>;
+    /// Topics by name (at most 1000).
+    async fn topic_list(&self) -> Result<Vec<Topic>>;
+    /// Create or replace the subscription of (recipient, topic). An unknown recipient is a
+    /// `Conflict`.
+    async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription>;
+    /// The subscription of (recipient, topic).
+    async fn subscription_get(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>>;
+    /// Subscriptions by (recipient_id, topic), keyset-paginated.
+    async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>>;
+    /// Suppress an address; `false` if it was suppressed already (the first reason stays).
+    async fn suppression_add(&self, p: SuppressionAdd) -> Result<bool>;
+    /// The suppression of an address (compared normalized), if any.
+    async fn suppression_get(&self, address: &str) -> Result<Option<Suppression>>;
+    /// Record that a firing must be expanded; `false` if it was recorded already.
+    async fn expansion_begin(&self, p: ExpansionBegin) -> Result<bool>;
+    /// Expansions not done, least recently advanced first.
+    async fn expansion_pending(&self, limit: i64) -> Result<Vec<Expansion>>;
+    /// One expansion.
+    async fn expansion_get(&self, schedule_id: &str, period_key: &str)
+    -> Result<Option<Expansion>>;
+    /// Insert a page of jobs and move the cursor in one transaction; `None` (nothing
+    /// written) if the cursor was not `expected_cursor` any more.
+    async fn expansion_advance(&self, p: ExpansionAdvance) -> Result<Option<Vec<String>>>;
+    /// Exposures (successful sends) per variant of a topic.
+    async fn exposure_counts(&self, topic: &str) -> Result<Vec<ExposureCount>>;
+    /// A schedule's occurrences (newest first): job counts per period, channel and state.
+    async fn occurrence_list(&self, p: OccurrenceList) -> Result<Vec<OccurrenceCount>>;
+
+    // --- HTTP call targets and retention (issue 6: S4-2, S4-8).
+
+    /// Store an HTTP call target, or return the existing one with the same fingerprint.
+    async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget>;
+    /// An HTTP call target by id.
+    async fn http_target_get(&self, id: &str) -> Result<Option<HttpTarget>>;
+    /// Delete finished jobs (in the given final states, finished before a cut-off) and their
+    /// attempts, oldest first, at most `limit` jobs, in one transaction (retention, S4-8).
+    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned>;
+
+    // --- Inbound events, suppression, unsubscribe, settings (issue 5: S3-9 … S3-13, S3-18).
+
+    /// Store a provider event once (`ON CONFLICT DO NOTHING RETURNING`, S3-11), matched to the
+    /// job whose attempt recorded its provider message id, and — only on its first delivery —
+    /// apply its suppressions with their cascade, all in one transaction.
+    async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded>;
+    /// A stored inbound event.
+    async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>>;
+    /// Suppress an address and disable every subscription of every recipient with it, in one
+    /// transaction (S3-9, S3-12).
+    async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied>;
+    /// The suppression list by address, keyset-paginated.
+    async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>>;
+    /// Remove an address from the suppression list, logging the reason; `false` if it was not
+    /// on it.
+    async fn suppression_remove(&self, p: SuppressionRemove) -> Result<bool>;
+    /// Disable the subscription of (recipient, topic); `false` if it was not enabled (or does
+    /// not exist) — the one-click unsubscribe (S3-18).
+    async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool>;
+    /// A setting by name.
+    async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
+    /// Set or clear a setting.
+    async fn setting_put(&self, p: SettingPut) -> Result<()>;
 }

@@ -245,3 +245,31 @@ pub struct JobRescue {
     /// At most this many.
     pub limit: i64,
 }
+
+/// `job_search`: the operator's filtered job list (admin UI). Every filter is optional and they
+/// combine (S3-14); pages are keyset-paginated on the id (newest first), so a page deep into
+/// millions of rows costs what the first page costs.
+#[derive(Debug, Clone, Default)]
+pub struct JobSearch {
+    /// Only this state (stored string, so an unknown state can be searched too).
+    pub state: Option<String>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only jobs of this schedule.
+    pub schedule_id: Option<String>,
+    /// Only this period key.
+    pub period_key: Option<String>,
+    /// Only jobs whose payload names this topic (`payload.topic`, audience jobs).
+    pub topic: Option<String>,
+    /// Only jobs whose payload names this recipient (`payload.recipient_id`). Jobs carry ids,
+    /// never addresses (S3-8).
+    pub recipient_id: Option<String>,
+    /// Only jobs created at or after this instant.
+    pub created_from: Option<DateTime<Utc>>,
+    /// Only jobs created before this instant.
+    pub created_to: Option<DateTime<Utc>>,
+    /// Only ids before this one (the keyset cursor: the last id of the previous page).
+    pub before_id: Option<String>,
+    /// At most this many (clamped to 1..=1000).
+    pub limit: i64,
+}

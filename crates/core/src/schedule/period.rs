@@ -18,7 +18,8 @@ pub enum PeriodUnit {
     Hour,
     /// The local calendar day, `2026-11-29`.
     Day,
-    /// The ISO 8601 week, `2026-W48` (ISO week-year).
+    /// The ISO 8601 week, `2026-W48` (ISO week-year). Also accepted as `iso_week`.
+    #[serde(alias = "iso_week")]
     Week,
     /// The local month, `2026-11`.
     Month,
@@ -42,12 +43,16 @@ impl PeriodUnit {
     /// Error field `period`.
     pub fn parse(s: &str) -> Result<Self, Error> {
         let t = s.trim();
+        // `iso_week` is the name the seed-003 contract uses for the ISO week.
+        if t.eq_ignore_ascii_case("iso_week") {
+            return Ok(PeriodUnit::Week);
+        }
         PeriodUnit::ALL.into_iter().find(|u| u.as_str().eq_ignore_ascii_case(t)).ok_or_else(|| {
             Error::invalid(
                 "period",
                 format!(
-                    "{s:?} is not a period unit: use one of occurrence, minute, hour, day, week, \
-                     month, year"
+                    "{s:?} is not a period unit: use one of occurrence, minute, hour, day, week \
+                     (or iso_week), month, year"
                 ),
             )
         })

@@ -971,3 +971,39 @@ fn at_or_after_returns_gap_shifted_firing() {
     assert_eq!(plan.fires, vec![shifted]);
     assert_eq!(plan.next_fire_at, Some(t("2026-03-09T02:30:00-04:00")));
 }
+
+/// The monitor's expected firings (S4-10): inclusive at both ends, bounded by `limit`, and
+/// following the zone's wall clock across DST (a day of 23 hours has 23 hourly firings).
+#[test]
+fn firings_between_is_inclusive_bounded_and_zone_aware() {
+    let hourly = cron("0 * * * *");
+    let utc = tz("UTC");
+    let v = hourly.firings_between(
+        utc,
+        t("2026-11-29T10:00:00Z"),
+        t("2026-11-29T13:00:00Z"),
+        100,
+    );
+    assert_eq!(v.len(), 4);
+    assert_eq!(v[0], t("2026-11-29T10:00:00Z"));
+    assert_eq!(v[3], t("2026-11-29T13:00:00Z"));
+    assert_eq!(
+        hourly
+            .firings_between(utc, t("2026-11-29T10:00:00Z"), t("2026-11-30T10:00:00Z"), 5)
+            .len(),
+        5
+    );
+    let ny = tz("America/New_York");
+    let spring = hourly.firings_between(
+        ny,
+        t("2026-03-08T00:00:00-05:00"),
+        t("2026-03-08T23:59:00-04:00"),
+        100,
+    );
+    assert_eq!(spring.len(), 23, "{spring:?}");
+    let bad = cron("not a cron");
+    assert!(
+        bad.firings_between(utc, t("2026-11-29T10:00:00Z"), t("2026-11-30T10:00:00Z"), 5)
+            .is_empty()
+    );
+}

@@ -1,24 +1,74 @@
 //! Built-in handlers.
 
+pub mod digest;
+pub mod email;
+pub mod http;
 pub mod webhook;
 
 use crate::handler::HandlerRegistry;
-use kairos_channels::{WebhookConfig, WebhookSender};
+use kairos_channels::digest::{DigestConfig, Digester};
+use kairos_channels::{HttpCallConfig, HttpCaller, WebhookConfig, WebhookSender};
 use kairos_core::Clock;
 use kairos_store::Store;
 use std::sync::Arc;
 
-/// The built-in handlers (`webhook`).
+/// The built-in handlers (`webhook`, `http`, `digest`), the digest kind with its default settings
+/// (no model API keys: the extractive summarizer works, `gemini`/`openai` fail permanently
+/// until configured; private feed targets follow the webhook setting).
 pub fn default_registry(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     webhook: WebhookConfig,
 ) -> Result<HandlerRegistry, kairos_channels::Error> {
     let mut r = HandlerRegistry::new();
+    let digest = DigestConfig {
+        allow_private_targets: webhook.allow_private_targets,
+        ..DigestConfig::default()
+    };
+    // `http` jobs follow the webhook setting for private targets (KAIROS_ALLOW_PRIVATE_TARGETS).
+    let http = HttpCallConfig {
+        allow_private_targets: webhook.allow_private_targets,
+        ..HttpCallConfig::default()
+    };
     let sender = WebhookSender::new(webhook)?;
+    r.register(
+        "http",
+        Arc::new(http::HttpHandler::new(
+            store.clone(),
+            HttpCaller::new(http)?,
+        )),
+    );
+    register_digest(&mut r, store.clone(), clock.clone(), digest)?;
     r.register(
         "webhook",
         Arc::new(webhook::WebhookHandler::new(store, clock, sender)),
     );
     Ok(r)
+}
+
+/// Register (or replace) the `digest` kind with `config` (model API URLs and keys, timeouts).
+pub fn register_digest(
+    r: &mut HandlerRegistry,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: DigestConfig,
+) -> Result<(), kairos_channels::Error> {
+    let digester = Digester::new(config)?;
+    r.register(
+        "digest",
+        Arc::new(digest::DigestHandler::new(store, clock, digester)),
+    );
+    Ok(())
+}
+
+/// Register (or replace) the `email` kind, sending through `transport` (seed 003).
+pub fn register_email(
+    r: &mut HandlerRegistry,
+    store: Arc<dyn Store>,
+    transport: kairos_channels::email::EmailTransport,
+    config: email::EmailConfig,
+) -> Result<(), kairos_channels::Error> {
+    let h = email::EmailHandler::new(store, transport, config)?;
+    r.register("email", Arc::new(h));
+    Ok(())
 }

@@ -360,6 +360,10 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         misfire: None,
         period: None,
         paused: None,
+        digest: None,
+        catch_up: None,
+        http: None,
+        topic: None,
     }
 }
 
@@ -470,5 +474,244 @@ impl Store for CountingStore {
     }
     async fn job_count_by_state(&self) -> kairos_store::Result<Vec<(String, i64)>> {
         self.inner.job_count_by_state().await
+    }
+    async fn job_search(&self, p: kairos_store::JobSearch) -> kairos_store::Result<Vec<Job>> {
+        self.inner.job_search(p).await
+    }
+    async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
+        self.inner.job_count_by_state_kind().await
+    }
+    async fn job_backlog(
+        &self,
+        p: kairos_store::JobBacklog,
+    ) -> kairos_store::Result<kairos_store::Backlog> {
+        self.inner.job_backlog(p).await
+    }
+    async fn job_count_finished(
+        &self,
+        p: kairos_store::JobCountFinished,
+    ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
+        self.inner.job_count_finished(p).await
+    }
+    async fn schedule_fire_times(
+        &self,
+        p: kairos_store::ScheduleFireTimes,
+    ) -> kairos_store::Result<Vec<DateTime<Utc>>> {
+        self.inner.schedule_fire_times(p).await
+    }
+    async fn slo_alert_list(&self) -> kairos_store::Result<Vec<kairos_store::SloAlert>> {
+        self.inner.slo_alert_list().await
+    }
+    async fn slo_alert_put(&self, p: kairos_store::SloAlertPut) -> kairos_store::Result<()> {
+        self.inner.slo_alert_put(p).await
+    }
+    async fn migration_pending(&self) -> kairos_store::Result<Vec<i64>> {
+        self.inner.migration_pending().await
+    }
+    async fn artifact_put(
+        &self,
+        p: kairos_store::ArtifactPut,
+    ) -> kairos_store::Result<kairos_store::ArtifactPutResult> {
+        self.inner.artifact_put(p).await
+    }
+    async fn artifact_get(
+        &self,
+        p: kairos_store::ArtifactKey,
+    ) -> kairos_store::Result<Option<kairos_store::Artifact>> {
+        self.inner.artifact_get(p).await
+    }
+    async fn artifact_list(
+        &self,
+        p: kairos_store::ArtifactList,
+    ) -> kairos_store::Result<Vec<kairos_store::Artifact>> {
+        self.inner.artifact_list(p).await
+    }
+    async fn artifact_prune(&self, p: kairos_store::ArtifactPrune) -> kairos_store::Result<u64> {
+        self.inner.artifact_prune(p).await
+    }
+    async fn catch_up_set(&self, p: kairos_store::CatchUpSet) -> kairos_store::Result<()> {
+        self.inner.catch_up_set(p).await
+    }
+    async fn catch_up_list(
+        &self,
+        schedule_id: &str,
+    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
+        self.inner.catch_up_list(schedule_id).await
+    }
+    async fn catch_up_due(
+        &self,
+        p: kairos_store::CatchUpDue,
+    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
+        self.inner.catch_up_due(p).await
+    }
+    async fn catch_up_next_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.catch_up_next_at().await
+    }
+    async fn catch_up_fire(
+        &self,
+        p: kairos_store::CatchUpFire,
+    ) -> kairos_store::Result<ScheduleFired> {
+        self.inner.catch_up_fire(p).await
+    }
+    async fn http_target_upsert(
+        &self,
+        p: kairos_store::HttpTargetUpsert,
+    ) -> kairos_store::Result<kairos_store::HttpTarget> {
+        self.inner.http_target_upsert(p).await
+    }
+    async fn http_target_get(
+        &self,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::HttpTarget>> {
+        self.inner.http_target_get(id).await
+    }
+    async fn job_prune(
+        &self,
+        p: kairos_store::JobPrune,
+    ) -> kairos_store::Result<kairos_store::JobPruned> {
+        self.inner.job_prune(p).await
+    }
+
+    // Audiences (seed 003): plain delegation.
+    async fn recipient_upsert(
+        &self,
+        p: kairos_store::RecipientUpsert,
+    ) -> kairos_store::Result<kairos_store::Recipient> {
+        self.inner.recipient_upsert(p).await
+    }
+    async fn recipient_upsert_many(
+        &self,
+        p: Vec<kairos_store::RecipientUpsert>,
+    ) -> kairos_store::Result<u64> {
+        self.inner.recipient_upsert_many(p).await
+    }
+    async fn recipient_get(
+        &self,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Recipient>> {
+        self.inner.recipient_get(id).await
+    }
+    async fn recipient_list(
+        &self,
+        p: kairos_store::RecipientList,
+    ) -> kairos_store::Result<Vec<kairos_store::Recipient>> {
+        self.inner.recipient_list(p).await
+    }
+    async fn topic_put(
+        &self,
+        p: kairos_store::TopicPut,
+    ) -> kairos_store::Result<kairos_store::Topic> {
+        self.inner.topic_put(p).await
+    }
+    async fn topic_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Topic>> {
+        self.inner.topic_get(name).await
+    }
+    async fn topic_list(&self) -> kairos_store::Result<Vec<kairos_store::Topic>> {
+        self.inner.topic_list().await
+    }
+    async fn subscription_put(
+        &self,
+        p: kairos_store::SubscriptionPut,
+    ) -> kairos_store::Result<kairos_store::Subscription> {
+        self.inner.subscription_put(p).await
+    }
+    async fn subscription_get(
+        &self,
+        r: &str,
+        t: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Subscription>> {
+        self.inner.subscription_get(r, t).await
+    }
+    async fn subscription_list(
+        &self,
+        p: kairos_store::SubscriptionList,
+    ) -> kairos_store::Result<Vec<kairos_store::Subscription>> {
+        self.inner.subscription_list(p).await
+    }
+    async fn inbound_event_record(
+        &self,
+        p: kairos_store::InboundEventRecord,
+    ) -> kairos_store::Result<kairos_store::InboundEventRecorded> {
+        self.inner.inbound_event_record(p).await
+    }
+    async fn inbound_event_get(
+        &self,
+        source: &str,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::InboundEvent>> {
+        self.inner.inbound_event_get(source, id).await
+    }
+    async fn suppression_apply(
+        &self,
+        p: kairos_store::SuppressionApply,
+    ) -> kairos_store::Result<kairos_store::SuppressionApplied> {
+        self.inner.suppression_apply(p).await
+    }
+    async fn suppression_list(
+        &self,
+        p: kairos_store::SuppressionList,
+    ) -> kairos_store::Result<Vec<kairos_store::Suppression>> {
+        self.inner.suppression_list(p).await
+    }
+    async fn suppression_remove(
+        &self,
+        p: kairos_store::SuppressionRemove,
+    ) -> kairos_store::Result<bool> {
+        self.inner.suppression_remove(p).await
+    }
+    async fn subscription_disable(
+        &self,
+        p: kairos_store::SubscriptionDisable,
+    ) -> kairos_store::Result<bool> {
+        self.inner.subscription_disable(p).await
+    }
+    async fn setting_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Setting>> {
+        self.inner.setting_get(name).await
+    }
+    async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
+        self.inner.setting_put(p).await
+    }
+    async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
+        self.inner.suppression_add(p).await
+    }
+    async fn suppression_get(
+        &self,
+        a: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Suppression>> {
+        self.inner.suppression_get(a).await
+    }
+    async fn expansion_begin(&self, p: kairos_store::ExpansionBegin) -> kairos_store::Result<bool> {
+        self.inner.expansion_begin(p).await
+    }
+    async fn expansion_pending(
+        &self,
+        limit: i64,
+    ) -> kairos_store::Result<Vec<kairos_store::Expansion>> {
+        self.inner.expansion_pending(limit).await
+    }
+    async fn expansion_get(
+        &self,
+        s: &str,
+        p: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Expansion>> {
+        self.inner.expansion_get(s, p).await
+    }
+    async fn expansion_advance(
+        &self,
+        p: kairos_store::ExpansionAdvance,
+    ) -> kairos_store::Result<Option<Vec<String>>> {
+        self.inner.expansion_advance(p).await
+    }
+    async fn exposure_counts(
+        &self,
+        topic: &str,
+    ) -> kairos_store::Result<Vec<kairos_store::ExposureCount>> {
+        self.inner.exposure_counts(topic).await
+    }
+    async fn occurrence_list(
+        &self,
+        p: kairos_store::OccurrenceList,
+    ) -> kairos_store::Result<Vec<kairos_store::OccurrenceCount>> {
+        self.inner.occurrence_list(p).await
     }
 }

@@ -1,4 +1,5 @@
-//! `GET /healthz` (the process answers) and `GET /readyz` (the database answers). No token.
+//! `GET /healthz` (the process answers) and `GET /readyz` (the database answers and its
+//! schema is current). No token.
 
 use crate::AppState;
 use crate::problem::Problem;
@@ -24,44 +25,52 @@ pub async fn healthz() -> Json<Status> {
     })
 }
 
-/// Readiness: the database answers a query.
+/// Readiness: the database answers, and its schema is current (no embedded migration is
+/// pending — a node of a newer version waits until `kairos migrate` ran). A maintenance
+/// flag, when one exists, is checked here too.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
-        (status = 200, description = "The database answers", body = Status),
-        (status = 503, description = "The database does not answer", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 200, description = "Ready: the database answers and is migrated", body = Status),
+        (status = 503, description = "The database does not answer, or migrations are pending",
+            body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let probe = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        state.kairos.store().job_next_run_at(),
-    )
-    .await;
+    let store = state.kairos.store();
+    let probe =
+        tokio::time::timeout(std::time::Duration::from_secs(5), store.migration_pending()).await;
     match probe {
-        Ok(Ok(_)) => (
+        Ok(Ok(pending)) if pending.is_empty() => (
             StatusCode::OK,
             Json(Status {
                 status: "ok".into(),
             }),
         )
             .into_response(),
+        Ok(Ok(pending)) => {
+            let versions: Vec<String> = pending.iter().map(i64::to_string).collect();
+            tracing::warn!(pending = %versions.join(","), "not ready: migrations pending");
+            unavailable(&format!(
+                "database migrations pending: {}; run `kairos migrate`",
+                versions.join(", ")
+            ))
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness probe failed");
-            unavailable()
+            unavailable("the database does not answer")
         }
         Err(_) => {
             tracing::warn!("readiness probe timed out");
-            unavailable()
+            unavailable("the database does not answer")
         }
     }
 }
 
-fn unavailable() -> Response {
+fn unavailable(detail: &str) -> Response {
     Problem::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "unavailable",
         "Service unavailable",
-        "the database does not answer",
+        detail,
     )
     .into_response()
 }

@@ -38,7 +38,10 @@ pub async fn full_view(state: &AppState, s: &Schedule) -> ApiResult<ScheduleView
         None => None,
     };
     let upcoming = state.kairos.schedule_upcoming(s, UPCOMING);
-    Ok(ScheduleView::new(s, ep.as_ref()).with_upcoming(&upcoming))
+    let catch_up = state.kairos.schedule_catch_ups(&s.id).await?;
+    Ok(ScheduleView::new(s, ep.as_ref())
+        .with_upcoming(&upcoming)
+        .with_catch_up(catch_up.into_iter().map(|c| c.at).collect()))
 }
 
 /// Create a schedule. Its first firing is the first at or after now.

@@ -1,0 +1,69 @@
+//! The `file` transport: each message is an RFC 5322 `.eml` file in the outbox directory,
+//! named after the job id. The file is written to a temporary name and renamed, so a reader
+//! never sees half a message, and a retry of the same job replaces its own file instead of
+//! adding a second one.
+
+use super::{EmailMessage, SendReport, build_message};
+use kairos_core::{Failure, Outcome};
+use std::path::{Path, PathBuf};
+
+/// Writes `.eml` files.
+#[derive(Debug, Clone)]
+pub struct FileTransport {
+    dir: PathBuf,
+}
+
+impl FileTransport {
+    /// A transport writing to `dir` (created on first send).
+    pub fn new(dir: PathBuf) -> Self {
+        FileTransport { dir }
+    }
+
+    /// The outbox directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Write one message.
+    pub async fn send(&self, m: &EmailMessage) -> SendReport {
+        let msg = match build_message(m) {
+            Ok(msg) => msg,
+            Err(f) => return SendReport::failed(f),
+        };
+        // Job ids are `[a-z_0-9]`; anything else would be a path trick, refused.
+        if m.id.is_empty()
+            || !m
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return SendReport::failed(Failure::permanent("message id is not a safe file name"));
+        }
+        let bytes = msg.formatted();
+        let dir = self.dir.clone();
+        let id = m.id.clone();
+        let written = tokio::task::spawn_blocking(move || -> std::io::Result<PathBuf> {
+            std::fs::create_dir_all(&dir)?;
+            let tmp = dir.join(format!(".{id}.eml.tmp"));
+            let path = dir.join(format!("{id}.eml"));
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::rename(&tmp, &path)?;
+            Ok(path)
+        })
+        .await;
+        match written {
+            Ok(Ok(path)) => SendReport::of(Outcome::Delivered {
+                provider_id: path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                status_code: None,
+                response: None,
+            }),
+            // A full disk or a permission problem may be fixed by the operator: transient.
+            Ok(Err(e)) => SendReport::failed(Failure::transient(format!(
+                "writing the outbox file failed: {e}"
+            ))),
+            Err(e) => {
+                SendReport::failed(Failure::transient(format!("the writer task failed: {e}")))
+            }
+        }
+    }
+}

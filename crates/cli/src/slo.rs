@@ -1,0 +1,70 @@
+//! `kairos slo`: the SLO report in the terminal — the same checks the monitor runs and
+//! `GET /v1/slo` shows (S3-15, S3-16, S4-10).
+//!
+//! A warning is not a failure (S3-17): the exit status is 0 with or without warnings, so a CI
+//! job or a cron wrapper does not go red on a breach. It is 2 when the store cannot be
+//! reached (or the configuration is wrong), 1 for other errors.
+
+use crate::common::{CliError, CliResult, GlobalArgs, chain, open_store, print_json, print_table};
+use kairos_core::{Clock, SystemClock};
+use kairos_engine::monitor::Monitor;
+use kairos_server::monitoring::monitor_config;
+use kairos_server::routes::slo::SloView;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long to wait for the database before saying it cannot be reached.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn unreachable(detail: String) -> CliError {
+    CliError::usage("database", format!("cannot reach the store: {detail}"))
+}
+
+/// Print the report (a table, or JSON with `--json`).
+pub async fn run(global: &GlobalArgs) -> CliResult {
+    let cfg = global.load_config(None)?;
+    let mcfg = monitor_config(&cfg)?;
+    let db = match tokio::time::timeout(CONNECT_TIMEOUT, open_store(&cfg)).await {
+        Ok(Ok(db)) => db,
+        Ok(Err(e)) => return Err(unreachable(e.to_string())),
+        Err(_) => {
+            return Err(unreachable(format!(
+                "no answer within {}s",
+                CONNECT_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let monitor = Monitor::new(mcfg, db.store(), clock.clone())?;
+    let report = monitor.report(clock.now()).await;
+    db.close().await;
+    let report = report.map_err(|e| unreachable(chain(&e)))?;
+    let view = SloView::from(&report);
+    if global.json {
+        return print_json(&view);
+    }
+    let rows: Vec<Vec<String>> = view
+        .checks
+        .iter()
+        .map(|c| {
+            vec![
+                c.check.clone(),
+                c.subject.clone().unwrap_or_else(|| "-".into()),
+                c.status.clone(),
+                c.since.clone().unwrap_or_else(|| "-".into()),
+                c.message.clone(),
+            ]
+        })
+        .collect();
+    print_table(&["CHECK", "SUBJECT", "STATUS", "SINCE", "MESSAGE"], &rows);
+    println!();
+    if view.warnings > 0 {
+        println!(
+            "{} warning(s) at {} — warnings, not failures (exit status 0)",
+            view.warnings, view.at
+        );
+    } else {
+        println!("all checks ok at {}", view.at);
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Email set-up from the configuration (`KAIROS_EMAIL_*`) and `kairos template preview`:
+//! render a topic's mail for one recipient exactly as the `email` handler would, without
+//! sending it.
+
+use crate::common::*;
+use kairos_channels::email::resend::{DEFAULT_API_URL, ResendConfig};
+use kairos_channels::email::unsubscribe::UnsubscribeKey;
+use kairos_channels::email::{EmailTransport, TransportConfig, template};
+use kairos_engine::handlers::email::EmailConfig;
+use kairos_server::config::Config;
+use std::time::Duration;
+
+/// The configured transport and email settings.
+pub fn email_setup(cfg: &Config) -> CliResult<(EmailTransport, EmailConfig)> {
+    let transport = match cfg.email_transport.as_str() {
+        "smtp" => TransportConfig::Smtp {
+            url: cfg.smtp_url.clone().unwrap_or_default(),
+            timeout: Duration::from_secs(30),
+        },
+        "resend" => TransportConfig::Resend(ResendConfig {
+            api_url: cfg
+                .resend_api_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_API_URL.into()),
+            ..ResendConfig::new(cfg.resend_api_key.clone().unwrap_or_default())
+        }),
+        _ => TransportConfig::File {
+            dir: cfg.data_dir.join("outbox"),
+        },
+    };
+    let transport = EmailTransport::new(transport)
+        .map_err(|e| CliError::runtime("could not set up the email transport", &e))?;
+    let public_url = cfg
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", cfg.listen));
+    let email = EmailConfig {
+        from: cfg
+            .email_from
+            .clone()
+            .unwrap_or_else(|| EmailConfig::default().from),
+        public_url,
+        unsubscribe_key: cfg
+            .unsubscribe_secret
+            .as_deref()
+            .and_then(UnsubscribeKey::new),
+        settings_url: cfg.settings_url.clone(),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    };
+    Ok((transport, email))
+}
+
+/// `kairos template …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum TemplateCmd {
+    /// Render a topic's mail for a recipient (subject, text, HTML), without sending it.
+    Preview {
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// The recipient id (default: the sample context used when topics are saved).
+        #[arg(long)]
+        recipient: Option<String>,
+        /// The variant to render (default: the topic's own templates).
+        #[arg(long)]
+        variant: Option<String>,
+        /// The period key (default `2026-W01`).
+        #[arg(long, default_value = "2026-W01")]
+        period: String,
+        /// The target.
+        #[arg(long)]
+        target: Option<String>,
+    },
+}
+
+/// Run a template command.
+pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
+    let cfg = global.load_config(None)?;
+    let k = open_kairos(&cfg).await?;
+    let TemplateCmd::Preview {
+        topic,
+        recipient,
+        variant,
+        period,
+        target,
+    } = cmd;
+    let t = k
+        .topic_get(&topic)
+        .await
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    let v = match &variant {
+        Some(name) => Some(t.variants.iter().find(|v| &v.name == name).ok_or_else(|| {
+            CliError::usage(
+                "variant",
+                format!("topic {topic:?} has no variant {name:?}"),
+            )
+        })?),
+        None => None,
+    };
+    let ctx = match &recipient {
+        None => template::sample_context(),
+        Some(id) => {
+            let r = k
+                .recipient_get(id)
+                .await
+                .map_err(|e| CliError::Runtime(e.to_string()))?;
+            template::context(&serde_json::json!({
+                "recipient": {"id": r.id, "email": r.email, "timezone": r.timezone,
+                              "locale": r.locale, "attributes": r.attributes},
+                "target": target,
+                "period": {"key": period, "fire_at": null},
+                "topic": topic,
+                "variant": variant,
+                "payload": {"topic": topic, "recipient_id": r.id, "target": target},
+                "unsubscribe_url": format!("{}/unsubscribe?token=preview",
+                    cfg.public_url.clone().unwrap_or_else(|| format!("http://{}", cfg.listen))),
+            }))
+        }
+    };
+    let subject = v.and_then(|v| v.subject.as_deref()).unwrap_or(&t.subject);
+    let html = v.and_then(|v| v.html.as_deref()).or(t.html.as_deref());
+    let text = v.and_then(|v| v.text.as_deref()).or(t.text.as_deref());
+    let render = |f: &str, s: &str| {
+        template::render(f, s, &ctx).map_err(|e| CliError::usage(e.field.clone(), e.reason))
+    };
+    println!("Subject: {}", render("subject", subject)?);
+    if let Some(t) = text {
+        println!("\n--- text ---\n{}", render("text", t)?);
+    }
+    if let Some(h) = html {
+        println!("\n--- html ---\n{}", render("html", h)?);
+    }
+    Ok(())
+}

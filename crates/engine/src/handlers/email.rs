@@ -1,0 +1,251 @@
+//! The `email` kind (seed 003): one mail to one recipient about one topic.
+//!
+//! The job holds ids only — `topic`, `recipient_id`, `target`, `channel`, `variant` (S3-8).
+//! When it runs, the handler reads, in order, and ends `skipped` with the reason (not
+//! `failed`) when the recipient is no longer entitled (S3-7):
+//!
+//! 1. the recipient (`recipient_missing`, `recipient_inactive`);
+//! 2. the subscription (`unsubscribed`: gone or disabled);
+//! 3. the suppression list (`suppressed`);
+//! 4. the topic's entitlement URL, if it has one (`not_entitled`).
+//!
+//! It then renders the topic's templates (strict: a missing variable fails the job, it does
+//! not send a blank), adds the unsubscribe headers (S3-18) and the `topic`/`variant` tags
+//! (S3-19), and sends through the configured transport with the job id as the message's id
+//! (`Idempotency-Key` on Resend). An SMTP 550 suppresses the address (`hard_bounce`).
+//! Nothing here logs an address.
+
+use crate::handler::{Handler, JobContext};
+use async_trait::async_trait;
+use kairos_channels::email::entitlement::{Entitlement, EntitlementChecker};
+use kairos_channels::email::template;
+use kairos_channels::email::unsubscribe::UnsubscribeKey;
+use kairos_channels::email::{EmailMessage, EmailTransport};
+use kairos_core::{Failure, Job, Outcome};
+use kairos_store::{RecipientState, Store, SuppressionAdd, Topic};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Email settings (`KAIROS_EMAIL_*`, `KAIROS_PUBLIC_URL`, `KAIROS_UNSUBSCRIBE_SECRET`).
+#[derive(Debug, Clone)]
+pub struct EmailConfig {
+    /// `From` of every mail (`KAIROS_EMAIL_FROM`).
+    pub from: String,
+    /// Base of links in mails (`KAIROS_PUBLIC_URL`), without a trailing slash.
+    pub public_url: String,
+    /// The one-click unsubscribe key; `None`: mails link to `settings_url` instead (S3-18).
+    pub unsubscribe_key: Option<UnsubscribeKey>,
+    /// Where recipients manage their subscriptions (default `{public_url}/settings`).
+    pub settings_url: Option<String>,
+    /// Default timeout of a topic's entitlement question. Default 5 s.
+    pub entitlement_timeout: Duration,
+    /// Allow entitlement URLs on private and loopback addresses.
+    pub allow_private_targets: bool,
+}
+
+impl Default for EmailConfig {
+    fn default() -> Self {
+        EmailConfig {
+            from: "kairos <kairos@localhost>".into(),
+            public_url: "http://127.0.0.1:8080".into(),
+            unsubscribe_key: None,
+            settings_url: None,
+            entitlement_timeout: Duration::from_secs(5),
+            allow_private_targets: false,
+        }
+    }
+}
+
+/// Sends email jobs.
+pub struct EmailHandler {
+    store: Arc<dyn Store>,
+    transport: EmailTransport,
+    cfg: EmailConfig,
+    entitlement: EntitlementChecker,
+}
+
+impl EmailHandler {
+    /// A handler sending through `transport`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        transport: EmailTransport,
+        cfg: EmailConfig,
+    ) -> Result<Self, kairos_channels::Error> {
+        let entitlement = EntitlementChecker::new(cfg.allow_private_targets)?;
+        Ok(EmailHandler {
+            store,
+            transport,
+            cfg,
+            entitlement,
+        })
+    }
+
+    /// The unsubscribe link and headers of a mail to `recipient_id` about `topic` (S3-18).
+    pub fn unsubscribe(&self, recipient_id: &str, topic: &str) -> (String, Vec<(String, String)>) {
+        let base = self.cfg.public_url.trim_end_matches('/');
+        match &self.cfg.unsubscribe_key {
+            Some(k) => {
+                let url = format!("{base}/unsubscribe?token={}", k.token(recipient_id, topic));
+                let headers = vec![
+                    ("List-Unsubscribe".into(), format!("<{url}>")),
+                    (
+                        "List-Unsubscribe-Post".into(),
+                        "List-Unsubscribe=One-Click".into(),
+                    ),
+                ];
+                (url, headers)
+            }
+            None => {
+                let url = self
+                    .cfg
+                    .settings_url
+                    .clone()
+                    .unwrap_or_else(|| format!("{base}/settings"));
+                (
+                    url.clone(),
+                    vec![("List-Unsubscribe".into(), format!("<{url}>"))],
+                )
+            }
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<Outcome, Failure> {
+        let p = &job.payload;
+        let field = |k: &str| p.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let (Some(topic_name), Some(rid)) = (field("topic"), field("recipient_id")) else {
+            return Err(Failure::permanent(
+                "email job payload needs \"topic\" and \"recipient_id\"",
+            ));
+        };
+        let store_err = |what: &str, e: kairos_store::Error| {
+            Failure::transient(format!("reading the {what} failed: {e}"))
+        };
+        let Some(r) = self
+            .store
+            .recipient_get(&rid)
+            .await
+            .map_err(|e| store_err("recipient", e))?
+        else {
+            return Ok(Outcome::Skipped("recipient_missing".into()));
+        };
+        if r.state != RecipientState::Active {
+            return Ok(Outcome::Skipped("recipient_inactive".into()));
+        }
+        let sub = self
+            .store
+            .subscription_get(&rid, &topic_name)
+            .await
+            .map_err(|e| store_err("subscription", e))?;
+        if !sub.as_ref().is_some_and(|s| s.enabled) {
+            return Ok(Outcome::Skipped("unsubscribed".into()));
+        }
+        if self
+            .store
+            .suppression_get(&r.email)
+            .await
+            .map_err(|e| store_err("suppression list", e))?
+            .is_some()
+        {
+            return Ok(Outcome::Skipped("suppressed".into()));
+        }
+        let topic = self
+            .store
+            .topic_get(&topic_name)
+            .await
+            .map_err(|e| store_err("topic", e))?
+            .ok_or_else(|| Failure::permanent(format!("topic {topic_name:?} does not exist")))?;
+        if let Some(url) = &topic.entitlement_url {
+            let timeout = topic
+                .entitlement_timeout_ms
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map(Duration::from_millis)
+                .unwrap_or(self.cfg.entitlement_timeout);
+            let q = json!({"recipient_id": rid, "topic": topic_name, "target": p.get("target"),
+                "period_key": job.period_key, "job_id": job.id});
+            match self.entitlement.ask(url, timeout, &q).await {
+                Entitlement::Yes => {}
+                Entitlement::No => return Ok(Outcome::Skipped("not_entitled".into())),
+                Entitlement::Unknown(f) => return Err(f),
+            }
+        }
+        let (unsubscribe_url, headers) = self.unsubscribe(&rid, &topic_name);
+        let variant = field("variant").filter(|v| topic.variants.iter().any(|x| &x.name == v));
+        let ctx = template::context(&json!({
+            "recipient": {"id": r.id, "email": r.email, "timezone": r.timezone,
+                          "locale": r.locale, "attributes": r.attributes},
+            "target": p.get("target"),
+            "period": {"key": job.period_key, "fire_at": job.fire_at},
+            "topic": topic_name,
+            "variant": variant,
+            "payload": p,
+            "unsubscribe_url": unsubscribe_url,
+        }));
+        let (subject, html, text) = pick_templates(&topic, variant.as_deref());
+        let render = |f: &str, src: &str| {
+            template::render(f, src, &ctx).map_err(|e| Failure::permanent(e.to_string()))
+        };
+        let mut tags = vec![("topic".to_string(), topic_name.clone())];
+        if let Some(v) = &variant {
+            tags.push(("variant".into(), v.clone()));
+        }
+        let msg = EmailMessage {
+            id: job.id.clone(),
+            from: self.cfg.from.clone(),
+            to: r.email.clone(),
+            subject: render("subject", subject)?,
+            html: html.map(|h| render("html", h)).transpose()?,
+            text: text.map(|t| render("text", t)).transpose()?,
+            headers,
+            tags,
+        };
+        let sent = self.transport.send(&msg).await;
+        if sent.hard_bounce {
+            let add = SuppressionAdd {
+                address: r.email.clone(),
+                reason: "hard_bounce".into(),
+                source_event_id: Some(job.id.clone()),
+                now: job.run_at.max(job.created_at),
+            };
+            match self.store.suppression_add(add).await {
+                Ok(_) => tracing::warn!(job_id = %job.id, recipient_id = %rid,
+                    "hard bounce: the recipient's address is suppressed"),
+                Err(e) => {
+                    tracing::error!(job_id = %job.id, error = %e, "suppressing a hard bounce failed")
+                }
+            }
+        }
+        Ok(sent.outcome)
+    }
+}
+
+/// The subject, HTML and text templates of `variant` (its own where it has them, the
+/// topic's otherwise).
+fn pick_templates<'a>(
+    topic: &'a Topic,
+    variant: Option<&str>,
+) -> (&'a str, Option<&'a str>, Option<&'a str>) {
+    let v = variant.and_then(|name| topic.variants.iter().find(|v| v.name == name));
+    (
+        v.and_then(|v| v.subject.as_deref())
+            .unwrap_or(&topic.subject),
+        v.and_then(|v| v.html.as_deref()).or(topic.html.as_deref()),
+        v.and_then(|v| v.text.as_deref()).or(topic.text.as_deref()),
+    )
+}
+
+#[async_trait]
+impl Handler for EmailHandler {
+    async fn handle(&self, job: &Job, _ctx: &JobContext) -> Outcome {
+        match self.run(job).await {
+            Ok(o) => o,
+            Err(f) => Outcome::Failed(f),
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        // The transport and the entitlement question have their own timeouts; this outer
+        // limit covers both plus reading the recipient.
+        self.transport.timeout() + self.cfg.entitlement_timeout.max(Duration::from_secs(30))
+    }
+}

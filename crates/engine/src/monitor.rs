@@ -1,0 +1,362 @@
+//! The monitor: SLO checks over the store, each a *warning* and never a failure (S3-17).
+//!
+//! - `failure_rate` per job kind (channel) over a window: failed / (succeeded + failed);
+//!   skipped and pending jobs are not in the denominator (S3-15); below a minimum sample a
+//!   kind has "insufficient data", not a warning.
+//! - `stuck_due`: jobs due for longer than a threshold and not claimed (S3-16).
+//! - `lease_expired`: jobs running past their lease by more than a grace (S3-16), on its own
+//!   axis.
+//! - `missed_firings`: for each active schedule, the firings its clock expected in the window
+//!   versus those materialized as jobs (S4-10).
+//! - Further checks plug in through [`ExtraCheck`] (the digest domain's "periods without an
+//!   artifact after their last catch-up", S4-10).
+//!
+//! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
+//! [`Monitor::run_once`], [`Monitor::run`]. A run evaluates the checks, records warning and
+//! recovery transitions in the store, logs them, counts them, and sends each once to the
+//! optional alert webhook ([`AlertSink`]). [`Monitor::report`] is the read-only evaluation the
+//! CLI (`kairos slo`) and the API (`GET /v1/slo`) show.
+
+mod alerts;
+mod checks;
+
+pub use alerts::{AlertChanges, AlertSink};
+pub use checks::MAX_EXPECTED_FIRINGS;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kairos_core::Clock;
+use kairos_store::{Leader, Store};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The built-in check names (the `check` label of `kairos_slo_warning`).
+pub mod names {
+    /// Failure rate per kind.
+    pub const FAILURE_RATE: &str = "failure_rate";
+    /// Due and not claimed for too long.
+    pub const STUCK_DUE: &str = "stuck_due";
+    /// Running past the lease.
+    pub const LEASE_EXPIRED: &str = "lease_expired";
+    /// Firings expected and not materialized.
+    pub const MISSED_FIRINGS: &str = "missed_firings";
+    /// All of them.
+    pub const ALL: &[&str] = &[FAILURE_RATE, STUCK_DUE, LEASE_EXPIRED, MISSED_FIRINGS];
+}
+
+/// Monitor settings. Every threshold has an environment variable in `kairos serve`
+/// (`KAIROS_SLO_…`, see docs/operations.md).
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// How often the checks run. Default 60 s.
+    pub interval: Duration,
+    /// The failure-rate window. Default 1 h.
+    pub window: Duration,
+    /// A kind's failure rate above this is a warning. Default 0.1 (10 %).
+    pub failure_rate: f64,
+    /// Fewest decided jobs (succeeded + failed) in the window for a rate to count. Default 20.
+    pub min_sample: u64,
+    /// A job due longer than this and not claimed is stuck. Default 1 h (S3-16).
+    pub stuck_after: Duration,
+    /// A running job this long past its lease end is stuck. Default 60 s.
+    pub lease_grace: Duration,
+    /// The missed-firings window. Default 24 h.
+    pub missed_window: Duration,
+    /// Firings more recent than this are not expected yet (the scheduler's lag). Default 5 min.
+    pub missed_grace: Duration,
+    /// Most schedules examined per run (newest first). Default 1000.
+    pub max_schedules: usize,
+    /// Checks turned off, by name.
+    pub disabled: Vec<String>,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            interval: Duration::from_secs(60),
+            window: Duration::from_secs(3600),
+            failure_rate: 0.1,
+            min_sample: 20,
+            stuck_after: Duration::from_secs(3600),
+            lease_grace: Duration::from_secs(60),
+            missed_window: Duration::from_secs(24 * 3600),
+            missed_grace: Duration::from_secs(300),
+            max_schedules: 1000,
+            disabled: Vec::new(),
+        }
+    }
+}
+
+impl MonitorConfig {
+    /// Check the settings; the error names the field.
+    pub fn validate(&self) -> Result<(), kairos_core::Error> {
+        use kairos_core::Error;
+        for (field, d) in [
+            ("monitor.interval", self.interval),
+            ("monitor.window", self.window),
+            ("monitor.stuck_after", self.stuck_after),
+            ("monitor.missed_window", self.missed_window),
+        ] {
+            if d.is_zero() {
+                return Err(Error::invalid(field, "must be more than 0"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.failure_rate) {
+            return Err(Error::invalid(
+                "monitor.failure_rate",
+                "must be between 0 and 1",
+            ));
+        }
+        if self.max_schedules == 0 {
+            return Err(Error::invalid(
+                "monitor.max_schedules",
+                "must be at least 1",
+            ));
+        }
+        if let Some(bad) = self
+            .disabled
+            .iter()
+            .find(|d| !names::ALL.contains(&d.as_str()))
+        {
+            return Err(Error::invalid(
+                "monitor.disabled",
+                format!("{bad:?} is not a check: use {}", names::ALL.join(", ")),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the check `name` runs.
+    pub fn enabled(&self, name: &str) -> bool {
+        !self.disabled.iter().any(|d| d == name)
+    }
+}
+
+/// The status of one check on one subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Within the objective.
+    Ok,
+    /// Outside it: a warning (never a failure, S3-17).
+    Warning,
+    /// Too few samples to judge.
+    InsufficientData,
+    /// The check could not be evaluated for this subject (its stored alert is kept as is).
+    Error,
+}
+
+/// One check's result on one subject (a kind, a schedule) or on the whole engine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    /// The check (`failure_rate`, `stuck_due`, …).
+    pub check: String,
+    /// What it is about: a job kind, a schedule id, or nothing for engine-wide checks.
+    pub subject: Option<String>,
+    /// Ok, warning, insufficient data, error.
+    pub status: CheckStatus,
+    /// The measured value (a rate, a count).
+    pub value: Option<f64>,
+    /// The threshold the value was compared with.
+    pub threshold: Option<f64>,
+    /// How many samples the value is over (decided jobs, expected firings).
+    pub sample: Option<i64>,
+    /// A sentence for people.
+    pub message: String,
+    /// While warning: since when (from the stored alert state).
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl CheckResult {
+    /// A result without value, threshold or sample.
+    pub fn new(
+        check: &str,
+        subject: Option<String>,
+        status: CheckStatus,
+        message: impl Into<String>,
+    ) -> Self {
+        CheckResult {
+            check: check.to_string(),
+            subject,
+            status,
+            value: None,
+            threshold: None,
+            sample: None,
+            message: message.into(),
+            since: None,
+        }
+    }
+
+    /// `check` or `check:subject`: the key of its alert state.
+    pub fn key(&self) -> String {
+        match &self.subject {
+            Some(s) => format!("{}:{s}", self.check),
+            None => self.check.clone(),
+        }
+    }
+}
+
+/// What the checks found at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SloReport {
+    /// When evaluated.
+    pub at: DateTime<Utc>,
+    /// How many results are warnings.
+    pub warnings: usize,
+    /// Every result, by check then subject.
+    pub checks: Vec<CheckResult>,
+}
+
+/// What one run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorReport {
+    /// The evaluation.
+    pub slo: SloReport,
+    /// Transitions recorded and delivered.
+    pub alerts: AlertChanges,
+}
+
+/// A check added by another part of kairos or by an embedding application — the hook for
+/// checks that need their own domain (e.g. artifact periods missing after their last
+/// catch-up, S4-10). Its results are alerted and shown like the built-in ones; its check
+/// names should be stable (they are metric labels and alert keys).
+#[async_trait]
+pub trait ExtraCheck: Send + Sync + 'static {
+    /// Evaluate at `now`; read only.
+    async fn evaluate(
+        &self,
+        store: &dyn Store,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<CheckResult>, kairos_store::Error>;
+}
+
+/// The monitor.
+#[derive(Clone)]
+pub struct Monitor {
+    cfg: MonitorConfig,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    leader: Leader,
+    sink: Option<AlertSink>,
+    extra: Vec<Arc<dyn ExtraCheck>>,
+}
+
+impl std::fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Monitor")
+            .field("cfg", &self.cfg)
+            .field("alerts", &self.sink.is_some())
+            .field("extra_checks", &self.extra.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Monitor {
+    /// A monitor over `store`, always leading, without an alert webhook.
+    pub fn new(
+        cfg: MonitorConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, kairos_core::Error> {
+        cfg.validate()?;
+        Ok(Monitor {
+            cfg,
+            store,
+            clock,
+            leader: Leader::always(),
+            sink: None,
+            extra: Vec::new(),
+        })
+    }
+
+    /// Run (in [`Monitor::run`]) only while `leader` leads.
+    pub fn with_leader(mut self, leader: Leader) -> Self {
+        self.leader = leader;
+        self
+    }
+
+    /// Send warnings and recoveries to `sink`.
+    pub fn with_alerts(mut self, sink: AlertSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Add a check.
+    pub fn with_check(mut self, check: Arc<dyn ExtraCheck>) -> Self {
+        self.extra.push(check);
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MonitorConfig {
+        &self.cfg
+    }
+
+    /// Evaluate every enabled check at `now`. Reads only.
+    pub async fn evaluate(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
+        let store = self.store.as_ref();
+        let mut checks = Vec::new();
+        if self.cfg.enabled(names::FAILURE_RATE) {
+            checks.extend(checks::failure_rate(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::STUCK_DUE) || self.cfg.enabled(names::LEASE_EXPIRED) {
+            checks.extend(checks::stuck(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::MISSED_FIRINGS) {
+            checks.extend(checks::missed_firings(&self.cfg, store, now).await?);
+        }
+        for extra in &self.extra {
+            checks.extend(extra.evaluate(store, now).await?);
+        }
+        let warnings = checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Warning)
+            .count();
+        Ok(SloReport {
+            at: now,
+            warnings,
+            checks,
+        })
+    }
+
+    /// [`evaluate`](Self::evaluate), with each warning's `since` from the stored alert state:
+    /// what `kairos slo` and `GET /v1/slo` show. Reads only.
+    pub async fn report(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
+        let mut report = self.evaluate(now).await?;
+        let stored = self.store.slo_alert_list().await?;
+        for c in &mut report.checks {
+            let key = c.key();
+            c.since = stored
+                .iter()
+                .find(|a| a.key == key && a.active && c.status == CheckStatus::Warning)
+                .map(|a| a.since);
+        }
+        Ok(report)
+    }
+
+    /// One run at `now`: evaluate, record transitions, alert.
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<MonitorReport, kairos_store::Error> {
+        let slo = self.evaluate(now).await?;
+        let alerts =
+            alerts::reconcile(self.store.as_ref(), self.sink.as_ref(), &slo.checks, now).await?;
+        Ok(MonitorReport { slo, alerts })
+    }
+
+    /// Run until `cancel`: every interval, a run if this node is the leader. A failed run is
+    /// logged and the loop goes on (a monitor must never take the engine down, S3-17).
+    pub async fn run(&self, cancel: CancellationToken) {
+        loop {
+            if self.leader.is_leader()
+                && let Err(e) = self.run_once(self.clock.now()).await
+            {
+                tracing::error!(error = %e, "monitor run failed");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(self.cfg.interval) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The built-in SLO checks. Each reads the store at `now` and returns results; none writes.
+
+use super::{CheckResult, CheckStatus, MonitorConfig, names};
+use chrono::{DateTime, Utc};
+use kairos_core::schedule::parse_timezone;
+use kairos_store::{JobBacklog, JobCountFinished, ScheduleFireTimes, ScheduleList, Store};
+use std::collections::{BTreeMap, HashSet};
+
+/// Most expected firings counted per schedule and window: an every-second schedule over a day
+/// would be 86,400; past this bound the count says "at least".
+pub const MAX_EXPECTED_FIRINGS: usize = 10_000;
+
+fn dur(d: std::time::Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+fn human(d: std::time::Duration) -> String {
+    kairos_core::retry::format_duration(d)
+}
+
+/// Failure rate per kind over the window: failed / (succeeded + failed), counting jobs that
+/// reached a final state in the window. Skipped, cancelled and pending (available, running)
+/// jobs are not in the denominator (S3-15). Below `min_sample` decided jobs a kind has
+/// "insufficient data", never a warning.
+pub(super) async fn failure_rate(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let since = now - dur(cfg.window);
+    let counts = store
+        .job_count_finished(JobCountFinished {
+            since,
+            until: now + chrono::Duration::milliseconds(1),
+        })
+        .await?;
+    // kind -> (succeeded, failed)
+    let mut by_kind: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    for c in counts {
+        let e = by_kind.entry(c.kind).or_default();
+        match c.state.as_str() {
+            "succeeded" => e.0 += c.count,
+            "dead" => e.1 += c.count,
+            _ => {} // skipped, cancelled: not decided deliveries (S3-15)
+        }
+    }
+    by_kind.retain(|_, (ok, failed)| *ok + *failed > 0);
+    if by_kind.is_empty() {
+        return Ok(vec![CheckResult::new(
+            names::FAILURE_RATE,
+            None,
+            CheckStatus::InsufficientData,
+            format!(
+                "no job succeeded or failed in the last {}",
+                human(cfg.window)
+            ),
+        )]);
+    }
+    Ok(by_kind
+        .into_iter()
+        .map(|(kind, (ok, failed))| {
+            let decided = ok + failed;
+            let rate = failed as f64 / decided as f64;
+            let text = format!(
+                "{failed} of {decided} decided {kind} jobs failed in the last {} ({:.1}%; threshold {:.1}%)",
+                human(cfg.window),
+                rate * 100.0,
+                cfg.failure_rate * 100.0
+            );
+            let status = if (decided as u64) < cfg.min_sample {
+                CheckStatus::InsufficientData
+            } else if rate > cfg.failure_rate {
+                CheckStatus::Warning
+            } else {
+                CheckStatus::Ok
+            };
+            let mut r = CheckResult::new(names::FAILURE_RATE, Some(kind), status, text);
+            r.value = Some(rate);
+            r.threshold = Some(cfg.failure_rate);
+            r.sample = Some(decided);
+            r
+        })
+        .collect())
+}
+
+/// Stuck work on two axes (S3-16): jobs due longer than `stuck_after` and not claimed, and
+/// jobs still running more than `lease_grace` after their lease ended (the rescuer should
+/// have returned them: it is not running, or cannot write).
+pub(super) async fn stuck(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let b = store
+        .job_backlog(JobBacklog {
+            now,
+            stuck_before: now - dur(cfg.stuck_after),
+            lease_expired_before: now - dur(cfg.lease_grace),
+        })
+        .await?;
+    let mut out = Vec::new();
+    if cfg.enabled(names::STUCK_DUE) {
+        let (status, text) = if b.stuck > 0 {
+            let oldest = b
+                .oldest_due_at
+                .map(|t| format!(", the oldest due since {}", t.to_rfc3339()))
+                .unwrap_or_default();
+            (
+                CheckStatus::Warning,
+                format!(
+                    "{} jobs due for more than {} and not claimed{oldest}",
+                    b.stuck,
+                    human(cfg.stuck_after)
+                ),
+            )
+        } else {
+            (
+                CheckStatus::Ok,
+                format!(
+                    "no job due for more than {} ({} due now)",
+                    human(cfg.stuck_after),
+                    b.due
+                ),
+            )
+        };
+        let mut r = CheckResult::new(names::STUCK_DUE, None, status, text);
+        r.value = Some(b.stuck as f64);
+        r.threshold = Some(cfg.stuck_after.as_secs_f64());
+        out.push(r);
+    }
+    if cfg.enabled(names::LEASE_EXPIRED) {
+        let (status, text) = if b.lease_expired > 0 {
+            (
+                CheckStatus::Warning,
+                format!(
+                    "{} jobs running more than {} past their lease (is the rescuer running?)",
+                    b.lease_expired,
+                    human(cfg.lease_grace)
+                ),
+            )
+        } else {
+            (CheckStatus::Ok, "no job running past its lease".to_string())
+        };
+        let mut r = CheckResult::new(names::LEASE_EXPIRED, None, status, text);
+        r.value = Some(b.lease_expired as f64);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Missed firings (S4-10): for each active schedule, the firings its clock expected in the
+/// window (from its creation on, up to `missed_grace` ago so that a firing the scheduler is
+/// about to take is not counted) versus the distinct firings materialized as jobs. Firings a
+/// misfire policy dropped, and firings while the scheduler did not run, are missed.
+pub(super) async fn missed_firings(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let schedules = store
+        .schedule_list(ScheduleList {
+            state: Some("active".into()),
+            limit: Some(cfg.max_schedules as i64),
+        })
+        .await?;
+    let until = now - dur(cfg.missed_grace);
+    let mut out = Vec::new();
+    for s in schedules {
+        let since = (now - dur(cfg.missed_window)).max(s.created_at);
+        if until <= since {
+            continue;
+        }
+        let subject = Some(s.id.clone());
+        let tz = match parse_timezone(&s.timezone) {
+            Ok(tz) => tz,
+            Err(e) => {
+                out.push(CheckResult::new(
+                    names::MISSED_FIRINGS,
+                    subject,
+                    CheckStatus::Error,
+                    format!("schedule {:?}: {}", s.name, e.reason()),
+                ));
+                continue;
+            }
+        };
+        let expected = s
+            .spec
+            .firings_between(tz, since, until, MAX_EXPECTED_FIRINGS);
+        if expected.is_empty() {
+            continue;
+        }
+        let made: HashSet<DateTime<Utc>> = store
+            .schedule_fire_times(ScheduleFireTimes {
+                schedule_id: s.id.clone(),
+                since,
+                until,
+            })
+            .await?
+            .into_iter()
+            .collect();
+        let missing: Vec<&DateTime<Utc>> = expected.iter().filter(|t| !made.contains(t)).collect();
+        let (status, text) = match missing.first() {
+            Some(first) => (
+                CheckStatus::Warning,
+                format!(
+                    "schedule {:?}: {} of {} firings expected in the last {} were not materialized (first missed: {})",
+                    s.name,
+                    missing.len(),
+                    expected.len(),
+                    human(cfg.missed_window),
+                    first.to_rfc3339()
+                ),
+            ),
+            None => (
+                CheckStatus::Ok,
+                format!(
+                    "schedule {:?}: all {} expected firings materialized",
+                    s.name,
+                    expected.len()
+                ),
+            ),
+        };
+        let mut r = CheckResult::new(names::MISSED_FIRINGS, subject, status, text);
+        r.value = Some(missing.len() as f64);
+        r.sample = Some(expected.len() as i64);
+        out.push(r);
+    }
+    Ok(out)
+}

@@ -1,0 +1,501 @@
+//! Operations on audiences (seed 003): recipients, topics, subscriptions, occurrences, and the
+//! audience branch of schedules (`kind: email` with a `topic`). Validation is here, shared by
+//! the API and the CLI; the error names the field.
+
+use super::{Kairos, tz_of};
+use crate::error::OpsError;
+use chrono::{DateTime, Utc};
+use kairos_core::JobKind;
+use kairos_core::schedule::parse_timezone;
+use kairos_store::*;
+use serde::Deserialize;
+
+/// A recipient (`PUT /v1/recipients/{id}`, and each item of the bulk upsert).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RecipientBody))]
+#[serde(deny_unknown_fields)]
+pub struct NewRecipient {
+    /// The id (bulk upsert only; the path gives it otherwise).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Email address.
+    pub email: String,
+    /// IANA time zone (default `UTC`).
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Locale (`ja-JP`).
+    #[serde(default)]
+    pub locale: Option<String>,
+    /// Free attributes for templates (a JSON object).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub attributes: Option<serde_json::Value>,
+    /// `active` (default) or `disabled`.
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// One A/B variant of a topic.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = VariantBody))]
+#[serde(deny_unknown_fields)]
+pub struct NewVariant {
+    /// Name (`[A-Za-z0-9_-]`, the `variant` tag).
+    pub name: String,
+    /// Relative weight (default 1).
+    #[serde(default)]
+    pub weight: Option<u32>,
+    /// Subject template of this variant.
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// HTML template of this variant.
+    #[serde(default)]
+    pub html: Option<String>,
+    /// Text template of this variant.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// A topic (`PUT /v1/topics/{name}`).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = TopicBody))]
+#[serde(deny_unknown_fields)]
+pub struct NewTopic {
+    /// Subject template (minijinja).
+    pub subject: String,
+    /// HTML template.
+    #[serde(default)]
+    pub html: Option<String>,
+    /// Text template.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A/B variants.
+    #[serde(default)]
+    pub variants: Vec<NewVariant>,
+    /// Asked at send time whether the recipient is still entitled (yes/no).
+    #[serde(default)]
+    pub entitlement_url: Option<String>,
+    /// Timeout of that question in milliseconds (default 5000).
+    #[serde(default)]
+    pub entitlement_timeout_ms: Option<i64>,
+}
+
+/// A subscription (`PUT /v1/subscriptions/{recipient_id}/{topic}`).
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = SubscriptionBody))]
+#[serde(deny_unknown_fields)]
+pub struct NewSubscription {
+    /// Channels (default `["email"]`).
+    #[serde(default)]
+    pub channels: Option<Vec<String>>,
+    /// What the mail is about (the seed's target).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Delivered (default true).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// Most recipients in one bulk upsert.
+pub const MAX_BULK: usize = 10_000;
+const MAX_ID: usize = 200;
+const MAX_ATTRIBUTES: usize = 64 * 1024;
+
+fn check_id(field: &str, id: &str) -> Result<(), OpsError> {
+    if id.is_empty() || id.len() > MAX_ID || id.chars().any(|c| c.is_control() || c == '/') {
+        return Err(OpsError::invalid(
+            field,
+            format!("must be 1 to {MAX_ID} characters, without '/' or control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A topic name: 1–64 of `[a-z0-9_-]` (it travels as a Resend tag value).
+pub fn check_topic_name(field: &str, name: &str) -> Result<(), OpsError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !ok {
+        return Err(OpsError::invalid(
+            field,
+            "must be 1 to 64 characters of a-z, 0-9, '_' and '-'",
+        ));
+    }
+    Ok(())
+}
+
+fn check_email(field: &str, email: &str) -> Result<String, OpsError> {
+    let e = email.trim();
+    let valid = e.len() <= 254
+        && !e
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "<>,;\"".contains(c))
+        && e.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.contains('@')
+        });
+    if !valid {
+        // The value is not repeated back: it is personal data.
+        return Err(OpsError::invalid(field, "is not an email address"));
+    }
+    Ok(e.to_string())
+}
+
+impl Kairos {
+    fn recipient_params(
+        &self,
+        field: &str,
+        id: &str,
+        r: NewRecipient,
+        now: DateTime<Utc>,
+    ) -> Result<RecipientUpsert, OpsError> {
+        check_id(&format!("{field}id"), id)?;
+        let email = check_email(&format!("{field}email"), &r.email)?;
+        let timezone = r.timezone.unwrap_or_else(|| "UTC".into());
+        parse_timezone(&timezone)
+            .map_err(|e| OpsError::invalid(format!("{field}timezone"), e.to_string()))?;
+        let attributes = r.attributes.unwrap_or_else(|| serde_json::json!({}));
+        if !attributes.is_object() {
+            return Err(OpsError::invalid(
+                format!("{field}attributes"),
+                "must be a JSON object",
+            ));
+        }
+        if attributes.to_string().len() > MAX_ATTRIBUTES {
+            return Err(OpsError::invalid(
+                format!("{field}attributes"),
+                format!("larger than {MAX_ATTRIBUTES} bytes"),
+            ));
+        }
+        let state = match r.state.as_deref() {
+            None | Some("active") => RecipientState::Active,
+            Some("disabled") => RecipientState::Disabled,
+            Some(_) => {
+                return Err(OpsError::invalid(
+                    format!("{field}state"),
+                    "must be \"active\" or \"disabled\"",
+                ));
+            }
+        };
+        Ok(RecipientUpsert {
+            id: id.to_string(),
+            email,
+            timezone,
+            locale: r.locale,
+            attributes,
+            state,
+            now,
+        })
+    }
+
+    /// Create or replace a recipient.
+    pub async fn recipient_put(&self, id: &str, r: NewRecipient) -> Result<Recipient, OpsError> {
+        if r.id.as_deref().is_some_and(|b| b != id) {
+            return Err(OpsError::invalid("id", "differs from the id in the path"));
+        }
+        let p = self.recipient_params("", id, r, self.clock.now())?;
+        Ok(self.store.recipient_upsert(p).await?)
+    }
+
+    /// Create or replace many recipients in one transaction (all or nothing: one invalid
+    /// item rejects the batch, naming it as `recipients[i].field`).
+    pub async fn recipient_put_many(&self, rs: Vec<NewRecipient>) -> Result<u64, OpsError> {
+        if rs.is_empty() || rs.len() > MAX_BULK {
+            return Err(OpsError::invalid(
+                "recipients",
+                format!("must hold 1 to {MAX_BULK} recipients"),
+            ));
+        }
+        let now = self.clock.now();
+        let mut ps = Vec::with_capacity(rs.len());
+        for (i, mut r) in rs.into_iter().enumerate() {
+            let field = format!("recipients[{i}].");
+            let id =
+                r.id.take()
+                    .ok_or_else(|| OpsError::invalid(format!("{field}id"), "is required"))?;
+            ps.push(self.recipient_params(&field, &id, r, now)?);
+        }
+        Ok(self.store.recipient_upsert_many(ps).await?)
+    }
+
+    /// A recipient.
+    pub async fn recipient_get(&self, id: &str) -> Result<Recipient, OpsError> {
+        self.store
+            .recipient_get(id)
+            .await?
+            .ok_or_else(|| OpsError::not_found("recipient", id))
+    }
+
+    /// Recipients by id after `after`.
+    pub async fn recipient_list(
+        &self,
+        after: Option<String>,
+        limit: Option<i64>,
+    ) -> Result<Vec<Recipient>, OpsError> {
+        if let Some(l) = limit
+            && !(1..=1000).contains(&l)
+        {
+            return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
+        }
+        Ok(self
+            .store
+            .recipient_list(RecipientList {
+                after_id: after,
+                limit,
+            })
+            .await?)
+    }
+
+    /// Create or replace a topic. Its templates are rendered against a sample context now, so
+    /// a misspelt variable is refused here, not sent blank later.
+    pub async fn topic_put(&self, name: &str, t: NewTopic) -> Result<Topic, OpsError> {
+        check_topic_name("name", name)?;
+        if t.subject.trim().is_empty() {
+            return Err(OpsError::invalid("subject", "is required"));
+        }
+        let mut variants = Vec::new();
+        for (i, v) in t.variants.iter().enumerate() {
+            let ok = !v.name.is_empty()
+                && v.name.len() <= 64
+                && v.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !ok {
+                return Err(OpsError::invalid(
+                    format!("variants[{i}].name"),
+                    "must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-'",
+                ));
+            }
+            if t.variants[..i].iter().any(|o| o.name == v.name) {
+                return Err(OpsError::invalid(
+                    format!("variants[{i}].name"),
+                    "is not unique",
+                ));
+            }
+            let weight = v.weight.unwrap_or(1);
+            if weight > 1_000_000 {
+                return Err(OpsError::invalid(
+                    format!("variants[{i}].weight"),
+                    "must be at most 1000000",
+                ));
+            }
+            variants.push(Variant {
+                name: v.name.clone(),
+                weight,
+                subject: v.subject.clone(),
+                html: v.html.clone(),
+                text: v.text.clone(),
+            });
+        }
+        let check: Vec<_> = variants
+            .iter()
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    v.subject.clone(),
+                    v.html.clone(),
+                    v.text.clone(),
+                )
+            })
+            .collect();
+        kairos_channels::email::template::check(
+            &t.subject,
+            t.html.as_deref(),
+            t.text.as_deref(),
+            &check,
+        )
+        .map_err(|e| OpsError::invalid(&e.field, e.reason))?;
+        if let Some(u) = &t.entitlement_url {
+            let url = url::Url::parse(u).map_err(|e| {
+                OpsError::invalid("entitlement_url", format!("not a valid URL: {e}"))
+            })?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(OpsError::invalid(
+                    "entitlement_url",
+                    "must be an http:// or https:// URL",
+                ));
+            }
+        }
+        if let Some(ms) = t.entitlement_timeout_ms
+            && !(1..=60_000).contains(&ms)
+        {
+            return Err(OpsError::invalid(
+                "entitlement_timeout_ms",
+                "must be between 1 and 60000",
+            ));
+        }
+        Ok(self
+            .store
+            .topic_put(TopicPut {
+                name: name.to_string(),
+                subject: t.subject,
+                html: t.html,
+                text: t.text,
+                variants,
+                entitlement_url: t.entitlement_url,
+                entitlement_timeout_ms: t.entitlement_timeout_ms,
+                now: self.clock.now(),
+            })
+            .await?)
+    }
+
+    /// A topic.
+    pub async fn topic_get(&self, name: &str) -> Result<Topic, OpsError> {
+        self.store
+            .topic_get(name)
+            .await?
+            .ok_or_else(|| OpsError::not_found("topic", name))
+    }
+
+    /// All topics.
+    pub async fn topic_list(&self) -> Result<Vec<Topic>, OpsError> {
+        Ok(self.store.topic_list().await?)
+    }
+
+    /// Create or replace the subscription of (recipient, topic).
+    pub async fn subscription_put(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+        s: NewSubscription,
+    ) -> Result<Subscription, OpsError> {
+        check_topic_name("topic", topic)?;
+        let channels = s.channels.unwrap_or_else(|| vec!["email".into()]);
+        if channels.is_empty() {
+            return Err(OpsError::invalid(
+                "channels",
+                "must name at least one channel",
+            ));
+        }
+        for (i, c) in channels.iter().enumerate() {
+            if !crate::audience::CHANNELS.contains(&c.as_str()) {
+                return Err(OpsError::invalid(
+                    format!("channels[{i}]"),
+                    format!(
+                        "unknown channel {c:?}; known channels: {}",
+                        crate::audience::CHANNELS.join(", ")
+                    ),
+                ));
+            }
+            if channels[..i].contains(c) {
+                return Err(OpsError::invalid(format!("channels[{i}]"), "is repeated"));
+            }
+        }
+        if let Some(t) = &s.target {
+            check_id("target", t)?;
+        }
+        self.recipient_get(recipient_id).await?;
+        self.store
+            .subscription_put(SubscriptionPut {
+                recipient_id: recipient_id.to_string(),
+                topic: topic.to_string(),
+                target: s.target,
+                channels,
+                enabled: s.enabled.unwrap_or(true),
+                now: self.clock.now(),
+            })
+            .await
+            .map_err(|e| match e.kind() {
+                ErrorKind::Conflict => OpsError::not_found("recipient", recipient_id),
+                _ => e.into(),
+            })
+    }
+
+    /// The subscription of (recipient, topic).
+    pub async fn subscription_get(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Subscription, OpsError> {
+        self.store
+            .subscription_get(recipient_id, topic)
+            .await?
+            .ok_or_else(|| OpsError::not_found("subscription", &format!("{recipient_id}/{topic}")))
+    }
+
+    /// Subscriptions, by recipient and/or topic, keyset-paginated.
+    pub async fn subscription_list(
+        &self,
+        p: SubscriptionList,
+    ) -> Result<Vec<Subscription>, OpsError> {
+        if let Some(l) = p.limit
+            && !(1..=1000).contains(&l)
+        {
+            return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
+        }
+        Ok(self.store.subscription_list(p).await?)
+    }
+
+    /// A schedule's occurrences: per period, the job counts per channel and state.
+    pub async fn occurrence_list(
+        &self,
+        schedule_id: &str,
+        period: Option<String>,
+        limit: Option<i64>,
+    ) -> Result<Vec<OccurrenceCount>, OpsError> {
+        self.schedule_get(schedule_id).await?;
+        if let Some(l) = limit
+            && !(1..=200).contains(&l)
+        {
+            return Err(OpsError::invalid("limit", "must be between 1 and 200"));
+        }
+        Ok(self
+            .store
+            .occurrence_list(OccurrenceList {
+                schedule_id: schedule_id.to_string(),
+                period_key: period,
+                limit,
+            })
+            .await?)
+    }
+
+    /// The payload of a schedule of `kind` with `topic`: an `email` schedule with a topic is
+    /// an audience schedule (its payload carries the topic); a topic on another kind is an
+    /// error.
+    pub(super) fn audience_payload(
+        kind: &JobKind,
+        topic: Option<&str>,
+        mut payload: serde_json::Value,
+    ) -> Result<serde_json::Value, OpsError> {
+        let Some(topic) = topic else {
+            return Ok(payload);
+        };
+        if kind.as_str() != "email" {
+            return Err(OpsError::invalid(
+                "topic",
+                format!("only for kind \"email\", not {:?}", kind.as_str()),
+            ));
+        }
+        check_topic_name("topic", topic)?;
+        match payload.as_object_mut() {
+            Some(o) => {
+                o.insert("topic".into(), topic.into());
+            }
+            None => return Err(OpsError::invalid("payload", "must be a JSON object")),
+        }
+        Ok(payload)
+    }
+
+    /// A manual re-run of an audience schedule's current period: the whole audience now.
+    pub(super) async fn audience_fire_now(
+        &self,
+        s: &Schedule,
+        fire_at: DateTime<Utc>,
+    ) -> Result<super::FiredNow, OpsError> {
+        let tz = tz_of(s)?;
+        let now = self.clock.now();
+        let period_key = kairos_core::schedule::period_key(s.period, tz, fire_at);
+        let created =
+            crate::audience::expand_all(self.store.as_ref(), s, tz, fire_at, 1000, now).await?;
+        if !created.is_empty() {
+            self.wake.notify_one();
+        }
+        Ok(super::FiredNow {
+            created,
+            fire_at,
+            period_key,
+        })
+    }
+}

@@ -1,0 +1,283 @@
+//! The pruner: retention (S4-8). Deletes finished jobs and their attempts once they are
+//! older than the configured ages, in bounded batches, so the tables (and the admin lists)
+//! do not grow without end.
+//!
+//! Ages count from `finished_at`. Succeeded, skipped and cancelled jobs share one age
+//! (default 7 days); dead jobs are the dead-letter queue, waiting for someone to look and
+//! replay, and get their own, longer age (default 30 days). A replayed job is unfinished
+//! again and is never taken from under the replay. Unfinished jobs are never pruned.
+//!
+//! A leader-only service of the rescuer's shape: [`PrunerConfig`] with defaults and
+//! `validate()`, [`Pruner::run_once`] for tests on a manual clock, [`Pruner::run`] for the
+//! loop, which runs only while this node is the [`Leader`]. Each batch is one short
+//! transaction; a run takes batches until one comes back short or `max_batches` is reached,
+//! so a large backlog is worked off over several runs without holding the writer.
+
+use chrono::{DateTime, Utc};
+use kairos_core::{Clock, JobState};
+use kairos_store::{ArtifactPrune, JobPrune, Leader, Store};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Pruner settings.
+#[derive(Debug, Clone)]
+pub struct PrunerConfig {
+    /// How often to prune. Default 10 minutes.
+    pub interval: Duration,
+    /// Age after which succeeded, skipped and cancelled jobs are deleted
+    /// (`KAIROS_RETENTION_SUCCEEDED`). Default 7 days; `None` keeps them.
+    pub succeeded: Option<Duration>,
+    /// Age after which dead jobs (the dead-letter queue) are deleted
+    /// (`KAIROS_RETENTION_DEAD`). Default 30 days; `None` keeps them.
+    pub dead: Option<Duration>,
+    /// Age after which artifacts (a day's digest) are deleted, counted from when they were
+    /// stored (`KAIROS_RETENTION_ARTIFACTS`). Default 365 days; `None` keeps them.
+    pub artifacts: Option<Duration>,
+    /// Most jobs deleted per batch (one transaction). Default 1000.
+    pub batch: usize,
+    /// Most batches per run and class. Default 20.
+    pub max_batches: usize,
+}
+
+impl Default for PrunerConfig {
+    fn default() -> Self {
+        PrunerConfig {
+            interval: Duration::from_secs(600),
+            succeeded: Some(Duration::from_secs(7 * 24 * 3600)),
+            dead: Some(Duration::from_secs(30 * 24 * 3600)),
+            artifacts: Some(Duration::from_secs(365 * 24 * 3600)),
+            batch: 1000,
+            max_batches: 20,
+        }
+    }
+}
+
+/// The longest accepted retention age (100 years: "keep" is `None`).
+const MAX_AGE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl PrunerConfig {
+    /// Check the settings; the error names the field.
+    pub fn validate(&self) -> Result<(), kairos_core::Error> {
+        use kairos_core::Error;
+        if self.interval.is_zero() {
+            return Err(Error::invalid("pruner.interval", "must be more than 0"));
+        }
+        for (name, age) in [
+            ("succeeded", self.succeeded),
+            ("dead", self.dead),
+            ("artifacts", self.artifacts),
+        ] {
+            if let Some(a) = age
+                && (a < Duration::from_secs(60) || a > MAX_AGE)
+            {
+                return Err(Error::invalid(
+                    format!("pruner.{name}"),
+                    "must be between 1 minute and 100 years (or unset to keep forever)",
+                ));
+            }
+        }
+        if self.batch == 0 || self.batch > 100_000 {
+            return Err(Error::invalid(
+                "pruner.batch",
+                "must be between 1 and 100000",
+            ));
+        }
+        if self.max_batches == 0 {
+            return Err(Error::invalid("pruner.max_batches", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// What one run deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrunerReport {
+    /// Succeeded, skipped and cancelled jobs deleted.
+    pub succeeded_jobs: u64,
+    /// Dead jobs deleted.
+    pub dead_jobs: u64,
+    /// Attempts deleted with them.
+    pub attempts: u64,
+    /// Artifacts deleted.
+    pub artifacts: u64,
+    /// Whether a class stopped at `max_batches` with more left (the next run goes on).
+    pub more: bool,
+}
+
+/// The pruner.
+#[derive(Clone)]
+pub struct Pruner {
+    cfg: PrunerConfig,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    leader: Leader,
+}
+
+impl std::fmt::Debug for Pruner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pruner")
+            .field("cfg", &self.cfg)
+            .field("leader", &self.leader.is_leader())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `now - age`, or `None` when that is before the representable range (nothing that old).
+fn cut_off(now: DateTime<Utc>, age: Duration) -> Option<DateTime<Utc>> {
+    now.checked_sub_signed(chrono::Duration::from_std(age).ok()?)
+}
+
+impl Pruner {
+    /// A pruner over `store`, always leading until [`Pruner::with_leader`] says otherwise.
+    pub fn new(
+        cfg: PrunerConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, kairos_core::Error> {
+        cfg.validate()?;
+        Ok(Pruner {
+            cfg,
+            store,
+            clock,
+            leader: Leader::always(),
+        })
+    }
+
+    /// Run (in [`Pruner::run`]) only while `leader` leads.
+    pub fn with_leader(mut self, leader: Leader) -> Self {
+        self.leader = leader;
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PrunerConfig {
+        &self.cfg
+    }
+
+    /// One run at `now`: each class in bounded batches.
+    pub async fn run_once(&self, now: DateTime<Utc>) -> Result<PrunerReport, kairos_store::Error> {
+        let mut report = PrunerReport::default();
+        let classes = [
+            (
+                self.cfg.succeeded,
+                vec![JobState::Succeeded, JobState::Skipped, JobState::Cancelled],
+                false,
+            ),
+            (self.cfg.dead, vec![JobState::Dead], true),
+        ];
+        for (age, states, dead) in classes {
+            let Some(older_than) = age.and_then(|a| cut_off(now, a)) else {
+                continue;
+            };
+            for n in 0..self.cfg.max_batches {
+                let r = self
+                    .store
+                    .job_prune(JobPrune {
+                        states: states.clone(),
+                        older_than,
+                        limit: self.cfg.batch as i64,
+                    })
+                    .await?;
+                if dead {
+                    report.dead_jobs += r.jobs;
+                } else {
+                    report.succeeded_jobs += r.jobs;
+                }
+                report.attempts += r.attempts;
+                if (r.jobs as usize) < self.cfg.batch {
+                    break;
+                }
+                if n + 1 == self.cfg.max_batches {
+                    report.more = true;
+                }
+            }
+        }
+        // Artifacts (S4-8): their own age, counted from when they were stored, in the same
+        // bounded batches.
+        if let Some(before) = self.cfg.artifacts.and_then(|a| cut_off(now, a)) {
+            for n in 0..self.cfg.max_batches {
+                let deleted = self
+                    .store
+                    .artifact_prune(ArtifactPrune {
+                        before,
+                        limit: self.cfg.batch as i64,
+                    })
+                    .await?;
+                report.artifacts += deleted;
+                if (deleted as usize) < self.cfg.batch {
+                    break;
+                }
+                if n + 1 == self.cfg.max_batches {
+                    report.more = true;
+                }
+            }
+        }
+        if report.artifacts > 0 {
+            tracing::info!(artifacts = report.artifacts, "pruned artifacts");
+        }
+        if report.succeeded_jobs + report.dead_jobs > 0 {
+            tracing::info!(
+                succeeded_jobs = report.succeeded_jobs,
+                dead_jobs = report.dead_jobs,
+                attempts = report.attempts,
+                more = report.more,
+                "pruned finished jobs"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Run until `cancel`: every interval, a run if this node is the leader.
+    pub async fn run(&self, cancel: CancellationToken) {
+        loop {
+            if self.leader.is_leader()
+                && let Err(e) = self.run_once(self.clock.now()).await
+            {
+                tracing::error!(error = %e, "pruner run failed");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(self.cfg.interval) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_7_and_30_days_and_validated() {
+        let c = PrunerConfig::default();
+        assert_eq!(c.succeeded, Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(c.dead, Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(c.validate(), Ok(()));
+        let bad = |f: fn(&mut PrunerConfig)| {
+            let mut c = PrunerConfig::default();
+            f(&mut c);
+            c.validate().unwrap_err().field().to_string()
+        };
+        assert_eq!(bad(|c| c.interval = Duration::ZERO), "pruner.interval");
+        assert_eq!(
+            bad(|c| c.succeeded = Some(Duration::from_secs(5))),
+            "pruner.succeeded"
+        );
+        assert_eq!(bad(|c| c.dead = Some(Duration::MAX)), "pruner.dead");
+        assert_eq!(bad(|c| c.batch = 0), "pruner.batch");
+        assert_eq!(bad(|c| c.max_batches = 0), "pruner.max_batches");
+        let keep = PrunerConfig {
+            succeeded: None,
+            dead: None,
+            ..PrunerConfig::default()
+        };
+        assert_eq!(keep.validate(), Ok(()));
+    }
+
+    #[test]
+    fn cut_off_never_panics() {
+        let now = DateTime::<Utc>::MIN_UTC;
+        assert_eq!(cut_off(now, Duration::from_secs(86_400)), None);
+    }
+}

@@ -1,0 +1,333 @@
+//! The SLO monitor on a real SQLite file and a manual clock: the failure rate without skipped
+//! jobs (S3-15), stuck work on its two axes (S3-16), missed firings (S4-10), and an alert
+//! webhook that hears a warning once and a recovery once (S3-17).
+
+mod common;
+
+use chrono::{DateTime, Utc};
+use common::*;
+use kairos_channels::{WebhookConfig, WebhookSender};
+use kairos_core::{Failure, Outcome};
+use kairos_engine::monitor::{
+    AlertSink, CheckResult, CheckStatus, Monitor, MonitorConfig, SloReport, names,
+};
+use kairos_store::JobClaim;
+use kairos_testkit::Reply;
+use kairos_testkit::TestReceiver;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+fn monitor(h: &Harness, cfg: MonitorConfig) -> Monitor {
+    Monitor::new(cfg, h.store.clone(), h.clock.clone()).expect("monitor config")
+}
+
+fn find<'a>(r: &'a SloReport, check: &str, subject: Option<&str>) -> &'a CheckResult {
+    r.checks
+        .iter()
+        .find(|c| c.check == check && c.subject.as_deref() == subject)
+        .unwrap_or_else(|| panic!("no {check} {subject:?} in {r:#?}"))
+}
+
+/// A handler whose outcome is the payload's `"r"`: `ok`, `skip` or `fail` (permanent).
+fn scripted() -> Arc<TestHandler> {
+    TestHandler::new(|job, _| match job.payload["r"].as_str() {
+        Some("skip") => Outcome::Skipped("suppressed".into()),
+        Some("fail") => Outcome::Failed(Failure::permanent("HTTP 422")),
+        _ => Outcome::ok(),
+    })
+}
+
+/// S3-15: failed / (succeeded + failed). Six skipped jobs and a pending one are not in the
+/// denominator: 2 of 4 decided jobs failed is 50 %, a warning above 30 % — counting the
+/// skipped ones would make it 2 of 10, 20 %, and no warning.
+#[tokio::test]
+async fn failure_rate_excludes_skipped_and_pending_jobs() {
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    for r in [
+        "ok", "ok", "fail", "fail", "skip", "skip", "skip", "skip", "skip", "skip",
+    ] {
+        h.enqueue(
+            "mail",
+            serde_json::json!({ "r": r }),
+            None,
+            Some(max_attempts(1)),
+        )
+        .await;
+    }
+    // Pending: due tomorrow, never decided in the window.
+    h.enqueue(
+        "mail",
+        serde_json::json!({"r": "fail"}),
+        Some(t0 + secs(86_400)),
+        Some(max_attempts(1)),
+    )
+    .await;
+    let run = h.exec(t0).await;
+    assert_eq!((run.succeeded, run.dead, run.skipped), (2, 2, 6), "{run:?}");
+
+    let cfg = MonitorConfig {
+        failure_rate: 0.3,
+        min_sample: 4,
+        ..Default::default()
+    };
+    let report = monitor(&h, cfg.clone())
+        .evaluate(t0 + mins(1))
+        .await
+        .unwrap();
+    let rate = find(&report, names::FAILURE_RATE, Some("mail"));
+    assert_eq!(rate.sample, Some(4), "skipped and pending are not decided");
+    assert_eq!(rate.value, Some(0.5));
+    assert_eq!(rate.status, CheckStatus::Warning, "{rate:?}");
+
+    // Below the minimum sample, the same rate is not a warning.
+    let few = MonitorConfig {
+        min_sample: 5,
+        ..cfg.clone()
+    };
+    let report = monitor(&h, few).evaluate(t0 + mins(1)).await.unwrap();
+    let rate = find(&report, names::FAILURE_RATE, Some("mail"));
+    assert_eq!(rate.status, CheckStatus::InsufficientData);
+
+    // Outside the window (1 h), nothing is decided any more.
+    let report = monitor(&h, cfg).evaluate(t0 + mins(61)).await.unwrap();
+    let rate = find(&report, names::FAILURE_RATE, None);
+    assert_eq!(rate.status, CheckStatus::InsufficientData);
+}
+
+/// S3-16: a job due and not claimed is stuck after the threshold, not before.
+#[tokio::test]
+async fn stuck_job_is_detected_after_the_threshold_and_not_before() {
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    h.enqueue("mail", serde_json::json!({"r": "ok"}), Some(t0), None)
+        .await;
+    let m = monitor(
+        &h,
+        MonitorConfig {
+            stuck_after: StdDuration::from_secs(3600),
+            ..Default::default()
+        },
+    );
+    let before = m.evaluate(t0 + mins(59)).await.unwrap();
+    assert_eq!(
+        find(&before, names::STUCK_DUE, None).status,
+        CheckStatus::Ok
+    );
+    let at = m.evaluate(t0 + mins(60)).await.unwrap();
+    let stuck = find(&at, names::STUCK_DUE, None);
+    assert_eq!(stuck.status, CheckStatus::Warning, "{stuck:?}");
+    assert_eq!(stuck.value, Some(1.0));
+    assert_eq!(
+        find(&at, names::LEASE_EXPIRED, None).status,
+        CheckStatus::Ok,
+        "a waiting job is not running past its lease: its own axis"
+    );
+    // Claimed and done: no longer stuck.
+    h.exec(t0 + mins(61)).await;
+    let after = m.evaluate(t0 + mins(62)).await.unwrap();
+    assert_eq!(find(&after, names::STUCK_DUE, None).status, CheckStatus::Ok);
+}
+
+/// S3-16, second axis: a job still running past its lease plus the grace (its node died and
+/// no rescuer returned it) warns on `lease_expired`, not on `stuck_due`.
+#[tokio::test]
+async fn job_running_past_its_lease_warns_on_its_own_axis() {
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    h.enqueue("mail", serde_json::json!({}), Some(t0), None)
+        .await;
+    let claimed = h
+        .store
+        .job_claim(JobClaim {
+            now: t0,
+            limit: 1,
+            node: "dead-node".into(),
+            lease_token: "lease_x".into(),
+            lease_until: t0 + secs(30),
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let m = monitor(&h, MonitorConfig::default()); // lease grace 60 s
+    let within = m.evaluate(t0 + secs(89)).await.unwrap();
+    assert_eq!(
+        find(&within, names::LEASE_EXPIRED, None).status,
+        CheckStatus::Ok
+    );
+    let past = m.evaluate(t0 + secs(91)).await.unwrap();
+    assert_eq!(
+        find(&past, names::LEASE_EXPIRED, None).status,
+        CheckStatus::Warning
+    );
+    assert_eq!(find(&past, names::STUCK_DUE, None).status, CheckStatus::Ok);
+}
+
+/// S4-10: an hourly schedule whose scheduler did not run for a day (and whose misfire policy
+/// drops missed firings) reports the firings it missed; before the gap it reported none.
+#[tokio::test]
+async fn schedule_whose_scheduler_paused_for_a_day_reports_missed_firings() {
+    let t0 = t("2026-11-29T09:00:30Z");
+    let h = Harness::new(t0, &[("tick", TestHandler::ok())]).await;
+    let mut req = new_schedule("hourly", "tick");
+    req.cron = Some("0 * * * *".into());
+    req.misfire = Some("skip".into());
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let m = monitor(&h, MonitorConfig::default()); // 24 h window, 5 min grace
+    h.sched(t("2026-11-29T10:00:00Z")).await;
+    h.sched(t("2026-11-29T11:00:00Z")).await;
+    let fine = m.evaluate(t("2026-11-29T11:10:00Z")).await.unwrap();
+    let r = find(&fine, names::MISSED_FIRINGS, Some(&s.id));
+    assert_eq!(
+        (r.status, r.value, r.sample),
+        (CheckStatus::Ok, Some(0.0), Some(2))
+    );
+
+    // The scheduler stops for a day; at its next tick the policy skips what it missed.
+    let back = t("2026-11-30T11:00:10Z");
+    let tick = h.sched(back).await;
+    assert_eq!(tick.misfires_skipped, 23, "{tick:?}");
+    let now = t("2026-11-30T11:10:00Z");
+    let report = m.evaluate(now).await.unwrap();
+    let r = find(&report, names::MISSED_FIRINGS, Some(&s.id));
+    assert_eq!(r.status, CheckStatus::Warning, "{r:?}");
+    // Window 2026-11-29T11:10 … 2026-11-30T11:05: 12:00 … 11:00 is 24 firings; only the
+    // last was materialized.
+    assert_eq!(r.sample, Some(24));
+    assert_eq!(r.value, Some(23.0));
+    assert!(r.message.contains("hourly"), "{}", r.message);
+}
+
+fn alerting_monitor(h: &Harness, rx: &TestReceiver) -> Monitor {
+    kairos_testkit::init_crypto();
+    let sender = WebhookSender::new(WebhookConfig {
+        allow_private_targets: true,
+        ..Default::default()
+    })
+    .expect("sender");
+    let sink = AlertSink::new(&rx.url("/alerts"), SECRET, sender).expect("sink");
+    monitor(&h, MonitorConfig::default()).with_alerts(sink)
+}
+
+fn body(r: &kairos_testkit::Received) -> serde_json::Value {
+    serde_json::from_str(&r.body_text()).expect("JSON body")
+}
+
+fn unix(t: DateTime<Utc>) -> i64 {
+    t.timestamp()
+}
+
+/// S3-17: a warning reaches the alert webhook once, however many runs see it — also across a
+/// restart (a new monitor over the same store) — and its recovery once, signed like every
+/// kairos webhook.
+#[tokio::test]
+async fn alert_webhook_receives_one_warning_and_one_recovery() {
+    let rx = TestReceiver::start().await;
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    h.enqueue("mail", serde_json::json!({"r": "ok"}), Some(t0), None)
+        .await;
+    let m = alerting_monitor(&h, &rx);
+    let quiet = m.run_once(t0 + mins(30)).await.unwrap();
+    assert!(quiet.alerts.raised.is_empty());
+    assert_eq!(rx.count(), 0);
+
+    for i in 0..5 {
+        let r = m.run_once(t0 + mins(61 + i)).await.unwrap();
+        assert_eq!(r.alerts.raised.len(), usize::from(i == 0), "run {i}: {r:?}");
+    }
+    // A restart: a new monitor finds the warning already sent.
+    let restarted = alerting_monitor(&h, &rx);
+    restarted.run_once(t0 + mins(70)).await.unwrap();
+    assert_eq!(rx.count(), 1, "one warning, not one per run");
+    let warning = rx.received().remove(0);
+    assert!(kairos_testkit::verify_standard_webhook(
+        SECRET,
+        &warning,
+        unix(t0 + mins(61))
+    ));
+    let b = body(&warning);
+    assert_eq!(b["type"], "slo.warning");
+    assert_eq!(b["data"]["check"], "stuck_due");
+    assert_eq!(warning.header("webhook-id"), Some("slo:stuck_due:1"));
+
+    // The stuck job runs; the warning clears once.
+    h.exec(t0 + mins(71)).await;
+    for i in 0..3 {
+        let r = restarted.run_once(t0 + mins(72 + i)).await.unwrap();
+        assert_eq!(
+            r.alerts.cleared.len(),
+            usize::from(i == 0),
+            "run {i}: {r:?}"
+        );
+    }
+    assert_eq!(rx.count(), 2, "one warning and one recovery");
+    let recovery = rx.received().remove(1);
+    assert_eq!(body(&recovery)["type"], "slo.recovered");
+    assert_eq!(recovery.header("webhook-id"), Some("slo:stuck_due:2"));
+    assert!(kairos_testkit::verify_standard_webhook(
+        SECRET,
+        &recovery,
+        unix(t0 + mins(72))
+    ));
+}
+
+/// An alert the receiver did not accept is sent again at the next run, with the same
+/// `webhook-id`, until it is accepted — and then never again.
+#[tokio::test]
+async fn undelivered_alert_is_retried_with_the_same_id_until_accepted() {
+    let rx = TestReceiver::start().await;
+    rx.respond_with(vec![Reply::status(503), Reply::status(500)]);
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    h.enqueue("mail", serde_json::json!({}), Some(t0), None)
+        .await;
+    let m = alerting_monitor(&h, &rx);
+    let mut notified = Vec::new();
+    for i in 0..5 {
+        notified.push(m.run_once(t0 + mins(61 + i)).await.unwrap().alerts.notified);
+    }
+    assert_eq!(notified, vec![0, 0, 1, 0, 0]);
+    let ids: Vec<_> = rx
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(ids, vec!["slo:stuck_due:1"; 3]);
+}
+
+/// Each setting is validated with the field named.
+#[test]
+fn monitor_config_validation_names_the_field() {
+    let bad = MonitorConfig {
+        failure_rate: 1.5,
+        ..Default::default()
+    };
+    assert_eq!(bad.validate().unwrap_err().field(), "monitor.failure_rate");
+    let bad = MonitorConfig {
+        disabled: vec!["nope".into()],
+        ..Default::default()
+    };
+    assert_eq!(bad.validate().unwrap_err().field(), "monitor.disabled");
+    assert!(MonitorConfig::default().validate().is_ok());
+}
+
+/// A disabled check is not evaluated.
+#[tokio::test]
+async fn disabled_check_is_not_evaluated() {
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    let m = monitor(
+        &h,
+        MonitorConfig {
+            disabled: vec![names::STUCK_DUE.into()],
+            ..Default::default()
+        },
+    );
+    let r = m.evaluate(t0).await.unwrap();
+    assert!(
+        r.checks.iter().all(|c| c.check != names::STUCK_DUE),
+        "{r:#?}"
+    );
+    assert!(r.checks.iter().any(|c| c.check == names::LEASE_EXPIRED));
+}

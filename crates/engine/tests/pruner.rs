@@ -1,0 +1,214 @@
+//! The pruner on the manual clock (S4-8): finished jobs and their attempts go once older than
+//! their class's age, dead letters are kept longer, unfinished and replayed jobs stay, and a
+//! backlog is worked off in bounded batches.
+
+mod common;
+
+use common::*;
+use kairos_core::{Failure, JobState, Outcome};
+use kairos_engine::EngineConfig;
+use kairos_engine::pruner::{PrunerConfig, PrunerReport};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn days(n: i64) -> chrono::Duration {
+    chrono::Duration::days(n)
+}
+
+/// A handler that succeeds for payload `{"ok": true}` and fails permanently otherwise.
+fn script() -> Arc<TestHandler> {
+    TestHandler::new(|job, _| {
+        if job.payload["ok"] == true {
+            Outcome::ok()
+        } else {
+            Outcome::Failed(Failure::permanent("no"))
+        }
+    })
+}
+
+/// S4-8: with the defaults (7 days, dead 30 days) a run deletes succeeded jobs (and their
+/// attempts) finished more than 7 days ago, keeps newer ones and dead jobs until 30 days, and
+/// never touches jobs still waiting.
+#[tokio::test]
+async fn pruner_deletes_by_age_and_keeps_dead_letters_longer() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    let one = Some(max_attempts(1));
+    let old_ok = h
+        .enqueue("test", serde_json::json!({"ok": true}), None, one.clone())
+        .await;
+    let old_dead = h
+        .enqueue("test", serde_json::json!({"ok": false}), None, one.clone())
+        .await;
+    assert_eq!(h.exec(t0).await.claimed, 2);
+    let t1 = t0 + days(5);
+    let new_ok = h
+        .enqueue(
+            "test",
+            serde_json::json!({"ok": true}),
+            Some(t1),
+            one.clone(),
+        )
+        .await;
+    let later = h
+        .enqueue(
+            "test",
+            serde_json::json!({"ok": true}),
+            Some(t0 + days(90)),
+            one,
+        )
+        .await;
+    assert_eq!(h.exec(t1).await.succeeded, 1);
+    assert_eq!(h.job(&old_dead.id).await.state, JobState::Dead);
+
+    // Day 6: nothing is 7 days old yet.
+    let r = h.engine.pruner().run_once(t0 + days(6)).await.unwrap();
+    assert_eq!(r, PrunerReport::default());
+    // Day 8: the first success goes, with its attempt; the later one and the dead one stay.
+    let r = h.engine.pruner().run_once(t0 + days(8)).await.unwrap();
+    assert_eq!(
+        (r.succeeded_jobs, r.dead_jobs, r.attempts),
+        (1, 0, 1),
+        "{r:?}"
+    );
+    assert!(h.store.job_get(&old_ok.id).await.unwrap().is_none());
+    assert!(h.attempts(&old_ok.id).await.is_empty());
+    assert_eq!(h.job(&new_ok.id).await.state, JobState::Succeeded);
+    assert_eq!(h.job(&old_dead.id).await.state, JobState::Dead);
+    // Day 29: the dead letter is still there for someone to replay.
+    let r = h.engine.pruner().run_once(t0 + days(29)).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.dead_jobs), (1, 0), "{r:?}");
+    // Day 31: it goes.
+    let r = h.engine.pruner().run_once(t0 + days(31)).await.unwrap();
+    assert_eq!(
+        (r.succeeded_jobs, r.dead_jobs, r.attempts),
+        (0, 1, 1),
+        "{r:?}"
+    );
+    assert!(h.store.job_get(&old_dead.id).await.unwrap().is_none());
+    // A job still waiting is never pruned, however old the clock.
+    assert_eq!(h.job(&later.id).await.state, JobState::Available);
+}
+
+/// A dead job replayed before its age is up is unfinished again: the pruner leaves it, and
+/// it runs.
+#[tokio::test]
+async fn pruner_leaves_a_replayed_dead_job_alone() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    let j = h
+        .enqueue(
+            "test",
+            serde_json::json!({"ok": false}),
+            None,
+            Some(max_attempts(1)),
+        )
+        .await;
+    assert_eq!(h.exec(t0).await.dead, 1);
+    h.clock.set(t0 + days(40));
+    h.kairos.job_retry(&j.id).await.expect("replay");
+    let r = h.engine.pruner().run_once(t0 + days(40)).await.unwrap();
+    assert_eq!(r.dead_jobs, 0);
+    assert_eq!(h.job(&j.id).await.state, JobState::Available);
+}
+
+/// A backlog larger than one batch is deleted in bounded batches: `max_batches` per run, the
+/// report says more is left, and the next run goes on.
+#[tokio::test]
+async fn pruner_works_off_a_backlog_in_bounded_batches() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let cfg = EngineConfig {
+        pruner: PrunerConfig {
+            batch: 3,
+            max_batches: 2,
+            ..PrunerConfig::default()
+        },
+        ..EngineConfig::default()
+    };
+    let h = Harness::with_config(t0, cfg, &[("test", script())]).await;
+    for _ in 0..10 {
+        h.enqueue("test", serde_json::json!({"ok": true}), None, None)
+            .await;
+    }
+    assert_eq!(h.exec(t0).await.succeeded, 10);
+    let at = t0 + days(8);
+    let r = h.engine.pruner().run_once(at).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.more), (6, true), "{r:?}");
+    let r = h.engine.pruner().run_once(at).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.more), (4, false), "{r:?}");
+    assert!(h.jobs().await.is_empty());
+}
+
+/// Retention can be switched off per class (`None`: keep forever).
+#[tokio::test]
+async fn pruner_keeps_a_class_without_an_age() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let cfg = EngineConfig {
+        pruner: PrunerConfig {
+            succeeded: None,
+            dead: Some(Duration::from_secs(86_400)),
+            ..PrunerConfig::default()
+        },
+        ..EngineConfig::default()
+    };
+    let h = Harness::with_config(t0, cfg, &[("test", script())]).await;
+    let one = Some(max_attempts(1));
+    let ok = h
+        .enqueue("test", serde_json::json!({"ok": true}), None, one.clone())
+        .await;
+    let dead = h
+        .enqueue("test", serde_json::json!({"ok": false}), None, one)
+        .await;
+    h.exec(t0).await;
+    let r = h.engine.pruner().run_once(t0 + days(3650)).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.dead_jobs), (0, 1), "{r:?}");
+    assert_eq!(h.job(&ok.id).await.state, JobState::Succeeded);
+    assert!(h.store.job_get(&dead.id).await.unwrap().is_none());
+}
+
+/// The pruner is leader-only: its loop deletes nothing while this node follows, and prunes
+/// once it leads. (Bounded waits; the manual clock gives the ages.)
+#[tokio::test]
+async fn pruner_loop_runs_only_on_the_leader() {
+    use kairos_engine::pruner::Pruner;
+    use kairos_store::Leader;
+    use tokio_util::sync::CancellationToken;
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    let j = h
+        .enqueue("test", serde_json::json!({"ok": true}), None, None)
+        .await;
+    assert_eq!(h.exec(t0).await.succeeded, 1);
+    h.clock.set(t0 + days(8));
+    let leader = Leader::follower();
+    let cfg = PrunerConfig {
+        interval: Duration::from_millis(5),
+        ..PrunerConfig::default()
+    };
+    let pruner = Pruner::new(cfg, h.store.clone(), h.clock.clone())
+        .expect("pruner")
+        .with_leader(leader.clone());
+    let cancel = CancellationToken::new();
+    let task = {
+        let (p, c) = (pruner.clone(), cancel.clone());
+        tokio::spawn(async move { p.run(c).await })
+    };
+    // Several intervals as a follower: the job stays.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        h.store.job_get(&j.id).await.unwrap().is_some(),
+        "a follower pruned"
+    );
+    leader.set(true);
+    let mut gone = false;
+    for _ in 0..400 {
+        if h.store.job_get(&j.id).await.unwrap().is_none() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
+    task.await.expect("pruner loop ends on cancel");
+    assert!(gone, "the leader pruned the old job");
+}

@@ -1,0 +1,218 @@
+//! The admin UI at `/admin`: server-rendered pages for operators (S3-14 … S3-17), no
+//! single-page app. Every page but the login page needs a session ([`session::Operator`]);
+//! every form carries a CSRF token bound to the session.
+//!
+//! - `/admin` — jobs by state, the SLO panel and a banner while a warning is active.
+//! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, schedule, period,
+//!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs.
+//! - `/admin/jobs/{id}` — the job with every attempt; replay and cancel.
+//! - `/admin/dead` — dead jobs; replay one, or all matching a kind.
+//! - `/admin/schedules` — schedules with their next five firings in their zone and in UTC;
+//!   pause, resume, fire now.
+//! - `/admin/schedules/{id}/occurrences` — each firing with its channels side by side and the
+//!   derived status (success, partial, failure, pending).
+//!
+//! Stored values the code does not know (a state written by a newer version) render as
+//! "unknown" and never break a page.
+
+pub mod jobs;
+pub mod schedules;
+pub mod session;
+
+use crate::AppState;
+use axum::Router;
+use axum::extract::{Form, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use minijinja::Environment;
+use serde::Deserialize;
+use session::{COOKIE, SESSION_SECS, SessionKey, csrf_refused, login_page};
+use std::sync::Arc;
+
+/// What the admin pages share: the templates and the session key.
+pub struct Admin {
+    env: Environment<'static>,
+    /// Signs sessions and CSRF tokens.
+    pub key: SessionKey,
+}
+
+impl std::fmt::Debug for Admin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin").finish_non_exhaustive()
+    }
+}
+
+const TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("templates/base.html")),
+    ("login.html", include_str!("templates/login.html")),
+    ("dashboard.html", include_str!("templates/dashboard.html")),
+    ("jobs.html", include_str!("templates/jobs.html")),
+    ("job.html", include_str!("templates/job.html")),
+    ("dead.html", include_str!("templates/dead.html")),
+    ("schedules.html", include_str!("templates/schedules.html")),
+    (
+        "occurrences.html",
+        include_str!("templates/occurrences.html"),
+    ),
+];
+
+impl Admin {
+    /// The admin UI for a server whose API token is `token`.
+    pub fn new(token: &crate::ApiToken) -> Self {
+        let mut env = Environment::new();
+        // Templates are compiled into the binary and tested; a broken one is a build bug.
+        for (name, src) in TEMPLATES {
+            if let Err(e) = env.add_template(name, src) {
+                tracing::error!(template = name, error = %e, "admin template does not parse");
+            }
+        }
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        env.add_filter("truncate", truncate);
+        Admin {
+            env,
+            key: SessionKey::derive(token.secret_bytes()),
+        }
+    }
+
+    /// Render `name` with `ctx`; a rendering error is a 500 page (and a log line), never a
+    /// panic.
+    pub fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, Response> {
+        self.env
+            .get_template(name)
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| {
+                tracing::error!(template = name, error = %e, "admin page failed to render");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Html("<!doctype html><title>Error</title><p>This page failed to render; the server log has the reason.</p>".to_string()),
+                )
+                    .into_response()
+            })
+    }
+
+    /// Render `name` as a 200 page.
+    pub fn page(&self, name: &str, ctx: minijinja::Value) -> Response {
+        match self.render(name, ctx) {
+            Ok(html) => Html(html).into_response(),
+            Err(r) => r,
+        }
+    }
+}
+
+/// At most `n` characters of `s`, with an ellipsis when cut (long errors and responses).
+fn truncate(s: String, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// The `/admin` routes (nest them under `/admin`).
+pub fn router(state: &AppState) -> Router<AppState> {
+    let admin = Arc::new(Admin::new(&state.token));
+    Router::new()
+        .route("/", get(jobs::dashboard))
+        .route("/login", get(login_form).post(login))
+        .route("/logout", post(logout))
+        .route("/jobs", get(jobs::list))
+        .route("/jobs/{id}", get(jobs::show))
+        .route("/jobs/{id}/replay", post(jobs::replay))
+        .route("/jobs/{id}/cancel", post(jobs::cancel))
+        .route("/dead", get(jobs::dead))
+        .route("/dead/replay", post(jobs::dead_replay))
+        .route("/schedules", get(schedules::list))
+        .route("/schedules/{id}/occurrences", get(schedules::occurrences))
+        .route("/schedules/{id}/{action}", post(schedules::act))
+        .layer(axum::Extension(admin))
+}
+
+/// A state string for display: known states as they are, anything else "unknown" (S3-14).
+pub fn state_label(s: &str) -> &'static str {
+    match s {
+        "available" => "available",
+        "running" => "running",
+        "succeeded" => "succeeded",
+        "skipped" => "skipped",
+        "cancelled" => "cancelled",
+        "dead" => "dead",
+        _ => "unknown",
+    }
+}
+
+async fn login_form(axum::Extension(admin): axum::Extension<Arc<Admin>>) -> Response {
+    login_page(&admin, StatusCode::OK, None)
+}
+
+/// The login form.
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    token: String,
+}
+
+async fn login(
+    State(state): State<AppState>,
+    axum::Extension(admin): axum::Extension<Arc<Admin>>,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    if !state.token.matches(form.token.trim()) {
+        tracing::warn!("admin login refused: wrong token");
+        return login_page(
+            &admin,
+            StatusCode::UNAUTHORIZED,
+            Some("That token is not this server's API token."),
+        );
+    }
+    let expires = state.kairos.clock().now().timestamp() + SESSION_SECS;
+    let value = admin.key.session_value(expires);
+    let cookie =
+        format!("{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECS}");
+    let mut res = Redirect::to("/admin").into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        res.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    res
+}
+
+/// A form that carries nothing but its CSRF token.
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    /// The session's CSRF token.
+    pub csrf: String,
+}
+
+async fn logout(op: session::Operator, Form(form): Form<CsrfForm>) -> Response {
+    if !op.csrf_ok(&form.csrf) {
+        return csrf_refused();
+    }
+    let mut res = Redirect::to("/admin/login").into_response();
+    res.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static(
+            "kairos_admin=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0",
+        ),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_stored_state_renders_as_unknown() {
+        assert_eq!(state_label("dead"), "dead");
+        assert_eq!(state_label("archived-by-v9"), "unknown");
+        assert_eq!(state_label(""), "unknown");
+    }
+
+    #[test]
+    fn every_template_parses_and_truncate_cuts_on_characters() {
+        let a = Admin::new(&crate::ApiToken::new("t"));
+        for (name, _) in TEMPLATES {
+            assert!(a.env.get_template(name).is_ok(), "{name}");
+        }
+        assert_eq!(truncate("héllo".into(), 2), "hé…");
+        assert_eq!(truncate("hi".into(), 5), "hi");
+    }
+}

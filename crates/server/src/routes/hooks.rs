@@ -1,0 +1,247 @@
+//! `/hooks/…`: signed provider webhooks (seed 003, S3-9 … S3-13).
+//!
+//! - `POST /hooks/resend`: Resend signs with Svix — `svix-id`, `svix-timestamp`,
+//!   `svix-signature` (space-separated `v1,<base64>` entries; any one valid entry passes, so
+//!   secrets rotate), HMAC-SHA256 over `id.timestamp.body` with a `whsec_` secret
+//!   (`KAIROS_RESEND_WEBHOOK_SECRET`, comma-separated during rotation). Enabled only when
+//!   the secret is set.
+//! - `POST /hooks/standard/{source}`: any sender signing per Standard Webhooks — the same
+//!   scheme with `webhook-*` headers — with per-source secrets
+//!   (`KAIROS_INBOUND_SECRETS=source=whsec_…,source=whsec_…`).
+//!
+//! Verification is [`kairos_channels::signing::verify`] (constant-time, 5 minutes of
+//! tolerance either way against the injected clock, S3-10). A bad signature is 401 and
+//! changes nothing. A verified event is stored once by its id (S3-11) and acted on in the
+//! same transaction ([`Kairos::inbound_receive`](kairos_engine::Kairos::inbound_receive));
+//! a repeat, an unknown type and an unknown bounce sub-type all answer 200. These routes
+//! stay up in maintenance mode (S3-13).
+
+use crate::AppState;
+use crate::config::{Config, ConfigError};
+use crate::problem::{ApiResult, Problem};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use axum::{Json, Router};
+use kairos_channels::email::unsubscribe::UnsubscribeKey;
+use kairos_channels::signing::{VerifyError, WebhookSecret, verify};
+use kairos_engine::ops::InboundReceipt;
+use std::collections::BTreeMap;
+
+/// Accepted clock skew of a webhook timestamp, either way (5 minutes).
+pub const TOLERANCE_SECS: i64 = 300;
+
+/// The secrets of the inbound routes. Its `Debug` shows no secret.
+#[derive(Clone, Default)]
+pub struct InboundConfig {
+    /// `KAIROS_RESEND_WEBHOOK_SECRET` (empty: `/hooks/resend` is off).
+    pub resend: Vec<WebhookSecret>,
+    /// `KAIROS_INBOUND_SECRETS`, by source.
+    pub standard: BTreeMap<String, Vec<WebhookSecret>>,
+    /// `KAIROS_UNSUBSCRIBE_SECRET` first, then `KAIROS_UNSUBSCRIBE_OLD_SECRETS` (S3-18).
+    pub unsubscribe: Vec<UnsubscribeKey>,
+}
+
+impl std::fmt::Debug for InboundConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboundConfig")
+            .field("resend_secrets", &self.resend.len())
+            .field("standard_sources", &self.standard.keys().collect::<Vec<_>>())
+            .field("unsubscribe_keys", &self.unsubscribe.len())
+            .finish()
+    }
+}
+
+fn secrets(field: &str, list: &str) -> Result<Vec<WebhookSecret>, ConfigError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            WebhookSecret::parse(s).map_err(|e| ConfigError {
+                field: field.into(),
+                reason: e.reason().to_string(),
+            })
+        })
+        .collect()
+}
+
+fn valid_source(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+impl InboundConfig {
+    /// From the configuration; errors name the field, never the secret.
+    pub fn from_config(cfg: &Config) -> Result<Self, ConfigError> {
+        let resend = secrets(
+            "resend_webhook_secret",
+            cfg.resend_webhook_secret.as_deref().unwrap_or_default(),
+        )?;
+        let mut standard: BTreeMap<String, Vec<WebhookSecret>> = BTreeMap::new();
+        for entry in cfg
+            .inbound_secrets
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let (source, secret) = entry.split_once('=').ok_or_else(|| ConfigError {
+                field: "inbound_secrets".into(),
+                reason: "each entry must be source=whsec_…".into(),
+            })?;
+            let source = source.trim();
+            if !valid_source(source) {
+                return Err(ConfigError {
+                    field: "inbound_secrets".into(),
+                    reason: "a source name must be 1 to 64 of [a-z0-9_-]".into(),
+                });
+            }
+            let s = secrets("inbound_secrets", secret)?;
+            standard.entry(source.to_string()).or_default().extend(s);
+        }
+        let unsubscribe = std::iter::once(cfg.unsubscribe_secret.as_deref().unwrap_or_default())
+            .chain(
+                cfg.unsubscribe_old_secrets
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(','),
+            )
+            .filter_map(UnsubscribeKey::new)
+            .collect();
+        Ok(InboundConfig {
+            resend,
+            standard,
+            unsubscribe,
+        })
+    }
+}
+
+/// The routes (mounted under `/hooks`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/resend", post(resend))
+        .route("/standard/{source}", post(standard))
+}
+
+fn unauthorized(why: &str) -> Problem {
+    Problem::new(
+        StatusCode::UNAUTHORIZED,
+        "bad-signature",
+        "Bad signature",
+        format!("the webhook signature does not verify: {why}"),
+    )
+}
+
+/// Check the signature headers `{prefix}-id`, `{prefix}-timestamp`, `{prefix}-signature`;
+/// the event id on success.
+fn verified(
+    state: &AppState,
+    headers: &HeaderMap,
+    prefix: &str,
+    secrets: &[WebhookSecret],
+    body: &[u8],
+) -> Result<String, Problem> {
+    let header = |name: &str| {
+        headers
+            .get(format!("{prefix}-{name}"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| unauthorized(&format!("the {prefix}-{name} header is missing")))
+    };
+    let id = header("id")?;
+    let timestamp: i64 = header("timestamp")?.parse().map_err(|_| {
+        unauthorized(&format!(
+            "{prefix}-timestamp is not a number of seconds since the epoch"
+        ))
+    })?;
+    let signature = header("signature")?;
+    let now = state.kairos.clock().now().timestamp();
+    verify(
+        secrets,
+        id,
+        timestamp,
+        body,
+        signature,
+        now,
+        TOLERANCE_SECS,
+    )
+    .map_err(|e| {
+        tracing::warn!(prefix, reason = %e, "inbound webhook refused");
+        match e {
+            VerifyError::TimestampTooOld | VerifyError::TimestampTooNew => {
+                unauthorized(&format!("{e} (more than 5 minutes off)"))
+            }
+            _ => unauthorized(&e.to_string()),
+        }
+    })?;
+    Ok(id.to_string())
+}
+
+fn not_enabled(what: &str) -> Problem {
+    Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", what)
+}
+
+/// A Resend event (Svix-signed).
+#[utoipa::path(post, path = "/hooks/resend", tag = "inbound",
+    request_body(content = Object, description = "Resend's event: {type, created_at, data}"),
+    params(
+        ("svix-id" = String, Header, description = "The event id (stored once)"),
+        ("svix-timestamp" = i64, Header, description = "Seconds since the epoch"),
+        ("svix-signature" = String, Header, description = "`v1,<base64>` entries, space-separated"),
+    ),
+    responses(
+        (status = 200, description = "Stored (or a repeat: nothing changed)", body = InboundReceipt),
+        (status = 401, description = "The signature does not verify; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "KAIROS_RESEND_WEBHOOK_SECRET is not set", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn resend(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<InboundReceipt>> {
+    if state.inbound.resend.is_empty() {
+        return Err(not_enabled(
+            "/hooks/resend is off: set KAIROS_RESEND_WEBHOOK_SECRET",
+        ));
+    }
+    let id = verified(&state, &headers, "svix", &state.inbound.resend, &body)?;
+    Ok(Json(
+        state.kairos.inbound_receive("resend", &id, &body).await?,
+    ))
+}
+
+/// An event of another provider, signed per Standard Webhooks.
+#[utoipa::path(post, path = "/hooks/standard/{source}", tag = "inbound",
+    request_body(content = Object, description = "The event: {type, data}"),
+    params(
+        ("source" = String, Path, description = "The source, as named in KAIROS_INBOUND_SECRETS"),
+        ("webhook-id" = String, Header, description = "The event id (stored once)"),
+        ("webhook-timestamp" = i64, Header, description = "Seconds since the epoch"),
+        ("webhook-signature" = String, Header, description = "`v1,<base64>` entries, space-separated"),
+    ),
+    responses(
+        (status = 200, description = "Stored (or a repeat: nothing changed)", body = InboundReceipt),
+        (status = 401, description = "The signature does not verify; nothing changed", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No secret is configured for this source", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn standard(
+    State(state): State<AppState>,
+    Path(source): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<InboundReceipt>> {
+    let Some(secrets) = state.inbound.standard.get(&source) else {
+        return Err(not_enabled(
+            "no secret for this source in KAIROS_INBOUND_SECRETS",
+        ));
+    };
+    let id = verified(&state, &headers, "webhook", secrets, &body)?;
+    Ok(Json(
+        state.kairos.inbound_receive(&source, &id, &body).await?,
+    ))
+}

@@ -1,0 +1,132 @@
+//! `GET /metrics`: Prometheus text format. No token (scrapers seldom carry one; the numbers
+//! are counts by kind and state, nothing personal — bind `KAIROS_LISTEN` to a private
+//! network if even that should not leave it).
+//!
+//! Two sources, rendered one after the other:
+//! - the process's recorder ([`metrics_recorder`](crate::monitoring::metrics_recorder)):
+//!   attempts, lateness and duration histograms, scheduler firings and misfires, SLO
+//!   transitions — counted by this node's engine;
+//! - the database, read at each scrape: jobs by state and kind, queue depth, oldest due age,
+//!   SLO warnings. These are the same on every node, and are not put in the global recorder,
+//!   so that several apps over several stores in one process (tests) never mix them up.
+
+use crate::AppState;
+use crate::monitoring::{builtin_checks, metrics_recorder};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::{Router, routing::get};
+use kairos_store::JobBacklog;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The content type of the Prometheus text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The routes.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/metrics", get(metrics))
+}
+
+/// A label value with `\`, `"` and newlines escaped (kinds are user-defined strings).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn header_lines(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
+/// The database gauges, as Prometheus text. `Err` when the store does not answer.
+async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
+    let store = state.kairos.store();
+    let now = state.kairos.clock().now();
+    let counts = store.job_count_by_state_kind().await?;
+    let backlog = store
+        .job_backlog(JobBacklog {
+            now,
+            stuck_before: now,
+            lease_expired_before: now,
+        })
+        .await?;
+    let alerts = store.slo_alert_list().await?;
+    let mut out = String::new();
+    header_lines(
+        &mut out,
+        "kairos_jobs",
+        "Jobs by state and kind, from the database.",
+    );
+    for c in &counts {
+        let _ = writeln!(
+            out,
+            "kairos_jobs{{state=\"{}\",kind=\"{}\"}} {}",
+            label(&c.state),
+            label(&c.kind),
+            c.count
+        );
+    }
+    header_lines(
+        &mut out,
+        "kairos_queue_depth",
+        "Available jobs due now and not yet claimed.",
+    );
+    let _ = writeln!(out, "kairos_queue_depth {}", backlog.due);
+    header_lines(
+        &mut out,
+        "kairos_oldest_due_age_seconds",
+        "How long the oldest due, unclaimed job has been due (0 when none).",
+    );
+    let age = backlog
+        .oldest_due_at
+        .map(|t| ((now - t).num_milliseconds().max(0) as f64) / 1e3)
+        .unwrap_or(0.0);
+    let _ = writeln!(out, "kairos_oldest_due_age_seconds {age}");
+    header_lines(
+        &mut out,
+        "kairos_slo_warning",
+        "1 while an SLO check warns (any subject), else 0.",
+    );
+    let mut by_check: BTreeMap<String, u8> = builtin_checks()
+        .iter()
+        .map(|c| (c.to_string(), 0))
+        .collect();
+    for a in &alerts {
+        let v = by_check.entry(a.check.clone()).or_insert(0);
+        *v = (*v).max(u8::from(a.active));
+    }
+    for (check, v) in by_check {
+        let _ = writeln!(out, "kairos_slo_warning{{check=\"{}\"}} {v}", label(&check));
+    }
+    Ok(out)
+}
+
+/// The metrics.
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text format", body = String,
+        content_type = "text/plain; version=0.0.4")))]
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let mut out = String::new();
+    if let Some(h) = metrics_recorder() {
+        h.run_upkeep();
+        out.push_str(&h.render());
+    }
+    header_lines(
+        &mut out,
+        "kairos_store_up",
+        "1 when the database answered this scrape.",
+    );
+    match store_gauges(&state).await {
+        Ok(gauges) => {
+            out.push_str("kairos_store_up 1\n");
+            out.push_str(&gauges);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "metrics: the database did not answer");
+            out.push_str("kairos_store_up 0\n");
+        }
+    }
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response()
+}

@@ -1,0 +1,171 @@
+//! `/v1/occurrences?schedule=…&period=…`: each firing (period) of a schedule with its jobs'
+//! states per channel and the derived status (S0-7, S3-14):
+//!
+//! - `pending`: some job has not finished (available or running);
+//! - `success`: every job finished and none failed (succeeded or skipped: a skip is a
+//!   decision, not a failure — S3-15);
+//! - `failure`: every job finished, none succeeded, and some are dead;
+//! - `partial`: every job finished, some succeeded and some are dead.
+//!
+//! Cancelled jobs count as finished and neither succeeded nor failed.
+
+use crate::AppState;
+use crate::problem::{ApiQuery, ApiResult};
+use crate::views::ts;
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use kairos_store::OccurrenceCount;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::{IntoParams, ToSchema};
+
+/// The routes (mounted under `/v1/occurrences`).
+pub fn router() -> Router<AppState> {
+    Router::new().route("/", get(list))
+}
+
+/// One channel of an occurrence: job counts by state.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChannelView {
+    /// The channel (job kind).
+    pub channel: String,
+    /// Jobs per state (`succeeded`, `skipped`, `dead`, `available`, …).
+    pub states: BTreeMap<String, i64>,
+    /// Jobs in all.
+    pub total: i64,
+    /// This channel's own derived status.
+    pub status: String,
+}
+
+/// One occurrence.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OccurrenceView {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The period key.
+    pub period_key: String,
+    /// The nominal firing time.
+    pub fire_at: Option<String>,
+    /// `success`, `partial`, `failure` or `pending`.
+    pub status: String,
+    /// Per channel.
+    pub channels: Vec<ChannelView>,
+}
+
+/// Occurrences, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OccurrenceList {
+    /// Occurrences.
+    pub data: Vec<OccurrenceView>,
+}
+
+/// Filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// The schedule (`sch_…`). Required.
+    pub schedule: String,
+    /// Only this period key (`2026-W49`).
+    pub period: Option<String>,
+    /// At most this many periods (1–200, default 20).
+    pub limit: Option<i64>,
+}
+
+/// The status of a set of job-state counts.
+pub fn derive_status<'a>(states: impl IntoIterator<Item = (&'a str, i64)>) -> &'static str {
+    let (mut open, mut ok, mut dead) = (0, 0, 0);
+    for (s, n) in states {
+        match s {
+            "succeeded" | "skipped" => ok += n,
+            "dead" => dead += n,
+            "cancelled" => {}
+            _ => open += n, // available, running, and states this version does not know
+        }
+    }
+    match (open, ok, dead) {
+        (o, _, _) if o > 0 => "pending",
+        (_, _, 0) => "success",
+        (_, 0, _) => "failure",
+        _ => "partial",
+    }
+}
+
+/// Group the store's counts into occurrences.
+pub fn group(schedule_id: &str, counts: Vec<OccurrenceCount>) -> Vec<OccurrenceView> {
+    let mut out: Vec<OccurrenceView> = Vec::new();
+    let mut per: BTreeMap<(String, String), BTreeMap<String, i64>> = BTreeMap::new();
+    let mut order: Vec<(String, Option<String>)> = Vec::new();
+    for c in counts {
+        if !order.iter().any(|(p, _)| *p == c.period_key) {
+            order.push((c.period_key.clone(), c.fire_at.map(ts)));
+        }
+        *per.entry((c.period_key, c.channel))
+            .or_default()
+            .entry(c.state)
+            .or_default() += c.count;
+    }
+    for (period, fire_at) in order {
+        let channels: Vec<ChannelView> = per
+            .iter()
+            .filter(|((p, _), _)| *p == period)
+            .map(|((_, ch), states)| ChannelView {
+                channel: ch.clone(),
+                total: states.values().sum(),
+                status: derive_status(states.iter().map(|(k, v)| (k.as_str(), *v))).into(),
+                states: states.clone(),
+            })
+            .collect();
+        let status = derive_status(
+            channels
+                .iter()
+                .flat_map(|c| c.states.iter().map(|(k, v)| (k.as_str(), *v))),
+        );
+        out.push(OccurrenceView {
+            schedule_id: schedule_id.to_string(),
+            period_key: period,
+            fire_at,
+            status: status.into(),
+            channels,
+        });
+    }
+    out
+}
+
+/// A schedule's occurrences with per-channel job states and derived status.
+#[utoipa::path(get, path = "/v1/occurrences", tag = "audiences", params(ListQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Occurrences, newest first", body = OccurrenceList),
+        (status = 404, description = "No such schedule", body = crate::problem::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<OccurrenceList>> {
+    let counts = state
+        .kairos
+        .occurrence_list(&q.schedule, q.period, q.limit)
+        .await?;
+    Ok(Json(OccurrenceList {
+        data: group(&q.schedule, counts),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::derive_status;
+
+    #[test]
+    fn status_is_derived_from_job_states() {
+        assert_eq!(derive_status([("succeeded", 3), ("skipped", 1)]), "success");
+        assert_eq!(derive_status([("succeeded", 3), ("dead", 1)]), "partial");
+        assert_eq!(derive_status([("dead", 2), ("skipped", 0)]), "failure");
+        assert_eq!(
+            derive_status([("succeeded", 3), ("available", 1)]),
+            "pending"
+        );
+        assert_eq!(derive_status([("running", 1), ("dead", 1)]), "pending");
+        assert_eq!(derive_status([("exploded", 1)]), "pending");
+    }
+}

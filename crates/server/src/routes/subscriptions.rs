@@ -1,0 +1,147 @@
+//! `/v1/subscriptions`: create or replace the subscription of a recipient to a topic
+//! (`PUT /{recipient_id}/{topic}`), show it, list by recipient or topic.
+
+use crate::AppState;
+use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
+use crate::views::ts;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use kairos_engine::ops::NewSubscription;
+use kairos_store::Subscription;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// The routes (mounted under `/v1/subscriptions`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/{recipient_id}/{topic}", get(show).put(put))
+}
+
+/// A subscription.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SubscriptionView {
+    /// The recipient.
+    pub recipient_id: String,
+    /// The topic.
+    pub topic: String,
+    /// Target.
+    pub target: Option<String>,
+    /// Channels.
+    pub channels: Vec<String>,
+    /// Delivered.
+    pub enabled: bool,
+    /// Created.
+    pub created_at: String,
+    /// Last changed.
+    pub updated_at: String,
+}
+
+impl From<Subscription> for SubscriptionView {
+    fn from(s: Subscription) -> Self {
+        SubscriptionView {
+            recipient_id: s.recipient_id,
+            topic: s.topic,
+            target: s.target,
+            channels: s.channels,
+            enabled: s.enabled,
+            created_at: ts(s.created_at),
+            updated_at: ts(s.updated_at),
+        }
+    }
+}
+
+/// A page of subscriptions.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SubscriptionList {
+    /// Subscriptions by (recipient_id, topic).
+    pub data: Vec<SubscriptionView>,
+}
+
+/// Create or replace the subscription of a recipient to a topic.
+#[utoipa::path(put, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+    request_body = NewSubscription,
+    params(("recipient_id" = String, Path, description = "Recipient id"),
+           ("topic" = String, Path, description = "Topic name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Created or replaced", body = SubscriptionView),
+        (status = 404, description = "No such recipient", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn put(
+    State(state): State<AppState>,
+    Path((recipient_id, topic)): Path<(String, String)>,
+    ApiJson(body): ApiJson<NewSubscription>,
+) -> ApiResult<Json<SubscriptionView>> {
+    Ok(Json(
+        state
+            .kairos
+            .subscription_put(&recipient_id, &topic, body)
+            .await?
+            .into(),
+    ))
+}
+
+/// A subscription.
+#[utoipa::path(get, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+    params(("recipient_id" = String, Path, description = "Recipient id"),
+           ("topic" = String, Path, description = "Topic name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The subscription", body = SubscriptionView),
+        (status = 404, description = "No such subscription", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn show(
+    State(state): State<AppState>,
+    Path((recipient_id, topic)): Path<(String, String)>,
+) -> ApiResult<Json<SubscriptionView>> {
+    Ok(Json(
+        state
+            .kairos
+            .subscription_get(&recipient_id, &topic)
+            .await?
+            .into(),
+    ))
+}
+
+/// Filters of the subscription list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only this recipient.
+    pub recipient_id: Option<String>,
+    /// Only this topic.
+    pub topic: Option<String>,
+    /// Only enabled subscriptions of active recipients.
+    pub active: Option<bool>,
+    /// Only after this recipient id (with `topic`: keyset pagination).
+    pub after: Option<String>,
+    /// At most this many (1–1000, default 100).
+    pub limit: Option<i64>,
+}
+
+/// Subscriptions by (recipient, topic).
+#[utoipa::path(get, path = "/v1/subscriptions", tag = "audiences", params(ListQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Subscriptions", body = SubscriptionList)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<SubscriptionList>> {
+    let after = q.after.map(|r| (r, q.topic.clone().unwrap_or_default()));
+    let data = state
+        .kairos
+        .subscription_list(kairos_store::SubscriptionList {
+            topic: q.topic,
+            recipient_id: q.recipient_id,
+            active_only: q.active.unwrap_or(false),
+            after,
+            limit: q.limit,
+        })
+        .await?;
+    Ok(Json(SubscriptionList {
+        data: data.into_iter().map(Into::into).collect(),
+    }))
+}

@@ -1,0 +1,134 @@
+//! `/v1/topics`: create or replace (`PUT /{name}`), show, list. A topic's templates are
+//! checked when it is saved: a misspelt variable is a 422 naming the template, never a blank
+//! in a sent mail.
+
+use crate::AppState;
+use crate::problem::{ApiJson, ApiResult, Problem};
+use crate::views::ts;
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use kairos_engine::ops::NewTopic;
+use kairos_store::Topic;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The routes (mounted under `/v1/topics`).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/{name}", get(show).put(put))
+}
+
+/// One variant.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct VariantView {
+    /// Name.
+    pub name: String,
+    /// Weight.
+    pub weight: u32,
+    /// Subject template.
+    pub subject: Option<String>,
+    /// HTML template.
+    pub html: Option<String>,
+    /// Text template.
+    pub text: Option<String>,
+}
+
+/// A topic.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicView {
+    /// Name.
+    pub name: String,
+    /// Subject template.
+    pub subject: String,
+    /// HTML template.
+    pub html: Option<String>,
+    /// Text template.
+    pub text: Option<String>,
+    /// A/B variants.
+    pub variants: Vec<VariantView>,
+    /// Entitlement URL.
+    pub entitlement_url: Option<String>,
+    /// Its timeout (ms).
+    pub entitlement_timeout_ms: Option<i64>,
+    /// Created.
+    pub created_at: String,
+    /// Last changed.
+    pub updated_at: String,
+}
+
+impl From<Topic> for TopicView {
+    fn from(t: Topic) -> Self {
+        TopicView {
+            name: t.name,
+            subject: t.subject,
+            html: t.html,
+            text: t.text,
+            variants: t
+                .variants
+                .into_iter()
+                .map(|v| VariantView {
+                    name: v.name,
+                    weight: v.weight,
+                    subject: v.subject,
+                    html: v.html,
+                    text: v.text,
+                })
+                .collect(),
+            entitlement_url: t.entitlement_url,
+            entitlement_timeout_ms: t.entitlement_timeout_ms,
+            created_at: ts(t.created_at),
+            updated_at: ts(t.updated_at),
+        }
+    }
+}
+
+/// All topics.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TopicList {
+    /// Topics by name.
+    pub data: Vec<TopicView>,
+}
+
+/// Create or replace a topic.
+#[utoipa::path(put, path = "/v1/topics/{name}", tag = "audiences", request_body = NewTopic,
+    params(("name" = String, Path, description = "Topic name (`[a-z0-9_-]`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Created or replaced", body = TopicView),
+        (status = 422, description = "A field or template is not valid", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn put(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<NewTopic>,
+) -> ApiResult<Json<TopicView>> {
+    Ok(Json(state.kairos.topic_put(&name, body).await?.into()))
+}
+
+/// A topic.
+#[utoipa::path(get, path = "/v1/topics/{name}", tag = "audiences",
+    params(("name" = String, Path, description = "Topic name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The topic", body = TopicView),
+        (status = 404, description = "No such topic", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn show(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<TopicView>> {
+    Ok(Json(state.kairos.topic_get(&name).await?.into()))
+}
+
+/// All topics.
+#[utoipa::path(get, path = "/v1/topics", tag = "audiences",
+    security(("bearer" = [])),
+    responses((status = 200, description = "Topics", body = TopicList)))]
+pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TopicList>> {
+    let data = state.kairos.topic_list().await?;
+    Ok(Json(TopicList {
+        data: data.into_iter().map(Into::into).collect(),
+    }))
+}

@@ -1,0 +1,226 @@
+//! `/unsubscribe`: the RFC 8058 one-click unsubscribe (S3-18).
+//!
+//! - `GET /unsubscribe?token=…` shows a small confirmation page with a button and changes
+//!   nothing: mail scanners and link previews fetch GETs.
+//! - `POST /unsubscribe?token=…` with the body `List-Unsubscribe=One-Click` (form-urlencoded,
+//!   as mail clients send it, or multipart/form-data) unsubscribes the recipient from the
+//!   token's topic and answers 200 — never a redirect. The same POST again is 200 and changes
+//!   nothing.
+//! - A forged, tampered or unknown-key token is 400 and changes nothing.
+//!
+//! The token is the email helper's HMAC over (recipient, topic) with a key id
+//! ([`kairos_channels::email::unsubscribe`]), verified against `KAIROS_UNSUBSCRIBE_SECRET` and
+//! `KAIROS_UNSUBSCRIBE_OLD_SECRETS`, so links in old mails keep working after a rotation.
+//! Pages never show the address. Served in maintenance mode (S3-13).
+
+use crate::AppState;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use kairos_channels::email::unsubscribe::verify;
+use serde::Deserialize;
+
+/// The routes (mounted at the root).
+pub fn router() -> Router<AppState> {
+    Router::new().route("/unsubscribe", get(show).post(confirm))
+}
+
+/// The query: the token of the `List-Unsubscribe` URL.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct TokenQuery {
+    /// The signed token.
+    pub token: Option<String>,
+}
+
+fn escape(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '<' => "&lt;".into(),
+            '>' => "&gt;".into(),
+            '&' => "&amp;".into(),
+            '"' => "&quot;".into(),
+            '\'' => "&#39;".into(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\"><title>{t}</title></head>\
+         <body style=\"font-family: sans-serif; max-width: 32rem; margin: 3rem auto\">\
+         <h1>{t}</h1>{body}</body></html>\n",
+        t = escape(title)
+    );
+    let mut res = (status, Html(html)).into_response();
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, "no-store".parse().unwrap_or_else(|_| unreachable!()));
+    res
+}
+
+fn bad_token() -> Response {
+    page(
+        StatusCode::BAD_REQUEST,
+        "Invalid link",
+        "<p>This unsubscribe link is not valid. Use the link of a recent message.</p>",
+    )
+}
+
+/// The (recipient, topic) of a valid token.
+fn check(state: &AppState, token: Option<&str>) -> Result<(String, String), Response> {
+    let token = token.filter(|t| !t.is_empty() && t.len() <= 2048).ok_or_else(bad_token)?;
+    verify(&state.inbound.unsubscribe, token).map_err(|e| {
+        tracing::warn!(reason = %e, "unsubscribe token refused");
+        bad_token()
+    })
+}
+
+/// The confirmation page (changes nothing).
+#[utoipa::path(get, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
+    responses(
+        (status = 200, description = "A page with a button that POSTs the one-click form", content_type = "text/html"),
+        (status = 400, description = "A forged or tampered token", content_type = "text/html"),
+    ))]
+pub async fn show(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> Response {
+    let (_, topic) = match check(&state, q.token.as_deref()) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let token = q.token.unwrap_or_default();
+    page(
+        StatusCode::OK,
+        "Unsubscribe",
+        &format!(
+            "<p>Stop receiving <strong>{topic}</strong> messages?</p>\
+             <form method=\"post\" action=\"/unsubscribe?token={token}\">\
+             <input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
+             <button type=\"submit\">Unsubscribe</button></form>",
+            topic = escape(&topic),
+            token = escape(&token),
+        ),
+    )
+}
+
+/// The value of the `List-Unsubscribe` field of a form body (urlencoded or multipart).
+fn one_click(headers: &HeaderMap, body: &[u8]) -> bool {
+    let ctype = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if ctype.starts_with("multipart/form-data") {
+        return multipart_one_click(&ctype, body);
+    }
+    // application/x-www-form-urlencoded (also when a client omits the content type).
+    form_urlencoded_pairs(body)
+        .any(|(k, v)| k == "List-Unsubscribe" && v == "One-Click")
+}
+
+fn form_urlencoded_pairs(body: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
+    body.split(|b| *b == b'&').filter_map(|pair| {
+        let s = std::str::from_utf8(pair).ok()?;
+        let (k, v) = s.split_once('=')?;
+        let dec = |x: &str| {
+            let x = x.replace('+', " ");
+            percent_decode(&x)
+        };
+        Some((dec(k)?, dec(v)?.trim().to_string()))
+    })
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A minimal multipart/form-data reader: the part named `List-Unsubscribe` is `One-Click`.
+fn multipart_one_click(ctype: &str, body: &[u8]) -> bool {
+    if !ctype.contains("boundary=") {
+        return false;
+    }
+    // Parts are separated by `--boundary` lines; each part's headers end at a blank line.
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    text.split("\r\n--")
+        .chain(text.split("\n--"))
+        .filter_map(|part| {
+            let (head, value) = part
+                .split_once("\r\n\r\n")
+                .or_else(|| part.split_once("\n\n"))?;
+            let named = head.lines().any(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("content-disposition:")
+                    && (l.contains("name=\"list-unsubscribe\"") || l.contains("name=list-unsubscribe"))
+            });
+            named.then(|| value.trim().to_string())
+        })
+        .any(|v| v == "One-Click")
+}
+
+/// The one-click unsubscribe (RFC 8058): 200, never a redirect.
+#[utoipa::path(post, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "`List-Unsubscribe=One-Click` (multipart/form-data is accepted too)"),
+    responses(
+        (status = 200, description = "Unsubscribed (also when it already was)", content_type = "text/html"),
+        (status = 400, description = "A forged or tampered token, or no `List-Unsubscribe=One-Click`", content_type = "text/html"),
+    ))]
+pub async fn confirm(
+    State(state): State<AppState>,
+    Query(q): Query<TokenQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let token = q.token.clone().or_else(|| {
+        form_urlencoded_pairs(&body)
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v)
+    });
+    let (recipient, topic) = match check(&state, token.as_deref()) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    if !one_click(&headers, &body) {
+        return page(
+            StatusCode::BAD_REQUEST,
+            "Not unsubscribed",
+            "<p>The request must carry <code>List-Unsubscribe=One-Click</code> (RFC 8058).</p>",
+        );
+    }
+    match state.kairos.unsubscribe(&recipient, &topic).await {
+        Ok(_) => page(
+            StatusCode::OK,
+            "Unsubscribed",
+            &format!(
+                "<p>You will no longer receive <strong>{}</strong> messages.</p>",
+                escape(&topic)
+            ),
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "one-click unsubscribe failed");
+            page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Try again",
+                "<p>We could not record your request just now. Please try again in a minute.</p>",
+            )
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! The admin UI over HTTP (S3-14): the real app on a real SQLite file, served on 127.0.0.1:0,
+//! jobs run by the real executor on a manual clock. What an outsider can reach without a
+//! session, what a forged form can change (nothing), and what an operator sees and does.
+
+use chrono::{DateTime, Utc};
+use kairos_core::{Clock, ManualClock};
+use kairos_engine::handlers::default_registry;
+use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::{ApiToken, AppState, app};
+use kairos_store::Store;
+use kairos_store_sqlite::SqliteStore;
+use kairos_testkit::{Reply, TestReceiver, init_crypto};
+use reqwest::StatusCode;
+use serde_json::json;
+use std::sync::Arc;
+use tempfile::TempDir;
+
+const TOKEN: &str = "admin-test-token";
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+struct Ui {
+    base: String,
+    http: reqwest::Client,
+    clock: Arc<ManualClock>,
+    engine: Engine,
+    kairos: Kairos,
+    receiver: TestReceiver,
+    cookie: Option<String>,
+    _dir: TempDir,
+}
+
+struct Page {
+    status: StatusCode,
+    location: Option<String>,
+    set_cookie: Option<String>,
+    body: String,
+}
+
+/// application/x-www-form-urlencoded encoding of one value.
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn start_time() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
+        .expect("instant")
+        .to_utc()
+}
+
+impl Ui {
+    async fn start() -> Ui {
+        init_crypto();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(&dir.path().join("kairos.db"))
+                .await
+                .expect("open store"),
+        );
+        let clock = Arc::new(ManualClock::new(start_time()));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let webhook = kairos_channels::WebhookConfig {
+            allow_private_targets: true,
+            ..Default::default()
+        };
+        let registry =
+            default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
+        let kinds = registry.kinds();
+        let engine = Engine::new(
+            EngineConfig::default().with_node("admin-test"),
+            store.clone(),
+            dyn_clock.clone(),
+            registry,
+        )
+        .expect("engine");
+        let kairos =
+            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
+        let router = app(AppState::new(kairos.clone(), ApiToken::new(TOKEN)));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ui {
+            base: format!("http://{addr}"),
+            http: reqwest::Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            clock,
+            engine,
+            kairos,
+            receiver: TestReceiver::start().await,
+            cookie: None,
+            _dir: dir,
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Page {
+        let req = match &self.cookie {
+            Some(c) => req.header("cookie", c),
+            None => req,
+        };
+        let res = req.send().await.expect("request");
+        let header = |n: &str| {
+            res.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let (location, set_cookie) = (header("location"), header("set-cookie"));
+        let status = res.status();
+        Page {
+            status,
+            location,
+            set_cookie,
+            body: res.text().await.expect("body"),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Page {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> Page {
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body),
+        )
+        .await
+    }
+
+    async fn login(&mut self) {
+        let p = self.post_form("/admin/login", &[("token", TOKEN)]).await;
+        assert_eq!(p.status, StatusCode::SEE_OTHER, "{}", p.body);
+        let c = p.set_cookie.expect("a session cookie");
+        assert!(
+            c.contains("HttpOnly") && c.contains("SameSite=Strict"),
+            "{c}"
+        );
+        self.cookie = Some(c.split(';').next().expect("cookie pair").to_string());
+    }
+
+    /// The CSRF token embedded in a page's forms.
+    fn csrf_of(page: &Page) -> String {
+        let marker = "name=\"csrf\" value=\"";
+        let i = page.body.find(marker).expect("a form with a csrf field") + marker.len();
+        page.body[i..]
+            .split('"')
+            .next()
+            .expect("csrf value")
+            .to_string()
+    }
+
+    /// Enqueue a webhook job with one attempt; the receiver's next reply decides its fate.
+    async fn job(&self, reply: u16) -> String {
+        self.receiver.respond_with(vec![Reply::status(reply)]);
+        let (job, _) = self
+            .kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                webhook: Some(kairos_engine::ops::WebhookTarget {
+                    url: self.receiver.url("/hook"),
+                    secret: SECRET.into(),
+                }),
+                payload: Some(json!({"n": 1})),
+                retry: Some(serde_json::from_value(json!({"max_attempts": 1})).expect("retry")),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+        self.engine
+            .executor()
+            .run_once(self.clock.now())
+            .await
+            .expect("executor");
+        job.id
+    }
+}
+
+#[tokio::test]
+async fn admin_without_a_session_answers_401_login_page_and_never_data() {
+    let ui = Ui::start().await;
+    let id = ui.job(400).await;
+    for path in [
+        "/admin",
+        "/admin/jobs",
+        &format!("/admin/jobs/{id}"),
+        "/admin/dead",
+        "/admin/schedules",
+    ] {
+        let p = ui.get(path).await;
+        assert_eq!(p.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert!(
+            p.body.contains("name=\"token\""),
+            "{path} shows the login form"
+        );
+        assert!(
+            !p.body.contains(&id),
+            "{path} leaks a job id without a session"
+        );
+    }
+    // A forged or expired-looking cookie is no session either.
+    let mut forged = ui;
+    forged.cookie = Some("kairos_admin=99999999999.deadbeef".into());
+    assert_eq!(
+        forged.get("/admin/jobs").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    // A POST without a session changes nothing.
+    let p = forged
+        .post_form(&format!("/admin/jobs/{id}/replay"), &[("csrf", "x")])
+        .await;
+    assert_eq!(p.status, StatusCode::UNAUTHORIZED);
+    let (job, _) = forged.kairos.job_get(&id).await.expect("job");
+    assert_eq!(job.state.as_str(), "dead");
+}
+
+#[tokio::test]
+async fn admin_login_refuses_a_wrong_token() {
+    let ui = Ui::start().await;
+    let p = ui.post_form("/admin/login", &[("token", "not-it")]).await;
+    assert_eq!(p.status, StatusCode::UNAUTHORIZED);
+    assert!(p.set_cookie.is_none());
+    assert!(p.body.contains("not this server"), "{}", p.body);
+}
+
+#[tokio::test]
+async fn admin_form_without_its_csrf_token_changes_nothing() {
+    let mut ui = Ui::start().await;
+    let id = ui.job(400).await;
+    ui.login().await;
+    let p = ui
+        .post_form(&format!("/admin/jobs/{id}/replay"), &[("csrf", "forged")])
+        .await;
+    assert_eq!(p.status, StatusCode::FORBIDDEN);
+    let (job, _) = ui.kairos.job_get(&id).await.expect("job");
+    assert_eq!(job.state.as_str(), "dead", "a forged form replayed the job");
+}
+
+#[tokio::test]
+async fn admin_replays_a_dead_job_which_then_succeeds() {
+    let mut ui = Ui::start().await;
+    let dead = ui.job(400).await;
+    ui.login().await;
+    let page = ui.get(&format!("/admin/jobs/{dead}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body.contains("id=\"job-state\">dead<"),
+        "{}",
+        page.body
+    );
+    // Every attempt is shown with its status code and error.
+    assert!(page.body.contains("<td>400</td>"), "{}", page.body);
+    assert!(page.body.contains("permanent"));
+    let csrf = Ui::csrf_of(&page);
+    let p = ui
+        .post_form(&format!("/admin/jobs/{dead}/replay"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(p.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        p.location.as_deref(),
+        Some(format!("/admin/jobs/{dead}?notice=replayed").as_str())
+    );
+    ui.receiver.respond_with(vec![Reply::status(200)]);
+    ui.engine
+        .executor()
+        .run_once(ui.clock.now())
+        .await
+        .expect("executor");
+    let page = ui.get(&format!("/admin/jobs/{dead}?notice=replayed")).await;
+    assert!(
+        page.body.contains("id=\"job-state\">succeeded<"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Replayed"));
+}
+
+#[tokio::test]
+async fn admin_jobs_filters_combine_two_axes_and_name_a_bad_field() {
+    let mut ui = Ui::start().await;
+    let dead = ui.job(400).await;
+    let ok = ui.job(200).await;
+    ui.login().await;
+    let all = ui.get("/admin/jobs").await;
+    assert!(all.body.contains(&dead) && all.body.contains(&ok));
+    let p = ui.get("/admin/jobs?state=dead&kind=webhook").await;
+    assert!(
+        p.body.contains(&dead) && !p.body.contains(&ok),
+        "{}",
+        p.body
+    );
+    let p = ui.get("/admin/jobs?state=dead&kind=http").await;
+    assert!(!p.body.contains(&dead) && p.body.contains("No jobs match"));
+    let p = ui.get("/admin/jobs?state=exploded").await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert!(
+        p.body.contains("state: &quot;exploded&quot; is not one of"),
+        "{}",
+        p.body
+    );
+    let p = ui.get("/admin/jobs?from=yesterday").await;
+    assert!(p.body.contains("from: "), "{}", p.body);
+}
+
+#[tokio::test]
+async fn admin_dead_page_replays_all_matching_jobs() {
+    let mut ui = Ui::start().await;
+    let a = ui.job(400).await;
+    let b = ui.job(400).await;
+    ui.login().await;
+    let page = ui.get("/admin/dead").await;
+    assert!(page.body.contains(&a) && page.body.contains(&b));
+    let csrf = Ui::csrf_of(&page);
+    let p = ui
+        .post_form(
+            "/admin/dead/replay",
+            &[("csrf", &csrf), ("kind", "webhook")],
+        )
+        .await;
+    assert_eq!(
+        p.location.as_deref(),
+        Some("/admin/dead?replayed=2&kind=webhook")
+    );
+    for id in [&a, &b] {
+        let (job, _) = ui.kairos.job_get(id).await.expect("job");
+        assert_eq!(job.state.as_str(), "available");
+    }
+}
+
+#[tokio::test]
+async fn admin_schedules_show_next_five_firings_in_zone_and_utc_and_pause() {
+    let mut ui = Ui::start().await;
+    let s = ui
+        .kairos
+        .schedule_create(
+            serde_json::from_value(json!({
+                "name": "tokyo-morning",
+                "cron": "30 8 * * *",
+                "timezone": "Asia/Tokyo",
+                "webhook": {"url": ui.receiver.url("/hook"), "secret": SECRET},
+            }))
+            .expect("schedule body"),
+        )
+        .await
+        .expect("schedule");
+    ui.login().await;
+    let page = ui.get("/admin/schedules").await;
+    // 08:30 in Tokyo is 23:30 UTC the day before; five of them, from 2026-12-01 local.
+    for day in 1..=5 {
+        let local = format!("2026-12-0{day}T08:30:00+09:00");
+        let utc = format!(
+            "2026-{}T23:30:00Z",
+            if day == 1 {
+                "11-30".to_string()
+            } else {
+                format!("12-0{}", day - 1)
+            }
+        );
+        assert!(
+            page.body.contains(&format!("{local} / {utc}")),
+            "missing {local} / {utc}:\n{}",
+            page.body
+        );
+    }
+    assert!(!page.body.contains("2026-12-06T08:30"), "only five");
+    let csrf = Ui::csrf_of(&page);
+    let p = ui
+        .post_form(
+            &format!("/admin/schedules/{}/pause", s.id),
+            &[("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        p.location.as_deref(),
+        Some("/admin/schedules?notice=paused")
+    );
+    assert_eq!(
+        ui.kairos
+            .schedule_get(&s.id)
+            .await
+            .expect("get")
+            .state
+            .as_str(),
+        "paused"
+    );
+}
+
+#[tokio::test]
+async fn admin_shows_slo_panel_and_a_banner_while_a_warning_is_active() {
+    let mut ui = Ui::start().await;
+    ui.login().await;
+    // A job due now that nobody claims: after the stuck threshold (1 h by default) the
+    // `stuck_due` check warns (S3-16).
+    ui.kairos
+        .job_enqueue(kairos_engine::ops::NewJob {
+            webhook: Some(kairos_engine::ops::WebhookTarget {
+                url: ui.receiver.url("/hook"),
+                secret: SECRET.into(),
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("enqueue");
+    let page = ui.get("/admin").await;
+    assert!(page.body.contains("id=\"slo\""), "{}", page.body);
+    assert!(!page.body.contains("id=\"slo-banner\""), "no warning yet");
+
+    ui.clock.advance(chrono::Duration::hours(2));
+    let page = ui.get("/admin").await;
+    assert!(page.body.contains("<td>stuck_due</td>"), "{}", page.body);
+    assert!(
+        page.body.contains(">warning</span>"),
+        "the panel shows the warning"
+    );
+
+    // The banner follows the leader monitor's stored alert state: after its run, every page
+    // shows it.
+    let store = ui.kairos.store().clone();
+    let clock: Arc<dyn Clock> = ui.clock.clone();
+    let monitor =
+        kairos_engine::monitor::Monitor::new(Default::default(), store, clock).expect("monitor");
+    monitor.run_once(ui.clock.now()).await.expect("monitor run");
+    for path in ["/admin", "/admin/jobs", "/admin/schedules"] {
+        let page = ui.get(path).await;
+        assert!(
+            page.body.contains("id=\"slo-banner\""),
+            "{path}: {}",
+            page.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn admin_occurrences_show_each_firing_with_its_derived_status() {
+    let mut ui = Ui::start().await;
+    let s = ui
+        .kairos
+        .schedule_create(
+            serde_json::from_value(json!({
+                "name": "daily-report",
+                "cron": "0 9 * * *",
+                "timezone": "UTC",
+                "period": "day",
+                "webhook": {"url": ui.receiver.url("/hook"), "secret": SECRET},
+                "retry": {"max_attempts": 1},
+            }))
+            .expect("schedule body"),
+        )
+        .await
+        .expect("schedule");
+    // Two manual firings on two days: the first delivery refused for good, the second OK.
+    ui.receiver.respond_with(vec![Reply::status(400)]);
+    ui.kairos.schedule_fire_now(&s.id).await.expect("fire");
+    ui.engine
+        .executor()
+        .run_once(ui.clock.now())
+        .await
+        .expect("run");
+    ui.clock.advance(chrono::Duration::days(1));
+    ui.kairos.schedule_fire_now(&s.id).await.expect("fire");
+    ui.engine
+        .executor()
+        .run_once(ui.clock.now())
+        .await
+        .expect("run");
+    ui.login().await;
+    let page = ui
+        .get(&format!("/admin/schedules/{}/occurrences", s.id))
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<th>webhook</th>"), "{}", page.body);
+    assert!(
+        page.body.contains(">2026-11-30</a>") && page.body.contains(">2026-12-01</a>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("occ-failure") && page.body.contains("occ-success"),
+        "{}",
+        page.body
+    );
+    let one = ui
+        .get(&format!(
+            "/admin/schedules/{}/occurrences?period=2026-12-01",
+            s.id
+        ))
+        .await;
+    assert!(one.body.contains("occ-success") && !one.body.contains("occ-failure"));
+    let missing = ui.get("/admin/schedules/sch_nope/occurrences").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}

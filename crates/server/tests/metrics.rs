@@ -1,0 +1,289 @@
+//! `/metrics` scraped over HTTP and parsed with a Prometheus text-format parser
+//! (`prometheus-parse`): the gauges match the store, the counters match the attempts the
+//! executor recorded; `/v1/slo`, `/healthz` and `/readyz` next to it.
+//!
+//! One test in this binary touches the process-wide metrics recorder (the attempt counters):
+//! the others only read the database gauges, so they cannot disturb its numbers.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use kairos_core::{Clock, ManualClock};
+use kairos_engine::handlers::default_registry;
+use kairos_engine::ops::{NewJob, WebhookTarget};
+use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::{ApiToken, AppState, app};
+use kairos_store::{JobBacklog, Store};
+use kairos_store_sqlite::SqliteStore;
+use kairos_testkit::{Reply, TestReceiver, init_crypto};
+use prometheus_parse::{Sample, Scrape, Value};
+use std::sync::Arc;
+use tempfile::TempDir;
+
+const TOKEN: &str = "test-token";
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+struct Node {
+    base: String,
+    http: reqwest::Client,
+    clock: Arc<ManualClock>,
+    store: Arc<dyn Store>,
+    engine: Engine,
+    kairos: Kairos,
+    dir: TempDir,
+}
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-11-29T09:00:00Z")
+        .expect("instant")
+        .to_utc()
+}
+
+async fn start() -> Node {
+    init_crypto();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("kairos.db"))
+            .await
+            .expect("open store"),
+    );
+    let clock = Arc::new(ManualClock::new(t0()));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let webhook = kairos_channels::WebhookConfig {
+        allow_private_targets: true,
+        ..Default::default()
+    };
+    let registry = default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
+    let kinds = registry.kinds();
+    let engine = Engine::new(
+        EngineConfig::default(),
+        store.clone(),
+        dyn_clock.clone(),
+        registry,
+    )
+    .expect("engine");
+    let kairos =
+        Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds).allow_private_targets(true);
+    let router = app(AppState::new(kairos.clone(), ApiToken::new(TOKEN)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Node {
+        base,
+        http: reqwest::Client::new(),
+        clock,
+        store,
+        engine,
+        kairos,
+        dir,
+    }
+}
+
+impl Node {
+    async fn scrape(&self) -> Scrape {
+        let res = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert_eq!(res.status(), 200);
+        let ct = res.headers()["content-type"].to_str().unwrap_or_default();
+        assert!(ct.starts_with("text/plain"), "{ct}");
+        let text = res.text().await.expect("body");
+        Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format")
+    }
+
+    async fn webhook_job(&self, url: &str, run_at: DateTime<Utc>) {
+        self.kairos
+            .job_enqueue(NewJob {
+                kind: Some("webhook".into()),
+                webhook: Some(WebhookTarget {
+                    url: url.into(),
+                    secret: SECRET.into(),
+                }),
+                run_at: Some(run_at.to_rfc3339_opts(SecondsFormat::Millis, true)),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+    }
+}
+
+fn samples<'a>(s: &'a Scrape, metric: &str) -> Vec<&'a Sample> {
+    s.samples.iter().filter(|x| x.metric == metric).collect()
+}
+
+fn one(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+    let found: Vec<&Sample> = samples(s, metric)
+        .into_iter()
+        .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
+        .collect();
+    assert_eq!(found.len(), 1, "{metric} {labels:?}: {found:?}");
+    match &found[0].value {
+        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+        Value::Histogram(buckets) => buckets
+            .iter()
+            .find(|b| b.less_than.is_infinite())
+            .map(|b| b.count)
+            .unwrap_or_else(|| panic!("{metric}: no +Inf bucket")),
+        other => panic!("{metric}: unexpected {other:?}"),
+    }
+}
+
+/// The scrape agrees with the store: `kairos_jobs{state,kind}`, queue depth and oldest due
+/// age; the attempt counter and lateness histogram agree with the recorded attempts;
+/// `kairos_slo_warning{check}` follows the monitor's alert state.
+#[tokio::test]
+async fn metrics_scrape_parses_and_matches_the_store() {
+    let node = start().await;
+    let rx = TestReceiver::start().await;
+    rx.respond_with(vec![Reply::ok(), Reply::status(503)]);
+    let url = rx.url("/hook");
+    node.webhook_job(&url, t0()).await;
+    node.webhook_job(&url, t0()).await;
+    node.webhook_job(&url, t0() + Duration::hours(1)).await;
+    let run = node.engine.executor().run_once(t0()).await.expect("run");
+    assert_eq!((run.succeeded, run.retried), (1, 1), "{run:?}");
+
+    let now = t0() + Duration::minutes(90);
+    node.clock.set(now);
+    let m = node.scrape().await;
+
+    let counts = node.store.job_count_by_state_kind().await.expect("counts");
+    assert_eq!(samples(&m, "kairos_jobs").len(), counts.len());
+    for c in &counts {
+        let v = one(&m, "kairos_jobs", &[("state", &c.state), ("kind", &c.kind)]);
+        assert_eq!(v, c.count as f64, "{c:?}");
+    }
+    assert_eq!(one(&m, "kairos_jobs", &[("state", "available")]), 2.0);
+    let b = node
+        .store
+        .job_backlog(JobBacklog {
+            now,
+            stuck_before: now,
+            lease_expired_before: now,
+        })
+        .await
+        .expect("backlog");
+    assert_eq!(b.due, 2);
+    assert_eq!(one(&m, "kairos_queue_depth", &[]), b.due as f64);
+    let oldest = b.oldest_due_at.expect("a due job");
+    let age = (now - oldest).num_milliseconds() as f64 / 1e3;
+    assert_eq!(one(&m, "kairos_oldest_due_age_seconds", &[]), age);
+
+    let ok = [
+        ("outcome", "succeeded"),
+        ("class", "none"),
+        ("kind", "webhook"),
+    ];
+    let failed = [
+        ("outcome", "failed"),
+        ("class", "transient"),
+        ("kind", "webhook"),
+    ];
+    assert_eq!(one(&m, "kairos_attempts_total", &ok), 1.0);
+    assert_eq!(one(&m, "kairos_attempts_total", &failed), 1.0);
+    let lateness = one(&m, "kairos_job_lateness_seconds", &[("kind", "webhook")]);
+    assert_eq!(lateness, 2.0, "one observation per attempt");
+    for check in [
+        "failure_rate",
+        "stuck_due",
+        "lease_expired",
+        "missed_firings",
+    ] {
+        assert_eq!(
+            one(&m, "kairos_slo_warning", &[("check", check)]),
+            0.0,
+            "{check}"
+        );
+    }
+    assert_eq!(one(&m, "kairos_store_up", &[]), 1.0);
+
+    // Two hours after they were due, the jobs are stuck: the monitor warns, and the gauge
+    // says so.
+    let later = t0() + Duration::hours(2);
+    let r = node
+        .engine
+        .monitor()
+        .run_once(later)
+        .await
+        .expect("monitor");
+    assert_eq!(r.alerts.raised, vec!["stuck_due".to_string()]);
+    let m = node.scrape().await;
+    assert_eq!(
+        one(&m, "kairos_slo_warning", &[("check", "stuck_due")]),
+        1.0
+    );
+    assert_eq!(
+        one(&m, "kairos_slo_warning", &[("check", "failure_rate")]),
+        0.0
+    );
+    drop(node.dir);
+}
+
+/// `GET /v1/slo` needs the token and answers 200 with the checks, warnings included (S3-17).
+#[tokio::test]
+async fn slo_route_reports_checks_with_warnings_as_200() {
+    let node = start().await;
+    node.webhook_job("http://127.0.0.1:9/never", t0()).await;
+    let url = format!("{}/v1/slo", node.base);
+    let anon = node.http.get(&url).send().await.expect("GET");
+    assert_eq!(anon.status(), 401);
+    node.clock.set(t0() + Duration::hours(2));
+    let res = node
+        .http
+        .get(&url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(res.status(), 200);
+    let v: serde_json::Value = res.json().await.expect("json");
+    assert_eq!(v["status"], "warning");
+    assert_eq!(v["warnings"], 1);
+    let stuck = v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "stuck_due")
+        .expect("stuck_due");
+    assert_eq!(stuck["status"], "warning");
+    assert_eq!(stuck["value"], 1.0);
+}
+
+/// `/healthz` answers while the process is up; `/readyz` only while the schema is current:
+/// a migration the database has not recorded makes it 503 and names the version.
+#[tokio::test]
+async fn readyz_requires_current_migrations() {
+    let node = start().await;
+    let get = |p: &str| node.http.get(format!("{}{p}", node.base)).send();
+    assert_eq!(get("/healthz").await.expect("GET").status(), 200);
+    assert_eq!(get("/readyz").await.expect("GET").status(), 200);
+
+    // Forget the newest migration, as if this binary were newer than the database.
+    let newest: i64 = {
+        let pending = node.store.migration_pending().await.expect("pending");
+        assert!(pending.is_empty());
+        let url = format!("sqlite://{}", node.dir.path().join("kairos.db").display());
+        let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
+        let v: i64 = sqlx::query_scalar("SELECT MAX(version) FROM kairos_migrations")
+            .fetch_one(&pool)
+            .await
+            .expect("max");
+        sqlx::query("DELETE FROM kairos_migrations WHERE version = ?1")
+            .bind(v)
+            .execute(&pool)
+            .await
+            .expect("delete");
+        pool.close().await;
+        v
+    };
+    let res = get("/readyz").await.expect("GET");
+    assert_eq!(res.status(), 503);
+    let body = res.text().await.expect("body");
+    assert!(body.contains(&newest.to_string()), "{body}");
+    assert_eq!(get("/healthz").await.expect("GET").status(), 200);
+}

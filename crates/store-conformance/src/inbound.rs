@@ -1,0 +1,309 @@
+//! Inbound behaviours (seed 003): an event stored once by its id (S3-11) and matched to its
+//! job by the provider message id, suppression that cascades to every subscription of an
+//! address in one transaction (S3-9, S3-12), the suppression list's pages and removals, the
+//! one-click unsubscribe (S3-18), and settings (maintenance mode, S3-13).
+
+use crate::fixtures::{claim, job, t0};
+use chrono::Duration;
+use kairos_store::*;
+use serde_json::json;
+use std::sync::Arc;
+
+type S = Arc<dyn Store>;
+
+async fn recipient(s: &S, id: &str, email: &str) {
+    s.recipient_upsert(RecipientUpsert {
+        id: id.into(),
+        email: email.into(),
+        timezone: "UTC".into(),
+        locale: None,
+        attributes: json!({}),
+        state: RecipientState::Active,
+        now: t0(),
+    })
+    .await
+    .unwrap();
+}
+
+async fn subscribe(s: &S, r: &str, topic: &str) {
+    s.subscription_put(SubscriptionPut {
+        recipient_id: r.into(),
+        topic: topic.into(),
+        target: None,
+        channels: vec!["email".into()],
+        enabled: true,
+        now: t0(),
+    })
+    .await
+    .unwrap();
+}
+
+async fn enabled(s: &S, r: &str, topic: &str) -> bool {
+    s.subscription_get(r, topic).await.unwrap().unwrap().enabled
+}
+
+fn event(id: &str, event_type: &str, suppress: &[&str]) -> InboundEventRecord {
+    InboundEventRecord {
+        source: "resend".into(),
+        id: id.into(),
+        event_type: event_type.into(),
+        provider_message_id: None,
+        action: if suppress.is_empty() {
+            action::RECORDED.into()
+        } else {
+            action::SUPPRESSED.into()
+        },
+        payload: json!({"type": event_type, "data": {"n": 1}}),
+        suppress: suppress.iter().map(|a| a.to_string()).collect(),
+        reason: "complaint".into(),
+        now: t0(),
+    }
+}
+
+/// The first delivery is stored and acts; the same id again changes nothing, even with
+/// another payload (S3-11). The same id from another source is another event.
+pub async fn inbound_event_record_is_idempotent_by_event_id(s: S) {
+    recipient(&s, "r1", "a@example.com").await;
+    subscribe(&s, "r1", "weekly").await;
+    let first = s
+        .inbound_event_record(event("msg_1", "email.complained", &["a@example.com"]))
+        .await
+        .unwrap();
+    assert!(first.created);
+    assert_eq!(first.suppressions_created, 1);
+    assert_eq!(first.subscriptions_disabled, 1);
+    let stored = s
+        .inbound_event_get("resend", "msg_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.event_type, "email.complained");
+    assert_eq!(stored.action, action::SUPPRESSED);
+    assert_eq!(stored.payload["data"]["n"], 1);
+    assert_eq!(stored.received_at, t0());
+
+    // The subscription is enabled again; a repeat of the event must not touch it.
+    subscribe(&s, "r1", "weekly").await;
+    let mut again = event("msg_1", "email.complained", &["a@example.com"]);
+    again.payload = json!({"changed": true});
+    again.now = t0() + Duration::minutes(5);
+    let repeat = s.inbound_event_record(again).await.unwrap();
+    assert_eq!(
+        repeat,
+        InboundEventRecorded::default(),
+        "a repeat does nothing"
+    );
+    assert!(enabled(&s, "r1", "weekly").await);
+    let stored = s
+        .inbound_event_get("resend", "msg_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.payload["data"]["n"], 1, "the first payload stays");
+
+    let mut other = event("msg_1", "x.y", &[]);
+    other.source = "acme".into();
+    assert!(s.inbound_event_record(other).await.unwrap().created);
+    assert!(
+        s.inbound_event_get("nope", "msg_1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// An event is matched to the job whose attempt recorded its provider message id; an
+/// unknown id matches nothing and is still stored.
+pub async fn inbound_event_matches_job_by_provider_message_id(s: S) {
+    let j = job(t0());
+    let id = j.id.clone();
+    s.job_insert(j).await.unwrap();
+    let claimed = s.job_claim(claim(t0(), 1, "n1")).await.unwrap();
+    let token = claimed[0].lease_token.clone().unwrap();
+    s.job_complete_many(vec![JobComplete {
+        id: id.clone(),
+        lease_token: token,
+        attempt: Attempt {
+            job_id: id.clone(),
+            attempt: 1,
+            started_at: t0(),
+            finished_at: t0(),
+            outcome: "succeeded".into(),
+            error_class: None,
+            status_code: Some(200),
+            error: None,
+            response: None,
+            provider_id: Some("re_msg_42".into()),
+            node: Some("n1".into()),
+        },
+        transition: Transition::Succeeded,
+    }])
+    .await
+    .unwrap();
+    let mut e = event("evt_a", "email.delivered", &[]);
+    e.provider_message_id = Some("re_msg_42".into());
+    let r = s.inbound_event_record(e.clone()).await.unwrap();
+    assert_eq!(r.job_id.as_deref(), Some(id.as_str()));
+    let stored = s
+        .inbound_event_get("resend", "evt_a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.job_id.as_deref(), Some(id.as_str()));
+    assert_eq!(stored.provider_message_id.as_deref(), Some("re_msg_42"));
+    // A repeat reports the stored match too.
+    assert_eq!(s.inbound_event_record(e).await.unwrap().job_id, Some(id));
+
+    let mut unknown = event("evt_b", "email.delivered", &[]);
+    unknown.provider_message_id = Some("re_unknown".into());
+    let r = s.inbound_event_record(unknown).await.unwrap();
+    assert!(r.created);
+    assert_eq!(r.job_id, None);
+}
+
+/// A complaint about one address disables all three subscriptions of its recipient and the
+/// subscriptions of a second recipient with the same address in another case, and leaves
+/// other addresses alone (S3-12). Applying again adds nothing new.
+pub async fn suppression_apply_cascades_to_every_subscription_of_the_address(s: S) {
+    recipient(&s, "r1", "Ann@Example.com").await;
+    recipient(&s, "r2", "ann@example.com").await;
+    recipient(&s, "r3", "bob@example.com").await;
+    for t in ["weekly", "daily", "news"] {
+        subscribe(&s, "r1", t).await;
+    }
+    subscribe(&s, "r2", "weekly").await;
+    subscribe(&s, "r3", "weekly").await;
+    let applied = s
+        .suppression_apply(SuppressionApply {
+            address: " ANN@example.com ".into(),
+            reason: "complaint".into(),
+            source_event_id: Some("msg_c".into()),
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        SuppressionApplied {
+            created: true,
+            subscriptions_disabled: 4
+        }
+    );
+    for t in ["weekly", "daily", "news"] {
+        assert!(!enabled(&s, "r1", t).await, "r1 {t}");
+    }
+    assert!(!enabled(&s, "r2", "weekly").await);
+    assert!(
+        enabled(&s, "r3", "weekly").await,
+        "another address is untouched"
+    );
+    let sup = s.suppression_get("ann@example.com").await.unwrap().unwrap();
+    assert_eq!(sup.reason, "complaint");
+    assert_eq!(sup.source_event_id.as_deref(), Some("msg_c"));
+    assert_eq!(sup.created_at, t0());
+
+    let again = s
+        .suppression_apply(SuppressionApply {
+            address: "ann@example.com".into(),
+            reason: "hard_bounce".into(),
+            source_event_id: None,
+            now: t0() + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, SuppressionApplied::default());
+    assert_eq!(
+        s.suppression_get("ann@example.com")
+            .await
+            .unwrap()
+            .unwrap()
+            .reason,
+        "complaint",
+        "the first reason stays"
+    );
+}
+
+/// The list pages by address; removal takes an address off once and leaves subscriptions
+/// disabled.
+pub async fn suppression_list_pages_and_remove_is_once(s: S) {
+    for a in ["c@x.io", "a@x.io", "b@x.io"] {
+        s.suppression_apply(SuppressionApply {
+            address: a.into(),
+            reason: "manual".into(),
+            source_event_id: None,
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    }
+    let page = s
+        .suppression_list(SuppressionList {
+            after: None,
+            limit: Some(2),
+        })
+        .await
+        .unwrap();
+    let names: Vec<_> = page.iter().map(|x| x.address.as_str()).collect();
+    assert_eq!(names, ["a@x.io", "b@x.io"]);
+    let rest = s
+        .suppression_list(SuppressionList {
+            after: Some("b@x.io".into()),
+            limit: Some(2),
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].address, "c@x.io");
+
+    let remove = |a: &str| SuppressionRemove {
+        address: a.into(),
+        reason: "the recipient asked again".into(),
+        now: t0() + Duration::minutes(1),
+    };
+    assert!(s.suppression_remove(remove("B@x.io")).await.unwrap());
+    assert!(!s.suppression_remove(remove("b@x.io")).await.unwrap());
+    assert!(s.suppression_get("b@x.io").await.unwrap().is_none());
+    assert_eq!(
+        s.suppression_list(SuppressionList::default())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// Disabling a subscription reports a change once; unknown ones report none (S3-18).
+pub async fn subscription_disable_is_idempotent(s: S) {
+    recipient(&s, "r1", "a@example.com").await;
+    subscribe(&s, "r1", "weekly").await;
+    subscribe(&s, "r1", "daily").await;
+    let d = |t: &str| SubscriptionDisable {
+        recipient_id: "r1".into(),
+        topic: t.into(),
+        now: t0() + Duration::minutes(1),
+    };
+    assert!(s.subscription_disable(d("weekly")).await.unwrap());
+    assert!(!s.subscription_disable(d("weekly")).await.unwrap());
+    assert!(!s.subscription_disable(d("nope")).await.unwrap());
+    assert!(!enabled(&s, "r1", "weekly").await);
+    assert!(enabled(&s, "r1", "daily").await, "other topics stay");
+    let sub = s.subscription_get("r1", "weekly").await.unwrap().unwrap();
+    assert_eq!(sub.updated_at, t0() + Duration::minutes(1));
+}
+
+/// A setting is set, replaced and cleared.
+pub async fn setting_put_get_and_clear(s: S) {
+    assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
+    let put = |v: Option<&str>, m: i64| SettingPut {
+        name: SETTING_MAINTENANCE.into(),
+        value: v.map(str::to_string),
+        now: t0() + Duration::minutes(m),
+    };
+    s.setting_put(put(Some("on"), 0)).await.unwrap();
+    s.setting_put(put(Some("on"), 1)).await.unwrap();
+    let got = s.setting_get(SETTING_MAINTENANCE).await.unwrap().unwrap();
+    assert_eq!(got.value, "on");
+    assert_eq!(got.updated_at, t0() + Duration::minutes(1));
+    s.setting_put(put(None, 2)).await.unwrap();
+    assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
+}

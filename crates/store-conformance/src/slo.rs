@@ -1,0 +1,237 @@
+//! Monitoring reads and the SLO alert state (S3-15, S3-16, S3-17, S4-10; metrics; readiness).
+
+use crate::fixtures::{claim, job, t0};
+use chrono::Duration;
+use kairos_core::{Job, JobKind};
+use kairos_store::*;
+use std::sync::Arc;
+
+type S = Arc<dyn Store>;
+
+fn done(j: &Job, transition: Transition, finished: chrono::DateTime<chrono::Utc>) -> JobComplete {
+    let outcome = match &transition {
+        Transition::Succeeded => "succeeded",
+        Transition::Skipped(_) => "skipped",
+        _ => "failed",
+    };
+    JobComplete {
+        id: j.id.clone(),
+        lease_token: j.lease_token.clone().unwrap_or_default(),
+        attempt: Attempt {
+            job_id: j.id.clone(),
+            attempt: j.attempt,
+            started_at: finished,
+            finished_at: finished,
+            outcome: outcome.into(),
+            error_class: (outcome == "failed").then(|| "permanent".to_string()),
+            status_code: None,
+            error: None,
+            response: None,
+            provider_id: None,
+            node: Some("n".into()),
+        },
+        transition,
+    }
+}
+
+fn count(v: &[JobCount], state: &str, kind: &str) -> i64 {
+    v.iter()
+        .filter(|c| c.state == state && c.kind == kind)
+        .map(|c| c.count)
+        .sum()
+}
+
+/// The `kairos_jobs{state,kind}` gauge's source, and the queue depth, oldest due job and
+/// both stuck axes (S3-16).
+pub async fn job_count_by_state_kind_and_backlog(s: S) {
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let p = job(t0() + Duration::seconds(i));
+        ids.push(p.id.clone());
+        s.job_insert(p).await.unwrap();
+    }
+    let mut h = job(t0() - Duration::hours(2));
+    h.kind = JobKind("http".into());
+    s.job_insert(h).await.unwrap();
+    let mut later = job(t0() + Duration::hours(1));
+    later.kind = JobKind("http".into());
+    s.job_insert(later).await.unwrap();
+
+    // Claim the oldest webhook-or-http job (the 2 h old http job): it runs under a 30 s lease.
+    let claimed = s.job_claim(claim(t0(), 1, "n")).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].kind.as_str(), "http");
+
+    let counts = s.job_count_by_state_kind().await.unwrap();
+    assert_eq!(count(&counts, "available", "webhook"), 3);
+    assert_eq!(count(&counts, "running", "http"), 1);
+    assert_eq!(count(&counts, "available", "http"), 1);
+    assert_eq!(counts.iter().map(|c| c.count).sum::<i64>(), 5);
+
+    let now = t0() + Duration::seconds(10);
+    let b = s
+        .job_backlog(JobBacklog {
+            now,
+            stuck_before: t0() + Duration::seconds(1),
+            lease_expired_before: now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        b.due, 3,
+        "three webhook jobs due; the later http job is not"
+    );
+    assert_eq!(b.oldest_due_at, Some(t0()));
+    assert_eq!(b.stuck, 2, "due at t0 and t0+1s are due since stuck_before");
+    assert_eq!(b.lease_expired, 0, "the lease runs until t0+30s");
+
+    let later_now = t0() + Duration::seconds(90);
+    let b = s
+        .job_backlog(JobBacklog {
+            now: later_now,
+            stuck_before: later_now - Duration::hours(1),
+            lease_expired_before: later_now - Duration::seconds(60),
+        })
+        .await
+        .unwrap();
+    assert_eq!(b.stuck, 0);
+    assert_eq!(b.lease_expired, 1, "lease ended at t0+30s, 60 s before now");
+
+    let none = s
+        .job_backlog(JobBacklog {
+            now: t0() - Duration::days(1),
+            stuck_before: t0() - Duration::days(2),
+            lease_expired_before: t0() - Duration::days(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(none, Backlog::default(), "nothing due a day earlier");
+}
+
+/// The failure rate's source (S3-15): final states per kind in a window, by `finished_at`.
+pub async fn job_count_finished_counts_final_states_in_window(s: S) {
+    for _ in 0..4 {
+        s.job_insert(job(t0())).await.unwrap();
+    }
+    let mut jobs = s.job_claim(claim(t0(), 10, "n")).await.unwrap();
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let at = t0() + Duration::minutes(1);
+    let late = t0() + Duration::hours(2);
+    s.job_complete_many(vec![
+        done(&jobs[0], Transition::Succeeded, at),
+        done(&jobs[1], Transition::Dead, at),
+        done(&jobs[2], Transition::Skipped("suppressed".into()), at),
+        done(&jobs[3], Transition::Succeeded, late),
+    ])
+    .await
+    .unwrap();
+    let v = s
+        .job_count_finished(JobCountFinished {
+            since: t0(),
+            until: t0() + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(count(&v, "succeeded", "webhook"), 1);
+    assert_eq!(count(&v, "dead", "webhook"), 1);
+    assert_eq!(count(&v, "skipped", "webhook"), 1);
+    assert_eq!(v.iter().map(|c| c.count).sum::<i64>(), 3, "{v:?}");
+    let empty = s
+        .job_count_finished(JobCountFinished {
+            since: at,
+            until: at,
+        })
+        .await
+        .unwrap();
+    assert!(empty.is_empty(), "the window's end is exclusive: {empty:?}");
+}
+
+/// Missed firings' source (S4-10): distinct materialized firings of one schedule in a window.
+pub async fn schedule_fire_times_lists_distinct_firings(s: S) {
+    let fires = [
+        t0(),
+        t0(),
+        t0() + Duration::hours(1),
+        t0() + Duration::days(2),
+    ];
+    for (i, f) in fires.iter().enumerate() {
+        let mut p = job(*f);
+        p.schedule_id = Some("sch_a".into());
+        p.fire_at = Some(*f);
+        p.dedupe_key = Some(format!("sch_a:{i}"));
+        s.job_insert(p).await.unwrap();
+    }
+    let mut other = job(t0());
+    other.schedule_id = Some("sch_b".into());
+    other.fire_at = Some(t0() + Duration::minutes(30));
+    s.job_insert(other).await.unwrap();
+    let v = s
+        .schedule_fire_times(ScheduleFireTimes {
+            schedule_id: "sch_a".into(),
+            since: t0(),
+            until: t0() + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(v, vec![t0(), t0() + Duration::hours(1)]);
+
+    // An audience firing being expanded (no job yet, or none at all) counts too.
+    let expanding = t0() + Duration::minutes(30);
+    s.expansion_begin(ExpansionBegin {
+        schedule_id: "sch_a".into(),
+        period_key: "2026-11-29T09:30".into(),
+        fire_at: expanding,
+        now: t0(),
+    })
+    .await
+    .unwrap();
+    let v = s
+        .schedule_fire_times(ScheduleFireTimes {
+            schedule_id: "sch_a".into(),
+            since: t0(),
+            until: t0() + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(v, vec![t0(), expanding, t0() + Duration::hours(1)]);
+}
+
+/// The monitor's alert state survives as written and is replaced by key (S3-17).
+pub async fn slo_alert_put_replaces_by_key(s: S) {
+    assert!(s.slo_alert_list().await.unwrap().is_empty());
+    let mut a = SloAlert {
+        key: "failure_rate:webhook".into(),
+        check: "failure_rate".into(),
+        active: true,
+        since: t0() + Duration::milliseconds(7),
+        message: "3 of 10 failed".into(),
+        seq: 1,
+        notified_seq: 0,
+        updated_at: t0(),
+    };
+    s.slo_alert_put(SloAlertPut { alert: a.clone() })
+        .await
+        .unwrap();
+    assert_eq!(s.slo_alert_list().await.unwrap(), vec![a.clone()]);
+    a.active = false;
+    a.seq = 2;
+    a.notified_seq = 2;
+    a.message = "recovered".into();
+    s.slo_alert_put(SloAlertPut { alert: a.clone() })
+        .await
+        .unwrap();
+    let mut b = a.clone();
+    b.key = "stuck_due".into();
+    b.check = "stuck_due".into();
+    s.slo_alert_put(SloAlertPut { alert: b.clone() })
+        .await
+        .unwrap();
+    assert_eq!(s.slo_alert_list().await.unwrap(), vec![a, b]);
+}
+
+/// Readiness: a migrated store has no pending migration.
+pub async fn migration_pending_is_empty_after_migrate(s: S) {
+    assert_eq!(s.migration_pending().await.unwrap(), Vec::<i64>::new());
+    s.migrate().await.unwrap();
+    assert_eq!(s.migration_pending().await.unwrap(), Vec::<i64>::new());
+}

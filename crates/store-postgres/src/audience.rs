@@ -1,0 +1,448 @@
+//! Audiences on PostgreSQL: recipients, topics, subscriptions, suppressions, expansions,
+//! exposures. Mirrors crates/store-sqlite/src/audience.rs; statements that differ say so.
+
+use crate::jobs::{INSERT_MANY, insert_json};
+use crate::{PostgresStore, map_err};
+use kairos_store::*;
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+const RECIPIENT_COLS: &str =
+    "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at FROM recipients";
+const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
+const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    col: &str,
+) -> Result<T> {
+    row.try_get(col).map_err(|e| map_err(col, e))
+}
+
+fn corrupt(what: &str, e: serde_json::Error) -> Error {
+    Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
+}
+
+fn recipient_from_row(row: &PgRow) -> Result<Recipient> {
+    Ok(Recipient {
+        id: get(row, "id")?,
+        email: get(row, "email")?,
+        timezone: get(row, "timezone")?,
+        locale: get(row, "locale")?,
+        attributes: get(row, "attributes")?,
+        state: RecipientState::parse(&get::<String>(row, "state")?),
+        created_at: get(row, "created_at")?,
+        updated_at: get(row, "updated_at")?,
+    })
+}
+
+fn topic_from_row(row: &PgRow) -> Result<Topic> {
+    let variants = serde_json::from_value(get::<Value>(row, "variants")?)
+        .map_err(|e| corrupt("topic variants", e))?;
+    Ok(Topic {
+        name: get(row, "name")?,
+        subject: get(row, "subject")?,
+        html: get(row, "html")?,
+        text: get(row, "text")?,
+        variants,
+        entitlement_url: get(row, "entitlement_url")?,
+        entitlement_timeout_ms: get(row, "entitlement_timeout_ms")?,
+        created_at: get(row, "created_at")?,
+        updated_at: get(row, "updated_at")?,
+    })
+}
+
+fn subscription_from_row(row: &PgRow) -> Result<Subscription> {
+    let channels = serde_json::from_value(get::<Value>(row, "channels")?)
+        .map_err(|e| corrupt("subscription channels", e))?;
+    Ok(Subscription {
+        recipient_id: get(row, "recipient_id")?,
+        topic: get(row, "topic")?,
+        target: get(row, "target")?,
+        channels,
+        enabled: get(row, "enabled")?,
+        created_at: get(row, "created_at")?,
+        updated_at: get(row, "updated_at")?,
+    })
+}
+
+fn expansion_from_row(row: &PgRow) -> Result<Expansion> {
+    Ok(Expansion {
+        schedule_id: get(row, "schedule_id")?,
+        period_key: get(row, "period_key")?,
+        fire_at: get(row, "fire_at")?,
+        cursor: get(row, "cursor")?,
+        done: get(row, "done")?,
+        created: get(row, "created")?,
+        updated_at: get(row, "updated_at")?,
+    })
+}
+
+/// Differs from SQLite: `jsonb_to_recordset` with typed columns.
+const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at)
+     SELECT c.id, c.email, c.timezone, c.locale, c.attributes, c.state, c.now, c.now
+     FROM jsonb_to_recordset($1::jsonb) AS c(id text, email text, timezone text, locale text,
+          attributes jsonb, state text, now timestamptz)
+     ON CONFLICT (id) DO UPDATE SET email = excluded.email, timezone = excluded.timezone,
+        locale = excluded.locale, attributes = excluded.attributes, state = excluded.state,
+        updated_at = excluded.updated_at";
+
+fn recipients_json(p: &[RecipientUpsert]) -> Value {
+    Value::Array(
+        p.iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "email": r.email, "timezone": r.timezone, "locale": r.locale,
+                    "attributes": r.attributes, "state": r.state.as_str(),
+                    "now": crate::rows::ts_json(r.now),
+                })
+            })
+            .collect(),
+    )
+}
+
+impl PostgresStore {
+    pub(crate) async fn recipient_upsert_impl(&self, p: RecipientUpsert) -> Result<Recipient> {
+        let id = p.id.clone();
+        self.recipient_upsert_many_impl(vec![p]).await?;
+        self.recipient_get_impl(&id)
+            .await?
+            .ok_or_else(|| Error::new(ErrorKind::Database, "recipient vanished after upsert"))
+    }
+
+    pub(crate) async fn recipient_upsert_many_impl(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
+        let mut n = 0;
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("recipient upsert", e))?;
+        for chunk in p.chunks(2_000) {
+            n += sqlx::query(UPSERT_RECIPIENT)
+                .bind(recipients_json(chunk))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| map_err("recipient upsert", e))?
+                .rows_affected();
+        }
+        tx.commit()
+            .await
+            .map_err(|e| map_err("recipient upsert", e))?;
+        Ok(n)
+    }
+
+    pub(crate) async fn recipient_get_impl(&self, id: &str) -> Result<Option<Recipient>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{RECIPIENT_COLS} WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("recipient get", e))?;
+        row.as_ref().map(recipient_from_row).transpose()
+    }
+
+    pub(crate) async fn recipient_list_impl(&self, p: RecipientList) -> Result<Vec<Recipient>> {
+        // Differs from SQLite: `$1::text IS NULL` gives the optional filter a type.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{RECIPIENT_COLS} WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2"
+        )))
+        .bind(p.after_id)
+        .bind(p.limit.unwrap_or(100))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("recipient list", e))?;
+        rows.iter().map(recipient_from_row).collect()
+    }
+
+    pub(crate) async fn topic_put_impl(&self, p: TopicPut) -> Result<Topic> {
+        let variants = serde_json::to_value(&p.variants).unwrap_or(Value::Array(vec![]));
+        let row = sqlx::query(
+            "INSERT INTO topics (name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+             ON CONFLICT (name) DO UPDATE SET subject = excluded.subject, html = excluded.html,
+                text = excluded.text, variants = excluded.variants,
+                entitlement_url = excluded.entitlement_url,
+                entitlement_timeout_ms = excluded.entitlement_timeout_ms, updated_at = excluded.updated_at
+             RETURNING name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at",
+        )
+        .bind(&p.name)
+        .bind(&p.subject)
+        .bind(&p.html)
+        .bind(&p.text)
+        .bind(variants)
+        .bind(&p.entitlement_url)
+        .bind(p.entitlement_timeout_ms)
+        .bind(p.now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| map_err("topic put", e))?;
+        topic_from_row(&row)
+    }
+
+    pub(crate) async fn topic_get_impl(&self, name: &str) -> Result<Option<Topic>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TOPIC_COLS} WHERE name = $1")))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("topic get", e))?;
+        row.as_ref().map(topic_from_row).transpose()
+    }
+
+    pub(crate) async fn topic_list_impl(&self) -> Result<Vec<Topic>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{TOPIC_COLS} ORDER BY name LIMIT 1000"
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("topic list", e))?;
+        rows.iter().map(topic_from_row).collect()
+    }
+
+    pub(crate) async fn subscription_put_impl(&self, p: SubscriptionPut) -> Result<Subscription> {
+        let row = sqlx::query(
+            "INSERT INTO subscriptions AS s (recipient_id, topic, target, channels, enabled, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $6)
+             ON CONFLICT (recipient_id, topic) DO UPDATE SET target = excluded.target,
+                channels = excluded.channels, enabled = excluded.enabled, updated_at = excluded.updated_at
+             RETURNING s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at",
+        )
+        .bind(&p.recipient_id)
+        .bind(&p.topic)
+        .bind(&p.target)
+        .bind(serde_json::to_value(&p.channels).unwrap_or(Value::Array(vec![])))
+        .bind(p.enabled)
+        .bind(p.now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| map_err("subscription put", e))?;
+        subscription_from_row(&row)
+    }
+
+    pub(crate) async fn subscription_get_impl(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SUB_COLS} WHERE s.recipient_id = $1 AND s.topic = $2"
+        )))
+        .bind(recipient_id)
+        .bind(topic)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("subscription get", e))?;
+        row.as_ref().map(subscription_from_row).transpose()
+    }
+
+    pub(crate) async fn subscription_list_impl(
+        &self,
+        p: SubscriptionList,
+    ) -> Result<Vec<Subscription>> {
+        let (after_r, after_t) = p.after.unzip();
+        // Differs from SQLite: typed NULL checks and boolean columns.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SUB_COLS} JOIN recipients r ON r.id = s.recipient_id
+             WHERE ($1::text IS NULL OR s.topic = $1) AND ($2::text IS NULL OR s.recipient_id = $2)
+               AND (NOT $3 OR (s.enabled AND r.state = 'active'))
+               AND ($4::text IS NULL OR (s.recipient_id, s.topic) > ($4::text, $5::text))
+             ORDER BY s.recipient_id, s.topic LIMIT $6"
+        )))
+        .bind(p.topic)
+        .bind(p.recipient_id)
+        .bind(p.active_only)
+        .bind(after_r)
+        .bind(after_t)
+        .bind(p.limit.unwrap_or(100))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("subscription list", e))?;
+        rows.iter().map(subscription_from_row).collect()
+    }
+
+    pub(crate) async fn suppression_add_impl(&self, p: SuppressionAdd) -> Result<bool> {
+        let n = sqlx::query(
+            "INSERT INTO suppressions (address, reason, source_event_id, created_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (address) DO NOTHING",
+        )
+        .bind(normalize_address(&p.address))
+        .bind(&p.reason)
+        .bind(&p.source_event_id)
+        .bind(p.now)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("suppression add", e))?
+        .rows_affected();
+        Ok(n > 0)
+    }
+
+    pub(crate) async fn suppression_get_impl(&self, address: &str) -> Result<Option<Suppression>> {
+        let row = sqlx::query(
+            "SELECT address, reason, source_event_id, created_at FROM suppressions WHERE address = $1",
+        )
+        .bind(normalize_address(address))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("suppression get", e))?;
+        row.map(|r| {
+            Ok(Suppression {
+                address: get(&r, "address")?,
+                reason: get(&r, "reason")?,
+                source_event_id: get(&r, "source_event_id")?,
+                created_at: get(&r, "created_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    pub(crate) async fn expansion_begin_impl(&self, p: ExpansionBegin) -> Result<bool> {
+        let n = sqlx::query(
+            "INSERT INTO expansions (schedule_id, period_key, fire_at, updated_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (schedule_id, period_key) DO NOTHING",
+        )
+        .bind(&p.schedule_id)
+        .bind(&p.period_key)
+        .bind(p.fire_at)
+        .bind(p.now)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("expansion begin", e))?
+        .rows_affected();
+        Ok(n > 0)
+    }
+
+    pub(crate) async fn expansion_pending_impl(&self, limit: i64) -> Result<Vec<Expansion>> {
+        let rows = sqlx::query(
+            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
+             FROM expansions WHERE NOT done ORDER BY updated_at, schedule_id LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("expansion pending", e))?;
+        rows.iter().map(expansion_from_row).collect()
+    }
+
+    pub(crate) async fn expansion_get_impl(
+        &self,
+        schedule_id: &str,
+        period_key: &str,
+    ) -> Result<Option<Expansion>> {
+        let row = sqlx::query(
+            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
+             FROM expansions WHERE schedule_id = $1 AND period_key = $2",
+        )
+        .bind(schedule_id)
+        .bind(period_key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("expansion get", e))?;
+        row.as_ref().map(expansion_from_row).transpose()
+    }
+
+    pub(crate) async fn expansion_advance_impl(
+        &self,
+        p: ExpansionAdvance,
+    ) -> Result<Option<Vec<String>>> {
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("expansion advance", e))?;
+        // Differs from SQLite: the cursor row is moved first, which locks it, so a second
+        // node expanding the same page waits and then finds the cursor moved (`IS NOT
+        // DISTINCT FROM` is PostgreSQL's null-safe equality).
+        let moved = sqlx::query(
+            "UPDATE expansions SET cursor = $4, done = $5, updated_at = $6
+             WHERE schedule_id = $1 AND period_key = $2 AND cursor IS NOT DISTINCT FROM $3 AND NOT done",
+        )
+        .bind(&p.schedule_id)
+        .bind(&p.period_key)
+        .bind(&p.expected_cursor)
+        .bind(&p.cursor)
+        .bind(p.done)
+        .bind(p.now)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("expansion advance", e))?
+        .rows_affected();
+        if moved == 0 {
+            return Ok(None);
+        }
+        let created: Vec<String> = if p.jobs.is_empty() {
+            vec![]
+        } else {
+            sqlx::query_scalar(INSERT_MANY)
+                .bind(insert_json(&p.jobs))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| map_err("expansion advance (jobs)", e))?
+        };
+        sqlx::query(
+            "UPDATE expansions SET created = created + $3 WHERE schedule_id = $1 AND period_key = $2",
+        )
+        .bind(&p.schedule_id)
+        .bind(&p.period_key)
+        .bind(created.len() as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("expansion advance", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| map_err("expansion advance", e))?;
+        Ok(Some(created))
+    }
+
+    pub(crate) async fn exposure_counts_impl(&self, topic: &str) -> Result<Vec<ExposureCount>> {
+        let rows = sqlx::query(
+            "SELECT variant, COUNT(*) AS n FROM exposures WHERE topic = $1 GROUP BY variant ORDER BY variant",
+        )
+        .bind(topic)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("exposure counts", e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(ExposureCount {
+                    variant: get(r, "variant")?,
+                    count: get(r, "n")?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn occurrence_list_impl(
+        &self,
+        p: OccurrenceList,
+    ) -> Result<Vec<OccurrenceCount>> {
+        let rows = sqlx::query(
+            "WITH periods AS (
+                 SELECT period_key, MIN(fire_at) AS fire_at FROM jobs
+                 WHERE schedule_id = $1 AND period_key IS NOT NULL AND ($2::text IS NULL OR period_key = $2)
+                 GROUP BY period_key ORDER BY MIN(fire_at) DESC, period_key DESC LIMIT $3)
+             SELECT j.period_key, p.fire_at, j.kind, j.state, COUNT(*) AS n
+             FROM jobs j JOIN periods p ON p.period_key = j.period_key
+             WHERE j.schedule_id = $1
+             GROUP BY j.period_key, p.fire_at, j.kind, j.state
+             ORDER BY p.fire_at DESC, j.period_key DESC, j.kind, j.state",
+        )
+        .bind(&p.schedule_id)
+        .bind(&p.period_key)
+        .bind(p.limit.unwrap_or(20))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("occurrence list", e))?;
+        rows.iter()
+            .map(|r| {
+                Ok(OccurrenceCount {
+                    period_key: get(r, "period_key")?,
+                    fire_at: get(r, "fire_at")?,
+                    channel: get(r, "kind")?,
+                    state: get(r, "state")?,
+                    count: get(r, "n")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,155 @@
+//! Monitoring reads (metrics, SLO checks, readiness) and the SLO alert state, on PostgreSQL.
+//! The same statements as SQLite's with `$n` parameters, timestamptz and boolean columns.
+
+use crate::{PostgresStore, map_err};
+use chrono::{DateTime, Utc};
+use kairos_store::*;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+fn counts(rows: &[PgRow], what: &str) -> Result<Vec<JobCount>> {
+    rows.iter()
+        .map(|r| {
+            Ok(JobCount {
+                state: r.try_get("state").map_err(|e| map_err(what, e))?,
+                kind: r.try_get("kind").map_err(|e| map_err(what, e))?,
+                count: r.try_get("n").map_err(|e| map_err(what, e))?,
+            })
+        })
+        .collect()
+}
+
+impl PostgresStore {
+    pub(crate) async fn job_count_by_state_kind_impl(&self) -> Result<Vec<JobCount>> {
+        let rows = sqlx::query(
+            "SELECT state, kind, COUNT(*) AS n FROM jobs GROUP BY state, kind ORDER BY state, kind",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job count by state and kind", e))?;
+        counts(&rows, "job count by state and kind")
+    }
+
+    pub(crate) async fn job_backlog_impl(&self, p: JobBacklog) -> Result<Backlog> {
+        // Both halves read partial indexes: jobs_due (available, run_at) and jobs_lease
+        // (running, lease_expires_at).
+        let row = sqlx::query(
+            "SELECT
+                (SELECT COUNT(*) FROM jobs WHERE state = 'available' AND run_at <= $1) AS due,
+                (SELECT MIN(run_at) FROM jobs WHERE state = 'available' AND run_at <= $1) AS oldest,
+                (SELECT COUNT(*) FROM jobs WHERE state = 'available' AND run_at <= $2) AS stuck,
+                (SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_expires_at <= $3) AS expired",
+        )
+        .bind(p.now)
+        .bind(p.stuck_before.min(p.now))
+        .bind(p.lease_expired_before)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| map_err("job backlog", e))?;
+        let get = |c: &str| -> Result<Option<i64>> {
+            row.try_get(c).map_err(|e| map_err("job backlog", e))
+        };
+        let oldest: Option<DateTime<Utc>> = row
+            .try_get("oldest")
+            .map_err(|e| map_err("job backlog", e))?;
+        Ok(Backlog {
+            due: get("due")?.unwrap_or(0),
+            oldest_due_at: oldest,
+            stuck: get("stuck")?.unwrap_or(0),
+            lease_expired: get("expired")?.unwrap_or(0),
+        })
+    }
+
+    pub(crate) async fn job_count_finished_impl(
+        &self,
+        p: JobCountFinished,
+    ) -> Result<Vec<JobCount>> {
+        let rows = sqlx::query(
+            "SELECT state, kind, COUNT(*) AS n FROM jobs
+             WHERE finished_at >= $1 AND finished_at < $2
+             GROUP BY state, kind ORDER BY state, kind",
+        )
+        .bind(p.since)
+        .bind(p.until)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job count finished", e))?;
+        counts(&rows, "job count finished")
+    }
+
+    pub(crate) async fn schedule_fire_times_impl(
+        &self,
+        p: ScheduleFireTimes,
+    ) -> Result<Vec<DateTime<Utc>>> {
+        let v: Vec<DateTime<Utc>> = sqlx::query_scalar(
+            // A firing recorded for audience expansion counts as materialized even before (or
+            // without: no subscriber) its jobs exist.
+            "SELECT fire_at FROM jobs
+             WHERE schedule_id = $1 AND fire_at >= $2 AND fire_at <= $3
+             UNION
+             SELECT fire_at FROM expansions
+             WHERE schedule_id = $1 AND fire_at >= $2 AND fire_at <= $3
+             ORDER BY 1",
+        )
+        .bind(&p.schedule_id)
+        .bind(p.since)
+        .bind(p.until)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule fire times", e))?;
+        Ok(v)
+    }
+
+    pub(crate) async fn slo_alert_list_impl(&self) -> Result<Vec<SloAlert>> {
+        let rows = sqlx::query(
+            "SELECT key, check_name, active, since, message, seq, notified_seq, updated_at
+             FROM slo_alerts ORDER BY key",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("slo alert list", e))?;
+        rows.iter()
+            .map(|r| {
+                let e = |e| map_err("slo alert list", e);
+                Ok(SloAlert {
+                    key: r.try_get("key").map_err(e)?,
+                    check: r.try_get("check_name").map_err(e)?,
+                    active: r.try_get("active").map_err(e)?,
+                    since: r.try_get("since").map_err(e)?,
+                    message: r.try_get("message").map_err(e)?,
+                    seq: r.try_get("seq").map_err(e)?,
+                    notified_seq: r.try_get("notified_seq").map_err(e)?,
+                    updated_at: r.try_get("updated_at").map_err(e)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn slo_alert_put_impl(&self, p: SloAlertPut) -> Result<()> {
+        let a = p.alert;
+        sqlx::query(
+            "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (key) DO UPDATE SET check_name = excluded.check_name,
+                active = excluded.active, since = excluded.since, message = excluded.message,
+                seq = excluded.seq, notified_seq = excluded.notified_seq,
+                updated_at = excluded.updated_at",
+        )
+        .bind(&a.key)
+        .bind(&a.check)
+        .bind(a.active)
+        .bind(a.since)
+        .bind(&a.message)
+        .bind(a.seq)
+        .bind(a.notified_seq)
+        .bind(a.updated_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("slo alert put", e))?;
+        Ok(())
+    }
+
+    pub(crate) async fn migration_pending_impl(&self) -> Result<Vec<i64>> {
+        crate::migrate::pending(&self.pool, &self.schema).await
+    }
+}

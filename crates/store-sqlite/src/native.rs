@@ -1,0 +1,336 @@
+//! The job queue's hot-path statements on the native connection of the writer thread
+//! (`writer.rs`). Each runs inside the writer's transaction; statements come from the
+//! connection's statement cache, so after the first call a job costs a bind and a step, not a
+//! parse. Values are bound one job at a time (no JSON batch to build and re-parse): with the
+//! statement prepared, a row is a few microseconds of native SQLite.
+//!
+//! What is stored is exactly what the JSON-batch statements store (`kairos_store::batch`):
+//! instants as integer milliseconds, payload and a non-default retry policy as JSON text,
+//! the default policy as NULL.
+
+use crate::rows::JOB_COLS;
+use crate::writer::map_native;
+use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::{Job, JobKind, JobState, RetryPolicy};
+use kairos_store::{
+    CompleteReport, Error, ErrorKind, JobClaim, JobComplete, JobInsert, JobInserted, JobLeaseRenew,
+    JobRescue, Result, Transition,
+};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12)
+ON CONFLICT (dedupe_key) DO NOTHING";
+
+/// Insert each job; the ids of those created (not those whose dedupe key existed).
+pub(crate) fn insert_many(conn: &Connection, jobs: &[JobInsert]) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached(INSERT)
+        .map_err(|e| map_native("job insert", e))?;
+    let mut created = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let retry = match kairos_store::batch::stored_retry(j) {
+            // As the JSON batch encodes it: through a `Value`, so the text is the same.
+            Some(r) => Some(
+                serde_json::to_value(r)
+                    .map_err(|e| Error::new(ErrorKind::Invalid, "job retry policy").with_source(e))?
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let n = stmt
+            .execute(params![
+                j.id,
+                j.kind.as_str(),
+                j.payload.to_string(),
+                j.endpoint_id,
+                j.schedule_id,
+                j.fire_at.map(to_millis),
+                j.period_key,
+                j.dedupe_key,
+                i64::from(j.retry.max_attempts()),
+                retry,
+                to_millis(j.run_at),
+                to_millis(j.now),
+            ])
+            .map_err(|e| map_native("job insert", e))?;
+        if n > 0 {
+            created.push(j.id.clone());
+        }
+    }
+    Ok(created)
+}
+
+/// Insert one job with an optional dedupe key; an existing key answers with its job.
+pub(crate) fn insert_one(conn: &Connection, p: &JobInsert) -> Result<JobInserted> {
+    let created = !insert_many(conn, std::slice::from_ref(p))?.is_empty();
+    let (sql, key) = if created {
+        (by_id_sql(), p.id.as_str())
+    } else {
+        (by_dedupe_sql(), p.dedupe_key.as_deref().unwrap_or_default())
+    };
+    let job = conn
+        .prepare_cached(sql)
+        .and_then(|mut s| s.query_row([key], job_from_native).optional())
+        .map_err(|e| map_native("job insert", e))?
+        .ok_or_else(|| Error::new(ErrorKind::Conflict, "job insert: the job id is taken"))??;
+    Ok(JobInserted { job, created })
+}
+
+fn by_id_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?1"))
+}
+
+fn by_dedupe_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| format!("SELECT {JOB_COLS} FROM jobs WHERE dedupe_key = ?1"))
+}
+
+fn claim_sql() -> &'static str {
+    // SQLite has no SKIP LOCKED; with one writer the conditional UPDATE cannot race with
+    // another claimer in this process, and across processes SQLite's write lock serializes
+    // it. `INDEXED BY jobs_due` pins the plan to the partial index: without statistics the
+    // planner otherwise picks another index and sorts every available row, which makes the
+    // claim slow down as the backlog grows. The unary `+` keeps the outer filter off any
+    // index (the id lookup is the right plan).
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        format!(
+            "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
+                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4
+             WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_due
+                          WHERE state = 'available' AND run_at <= ?4
+                          ORDER BY run_at, id LIMIT ?5)
+               AND +state = 'available'
+             RETURNING {JOB_COLS}"
+        )
+    })
+}
+
+/// Claim up to `limit` due jobs under a lease, oldest `run_at` first (S0-2).
+pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<Job>> {
+    let mut stmt = conn
+        .prepare_cached(claim_sql())
+        .map_err(|e| map_native("job claim", e))?;
+    let rows = stmt
+        .query_map(
+            params![
+                p.node,
+                p.lease_token,
+                to_millis(p.lease_until),
+                to_millis(p.now),
+                p.limit.max(0)
+            ],
+            job_from_native,
+        )
+        .map_err(|e| map_native("job claim", e))?;
+    let mut jobs = Vec::with_capacity(usize::try_from(p.limit).unwrap_or(0).min(10_000));
+    for row in rows {
+        jobs.push(row.map_err(|e| map_native("job claim", e))??);
+    }
+    // RETURNING order is unspecified: restore oldest-first (S0-2).
+    jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
+    Ok(jobs)
+}
+
+/// The job as its live lease holds it: its attempt number (for the attempt row) and kind.
+/// A separate lookup instead of `UPDATE … RETURNING`: RETURNING builds a temporary b-tree on
+/// every execution, which cost more than this primary-key read of a page already in cache.
+const HELD: &str =
+    "SELECT attempt, kind FROM jobs WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
+
+/// The state change, under the same condition (fencing).
+const COMPLETE: &str = "UPDATE jobs SET state = ?3,
+        run_at = COALESCE(?4, run_at),
+        attempt = attempt - ?5,
+        finished_at = CASE WHEN ?3 = 'available' THEN NULL ELSE ?6 END,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+        last_error = ?7, reason = ?8
+ WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
+
+const ATTEMPT: &str = "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// Record outcomes: for each completion whose lease is still live, the job's new state and
+/// its attempt row; the others are reported stale and change nothing.
+pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<CompleteReport> {
+    let mut held = conn
+        .prepare_cached(HELD)
+        .map_err(|e| map_native("job complete", e))?;
+    let mut update = conn
+        .prepare_cached(COMPLETE)
+        .map_err(|e| map_native("job complete", e))?;
+    let mut attempt = conn
+        .prepare_cached(ATTEMPT)
+        .map_err(|e| map_native("job complete (attempts)", e))?;
+    let mut report = CompleteReport::default();
+    // Succeeded email jobs, for their A/B exposures (S3-19).
+    let mut emails: Vec<&str> = Vec::new();
+    for c in p {
+        let (state, run_at, refund, reason) = match &c.transition {
+            Transition::Succeeded => ("succeeded", None, 0_i64, None),
+            Transition::Skipped(r) => ("skipped", None, 0, Some(r.as_str())),
+            Transition::Retry {
+                run_at,
+                refund_attempt,
+            } => (
+                "available",
+                Some(to_millis(*run_at)),
+                i64::from(*refund_attempt),
+                None,
+            ),
+            Transition::Dead => ("dead", None, 0, None),
+        };
+        let a = &c.attempt;
+        let done: Option<(i64, String)> = held
+            .query_row(params![c.id, c.lease_token], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| map_native("job complete", e))?;
+        let Some((before, kind)) = done else {
+            // Another node holds the job now (or it was finished or cancelled meanwhile).
+            report.stale.push(c.id.clone());
+            continue;
+        };
+        update
+            .execute(params![
+                c.id,
+                c.lease_token,
+                state,
+                run_at,
+                refund,
+                to_millis(a.finished_at),
+                a.error,
+                reason
+            ])
+            .map_err(|e| map_native("job complete", e))?;
+        attempt
+            .execute(params![
+                c.id,
+                before,
+                to_millis(a.started_at),
+                to_millis(a.finished_at),
+                a.outcome,
+                a.error_class,
+                a.status_code,
+                a.error,
+                a.response,
+                a.provider_id,
+                a.node,
+            ])
+            .map_err(|e| map_native("job complete (attempts)", e))?;
+        report.applied += 1;
+        if state == "succeeded" && kind == "email" {
+            emails.push(&c.id);
+        }
+    }
+    if !emails.is_empty() {
+        conn.prepare_cached(crate::audience::EXPOSE_SUCCEEDED)
+            .and_then(|mut s| s.execute([serde_json::json!(emails).to_string()]))
+            .map_err(|e| map_native("job complete (exposures)", e))?;
+    }
+    Ok(report)
+}
+
+/// Extend the leases of jobs still held under the given tokens; how many were extended.
+pub(crate) fn lease_renew(conn: &Connection, p: &JobLeaseRenew) -> Result<u64> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE jobs SET lease_expires_at = ?3
+             WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'",
+        )
+        .map_err(|e| map_native("job lease renew", e))?;
+    let until = to_millis(p.lease_until);
+    let mut n = 0;
+    for (id, token) in &p.jobs {
+        n += stmt
+            .execute(params![id, token, until])
+            .map_err(|e| map_native("job lease renew", e))? as u64;
+    }
+    Ok(n)
+}
+
+/// Return running jobs whose lease expired: a `lost` attempt each, then available again (or
+/// dead when it was the last attempt).
+pub(crate) fn rescue(conn: &Connection, p: &JobRescue) -> Result<Vec<String>> {
+    let now = to_millis(p.now);
+    let err = |e| map_native("job rescue", e);
+    let ids: Vec<String> = conn
+        .prepare_cached(
+            "SELECT id FROM jobs INDEXED BY jobs_lease
+             WHERE state = 'running' AND lease_expires_at < ?1
+             ORDER BY lease_expires_at LIMIT ?2",
+        )
+        .map_err(err)?
+        .query_map(params![now, p.limit.max(0)], |r| r.get(0))
+        .map_err(err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(err)?;
+    let mut lost = conn
+        .prepare_cached(
+            "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
+             SELECT id, attempt, COALESCE(attempted_at, ?2), ?2, 'lost', 'transient', 'lease expired: the worker stopped or lost contact', locked_by
+             FROM jobs WHERE id = ?1",
+        )
+        .map_err(err)?;
+    let mut back = conn
+        .prepare_cached(
+            "UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
+                    finished_at = CASE WHEN attempt >= max_attempts THEN ?2 ELSE NULL END,
+                    run_at = ?2, last_error = 'lease expired',
+                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE id = ?1",
+        )
+        .map_err(err)?;
+    for id in &ids {
+        lost.execute(params![id, now]).map_err(err)?;
+        back.execute(params![id, now]).map_err(err)?;
+    }
+    Ok(ids)
+}
+
+fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
+}
+
+/// A job from a row of [`JOB_COLS`], by position (the order `JOB_COLS` lists). The outer
+/// `rusqlite::Result` is a driver error, the inner one a stored value we cannot read.
+fn job_from_native(r: &Row<'_>) -> rusqlite::Result<Result<Job>> {
+    let payload: String = r.get(3)?;
+    let retry: Option<String> = r.get(10)?;
+    let kind: String = r.get(1)?;
+    let state: String = r.get(2)?;
+    let payload = match serde_json::from_str(&payload) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(corrupt("job payload", e))),
+    };
+    let retry = match retry
+        .map(|r| serde_json::from_str::<RetryPolicy>(&r))
+        .transpose()
+    {
+        Ok(r) => kairos_store::batch::stored_retry_or_default(&kind, r),
+        Err(e) => return Ok(Err(corrupt("job retry policy", e))),
+    };
+    Ok(Ok(Job {
+        id: r.get(0)?,
+        state: JobState::parse(&state),
+        payload,
+        endpoint_id: r.get(4)?,
+        schedule_id: r.get(5)?,
+        fire_at: r.get::<_, Option<i64>>(6)?.map(from_millis),
+        period_key: r.get(7)?,
+        dedupe_key: r.get(8)?,
+        attempt: r.get::<_, i64>(9)? as i32,
+        retry,
+        kind: JobKind(kind),
+        run_at: from_millis(r.get(11)?),
+        created_at: from_millis(r.get(12)?),
+        finished_at: r.get::<_, Option<i64>>(13)?.map(from_millis),
+        locked_by: r.get(14)?,
+        lease_token: r.get(15)?,
+        lease_expires_at: r.get::<_, Option<i64>>(16)?.map(from_millis),
+        last_error: r.get(17)?,
+        reason: r.get(18)?,
+    }))
+}

@@ -1,0 +1,280 @@
+//! The hot-path writer: one OS thread that owns a native (`rusqlite`) connection and runs the
+//! job queue's writes — claim, insert, complete, lease renewal, rescue — with cached prepared
+//! statements.
+//!
+//! Why a thread of its own: SQLite has one writer at a time anyway, and through `sqlx` every
+//! statement hops to a worker thread and copies each value through a channel; measured here,
+//! the same claim statement ran 2.5–3× faster from a native connection. Callers send a
+//! closure over a channel and await a oneshot reply.
+//!
+//! Group commit: whatever commands are queued when the thread picks up work run in one
+//! `BEGIN IMMEDIATE` transaction (a failing command makes the group run again one command per
+//! transaction, so it undoes only its own changes). Every reply is sent only after `COMMIT` succeeded, so a caller never
+//! sees a result that a crash could still undo (beyond `synchronous = NORMAL`'s power-loss
+//! window, as before).
+//!
+//! The `sqlx` write pool still exists for everything else (schedules and the newer domains).
+//! Both connections write the same file; SQLite's write lock orders them, and both wait for it
+//! (`busy_timeout`) instead of failing. This thread always starts with `BEGIN IMMEDIATE`, so it
+//! never has to upgrade a read transaction (the one case `busy_timeout` cannot wait out).
+
+use kairos_store::{Error, ErrorKind, Result};
+use rusqlite::{Connection, OpenFlags};
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// One command for the writer thread: run it (perhaps again, see `run_group`), then, once
+/// the transaction ended, answer.
+trait Work: Send {
+    /// Run on the writer thread inside the transaction; `true` if it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answer the caller: `failed` is why the transaction did not commit, if it did not.
+    fn finish(self: Box<Self>, failed: Option<&Error>);
+}
+
+/// A closure and where its result goes.
+struct Call<T, F> {
+    f: F,
+    result: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Work for Call<T, F>
+where
+    T: Send,
+    F: Fn(&Connection) -> Result<T> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| (self.f)(conn)))
+            .unwrap_or_else(|_| Err(Error::new(ErrorKind::Database, "a writer command panicked")));
+        let ok = r.is_ok();
+        self.result = Some(r);
+        ok
+    }
+
+    fn finish(self: Box<Self>, failed: Option<&Error>) {
+        let r = match (failed, self.result) {
+            (Some(e), _) => Err(copy(e)),
+            (None, Some(r)) => r,
+            (None, None) => Err(Error::new(
+                ErrorKind::Database,
+                "writer command did not run",
+            )),
+        };
+        // The caller may have gone away (cancelled); the work stays done.
+        let _ = self.reply.send(r);
+    }
+}
+
+enum Cmd {
+    Work(Box<dyn Work>),
+    /// Finish the queued work, close the connection, stop the thread.
+    Close(oneshot::Sender<()>),
+}
+
+/// Most commands grouped into one transaction: enough to amortize a commit, few enough that
+/// the first caller is not kept waiting by a long queue.
+const GROUP_MAX: usize = 64;
+
+/// Handle to the writer thread. Cheap to clone; the thread stops when the last handle is
+/// dropped or on [`Writer::close`].
+#[derive(Clone)]
+pub(crate) struct Writer {
+    tx: mpsc::Sender<Cmd>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+/// Map a native SQLite error to a store error with a kind.
+pub(crate) fn map_native(what: &str, e: rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode as C;
+    use rusqlite::ffi;
+    let kind = match &e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.code {
+            C::ConstraintViolation => match f.extended_code {
+                ffi::SQLITE_CONSTRAINT_CHECK | ffi::SQLITE_CONSTRAINT_NOTNULL => ErrorKind::Invalid,
+                _ => ErrorKind::Conflict,
+            },
+            C::DatabaseBusy | C::DatabaseLocked | C::CannotOpen | C::SystemIoFailure => {
+                ErrorKind::Unavailable
+            }
+            C::DatabaseCorrupt | C::NotADatabase => ErrorKind::Corrupt,
+            _ => ErrorKind::Database,
+        },
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..) => ErrorKind::Corrupt,
+        _ => ErrorKind::Database,
+    };
+    Error::new(kind, what.to_string()).with_source(e)
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Unavailable, "the store is closed")
+}
+
+/// A copy of an error for each caller in a failed group (errors are not `Clone`).
+fn copy(e: &Error) -> Error {
+    Error::new(e.kind(), "the write transaction failed")
+        .with_source(std::io::Error::other(e.to_string()))
+}
+
+impl Writer {
+    /// Open the native connection on `path` (an existing, migrated database) and start the
+    /// thread.
+    pub(crate) fn start(path: &Path) -> Result<Writer> {
+        let conn = open(path).map_err(|e| map_native("opening the database (writer)", e))?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("kairos-sqlite-writer".into())
+            .spawn(move || run(conn, rx))
+            .map_err(|e| {
+                Error::new(ErrorKind::Unavailable, "starting the SQLite writer thread")
+                    .with_source(e)
+            })?;
+        Ok(Writer { tx })
+    }
+
+    /// Run `f` on the writer thread inside a write transaction; its result once committed.
+    /// The command is queued when this is called (not when the future is first polled), so
+    /// commands issued one after another run in that order.
+    pub(crate) fn call<T, F>(&self, f: F) -> impl Future<Output = Result<T>> + use<T, F>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel::<Result<T>>();
+        let work = Box::new(Call {
+            f,
+            result: None,
+            reply,
+        });
+        let sent = self.tx.send(Cmd::Work(work));
+        async move {
+            sent.map_err(|_| closed())?;
+            rx.await.unwrap_or_else(|_| Err(closed()))
+        }
+    }
+
+    /// Finish queued work and close the connection. Later calls fail as `Unavailable`.
+    pub(crate) async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Cmd::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+}
+
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    // NO_MUTEX: the connection lives on one thread; SQLite's own mutex would be pure cost.
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // The same settings as the sqlx pools (see `SqliteStore::connect`).
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -262_144)?;
+    conn.pragma_update_and_check(None, "mmap_size", 1_073_741_824_i64, |r| r.get::<_, i64>(0))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Execute a fixed statement through the statement cache.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
+fn run(conn: Connection, rx: mpsc::Receiver<Cmd>) {
+    let mut group: Vec<Box<dyn Work>> = Vec::with_capacity(GROUP_MAX);
+    loop {
+        let mut close = None;
+        match rx.recv() {
+            Ok(Cmd::Work(w)) => group.push(w),
+            Ok(Cmd::Close(t)) => close = Some(t),
+            // Every handle is gone.
+            Err(_) => break,
+        }
+        while close.is_none() && group.len() < GROUP_MAX {
+            match rx.try_recv() {
+                Ok(Cmd::Work(w)) => group.push(w),
+                Ok(Cmd::Close(t)) => close = Some(t),
+                Err(_) => break,
+            }
+        }
+        if !group.is_empty() {
+            run_group(&conn, &mut group);
+        }
+        if let Some(t) = close {
+            // Commands sent after this one fail to send once the receiver is dropped.
+            drop(rx);
+            drop(conn);
+            let _ = t.send(());
+            return;
+        }
+    }
+}
+
+/// One transaction for the whole group. If a command fails, the transaction is rolled back
+/// and each command runs again in a transaction of its own, so a failure undoes only its own
+/// changes. (Savepoints per command would do the same, but they journal every page a command
+/// touches first: a cost on every group for what is rare.)
+fn run_group(conn: &Connection, group: &mut Vec<Box<dyn Work>>) {
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
+        let e = map_native("starting a write transaction", e);
+        for w in group.drain(..) {
+            w.finish(Some(&e));
+        }
+        return;
+    }
+    let all_ok = group.iter_mut().all(|w| w.run(conn));
+    if !all_ok {
+        if let Err(e) = exec(conn, "ROLLBACK") {
+            // The connection is unusable: fail everything rather than guess.
+            let e = map_native("rolling back", e);
+            for w in group.drain(..) {
+                w.finish(Some(&e));
+            }
+            return;
+        }
+        if group.len() == 1 {
+            // Its answer is its own error.
+            for w in group.drain(..) {
+                w.finish(None);
+            }
+        } else {
+            for w in std::mem::take(group) {
+                run_group(conn, &mut vec![w]);
+            }
+        }
+        return;
+    }
+    let failed = match exec(conn, "COMMIT") {
+        Ok(()) => None,
+        Err(e) => {
+            if !conn.is_autocommit() {
+                let _ = exec(conn, "ROLLBACK");
+            }
+            Some(map_native("committing", e))
+        }
+    };
+    for w in group.drain(..) {
+        w.finish(failed.as_ref());
+    }
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

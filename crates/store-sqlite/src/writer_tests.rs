@@ -1,0 +1,108 @@
+//! The writer thread's own guarantees: group commit keeps each command's effects separate,
+//! a reply means committed, a closed writer refuses work.
+
+use super::*;
+
+fn db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("w.db");
+    let c = Connection::open(&path).expect("open");
+    c.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL CHECK (v <> 'bad'));",
+    )
+    .expect("schema");
+    (dir, path)
+}
+
+fn insert(v: &'static str) -> impl Fn(&Connection) -> Result<usize> + Send + 'static {
+    move |c: &Connection| {
+        c.execute("INSERT INTO t (v) VALUES (?1)", [v])
+            .map_err(|e| map_native("insert", e))
+    }
+}
+
+fn values(path: &Path) -> Vec<String> {
+    let c = Connection::open(path).expect("open reader");
+    let mut s = c.prepare("SELECT v FROM t ORDER BY id").expect("prepare");
+    s.query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+}
+
+/// Commands queued together share one transaction, but a failing one undoes only its own
+/// changes: its neighbours commit (each once), and it reports its own error.
+#[tokio::test]
+async fn a_failing_command_in_a_group_rolls_back_only_itself() {
+    let (_dir, path) = db();
+    let w = Writer::start(&path).expect("writer");
+    // Hold the thread so that the next commands queue up and run as one group.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let hold = w.call(move |_c: &Connection| {
+        let _ = held.recv_timeout(Duration::from_secs(10));
+        Ok(())
+    });
+    let a = w.call(insert("a"));
+    // Writes a row, then fails: the row must not survive.
+    let bad = w.call(|c: &Connection| {
+        c.execute("INSERT INTO t (v) VALUES ('half')", [])
+            .map_err(|e| map_native("insert", e))?;
+        c.execute("INSERT INTO t (v) VALUES ('bad')", [])
+            .map_err(|e| map_native("insert bad", e))
+    });
+    let b = w.call(insert("b"));
+    release.send(()).expect("release");
+    // Runs of `hold` after the first (the group runs again when a command fails) pass at once.
+    drop(release);
+    hold.await.expect("hold");
+    assert_eq!(a.await.expect("a"), 1);
+    let err = bad.await.expect_err("the CHECK constraint fails");
+    assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
+    assert_eq!(b.await.expect("b"), 1);
+    assert_eq!(values(&path), vec!["a".to_string(), "b".to_string()]);
+}
+
+/// A lone failing command is rolled back entirely.
+#[tokio::test]
+async fn a_lone_failing_command_leaves_nothing() {
+    let (_dir, path) = db();
+    let w = Writer::start(&path).expect("writer");
+    let r = w
+        .call(|c: &Connection| {
+            c.execute("INSERT INTO t (v) VALUES ('half')", [])
+                .map_err(|e| map_native("insert", e))?;
+            c.execute("INSERT INTO t (v) VALUES ('bad')", [])
+                .map_err(|e| map_native("insert bad", e))
+        })
+        .await;
+    assert!(r.is_err());
+    assert!(values(&path).is_empty());
+    // The writer is still usable afterwards.
+    assert_eq!(w.call(insert("c")).await.expect("c"), 1);
+    assert_eq!(values(&path), vec!["c".to_string()]);
+}
+
+/// A reply means committed: another connection sees the row as soon as the call returns.
+#[tokio::test]
+async fn replies_come_after_commit() {
+    let (_dir, path) = db();
+    let w = Writer::start(&path).expect("writer");
+    for i in 0..20 {
+        w.call(insert("x")).await.expect("insert");
+        assert_eq!(values(&path).len(), i + 1);
+    }
+}
+
+/// After `close`, the thread is gone and calls fail as `Unavailable` instead of hanging.
+#[tokio::test]
+async fn a_closed_writer_refuses_work() {
+    let (_dir, path) = db();
+    let w = Writer::start(&path).expect("writer");
+    let queued = w.call(insert("before close"));
+    w.close().await;
+    assert_eq!(queued.await.expect("queued before close"), 1);
+    let err = w.call(insert("after")).await.expect_err("closed");
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    assert_eq!(values(&path), vec!["before close".to_string()]);
+}

@@ -1,0 +1,88 @@
+//! Records and parameters of the monitoring reads (metrics, SLO checks, readiness) and of the
+//! SLO alert state the monitor keeps (so that a restart or a new leader does not alert again).
+
+use chrono::{DateTime, Utc};
+
+/// A number of jobs in one state of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobCount {
+    /// The stored state (unknown values are passed through as stored).
+    pub state: String,
+    /// The job kind.
+    pub kind: String,
+    /// How many.
+    pub count: i64,
+}
+
+/// `job_backlog`: what is waiting, and what is stuck (S3-16).
+#[derive(Debug, Clone)]
+pub struct JobBacklog {
+    /// Now: available jobs with `run_at <= now` are due.
+    pub now: DateTime<Utc>,
+    /// Due jobs with `run_at <= stuck_before` count as stuck (due too long, not claimed).
+    pub stuck_before: DateTime<Utc>,
+    /// Running jobs whose lease ended at or before this count as running past their lease.
+    pub lease_expired_before: DateTime<Utc>,
+}
+
+/// What `job_backlog` found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Available jobs due now (the queue depth).
+    pub due: i64,
+    /// The earliest `run_at` of a due job (the oldest due age is `now` minus this).
+    pub oldest_due_at: Option<DateTime<Utc>>,
+    /// Due jobs due since `stuck_before` or longer.
+    pub stuck: i64,
+    /// Running jobs whose lease ended at or before `lease_expired_before`.
+    pub lease_expired: i64,
+}
+
+/// `job_count_finished`: jobs that reached a final state in `[since, until)`.
+#[derive(Debug, Clone)]
+pub struct JobCountFinished {
+    /// Start of the window (inclusive).
+    pub since: DateTime<Utc>,
+    /// End of the window (exclusive).
+    pub until: DateTime<Utc>,
+}
+
+/// `schedule_fire_times`: the distinct nominal firings materialized as jobs of a schedule in
+/// `[since, until]`.
+#[derive(Debug, Clone)]
+pub struct ScheduleFireTimes {
+    /// The schedule.
+    pub schedule_id: String,
+    /// Start of the window (inclusive).
+    pub since: DateTime<Utc>,
+    /// End of the window (inclusive).
+    pub until: DateTime<Utc>,
+}
+
+/// The stored state of one SLO alert: a check on one subject (`failure_rate:webhook`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SloAlert {
+    /// `check` or `check:subject`.
+    pub key: String,
+    /// The check's name (`failure_rate`, `stuck_due`, `lease_expired`, `missed_firings`, …).
+    pub check: String,
+    /// Whether the warning is active.
+    pub active: bool,
+    /// When the current state (warning or recovered) began.
+    pub since: DateTime<Utc>,
+    /// What the check said when the state began.
+    pub message: String,
+    /// Number of transitions so far (warning, recovery, warning, …).
+    pub seq: i64,
+    /// The last transition sent to the alert webhook (`seq` once it was delivered).
+    pub notified_seq: i64,
+    /// Last written.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// `slo_alert_put`: write an alert's state (insert or replace by key).
+#[derive(Debug, Clone)]
+pub struct SloAlertPut {
+    /// The whole record to store.
+    pub alert: SloAlert,
+}
