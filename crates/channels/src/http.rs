@@ -171,16 +171,17 @@ impl HttpCaller {
             Ok(u) => u,
             Err(e) => return failed(Failure::permanent(format!("invalid URL: {e}"))),
         };
-        if let Err(e) = check_target(&url, self.config.allow_private_targets).await {
-            return failed(e.to_failure());
-        }
-        let request = match self.request(url, call, msg_id, now) {
+        let request = match self.request(url.clone(), call, msg_id, now) {
             Ok(r) => r,
             Err(f) => return failed(f),
         };
-        // The timeout covers the excerpt too: a server that sends headers and then trickles
-        // the body must not hold the attempt past its limit.
+        // The timeout covers the name lookup of the target check and the excerpt too: a slow
+        // resolver, or a server that sends headers and then trickles the body, must not hold
+        // the attempt past its limit.
         let run = async {
+            if let Err(e) = check_target(&url, self.config.allow_private_targets).await {
+                return failed(e.to_failure());
+            }
             let mut response = match request.send().await {
                 Ok(r) => r,
                 Err(e) => return failed(request_failure(&e, call.timeout)),

@@ -10,6 +10,8 @@
 //! - [`ssrf`]: refusing private, loopback and link-local targets, before sending and again at
 //!   connection time (DNS rebinding).
 //! - [`webhook`]: the webhook sender — signed POSTs, classified responses, `Retry-After`.
+//! - [`transport`]: what every outgoing call shares — the client, the S4-3 classification of
+//!   errors and statuses, response excerpts, `Retry-After`.
 //! - [`http`]: the `http` job channel — a URL called with a method, headers, a body, a bearer
 //!   token or a signature; non-2xx is a failure (S4-2), hard timeouts (S4-7).
 //! - [`digest`]: the digest channel — feeds (RSS/Atom, feed-rs), de-duplication, and the
@@ -25,7 +27,7 @@ pub mod error;
 pub mod http;
 pub mod signing;
 pub mod ssrf;
-mod transport;
+pub mod transport;
 pub mod webhook;
 
 pub use error::{Error, ErrorKind};

@@ -73,6 +73,7 @@ async fn smtp_delivers_headers_and_both_bodies_to_a_real_server() {
         "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
         "X-Kairos-Job-Id: job_1",
         "X-Kairos-Tags: topic=weekly, variant=b",
+        "Message-ID: <job_1@kairos.test>",
     ] {
         assert!(m.lines().any(|l| l == h), "missing {h:?} in:\n{m}");
     }
@@ -120,6 +121,8 @@ struct Fake {
     limited: usize,
     /// Answer quota codes (`daily_quota_exceeded`) to everything.
     quota: Option<&'static str>,
+    /// Successful answers say the window is used up (`ratelimit-remaining: 0`, reset 30 s).
+    exhausted: bool,
 }
 
 type Shared = Arc<Mutex<Fake>>;
@@ -185,8 +188,11 @@ async fn emails(State(s): State<Shared>, h: HeaderMap, Json(body): Json<Value>) 
     let mut r = (StatusCode::OK, Json(json!({"id": id}))).into_response();
     r.headers_mut()
         .insert("ratelimit-limit", "2".parse().unwrap());
+    let remaining = if f.exhausted { "0" } else { "1" };
     r.headers_mut()
-        .insert("ratelimit-remaining", "1".parse().unwrap());
+        .insert("ratelimit-remaining", remaining.parse().unwrap());
+    r.headers_mut()
+        .insert("ratelimit-reset", "30".parse().unwrap());
     r
 }
 
@@ -345,6 +351,11 @@ async fn file_transport_writes_one_eml_per_job_and_a_retry_replaces_it() {
     assert_eq!(files.len(), 1);
     let eml = std::fs::read_to_string(out.join("job_30.eml")).unwrap();
     assert!(eml.lines().any(|l| l == "To: aki@example.com"));
+    // A retry carries the same Message-ID: it is the job's, not random.
+    assert!(
+        eml.lines().any(|l| l == "Message-ID: <job_30@kairos.test>"),
+        "{eml}"
+    );
     assert!(
         eml.lines()
             .any(|l| l == "List-Unsubscribe-Post: List-Unsubscribe=One-Click")
@@ -354,4 +365,33 @@ async fn file_transport_writes_one_eml_per_job_and_a_retry_replaces_it() {
     let f = failure(&bad.outcome);
     assert_eq!(f.class, ErrorClass::Permanent);
     assert!(!f.message.contains("not an address"));
+}
+
+#[tokio::test]
+async fn resend_ratelimit_remaining_zero_holds_the_next_request_until_the_reset() {
+    let (url, fake) = fake_resend().await;
+    fake.lock().unwrap().exhausted = true;
+    kairos_testkit::init_crypto();
+    let t = ResendSender::new(ResendConfig {
+        api_url: url,
+        requests_per_second: 1000.0,
+        timeout: Duration::from_secs(1),
+        ..ResendConfig::new("re_test_key")
+    })
+    .unwrap();
+    let first = t.send(&message("job_40", "aki@example.com")).await;
+    assert!(
+        matches!(first.outcome, Outcome::Delivered { .. }),
+        "{first:?}"
+    );
+    // The answer said 0 remaining, reset in 30 s: the next send waits for the window (longer
+    // than its 1 s budget, so it is a rate-limited retry) and does not call Resend.
+    let second = t.send(&message("job_41", "aki@example.com")).await;
+    let f = failure(&second.outcome);
+    assert_eq!(f.class, ErrorClass::RateLimited);
+    assert!(
+        f.retry_after.is_some_and(|d| d > Duration::from_secs(20)),
+        "{f:?}"
+    );
+    assert_eq!(fake.lock().unwrap().requests.len(), 1);
 }

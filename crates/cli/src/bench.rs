@@ -44,6 +44,10 @@ pub struct BenchArgs {
     /// created and dropped at the end.
     #[arg(long)]
     pub database_url: Option<String>,
+    /// Benchmark email instead: `file` (the .eml outbox) or an SMTP server's `smtp://` URL;
+    /// --jobs recipients get one mail each through the real `email` handler.
+    #[arg(long)]
+    pub email: Option<String>,
 }
 
 /// The store under test and how to clean it up.
@@ -170,6 +174,9 @@ async fn wait_done(
 
 /// Run the benchmark.
 pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(t) = &args.email {
+        return crate::bench_email::run(&args, t).await;
+    }
     if args.jobs == 0 {
         return Err("--jobs: must be at least 1".into());
     }

@@ -322,6 +322,15 @@ pub fn parse_payload(s: Option<&str>) -> CliResult<Option<serde_json::Value>> {
     .transpose()
 }
 
+/// The `http` object of an `http` job or schedule from `--http JSON`.
+pub fn parse_http(s: Option<&str>) -> CliResult<Option<kairos_engine::ops::HttpSpec>> {
+    s.map(|s| {
+        serde_json::from_str(s)
+            .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
+    })
+    .transpose()
+}
+
 /// A retry spec from `--retry-delays 1s,2s` and `--max-attempts N`.
 pub fn retry_spec(
     delays: Option<&str>,

@@ -55,6 +55,10 @@ pub struct EnqueueArgs {
     /// The same key again returns the same job.
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// For kind http: what to call, as the API's `http` object (JSON:
+    /// `{"url", "method", "headers", "body", "timeout", "deadline", "bearer_token"}`).
+    #[arg(long)]
+    pub http: Option<String>,
     /// Retry delays, comma-separated ("1s,2s").
     #[arg(long)]
     pub retry_delays: Option<String>,
@@ -184,7 +188,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                 run_at: a.run_at,
                 idempotency_key: a.idempotency_key,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
-                http: None,
+                http: parse_http(a.http.as_deref())?,
             };
             let (job, created) = k.job_enqueue(req).await?;
             if !created && !json {

@@ -5,14 +5,18 @@
 //! Exit codes: 0 success, 1 runtime error, 2 usage or validation error. Errors are printed as
 //! `error: <field>: <reason>` on stderr.
 
+mod audience;
 mod bench;
+mod bench_email;
 mod common;
 mod cron;
 mod dlq;
 mod job;
+mod maintenance;
 mod schedule;
 mod serve;
 mod slo;
+mod suppression;
 mod template;
 
 use clap::{Parser, Subcommand};
@@ -53,6 +57,18 @@ enum Cmd {
     Openapi,
     /// Measure throughput.
     Bench(bench::BenchArgs),
+    /// The suppression list: list, add, remove, export (seed 003).
+    #[command(subcommand)]
+    Suppression(suppression::SuppressionCmd),
+    /// Maintenance mode: on, off, status (S3-13).
+    #[command(subcommand)]
+    Maintenance(maintenance::MaintenanceCmd),
+    /// Recipients of topic mails.
+    #[command(subcommand)]
+    Recipient(audience::RecipientCmd),
+    /// Subscriptions of recipients to topics.
+    #[command(subcommand)]
+    Subscription(audience::SubscriptionCmd),
     /// Mail templates of topics.
     #[command(subcommand)]
     Template(template::TemplateCmd),
@@ -76,7 +92,11 @@ async fn run(cli: Cli) -> CliResult {
             Ok(())
         }
         Cmd::Slo => slo::run(g).await,
+        Cmd::Suppression(c) => suppression::run(g, c).await,
+        Cmd::Maintenance(c) => maintenance::run(g, c).await,
         Cmd::Template(c) => template::run(g, c).await,
+        Cmd::Recipient(c) => audience::run_recipient(g, c).await,
+        Cmd::Subscription(c) => audience::run_subscription(g, c).await,
         Cmd::Bench(a) => bench::run(a)
             .await
             .map_err(|e| CliError::Runtime(format!("bench: {e}"))),

@@ -80,6 +80,10 @@ pub struct AddArgs {
     /// Payload of each job (JSON).
     #[arg(long)]
     pub payload: Option<String>,
+    /// For kind http: what to call, as the API's `http` object (JSON:
+    /// `{"url", "method", "headers", "body", "timeout", "deadline", "bearer_token"}`).
+    #[arg(long)]
+    pub http: Option<String>,
     /// Retry delays, comma-separated ("1s,2s").
     #[arg(long)]
     pub retry_delays: Option<String>,
@@ -177,7 +181,7 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 paused: a.paused.then_some(true),
                 digest: None,
                 catch_up: None,
-                http: None,
+                http: parse_http(a.http.as_deref())?,
                 topic: None,
             };
             let s = k.schedule_create(req).await?;

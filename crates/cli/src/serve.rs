@@ -91,8 +91,16 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
     if let Some(sink) = kairos_server::monitoring::alert_sink(cfg, webhook_config(cfg))? {
         engine = engine.with_alerts(sink);
     }
+    // Maintenance mode (S3-13): one flag shared by the engine and the API, forced by
+    // KAIROS_MAINTENANCE or read from the database (`kairos maintenance on`).
+    let maintenance = kairos_engine::maintenance::Maintenance::new(cfg.maintenance);
+    if let Err(e) = maintenance.refresh(store.as_ref()).await {
+        tracing::warn!(error = %e, "reading the maintenance setting failed");
+    }
+    engine = engine.with_maintenance(maintenance.clone());
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
-        .allow_private_targets(cfg.allow_private_targets);
+        .allow_private_targets(cfg.allow_private_targets)
+        .with_maintenance(maintenance);
     Ok((db, engine, kairos))
 }
 
@@ -123,6 +131,19 @@ fn start_multi_node(
             cancel.clone(),
         )),
     ]
+}
+
+/// Follow the stored maintenance setting (S3-13) every poll interval until `cancel`.
+fn watch_maintenance(
+    cfg: &Config,
+    kairos: &Kairos,
+    cancel: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(kairos.maintenance().clone().watch(
+        kairos.store().clone(),
+        Duration::from_millis(cfg.poll_interval_ms),
+        cancel.clone(),
+    ))
 }
 
 /// SIGTERM / Ctrl-C, listened for from creation on: created before the "listening" line, so
@@ -186,10 +207,13 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
-    let state = AppState::new(kairos, ApiToken::new(token))
-        .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?);
+    let inbound = kairos_server::routes::hooks::InboundConfig::from_config(&cfg)?;
+    let state = AppState::new(kairos.clone(), ApiToken::new(token))
+        .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?)
+        .with_inbound(inbound);
     let cancel = CancellationToken::new();
-    let side_tasks = start_multi_node(&db, &engine, &cancel);
+    let mut side_tasks = start_multi_node(&db, &engine, &cancel);
+    side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
     let engine_task = {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
@@ -240,9 +264,10 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(None)?;
     init_logging(cfg.log_format);
-    let (db, engine, _kairos) = build(&cfg).await?;
+    let (db, engine, kairos) = build(&cfg).await?;
     let cancel = CancellationToken::new();
-    let side_tasks = start_multi_node(&db, &engine, &cancel);
+    let mut side_tasks = start_multi_node(&db, &engine, &cancel);
+    side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
     let task = {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })

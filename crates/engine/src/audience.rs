@@ -34,6 +34,20 @@ pub fn topic_of(s: &Schedule) -> Option<&str> {
         .flatten()
 }
 
+/// The topic a digest schedule's artifacts fan out to (S4-9): kind `digest` with
+/// `payload.topic`. Its firings build the artifact; the artifact's creation starts the
+/// expansion (the digest handler calls [`begin`]), not the firing.
+pub fn fan_out_topic(s: &Schedule) -> Option<&str> {
+    (s.kind.as_str() == "digest")
+        .then(|| s.payload.get("topic").and_then(|t| t.as_str()))
+        .flatten()
+}
+
+/// The audience of an expansion: an email schedule's topic, or a digest's fan-out topic.
+pub fn audience_topic(s: &Schedule) -> Option<&str> {
+    topic_of(s).or_else(|| fan_out_topic(s))
+}
+
 /// The unique key of one audience job (S3-3). Each part is length-prefixed so that ids
 /// containing `:` cannot make two different jobs collide.
 pub fn dedupe_key(
@@ -86,8 +100,14 @@ pub struct Page {
     pub done: bool,
 }
 
-/// Read one page of `topic`'s active subscriptions after `after` and build their jobs for the
+/// Read one page of `topic`'s subscriptions after `after` and build their jobs for the
 /// firing at `fire_at`.
+///
+/// Disabled subscriptions (unsubscribed, or cascaded by a suppression) and inactive
+/// recipients get their job too: the handler's entitlement check ends it `skipped` with the
+/// reason (S3-7). So each period's occurrence shows who was not mailed and why (S3-14, S3-18:
+/// "the next week's firing for that recipient is skipped"), at the cost of one row per such
+/// subscription per period, which the pruner removes with the other finished jobs.
 #[allow(clippy::too_many_arguments)]
 pub async fn expand_page(
     store: &dyn Store,
@@ -104,16 +124,24 @@ pub async fn expand_page(
         .subscription_list(SubscriptionList {
             topic: Some(topic_name.to_string()),
             recipient_id: None,
-            active_only: true,
+            active_only: false,
             after: after.map(|r| (r, topic_name.to_string())),
             limit: Some(limit),
         })
         .await?;
     let key = period_key(s.period, tz, fire_at);
-    let retry = s
-        .retry
-        .clone()
-        .unwrap_or_else(|| RetryPolicy::default_for_kind("email"));
+    // A digest's fan-out mails carry the artifact's key, not the digest definition, and retry
+    // like any notification; an email schedule's policy is its own.
+    let fan_out = fan_out_topic(s).is_some();
+    let retry = match (&s.retry, fan_out) {
+        (Some(r), false) => r.clone(),
+        _ => RetryPolicy::default_for_kind("email"),
+    };
+    let base = if fan_out {
+        serde_json::json!({"artifact": {"name": s.payload.get("name"), "period_key": key}})
+    } else {
+        s.payload.clone()
+    };
     let variants = topic.map(|t| t.variants.as_slice()).unwrap_or(&[]);
     let mut jobs = Vec::with_capacity(subs.len());
     for sub in &subs {
@@ -124,7 +152,7 @@ pub async fn expand_page(
             .iter()
             .filter(|c| CHANNELS.contains(&c.as_str()))
         {
-            let mut payload = s.payload.clone();
+            let mut payload = base.clone();
             if let Some(o) = payload.as_object_mut() {
                 o.insert("topic".into(), topic_name.into());
                 o.insert("recipient_id".into(), sub.recipient_id.clone().into());
@@ -187,7 +215,7 @@ pub async fn expand_all(
     page: i64,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, kairos_store::Error> {
-    let Some(topic_name) = topic_of(s) else {
+    let Some(topic_name) = audience_topic(s) else {
         return Ok(vec![]);
     };
     let topic = store.topic_get(topic_name).await?;
@@ -335,7 +363,7 @@ impl Expander {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };
-        let (Some(topic_name), Ok(tz)) = (topic_of(&s), crate::ops::tz_of(&s)) else {
+        let (Some(topic_name), Ok(tz)) = (audience_topic(&s), crate::ops::tz_of(&s)) else {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };

@@ -497,7 +497,6 @@ async fn completer(
 ) {
     let mut batch = Vec::with_capacity(max);
     while rx.recv_many(&mut batch, max).await > 0 {
-        gather_more(&mut rx, &mut batch, max).await;
         let completions: Vec<JobComplete> = batch.iter().map(|(c, _)| c.clone()).collect();
         let mut tries = 0;
         loop {
@@ -530,28 +529,6 @@ async fn completer(
         drop(r);
         // Frees the slots.
         batch.clear();
-    }
-}
-
-/// Let attempts that are about to finish join the batch: jobs claimed together tend to finish
-/// together, and on SQLite every transaction saved on the single writer is worth far more than
-/// the few scheduler turns this costs. Stops as soon as a turn brings nothing new.
-async fn gather_more<T>(rx: &mut mpsc::UnboundedReceiver<T>, batch: &mut Vec<T>, max: usize) {
-    for _ in 0..8 {
-        if batch.len() >= max {
-            return;
-        }
-        tokio::task::yield_now().await;
-        let before = batch.len();
-        while batch.len() < max {
-            match rx.try_recv() {
-                Ok(x) => batch.push(x),
-                Err(_) => break,
-            }
-        }
-        if batch.len() == before {
-            return;
-        }
     }
 }
 

@@ -8,8 +8,9 @@
 //!   axis.
 //! - `missed_firings`: for each active schedule, the firings its clock expected in the window
 //!   versus those materialized as jobs (S4-10).
-//! - Further checks plug in through [`ExtraCheck`] (the digest domain's "periods without an
-//!   artifact after their last catch-up", S4-10).
+//! - `missing_artifacts`: for each active digest schedule, the periods without an artifact
+//!   after their last catch-up (S4-10).
+//! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
 //! [`Monitor::run_once`], [`Monitor::run`]. A run evaluates the checks, records warning and
@@ -18,6 +19,7 @@
 //! CLI (`kairos slo`) and the API (`GET /v1/slo`) show.
 
 mod alerts;
+mod artifacts;
 mod checks;
 
 pub use alerts::{AlertChanges, AlertSink};
@@ -42,8 +44,16 @@ pub mod names {
     pub const LEASE_EXPIRED: &str = "lease_expired";
     /// Firings expected and not materialized.
     pub const MISSED_FIRINGS: &str = "missed_firings";
+    /// Digest periods without their artifact after their last catch-up.
+    pub const MISSING_ARTIFACTS: &str = "missing_artifacts";
     /// All of them.
-    pub const ALL: &[&str] = &[FAILURE_RATE, STUCK_DUE, LEASE_EXPIRED, MISSED_FIRINGS];
+    pub const ALL: &[&str] = &[
+        FAILURE_RATE,
+        STUCK_DUE,
+        LEASE_EXPIRED,
+        MISSED_FIRINGS,
+        MISSING_ARTIFACTS,
+    ];
 }
 
 /// Monitor settings. Every threshold has an environment variable in `kairos serve`
@@ -306,6 +316,9 @@ impl Monitor {
         }
         if self.cfg.enabled(names::MISSED_FIRINGS) {
             checks.extend(checks::missed_firings(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::MISSING_ARTIFACTS) {
+            checks.extend(artifacts::missing_artifacts(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

@@ -367,6 +367,14 @@ impl Kairos {
         let payload = Self::kind_payload(&kind, req.digest.as_ref(), req.payload, retry.as_ref())?;
         let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
         let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
+        if !catch_up.is_empty() && kind.as_str() == "email" {
+            // A catch-up job is one job for the period; an audience firing is one job per
+            // subscriber. Re-sending a week's mails is what the dedupe key exists to prevent.
+            return Err(OpsError::invalid(
+                "catch_up",
+                "is not available for email (audience) schedules: each subscriber's mail is created once per period",
+            ));
+        }
         let next_fire_at = spec.next_at_or_after(tz, now);
         if next_fire_at.is_none() {
             return Err(OpsError::invalid(

@@ -43,12 +43,14 @@ async fn exists(h: &Harness, period: &str) -> bool {
 #[tokio::test]
 async fn pruner_deletes_old_artifacts_in_bounded_batches_s4_8() {
     let t0 = t("2026-10-01T00:00:00Z");
-    let mut cfg = EngineConfig::default();
-    cfg.pruner = PrunerConfig {
-        artifacts: Some(Duration::from_secs(30 * 86_400)),
-        batch: 2,
-        max_batches: 2,
-        ..PrunerConfig::default()
+    let cfg = EngineConfig {
+        pruner: PrunerConfig {
+            artifacts: Some(Duration::from_secs(30 * 86_400)),
+            batch: 2,
+            max_batches: 2,
+            ..PrunerConfig::default()
+        },
+        ..EngineConfig::default()
     };
     let h = Harness::with_config(t0, cfg, &[]).await;
     for d in 1..=6 {
@@ -76,10 +78,12 @@ async fn pruner_deletes_old_artifacts_in_bounded_batches_s4_8() {
 #[tokio::test]
 async fn artifacts_are_kept_when_their_retention_is_off() {
     let t0 = t("2026-10-01T00:00:00Z");
-    let mut cfg = EngineConfig::default();
-    cfg.pruner = PrunerConfig {
-        artifacts: None,
-        ..PrunerConfig::default()
+    let cfg = EngineConfig {
+        pruner: PrunerConfig {
+            artifacts: None,
+            ..PrunerConfig::default()
+        },
+        ..EngineConfig::default()
     };
     let h = Harness::with_config(t0, cfg, &[]).await;
     put(&h, "2026-10-01", t0).await;

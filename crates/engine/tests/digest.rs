@@ -499,6 +499,10 @@ async fn digest_definitions_and_catch_up_times_are_validated_by_field() {
             "catch_up[0]",
         ),
         (serde_json::json!({}), "digest"),
+        (
+            serde_json::json!({"digest": {"name": "n", "feeds": ["https://a/f"], "period": "2026-10-20"}}),
+            "digest.period",
+        ),
     ] {
         let mut v = serde_json::json!({"name": "d", "kind": "digest", "cron": "0 6 * * *"});
         for (k, x) in body.as_object().unwrap() {
@@ -526,6 +530,13 @@ async fn digest_definitions_and_catch_up_times_are_validated_by_field() {
         c.iter().map(|c| c.at.as_str()).collect::<Vec<_>>(),
         ["07:30", "13:00"]
     );
+    // Resuming after days re-arms the catch-ups from the resumption, not from the past.
+    w.kairos.schedule_pause(&s.id, true).await.unwrap();
+    w.clock.set(t("2026-10-25T14:00:00+09:00"));
+    w.kairos.schedule_pause(&s.id, false).await.unwrap();
+    let c = w.kairos.schedule_catch_ups(&s.id).await.unwrap();
+    assert_eq!(c[0].next_at, Some(t("2026-10-26T07:30:00+09:00")));
+    assert_eq!(c[1].next_at, Some(t("2026-10-26T13:00:00+09:00")));
     let put = w
         .store
         .artifact_put(ArtifactPut {
@@ -543,4 +554,53 @@ async fn digest_definitions_and_catch_up_times_are_validated_by_field() {
         .await
         .unwrap();
     assert!(put.created);
+}
+
+/// Two nodes' schedulers handling the same due catch-up at once create one job: the catch-up
+/// advances once (optimistic check) and the job's dedupe key is unique (S4-4, S3-3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_schedulers_create_one_catch_up_job() {
+    use kairos_engine::scheduler::{Scheduler, SchedulerConfig};
+    let feed = TestReceiver::start().await;
+    feed.set_default(Reply::status(500));
+    let w = World::new(t("2026-10-19T12:00:00Z"), no_model()).await;
+    let s = w
+        .kairos
+        .schedule_create(digest_schedule(vec![feed.url("/f")], &["13:00"]))
+        .await
+        .unwrap();
+    w.tick(t("2026-10-20T06:00:00+09:00")).await;
+    w.run_until(t("2026-10-20T12:00:00+09:00"), |_| {}).await;
+    let at = t("2026-10-20T13:00:00+09:00");
+    w.clock.set(at);
+    let node = |name: &str| {
+        Scheduler::new(
+            SchedulerConfig {
+                node: name.into(),
+                ..SchedulerConfig::default()
+            },
+            w.store.clone(),
+            w.clock.clone(),
+        )
+        .unwrap()
+    };
+    let (a, b) = (node("a"), node("b"));
+    let (ra, rb) = tokio::join!(a.run_once(at), b.run_once(at));
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.catch_up_jobs + rb.catch_up_jobs, 1, "{ra:?} {rb:?}");
+    let jobs = w
+        .store
+        .job_search(JobSearch {
+            schedule_id: Some(s.id.clone()),
+            period_key: Some("2026-10-20".into()),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let catch_ups = jobs
+        .iter()
+        .filter(|j| j.dedupe_key.as_deref().unwrap_or("").contains(":catchup:"))
+        .count();
+    assert_eq!(catch_ups, 1);
 }

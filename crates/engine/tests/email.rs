@@ -651,3 +651,139 @@ async fn smtp_550_hard_bounce_suppresses_the_address_and_later_mails_are_skipped
     );
     let _ = s;
 }
+
+/// S4-9: a digest schedule with a `topic` fans its new artifact out to the topic's
+/// subscribers: one mail each, rendered with the artifact, through the same paged, deduplicated
+/// audience expansion as any audience schedule; a disabled subscription's job is skipped; a
+/// second run of the period (which finds the artifact) mails nobody again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
+    let start = t("2026-11-30T06:00:00Z");
+    let w = world(start, None).await;
+    let feed = kairos_testkit::TestReceiver::start().await;
+    let rss = "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Kairos news</title>\
+        <item><title>Kairos ships fan-out</title><link>https://news.example/1</link>\
+        <description>Artifacts now reach their subscribers.</description>\
+        <pubDate>Mon, 30 Nov 2026 05:00:00 GMT</pubDate></item></channel></rss>";
+    feed.respond_with(vec![
+        kairos_testkit::Reply::ok()
+            .with_header("content-type", "application/rss+xml")
+            .with_body(rss);
+        3
+    ]);
+    w.kairos
+        .topic_put(
+            "news",
+            NewTopic {
+                subject: "News {{ artifact.period_key }}".into(),
+                html: None,
+                text: Some("{{ artifact.content }}".into()),
+                variants: vec![],
+                entitlement_url: None,
+                entitlement_timeout_ms: None,
+            },
+        )
+        .await
+        .unwrap();
+    for (i, enabled) in [(0, true), (1, true), (2, false)] {
+        w.kairos
+            .recipient_put_many(vec![NewRecipient {
+                id: Some(format!("n{i}")),
+                email: format!("reader{i}@example.com"),
+                timezone: None,
+                locale: None,
+                attributes: None,
+                state: None,
+            }])
+            .await
+            .unwrap();
+        w.kairos
+            .subscription_put(
+                &format!("n{i}"),
+                "news",
+                NewSubscription {
+                    channels: Some(vec!["email".into()]),
+                    target: None,
+                    enabled: Some(enabled),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let s = w
+        .kairos
+        .schedule_create(
+            serde_json::from_value(serde_json::json!({
+                "name": "daily-news", "kind": "digest", "topic": "news",
+                "digest": {"name": "news", "feeds": [feed.url("/rss")]},
+                "cron": "0 7 * * *", "timezone": "UTC", "period": "day"
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let seven = t("2026-11-30T07:00:00Z");
+    w.sched(seven).await; // the digest job
+    w.drain(seven).await; // builds the artifact, records the fan-out
+    assert!(w.mails().is_empty(), "the firing itself mails nobody");
+    w.sched(seven + chrono::Duration::seconds(1)).await; // expands the audience
+    w.drain(seven + chrono::Duration::seconds(1)).await;
+    let mails = w.mails();
+    assert_eq!(mails.len(), 2, "one mail per enabled subscriber");
+    for m in &mails {
+        assert_eq!(header(m, "Subject"), Some("News 2026-11-30"));
+        assert!(
+            m.contains("Kairos ships fan-out"),
+            "rendered with the artifact:\n{m}"
+        );
+    }
+    let emails: Vec<_> = w
+        .jobs()
+        .await
+        .into_iter()
+        .filter(|j| j.kind.as_str() == "email")
+        .collect();
+    assert_eq!(emails.len(), 3);
+    let n2 = emails
+        .iter()
+        .find(|j| j.payload["recipient_id"] == "n2")
+        .expect("n2's job");
+    assert_eq!(
+        (n2.state.clone(), n2.reason.as_deref()),
+        (JobState::Skipped, Some("unsubscribed"))
+    );
+    assert!(
+        emails.iter().all(|j| j.payload.get("feeds").is_none()),
+        "mails carry the artifact's key, not the digest definition"
+    );
+
+    // The period again (a catch-up-like run): the artifact exists, the fan-out is recorded
+    // already, and the audience dedupe key keeps every mail single.
+    let mut again = kairos_store::JobInsert {
+        id: kairos_core::id::new_id(kairos_core::id::IdPrefix::Job, seven),
+        kind: kairos_core::JobKind("digest".into()),
+        payload: s.payload.clone(),
+        endpoint_id: None,
+        schedule_id: Some(s.id.clone()),
+        fire_at: Some(seven),
+        period_key: Some("2026-11-30".into()),
+        dedupe_key: Some("rerun".into()),
+        retry: kairos_core::RetryPolicy::http_call(),
+        run_at: seven + chrono::Duration::hours(6),
+        now: seven,
+    };
+    again.payload["period"] = serde_json::Value::Null;
+    w.store.job_insert(again).await.unwrap();
+    let later = seven + chrono::Duration::hours(6);
+    w.drain(later).await;
+    w.sched(later).await;
+    w.drain(later).await;
+    assert_eq!(w.mails().len(), 2, "nobody is mailed twice");
+    let emails = w
+        .jobs()
+        .await
+        .into_iter()
+        .filter(|j| j.kind.as_str() == "email")
+        .count();
+    assert_eq!(emails, 3);
+}

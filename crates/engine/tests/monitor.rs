@@ -206,7 +206,7 @@ fn alerting_monitor(h: &Harness, rx: &TestReceiver) -> Monitor {
     })
     .expect("sender");
     let sink = AlertSink::new(&rx.url("/alerts"), SECRET, sender).expect("sink");
-    monitor(&h, MonitorConfig::default()).with_alerts(sink)
+    monitor(h, MonitorConfig::default()).with_alerts(sink)
 }
 
 fn body(r: &kairos_testkit::Received) -> serde_json::Value {
@@ -330,4 +330,94 @@ async fn disabled_check_is_not_evaluated() {
         "{r:#?}"
     );
     assert!(r.checks.iter().any(|c| c.check == names::LEASE_EXPIRED));
+}
+
+/// Without an alert webhook, transitions are recorded as handled: a webhook configured later
+/// hears only what happens from then on, not a replay of old warnings.
+#[tokio::test]
+async fn webhook_configured_later_does_not_replay_old_warnings() {
+    let rx = TestReceiver::start().await;
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    h.enqueue("mail", serde_json::json!({"r": "ok"}), Some(t0), None)
+        .await;
+    let silent = monitor(&h, MonitorConfig::default());
+    let r = silent.run_once(t0 + mins(61)).await.unwrap();
+    assert_eq!(r.alerts.raised, vec!["stuck_due".to_string()]);
+    let loud = alerting_monitor(&h, &rx);
+    loud.run_once(t0 + mins(62)).await.unwrap();
+    assert_eq!(rx.count(), 0, "the old warning is not replayed");
+    h.exec(t0 + mins(63)).await;
+    loud.run_once(t0 + mins(64)).await.unwrap();
+    assert_eq!(rx.count(), 1);
+    assert_eq!(body(&rx.received()[0])["type"], "slo.recovered");
+}
+
+/// S4-10: a digest period whose artifact is still missing after its last catch-up (13:00),
+/// the digest's 15-minute deadline and the grace, warns — not before that — and the warning
+/// clears once the period's artifact exists.
+#[tokio::test]
+async fn digest_period_without_artifact_after_its_last_catch_up_warns() {
+    let t0 = t("2026-11-29T06:00:00Z");
+    let h = Harness::new(t0, &[]).await;
+    let s = h
+        .kairos
+        .schedule_create(
+            serde_json::from_value(serde_json::json!({
+                "name": "daily-digest",
+                "kind": "digest",
+                "digest": {"name": "news", "feeds": ["https://feeds.example/rss"]},
+                "cron": "0 7 * * *",
+                "timezone": "UTC",
+                "period": "day",
+                "catch_up": ["13:00"],
+            }))
+            .expect("schedule body"),
+        )
+        .await
+        .expect("digest schedule");
+    let cfg = MonitorConfig::default(); // grace 5 min
+    let check = |r: &SloReport| {
+        r.checks
+            .iter()
+            .find(|c| c.check == names::MISSING_ARTIFACTS)
+            .cloned()
+    };
+    // 13:19: the 13:00 catch-up may still be running (15 min deadline + 5 min grace).
+    let before = monitor(&h, cfg.clone())
+        .evaluate(t("2026-11-29T13:19:00Z"))
+        .await
+        .unwrap();
+    assert!(check(&before).is_none(), "{before:#?}");
+    // 13:21: its last chance has passed and there is no artifact.
+    let after = monitor(&h, cfg.clone())
+        .evaluate(t("2026-11-29T13:21:00Z"))
+        .await
+        .unwrap();
+    let c = check(&after).expect("a missing_artifacts result");
+    assert_eq!(c.status, CheckStatus::Warning, "{c:?}");
+    assert_eq!(c.subject.as_deref(), Some(s.id.as_str()));
+    assert_eq!((c.value, c.sample), (Some(1.0), Some(1)));
+    assert!(c.message.contains("2026-11-29"), "{}", c.message);
+    // The artifact arrives: the check is OK.
+    h.store
+        .artifact_put(kairos_store::ArtifactPut {
+            artifact: kairos_store::Artifact {
+                name: "news".into(),
+                period_key: "2026-11-29".into(),
+                content: "summary".into(),
+                data: serde_json::json!({}),
+                job_id: None,
+                schedule_id: Some(s.id.clone()),
+                created_at: t("2026-11-29T13:30:00Z"),
+            },
+            then: vec![],
+        })
+        .await
+        .unwrap();
+    let ok = monitor(&h, cfg)
+        .evaluate(t("2026-11-29T13:31:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(check(&ok).expect("result").status, CheckStatus::Ok);
 }

@@ -792,6 +792,38 @@ mod tests {
     }
 
     #[test]
+    fn model_apis_and_digest_settings_come_from_the_environment() {
+        Jail::expect_with(|jail| {
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!((c.model_timeout_secs, c.feed_timeout_secs), (120, 30));
+            assert_eq!(
+                c.retention_artifacts().map_err(|e| e.to_string())?,
+                Some(std::time::Duration::from_secs(365 * 86_400))
+            );
+            jail.set_env("KAIROS_GEMINI_API_KEY", "g-key");
+            jail.set_env("KAIROS_GEMINI_API_URL", "http://127.0.0.1:9");
+            jail.set_env("KAIROS_OPENAI_MODEL", "gpt-x");
+            jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "30");
+            jail.set_env("KAIROS_RETENTION_ARTIFACTS", "off");
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(c.gemini_api_key.as_deref(), Some("g-key"));
+            assert_eq!(c.gemini_api_url.as_deref(), Some("http://127.0.0.1:9"));
+            assert_eq!(c.openai_model.as_deref(), Some("gpt-x"));
+            assert_eq!(c.model_timeout_secs, 30);
+            assert_eq!(c.retention_artifacts().map_err(|e| e.to_string())?, None);
+            jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "0");
+            assert_eq!(
+                load().expect_err("zero timeout").field,
+                "model_timeout_secs"
+            );
+            jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "30");
+            jail.set_env("KAIROS_OPENAI_API_URL", "api.openai.com");
+            assert_eq!(load().expect_err("no scheme").field, "openai_api_url");
+            Ok(())
+        });
+    }
+
+    #[test]
     fn defaults_then_file_then_env_then_flags() {
         Jail::expect_with(|jail| {
             assert_eq!(load().map_err(|e| e.to_string())?.listen, "127.0.0.1:8080");
@@ -812,6 +844,36 @@ mod tests {
             };
             let c = Config::load(&o).map_err(|e| e.to_string())?;
             assert_eq!(c.listen, "127.0.0.1:0");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn email_transport_is_read_from_env_and_needs_its_settings() {
+        Jail::expect_with(|jail| {
+            jail.set_env("KAIROS_EMAIL_TRANSPORT", "smtp");
+            let e = load().expect_err("smtp without a URL");
+            assert_eq!(e.field, "smtp_url");
+            jail.set_env("KAIROS_SMTP_URL", "smtp://127.0.0.1:2525");
+            jail.set_env("KAIROS_EMAIL_FROM", "Weekly <w@example.com>");
+            jail.set_env("KAIROS_PUBLIC_URL", "https://kairos.example.com");
+            let c = load().expect("smtp with a URL");
+            assert_eq!(c.smtp_url.as_deref(), Some("smtp://127.0.0.1:2525"));
+            assert_eq!(c.email_from.as_deref(), Some("Weekly <w@example.com>"));
+            jail.set_env("KAIROS_EMAIL_TRANSPORT", "resend");
+            assert_eq!(load().expect_err("no key").field, "resend_api_key");
+            jail.set_env("KAIROS_RESEND_API_KEY", "re_x");
+            jail.set_env("KAIROS_RESEND_API_URL", "http://127.0.0.1:9");
+            assert_eq!(
+                load().expect("resend").resend_api_url.as_deref(),
+                Some("http://127.0.0.1:9")
+            );
+            jail.set_env("KAIROS_EMAIL_TRANSPORT", "pigeon");
+            assert_eq!(load().expect_err("unknown").field, "email_transport");
+            Ok(())
+        });
+        Jail::expect_with(|_| {
+            assert_eq!(load().expect("defaults").email_transport, "file");
             Ok(())
         });
     }

@@ -3,30 +3,30 @@
 //! session, what a forged form can change (nothing), and what an operator sees and does.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::default_registry;
-use kairos_engine::{Engine, EngineConfig, Kairos};
-use kairos_server::{ApiToken, AppState, app};
-use kairos_store::Store;
-use kairos_store_sqlite::SqliteStore;
-use kairos_testkit::{Reply, TestReceiver, init_crypto};
+use kairos_core::Clock;
+use kairos_testkit::{Reply, TestReceiver};
 use reqwest::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
-use tempfile::TempDir;
 
 const TOKEN: &str = "admin-test-token";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
+mod common;
+
+use common::TestApp;
+
 struct Ui {
-    base: String,
-    http: reqwest::Client,
-    clock: Arc<ManualClock>,
-    engine: Engine,
-    kairos: Kairos,
+    app: TestApp,
     receiver: TestReceiver,
     cookie: Option<String>,
-    _dir: TempDir,
+}
+
+impl std::ops::Deref for Ui {
+    type Target = TestApp;
+    fn deref(&self) -> &TestApp {
+        &self.app
+    }
 }
 
 struct Page {
@@ -34,18 +34,6 @@ struct Page {
     location: Option<String>,
     set_cookie: Option<String>,
     body: String,
-}
-
-/// application/x-www-form-urlencoded encoding of one value.
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn start_time() -> DateTime<Utc> {
@@ -56,52 +44,10 @@ fn start_time() -> DateTime<Utc> {
 
 impl Ui {
     async fn start() -> Ui {
-        init_crypto();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::open(&dir.path().join("kairos.db"))
-                .await
-                .expect("open store"),
-        );
-        let clock = Arc::new(ManualClock::new(start_time()));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let webhook = kairos_channels::WebhookConfig {
-            allow_private_targets: true,
-            ..Default::default()
-        };
-        let registry =
-            default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
-        let kinds = registry.kinds();
-        let engine = Engine::new(
-            EngineConfig::default().with_node("admin-test"),
-            store.clone(),
-            dyn_clock.clone(),
-            registry,
-        )
-        .expect("engine");
-        let kairos =
-            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
-        let router = app(AppState::new(kairos.clone(), ApiToken::new(TOKEN)));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
         Ui {
-            base: format!("http://{addr}"),
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("client"),
-            clock,
-            engine,
-            kairos,
+            app: TestApp::start(start_time(), TOKEN).await,
             receiver: TestReceiver::start().await,
             cookie: None,
-            _dir: dir,
         }
     }
 
@@ -133,11 +79,7 @@ impl Ui {
     }
 
     async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> Page {
-        let body = form
-            .iter()
-            .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-            .collect::<Vec<_>>()
-            .join("&");
+        let body = common::form_body(form);
         self.send(
             self.http
                 .post(format!("{}{path}", self.base))

@@ -3,17 +3,10 @@
 //! clock) against a capturing webhook receiver.
 
 use chrono::{DateTime, Duration, Utc};
-use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::default_registry;
-use kairos_engine::{Engine, EngineConfig, Kairos};
-use kairos_server::{ApiToken, AppState, app};
-use kairos_store::Store;
-use kairos_store_sqlite::SqliteStore;
-use kairos_testkit::{Reply, TestReceiver, init_crypto};
+use kairos_testkit::{Reply, TestReceiver};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-use tempfile::TempDir;
+use std::sync::Mutex;
 
 const TOKEN: &str = "test-token";
 /// The Standard Webhooks specification's example secret.
@@ -21,13 +14,20 @@ const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The secret's key part: it must not appear in any response either.
 const SECRET_KEY: &str = "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
+mod common;
+
+use common::TestApp;
+
 struct Api {
-    base: String,
-    http: reqwest::Client,
-    clock: Arc<ManualClock>,
-    engine: Engine,
+    app: TestApp,
     bodies: Mutex<Vec<String>>,
-    _dir: TempDir,
+}
+
+impl std::ops::Deref for Api {
+    type Target = TestApp;
+    fn deref(&self) -> &TestApp {
+        &self.app
+    }
 }
 
 struct Resp {
@@ -45,48 +45,9 @@ fn start_time() -> DateTime<Utc> {
 
 impl Api {
     async fn start() -> Api {
-        init_crypto();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let sqlite = SqliteStore::open(&dir.path().join("kairos.db"))
-            .await
-            .expect("open store");
-        let store: Arc<dyn Store> = Arc::new(sqlite);
-        let clock = Arc::new(ManualClock::new(start_time()));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let webhook = kairos_channels::WebhookConfig {
-            allow_private_targets: true,
-            ..Default::default()
-        };
-        let registry =
-            default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
-        let kinds = registry.kinds();
-        let engine = Engine::new(
-            EngineConfig::default().with_node("api-test"),
-            store.clone(),
-            dyn_clock.clone(),
-            registry,
-        )
-        .expect("engine");
-        let kairos =
-            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
-        let router = app(AppState::new(kairos, ApiToken::new(TOKEN)));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
         Api {
-            base: format!("http://{addr}"),
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("client"),
-            clock,
-            engine,
+            app: TestApp::start(start_time(), TOKEN).await,
             bodies: Mutex::new(Vec::new()),
-            _dir: dir,
         }
     }
 
@@ -136,15 +97,6 @@ impl Api {
     }
     async fn post(&self, path: &str, body: Value) -> Resp {
         self.call(Method::POST, path, Some(body)).await
-    }
-
-    /// Run due jobs once at the manual clock's now.
-    async fn run_jobs(&self) {
-        self.engine
-            .executor()
-            .run_once(self.clock.now())
-            .await
-            .expect("executor run");
     }
 
     fn assert_no_secret(&self) {

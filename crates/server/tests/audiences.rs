@@ -298,6 +298,29 @@ async fn weekly_email_schedule_fires_once_per_subscriber_and_occurrences_show_it
         )
         .await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    // A catch-up on an audience schedule would mail every subscriber again: refused.
+    let (s, r) = api
+        .call(
+            Method::POST,
+            "/v1/schedules",
+            Some(
+                json!({"name": "weekly4", "kind": "email", "topic": "weekly",
+            "period": "iso_week", "cron": "0 9 * * 1", "catch_up": ["13:00"]}),
+            ),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    assert!(r.to_string().contains("catch_up"), "{r}");
+    let (s, r) = api
+        .call(
+            Method::POST,
+            "/v1/schedules",
+            Some(json!({"name": "weekly4", "kind": "email",
+            "cron": "0 9 * * 1"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+    assert!(r.to_string().contains("topic"), "{r}");
 
     // Fire now (a manual run): one job per subscriber; again: none.
     let (s, r) = api

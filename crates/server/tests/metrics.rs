@@ -8,7 +8,7 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use kairos_core::{Clock, ManualClock};
 use kairos_engine::handlers::default_registry;
-use kairos_engine::ops::{NewJob, WebhookTarget};
+use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::{JobBacklog, Store};
@@ -38,6 +38,10 @@ fn t0() -> DateTime<Utc> {
 }
 
 async fn start() -> Node {
+    start_with(kairos_engine::maintenance::Maintenance::default()).await
+}
+
+async fn start_with(maintenance: kairos_engine::maintenance::Maintenance) -> Node {
     init_crypto();
     let dir = tempfile::tempdir().expect("tempdir");
     let store: Arc<dyn Store> = Arc::new(
@@ -60,8 +64,9 @@ async fn start() -> Node {
         registry,
     )
     .expect("engine");
-    let kairos =
-        Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds).allow_private_targets(true);
+    let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)
+        .allow_private_targets(true)
+        .with_maintenance(maintenance);
     let router = app(AppState::new(kairos.clone(), ApiToken::new(TOKEN)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -221,6 +226,31 @@ async fn metrics_scrape_parses_and_matches_the_store() {
         one(&m, "kairos_slo_warning", &[("check", "failure_rate")]),
         0.0
     );
+
+    // The scheduler's counters: an hourly schedule whose scheduler was away for three hours
+    // fires once (the on-time firing) and drops three missed ones (misfire policy `skip`).
+    node.clock.set(t0() + Duration::minutes(150));
+    let req: NewSchedule = serde_json::from_value(serde_json::json!({
+        "name": "hourly",
+        "cron": "0 * * * *",
+        "kind": "webhook",
+        "webhook": {"url": url, "secret": SECRET},
+        "misfire": "skip",
+    }))
+    .expect("schedule body");
+    let s = node.kairos.schedule_create(req).await.expect("schedule");
+    assert_eq!(s.next_fire_at, Some(t0() + Duration::hours(3)));
+    let tick = node
+        .engine
+        .scheduler()
+        .run_once(t0() + Duration::hours(6) + Duration::seconds(10))
+        .await
+        .expect("tick");
+    assert_eq!((tick.fired, tick.misfires_skipped), (1, 3), "{tick:?}");
+    let m = node.scrape().await;
+    let kind = [("kind", "webhook")];
+    assert_eq!(one(&m, "kairos_scheduler_firings_total", &kind), 1.0);
+    assert_eq!(one(&m, "kairos_scheduler_misfires_total", &kind), 3.0);
     drop(node.dir);
 }
 
@@ -285,5 +315,16 @@ async fn readyz_requires_current_migrations() {
     assert_eq!(res.status(), 503);
     let body = res.text().await.expect("body");
     assert!(body.contains(&newest.to_string()), "{body}");
+    assert_eq!(get("/healthz").await.expect("GET").status(), 200);
+}
+
+/// `/readyz` is 503 in maintenance mode (S3-13) while `/healthz` stays 200.
+#[tokio::test]
+async fn readyz_is_unavailable_in_maintenance_mode() {
+    let node = start_with(kairos_engine::maintenance::Maintenance::new(true)).await;
+    let get = |p: &str| node.http.get(format!("{}{p}", node.base)).send();
+    let res = get("/readyz").await.expect("GET");
+    assert_eq!(res.status(), 503);
+    assert!(res.text().await.expect("body").contains("maintenance"));
     assert_eq!(get("/healthz").await.expect("GET").status(), 200);
 }

@@ -54,11 +54,7 @@ fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {
 impl SqliteStore {
     pub(crate) async fn artifact_put_impl(&self, p: ArtifactPut) -> Result<ArtifactPutResult> {
         let a = &p.artifact;
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("artifact put", e))?;
+        let mut tx = self.begin_write("artifact put").await?;
         let created = sqlx::query(
             "INSERT INTO artifacts (name, period_key, content, data, job_id, schedule_id, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -128,11 +124,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn catch_up_set_impl(&self, p: CatchUpSet) -> Result<()> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("catch-up set", e))?;
+        let mut tx = self.begin_write("catch-up set").await?;
         sqlx::query("DELETE FROM schedule_catch_ups WHERE schedule_id = ?1")
             .bind(&p.schedule_id)
             .execute(&mut *tx)
@@ -193,11 +185,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn catch_up_fire_impl(&self, p: CatchUpFire) -> Result<ScheduleFired> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("catch-up fire", e))?;
+        let mut tx = self.begin_write("catch-up fire").await?;
         // `IS` is SQLite's null-safe equality (PostgreSQL: IS NOT DISTINCT FROM).
         let advanced = sqlx::query(
             "UPDATE schedule_catch_ups SET next_at = ?4

@@ -125,11 +125,7 @@ impl SqliteStore {
 
     pub(crate) async fn recipient_upsert_many_impl(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
         let mut n = 0;
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("recipient upsert", e))?;
+        let mut tx = self.begin_write("recipient upsert").await?;
         for chunk in p.chunks(2_000) {
             n += sqlx::query(UPSERT_RECIPIENT)
                 .bind(recipients_json(chunk))
@@ -373,11 +369,7 @@ impl SqliteStore {
         &self,
         p: ExpansionAdvance,
     ) -> Result<Option<Vec<String>>> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("expansion advance", e))?;
+        let mut tx = self.begin_write("expansion advance").await?;
         let created: Vec<String> = if p.jobs.is_empty() {
             vec![]
         } else {

@@ -78,11 +78,8 @@ impl SqliteStore {
             return Ok(JobPruned::default());
         }
         let states = serde_json::to_string(&states).unwrap_or_else(|_| "[]".into());
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("job prune", e))?;
+        // Reads before it writes: take the write lock first (see `SqliteStore::begin_write`).
+        let mut tx = self.begin_write("job prune").await?;
         // The batch: oldest finished first, through the partial index on finished_at.
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM jobs INDEXED BY jobs_finished

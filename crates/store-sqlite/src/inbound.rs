@@ -81,11 +81,7 @@ impl SqliteStore {
         &self,
         p: InboundEventRecord,
     ) -> Result<InboundEventRecorded> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("inbound event record", e))?;
+        let mut tx = self.begin_write("inbound event record").await?;
         // First delivery iff the row is created (S3-11). The job is the one whose attempt
         // recorded the provider's message id.
         let inserted: Option<Option<String>> = sqlx::query_scalar(
@@ -181,11 +177,7 @@ impl SqliteStore {
         &self,
         p: SuppressionApply,
     ) -> Result<SuppressionApplied> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("suppression apply", e))?;
+        let mut tx = self.begin_write("suppression apply").await?;
         let out = apply_in_tx(&mut tx, &p).await?;
         tx.commit()
             .await
@@ -211,11 +203,7 @@ impl SqliteStore {
 
     pub(crate) async fn suppression_remove_impl(&self, p: SuppressionRemove) -> Result<bool> {
         let address = normalize_address(&p.address);
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("suppression remove", e))?;
+        let mut tx = self.begin_write("suppression remove").await?;
         let removed = sqlx::query("DELETE FROM suppressions WHERE address = ?1")
             .bind(&address)
             .execute(&mut *tx)

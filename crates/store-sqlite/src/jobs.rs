@@ -43,16 +43,24 @@ const INSERT_CHUNK: usize = 5_000;
 
 impl SqliteStore {
     pub(crate) async fn job_insert_impl(&self, p: JobInsert) -> Result<JobInserted> {
-        self.hot.call(move |c| native::insert_one(c, &p)).await
+        let new = native::NewJob::encode(p)?;
+        let (job, created) = self.hot.call(move |c| native::insert_one(c, &new)).await?;
+        Ok(JobInserted {
+            job: job.decode()?,
+            created,
+        })
     }
 
     pub(crate) async fn job_insert_many_impl(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
-        // One transaction per chunk, so a huge insert does not hold the writer for long.
         let mut ids = Vec::with_capacity(p.len());
-        let mut rest = p;
-        while !rest.is_empty() {
-            let tail = rest.split_off(rest.len().min(INSERT_CHUNK));
-            let chunk = std::mem::replace(&mut rest, tail);
+        let mut rest = p.into_iter().peekable();
+        // One transaction per chunk, so a huge insert does not hold the writer for long.
+        while rest.peek().is_some() {
+            let chunk = rest
+                .by_ref()
+                .take(INSERT_CHUNK)
+                .map(native::NewJob::encode)
+                .collect::<Result<Vec<_>>>()?;
             ids.extend(
                 self.hot
                     .call(move |c| native::insert_many(c, &chunk))
@@ -88,7 +96,14 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
-        self.hot.call(move |c| native::claim(c, &p)).await
+        let rows = self.hot.call(move |c| native::claim(c, &p)).await?;
+        let mut jobs = rows
+            .into_iter()
+            .map(native::StoredJob::decode)
+            .collect::<Result<Vec<_>>>()?;
+        // RETURNING order is unspecified: restore oldest-first (S0-2).
+        jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
+        Ok(jobs)
     }
 
     pub(crate) async fn job_lease_renew_impl(&self, p: JobLeaseRenew) -> Result<u64> {

@@ -13,8 +13,8 @@ use crate::writer::map_native;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
 use kairos_store::{
-    CompleteReport, Error, ErrorKind, JobClaim, JobComplete, JobInsert, JobInserted, JobLeaseRenew,
-    JobRescue, Result, Transition,
+    CompleteReport, Error, ErrorKind, JobClaim, JobComplete, JobInsert, JobLeaseRenew, JobRescue,
+    Result, Transition,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -23,14 +23,27 @@ const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, s
 VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12)
 ON CONFLICT (dedupe_key) DO NOTHING";
 
-/// Insert each job; the ids of those created (not those whose dedupe key existed).
-pub(crate) fn insert_many(conn: &Connection, jobs: &[JobInsert]) -> Result<Vec<String>> {
-    let mut stmt = conn
-        .prepare_cached(INSERT)
-        .map_err(|e| map_native("job insert", e))?;
-    let mut created = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        let retry = match kairos_store::batch::stored_retry(j) {
+/// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
+/// serializing the payload does not take time on the writer thread.
+pub(crate) struct NewJob {
+    id: String,
+    kind: String,
+    payload: String,
+    endpoint_id: Option<String>,
+    schedule_id: Option<String>,
+    fire_at: Option<i64>,
+    period_key: Option<String>,
+    dedupe_key: Option<String>,
+    max_attempts: i64,
+    retry: Option<String>,
+    run_at: i64,
+    created_at: i64,
+}
+
+impl NewJob {
+    /// Encode `j` as the JSON batch of `kairos_store::batch` would.
+    pub(crate) fn encode(j: JobInsert) -> Result<NewJob> {
+        let retry = match kairos_store::batch::stored_retry(&j) {
             // As the JSON batch encodes it: through a `Value`, so the text is the same.
             Some(r) => Some(
                 serde_json::to_value(r)
@@ -39,20 +52,44 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[JobInsert]) -> Result<Vec<S
             ),
             None => None,
         };
+        Ok(NewJob {
+            payload: j.payload.to_string(),
+            max_attempts: i64::from(j.retry.max_attempts()),
+            retry,
+            fire_at: j.fire_at.map(to_millis),
+            run_at: to_millis(j.run_at),
+            created_at: to_millis(j.now),
+            id: j.id,
+            kind: j.kind.0,
+            endpoint_id: j.endpoint_id,
+            schedule_id: j.schedule_id,
+            period_key: j.period_key,
+            dedupe_key: j.dedupe_key,
+        })
+    }
+}
+
+/// Insert each job; the ids of those created (not those whose dedupe key existed).
+pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached(INSERT)
+        .map_err(|e| map_native("job insert", e))?;
+    let mut created = Vec::with_capacity(jobs.len());
+    for j in jobs {
         let n = stmt
             .execute(params![
                 j.id,
-                j.kind.as_str(),
-                j.payload.to_string(),
+                j.kind,
+                j.payload,
                 j.endpoint_id,
                 j.schedule_id,
-                j.fire_at.map(to_millis),
+                j.fire_at,
                 j.period_key,
                 j.dedupe_key,
-                i64::from(j.retry.max_attempts()),
-                retry,
-                to_millis(j.run_at),
-                to_millis(j.now),
+                j.max_attempts,
+                j.retry,
+                j.run_at,
+                j.created_at,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -62,8 +99,9 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[JobInsert]) -> Result<Vec<S
     Ok(created)
 }
 
-/// Insert one job with an optional dedupe key; an existing key answers with its job.
-pub(crate) fn insert_one(conn: &Connection, p: &JobInsert) -> Result<JobInserted> {
+/// Insert one job with an optional dedupe key; an existing key answers with its job. The job
+/// and whether it was created.
+pub(crate) fn insert_one(conn: &Connection, p: &NewJob) -> Result<(StoredJob, bool)> {
     let created = !insert_many(conn, std::slice::from_ref(p))?.is_empty();
     let (sql, key) = if created {
         (by_id_sql(), p.id.as_str())
@@ -72,10 +110,10 @@ pub(crate) fn insert_one(conn: &Connection, p: &JobInsert) -> Result<JobInserted
     };
     let job = conn
         .prepare_cached(sql)
-        .and_then(|mut s| s.query_row([key], job_from_native).optional())
+        .and_then(|mut s| s.query_row([key], StoredJob::read).optional())
         .map_err(|e| map_native("job insert", e))?
-        .ok_or_else(|| Error::new(ErrorKind::Conflict, "job insert: the job id is taken"))??;
-    Ok(JobInserted { job, created })
+        .ok_or_else(|| Error::new(ErrorKind::Conflict, "job insert: the job id is taken"))?;
+    Ok((job, created))
 }
 
 fn by_id_sql() -> &'static str {
@@ -109,8 +147,9 @@ fn claim_sql() -> &'static str {
     })
 }
 
-/// Claim up to `limit` due jobs under a lease, oldest `run_at` first (S0-2).
-pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<Job>> {
+/// Claim up to `limit` due jobs under a lease. The caller decodes them ([`StoredJob::decode`])
+/// and sorts them oldest first: neither needs the writer thread.
+pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
     let mut stmt = conn
         .prepare_cached(claim_sql())
         .map_err(|e| map_native("job claim", e))?;
@@ -123,16 +162,11 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<Job>> {
                 to_millis(p.now),
                 p.limit.max(0)
             ],
-            job_from_native,
+            StoredJob::read,
         )
         .map_err(|e| map_native("job claim", e))?;
-    let mut jobs = Vec::with_capacity(usize::try_from(p.limit).unwrap_or(0).min(10_000));
-    for row in rows {
-        jobs.push(row.map_err(|e| map_native("job claim", e))??);
-    }
-    // RETURNING order is unspecified: restore oldest-first (S0-2).
-    jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-    Ok(jobs)
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(|e| map_native("job claim", e))
 }
 
 /// The job as its live lease holds it: its attempt number (for the attempt row) and kind.
@@ -294,43 +328,83 @@ fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Err
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
 }
 
-/// A job from a row of [`JOB_COLS`], by position (the order `JOB_COLS` lists). The outer
-/// `rusqlite::Result` is a driver error, the inner one a stored value we cannot read.
-fn job_from_native(r: &Row<'_>) -> rusqlite::Result<Result<Job>> {
-    let payload: String = r.get(3)?;
-    let retry: Option<String> = r.get(10)?;
-    let kind: String = r.get(1)?;
-    let state: String = r.get(2)?;
-    let payload = match serde_json::from_str(&payload) {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(corrupt("job payload", e))),
-    };
-    let retry = match retry
-        .map(|r| serde_json::from_str::<RetryPolicy>(&r))
-        .transpose()
-    {
-        Ok(r) => kairos_store::batch::stored_retry_or_default(&kind, r),
-        Err(e) => return Ok(Err(corrupt("job retry policy", e))),
-    };
-    Ok(Ok(Job {
-        id: r.get(0)?,
-        state: JobState::parse(&state),
-        payload,
-        endpoint_id: r.get(4)?,
-        schedule_id: r.get(5)?,
-        fire_at: r.get::<_, Option<i64>>(6)?.map(from_millis),
-        period_key: r.get(7)?,
-        dedupe_key: r.get(8)?,
-        attempt: r.get::<_, i64>(9)? as i32,
-        retry,
-        kind: JobKind(kind),
-        run_at: from_millis(r.get(11)?),
-        created_at: from_millis(r.get(12)?),
-        finished_at: r.get::<_, Option<i64>>(13)?.map(from_millis),
-        locked_by: r.get(14)?,
-        lease_token: r.get(15)?,
-        lease_expires_at: r.get::<_, Option<i64>>(16)?.map(from_millis),
-        last_error: r.get(17)?,
-        reason: r.get(18)?,
-    }))
+/// A job row of [`JOB_COLS`] as stored: read on the writer thread (copying the values out of
+/// SQLite), decoded later by the caller (parsing JSON is not the writer's work).
+pub(crate) struct StoredJob {
+    id: String,
+    kind: String,
+    state: String,
+    payload: String,
+    endpoint_id: Option<String>,
+    schedule_id: Option<String>,
+    fire_at: Option<i64>,
+    period_key: Option<String>,
+    dedupe_key: Option<String>,
+    attempt: i64,
+    retry: Option<String>,
+    run_at: i64,
+    created_at: i64,
+    finished_at: Option<i64>,
+    locked_by: Option<String>,
+    lease_token: Option<String>,
+    lease_expires_at: Option<i64>,
+    last_error: Option<String>,
+    reason: Option<String>,
+}
+
+impl StoredJob {
+    /// Read a row by position (the order `JOB_COLS` lists).
+    fn read(r: &Row<'_>) -> rusqlite::Result<StoredJob> {
+        Ok(StoredJob {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            state: r.get(2)?,
+            payload: r.get(3)?,
+            endpoint_id: r.get(4)?,
+            schedule_id: r.get(5)?,
+            fire_at: r.get(6)?,
+            period_key: r.get(7)?,
+            dedupe_key: r.get(8)?,
+            attempt: r.get(9)?,
+            retry: r.get(10)?,
+            run_at: r.get(11)?,
+            created_at: r.get(12)?,
+            finished_at: r.get(13)?,
+            locked_by: r.get(14)?,
+            lease_token: r.get(15)?,
+            lease_expires_at: r.get(16)?,
+            last_error: r.get(17)?,
+            reason: r.get(18)?,
+        })
+    }
+
+    /// The job; a stored payload or retry policy that is not valid JSON is `Corrupt`.
+    pub(crate) fn decode(self) -> Result<Job> {
+        let retry = self
+            .retry
+            .map(|r| serde_json::from_str::<RetryPolicy>(&r))
+            .transpose()
+            .map_err(|e| corrupt("job retry policy", e))?;
+        Ok(Job {
+            payload: serde_json::from_str(&self.payload).map_err(|e| corrupt("job payload", e))?,
+            retry: kairos_store::batch::stored_retry_or_default(&self.kind, retry),
+            state: JobState::parse(&self.state),
+            kind: JobKind(self.kind),
+            id: self.id,
+            endpoint_id: self.endpoint_id,
+            schedule_id: self.schedule_id,
+            fire_at: self.fire_at.map(from_millis),
+            period_key: self.period_key,
+            dedupe_key: self.dedupe_key,
+            attempt: self.attempt as i32,
+            run_at: from_millis(self.run_at),
+            created_at: from_millis(self.created_at),
+            finished_at: self.finished_at.map(from_millis),
+            locked_by: self.locked_by,
+            lease_token: self.lease_token,
+            lease_expires_at: self.lease_expires_at.map(from_millis),
+            last_error: self.last_error,
+            reason: self.reason,
+        })
+    }
 }

@@ -198,11 +198,7 @@ impl Store for SqliteStore {
     }
 
     async fn schedule_fire(&self, p: ScheduleFire) -> Result<ScheduleFired> {
-        let mut tx = self
-            .write
-            .begin()
-            .await
-            .map_err(|e| map_err("schedule fire", e))?;
+        let mut tx = self.begin_write("schedule fire").await?;
         // `IS` is SQLite's null-safe equality (PostgreSQL: IS NOT DISTINCT FROM).
         let advanced = sqlx::query(
             "UPDATE schedules SET next_fire_at = ?3,

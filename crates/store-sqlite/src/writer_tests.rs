@@ -106,3 +106,39 @@ async fn a_closed_writer_refuses_work() {
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     assert_eq!(values(&path), vec!["before close".to_string()]);
 }
+
+/// The writer commits with SQLite's automatic checkpoint off; the checkpoint thread copies the
+/// WAL into the database file instead. Without it the file would keep its initial size (the
+/// WAL stays under SQLite's default 1,000-page threshold here).
+#[tokio::test]
+async fn the_checkpoint_thread_copies_the_wal_into_the_database() {
+    let (_dir, path) = db();
+    let before = std::fs::metadata(&path).expect("db file").len();
+    let w = Writer::start(&path).expect("writer");
+    let big = "x".repeat(4_000);
+    let n = CHECKPOINT_EVERY * 2;
+    for _ in 0..n {
+        let v = big.clone();
+        w.call(move |c: &Connection| {
+            c.execute("INSERT INTO t (v) VALUES (?1)", [&v])
+                .map_err(|e| map_native("insert", e))
+        })
+        .await
+        .expect("insert");
+    }
+    // The checkpoint runs on its own thread: wait for it, boundedly.
+    let want = before + u64::from(CHECKPOINT_EVERY) * 4_000;
+    let mut size = before;
+    for _ in 0..500 {
+        size = std::fs::metadata(&path).expect("db file").len();
+        if size >= want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        size >= want,
+        "database file {size} bytes, want at least {want}"
+    );
+    w.close().await;
+}

@@ -197,3 +197,44 @@ impl Digester {
         &self.config
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_validation_and_a_redacted_key() {
+        let c = DigestConfig::default();
+        assert_eq!(c.model_timeout, Duration::from_secs(120), "S4-7");
+        assert_eq!(c.validate(), Ok(()));
+        let bad = |f: fn(&mut DigestConfig)| {
+            let mut c = DigestConfig::default();
+            f(&mut c);
+            c.validate().unwrap_err().field().to_string()
+        };
+        assert_eq!(
+            bad(|c| c.model_timeout = Duration::ZERO),
+            "digest.model_timeout"
+        );
+        assert_eq!(
+            bad(|c| c.feed_timeout = Duration::from_secs(601)),
+            "digest.feed_timeout"
+        );
+        assert_eq!(
+            bad(|c| c.max_items_per_feed = 0),
+            "digest.max_items_per_feed"
+        );
+        assert_eq!(
+            bad(|c| c.gemini.url = "ftp://x".into()),
+            "digest.gemini_api_url"
+        );
+        assert_eq!(
+            bad(|c| c.openai.model = "a/b".into()),
+            "digest.openai_model"
+        );
+        let mut c = DigestConfig::default();
+        c.gemini.api_key = Some("sekret-key-123".into());
+        assert!(!format!("{c:?}").contains("sekret-key-123"));
+        assert!(Digester::new(c).is_ok());
+    }
+}

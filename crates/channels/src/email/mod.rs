@@ -154,9 +154,14 @@ pub fn build_message(m: &EmailMessage) -> Result<lettre::Message, Failure> {
     let to: Mailbox =
         m.to.parse()
             .map_err(|_| Failure::permanent("the recipient's address is not a valid address"))?;
+    // The Message-ID is derived from the job id, so every retry of one job carries the same
+    // id: a receiver that deduplicates on it sees a resend after "delivered but not recorded"
+    // as one message, like `webhook-id` for webhooks.
+    let message_id = format!("<{}@{}>", m.id, from.email.domain());
     let mut b = lettre::Message::builder()
         .from(from)
         .to(to)
+        .message_id(Some(message_id))
         .subject(m.subject.clone());
     let mut headers = m.headers.clone();
     headers.push(("X-Kairos-Job-Id".into(), m.id.clone()));

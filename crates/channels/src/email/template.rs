@@ -103,6 +103,13 @@ pub fn sample_context() -> Value {
         topic => "sample",
         variant => "a",
         payload => Value::from_object(AnyKey("payload")),
+        // Set in a digest's fan-out mails (S4-9); empty in other topics' mails.
+        artifact => minijinja::context! {
+            name => "daily-news",
+            period_key => "2026-11-23",
+            content => "The day's summary.",
+            data => Value::from_object(AnyKey("artifact.data")),
+        },
         unsubscribe_url => "https://example.com/unsubscribe?token=sample",
     }
 }

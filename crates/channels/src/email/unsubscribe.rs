@@ -135,9 +135,15 @@ mod tests {
         );
         // Another recipient with the same MAC.
         let forged = t.replacen(&B64.encode("usr_1"), &B64.encode("usr_2"), 1);
-        assert_eq!(verify(std::slice::from_ref(&k), &forged), Err(TokenError::BadSignature));
+        assert_eq!(
+            verify(std::slice::from_ref(&k), &forged),
+            Err(TokenError::BadSignature)
+        );
         let other = UnsubscribeKey::new("other").unwrap();
-        assert_eq!(verify(std::slice::from_ref(&other), &t), Err(TokenError::UnknownKey));
+        assert_eq!(
+            verify(std::slice::from_ref(&other), &t),
+            Err(TokenError::UnknownKey)
+        );
         // Rotation: the old key still verifies when listed.
         assert!(verify(&[other, k], &t).is_ok());
         assert_eq!(verify(&[], "nope"), Err(TokenError::Malformed));

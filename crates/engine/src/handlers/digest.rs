@@ -183,14 +183,54 @@ impl DigestHandler {
         }
     }
 
-    /// Add jobs after each created artifact (fan-out to subscribers).
+    /// S4-9: when the digest's schedule names a `topic`, the period's artifact fans out to
+    /// that topic's subscribers through the audience expansion — paged, resumable, one mail
+    /// per subscriber × period by the audience dedupe key, each mail rendered with the
+    /// artifact. Recorded on every run that finds or makes the artifact (idempotent), so a
+    /// crash between storing the artifact and recording the expansion is healed by the
+    /// retry, which takes the skip path.
+    async fn fan_out(&self, job: &Job, period: &str) -> Result<(), Failure> {
+        let Some(sid) = &job.schedule_id else {
+            return Ok(());
+        };
+        let s = match self.store.schedule_get(sid).await {
+            Ok(Some(s)) => s,
+            Ok(None) => return Ok(()), // deleted since: nobody to tell
+            Err(e) => {
+                return Err(Failure::transient(format!(
+                    "reading the schedule failed: {e}"
+                )));
+            }
+        };
+        if crate::audience::fan_out_topic(&s).is_none() {
+            return Ok(());
+        }
+        let tz = crate::ops::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;
+        let fire_at = job.fire_at.unwrap_or(job.run_at);
+        let key = crate::audience::begin(self.store.as_ref(), &s, tz, fire_at, self.clock.now())
+            .await
+            .map_err(|e| Failure::transient(format!("recording the fan-out failed: {e}")))?;
+        if key != period {
+            tracing::warn!(job_id = %job.id, "digest fan-out period differs from the artifact's");
+        }
+        Ok(())
+    }
+
+    /// Add a hook that creates jobs with each new artifact, in its transaction (an embedding
+    /// application's own follow-ups; the fan-out to a topic is built in).
     pub fn with_follow_ups(mut self, hook: Arc<dyn ArtifactFollowUps>) -> Self {
         self.follow_ups = Some(hook);
         self
     }
 
     async fn run(&self, job: &Job, ctx: &JobContext) -> Result<serde_json::Value, Failure> {
-        let spec: DigestSpec = serde_json::from_value(job.payload.clone())
+        // The schedule's fan-out `topic` sits beside the digest definition in the payload
+        // (the audience side reads it from the schedule); the definition is the rest.
+        let mut payload = job.payload.clone();
+        if let Some(o) = payload.as_object_mut() {
+            o.remove("topic");
+        }
+        let spec: DigestSpec = serde_json::from_value(payload)
             .map_err(|e| Failure::permanent(format!("invalid digest payload: {e}")))?;
         let spec = spec
             .validate()
@@ -215,6 +255,7 @@ impl DigestHandler {
             .await
             .map_err(|e| Failure::transient(format!("reading the artifact failed: {e}")))?;
         if existing.is_some() {
+            self.fan_out(job, &period).await?;
             return Ok(json!({"skipped": true, "name": spec.name, "period": period}));
         }
         let fetched = self.digester.fetch(&spec.feeds, ctx.now).await;
@@ -254,6 +295,7 @@ impl DigestHandler {
             .artifact_put(ArtifactPut { artifact, then })
             .await
             .map_err(|e| Failure::transient(format!("storing the artifact failed: {e}")))?;
+        self.fan_out(job, &period).await?;
         if !put.created {
             // Another run stored this period first; its artifact stays (S4-5).
             return Ok(

@@ -5,8 +5,8 @@
 //! `failed`) when the recipient is no longer entitled (S3-7):
 //!
 //! 1. the recipient (`recipient_missing`, `recipient_inactive`);
-//! 2. the subscription (`unsubscribed`: gone or disabled);
-//! 3. the suppression list (`suppressed`);
+//! 2. the suppression list (`suppressed`);
+//! 3. the subscription (`unsubscribed`: gone or disabled);
 //! 4. the topic's entitlement URL, if it has one (`not_entitled`).
 //!
 //! It then renders the topic's templates (strict: a missing variable fails the job, it does
@@ -132,14 +132,8 @@ impl EmailHandler {
         if r.state != RecipientState::Active {
             return Ok(Outcome::Skipped("recipient_inactive".into()));
         }
-        let sub = self
-            .store
-            .subscription_get(&rid, &topic_name)
-            .await
-            .map_err(|e| store_err("subscription", e))?;
-        if !sub.as_ref().is_some_and(|s| s.enabled) {
-            return Ok(Outcome::Skipped("unsubscribed".into()));
-        }
+        // Before the subscription: a suppression disables the address's subscriptions too
+        // (S3-12), and the reason to report is the suppression.
         if self
             .store
             .suppression_get(&r.email)
@@ -148,6 +142,14 @@ impl EmailHandler {
             .is_some()
         {
             return Ok(Outcome::Skipped("suppressed".into()));
+        }
+        let sub = self
+            .store
+            .subscription_get(&rid, &topic_name)
+            .await
+            .map_err(|e| store_err("subscription", e))?;
+        if !sub.as_ref().is_some_and(|s| s.enabled) {
+            return Ok(Outcome::Skipped("unsubscribed".into()));
         }
         let topic = self
             .store
@@ -169,6 +171,35 @@ impl EmailHandler {
                 Entitlement::Unknown(f) => return Err(f),
             }
         }
+        // A digest's fan-out mail (S4-9): the artifact is read now, like the address.
+        let artifact = match p.get("artifact") {
+            Some(a) => {
+                let (Some(name), Some(period)) = (
+                    a.get("name").and_then(|v| v.as_str()),
+                    a.get("period_key").and_then(|v| v.as_str()),
+                ) else {
+                    return Err(Failure::permanent(
+                        "email job payload: \"artifact\" needs \"name\" and \"period_key\"",
+                    ));
+                };
+                let key = kairos_store::ArtifactKey {
+                    name: name.to_string(),
+                    period_key: period.to_string(),
+                };
+                match self
+                    .store
+                    .artifact_get(key)
+                    .await
+                    .map_err(|e| store_err("artifact", e))?
+                {
+                    Some(a) => json!({"name": a.name, "period_key": a.period_key,
+                                      "content": a.content, "data": a.data}),
+                    // Pruned since: the mail has nothing to carry.
+                    None => return Ok(Outcome::Skipped("artifact_missing".into())),
+                }
+            }
+            None => serde_json::Value::Null,
+        };
         let (unsubscribe_url, headers) = self.unsubscribe(&rid, &topic_name);
         let variant = field("variant").filter(|v| topic.variants.iter().any(|x| &x.name == v));
         let ctx = template::context(&json!({
@@ -179,6 +210,7 @@ impl EmailHandler {
             "topic": topic_name,
             "variant": variant,
             "payload": p,
+            "artifact": artifact,
             "unsubscribe_url": unsubscribe_url,
         }));
         let (subject, html, text) = pick_templates(&topic, variant.as_deref());

@@ -149,7 +149,7 @@ pub(super) async fn reconcile(
         a.since = now;
         a.message = match by_key.get(key) {
             Some(r) => r.message.clone(),
-            None => "no longer applies".to_string(),
+            None => "cleared: no longer measured (no data in the window, the subject is gone, or the check is off)".to_string(),
         };
         a.seq += 1;
         a.updated_at = now;

@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, HashSet};
 /// would be 86,400; past this bound the count says "at least".
 pub const MAX_EXPECTED_FIRINGS: usize = 10_000;
 
-fn dur(d: std::time::Duration) -> chrono::Duration {
+pub(super) fn dur(d: std::time::Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
 }
 
-fn human(d: std::time::Duration) -> String {
+pub(super) fn human(d: std::time::Duration) -> String {
     kairos_core::retry::format_duration(d)
 }
 

@@ -460,12 +460,24 @@ impl Kairos {
         mut payload: serde_json::Value,
     ) -> Result<serde_json::Value, OpsError> {
         let Some(topic) = topic else {
+            // An email schedule mails a topic's audience: without a topic it has nobody to
+            // mail (a payload naming one recipient and topic is a single-recipient schedule).
+            if kind.as_str() == "email" && payload.get("topic").and_then(|t| t.as_str()).is_none() {
+                return Err(OpsError::invalid(
+                    "topic",
+                    "required for kind \"email\": the topic whose subscribers each firing mails",
+                ));
+            }
             return Ok(payload);
         };
-        if kind.as_str() != "email" {
+        // A digest schedule's topic is the audience its artifact fans out to (S4-9).
+        if !matches!(kind.as_str(), "email" | "digest") {
             return Err(OpsError::invalid(
                 "topic",
-                format!("only for kind \"email\", not {:?}", kind.as_str()),
+                format!(
+                    "only for kinds \"email\" and \"digest\", not {:?}",
+                    kind.as_str()
+                ),
             ));
         }
         check_topic_name("topic", topic)?;

@@ -35,6 +35,13 @@ impl Kairos {
                     ));
                 }
                 let spec = d.validate()?;
+                if spec.period.is_some() {
+                    return Err(OpsError::invalid(
+                        "digest.period",
+                        "only for a digest job outside a schedule: a schedule's jobs carry \
+                         their period",
+                    ));
+                }
                 let default = RetryPolicy::default_for_kind("digest");
                 check_digest_budget(retry.unwrap_or(&default))?;
                 Ok(spec.to_payload())

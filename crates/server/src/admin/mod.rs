@@ -15,9 +15,12 @@
 //! Stored values the code does not know (a state written by a newer version) render as
 //! "unknown" and never break a page.
 
+pub mod dashboard;
+pub mod filters;
 pub mod jobs;
 pub mod schedules;
 pub mod session;
+pub mod views;
 
 use crate::AppState;
 use axum::Router;
@@ -75,28 +78,30 @@ impl Admin {
         }
     }
 
-    /// Render `name` with `ctx`; a rendering error is a 500 page (and a log line), never a
-    /// panic.
-    pub fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, Response> {
-        self.env
-            .get_template(name)
-            .and_then(|t| t.render(ctx))
-            .map_err(|e| {
+    /// Render `name` with `ctx` as a page with `status`; a rendering error is a 500 page (and
+    /// a log line), never a panic.
+    pub fn page_with_status(
+        &self,
+        status: StatusCode,
+        name: &str,
+        ctx: minijinja::Value,
+    ) -> Response {
+        match self.env.get_template(name).and_then(|t| t.render(ctx)) {
+            Ok(html) => (status, Html(html)).into_response(),
+            Err(e) => {
                 tracing::error!(template = name, error = %e, "admin page failed to render");
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
                     Html("<!doctype html><title>Error</title><p>This page failed to render; the server log has the reason.</p>".to_string()),
                 )
                     .into_response()
-            })
+            }
+        }
     }
 
     /// Render `name` as a 200 page.
     pub fn page(&self, name: &str, ctx: minijinja::Value) -> Response {
-        match self.render(name, ctx) {
-            Ok(html) => Html(html).into_response(),
-            Err(r) => r,
-        }
+        self.page_with_status(StatusCode::OK, name, ctx)
     }
 }
 
@@ -112,7 +117,7 @@ fn truncate(s: String, n: usize) -> String {
 pub fn router(state: &AppState) -> Router<AppState> {
     let admin = Arc::new(Admin::new(&state.token));
     Router::new()
-        .route("/", get(jobs::dashboard))
+        .route("/", get(dashboard::dashboard))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route("/jobs", get(jobs::list))

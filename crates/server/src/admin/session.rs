@@ -155,10 +155,7 @@ impl FromRequestParts<AppState> for Operator {
 
 /// The login page with `status` and an optional error line.
 pub fn login_page(admin: &Admin, status: StatusCode, error: Option<&str>) -> Response {
-    match admin.render("login.html", minijinja::context! { error => error }) {
-        Ok(html) => (status, Html(html)).into_response(),
-        Err(r) => r,
-    }
+    admin.page_with_status(status, "login.html", minijinja::context! { error => error })
 }
 
 /// A 403 for a form without its session's CSRF token.

@@ -1,5 +1,5 @@
-//! `GET /healthz` (the process answers) and `GET /readyz` (the database answers and its
-//! schema is current). No token.
+//! `GET /healthz` (the process answers) and `GET /readyz` (not in maintenance, the database
+//! answers and its schema is current). No token.
 
 use crate::AppState;
 use crate::problem::Problem;
@@ -25,16 +25,19 @@ pub async fn healthz() -> Json<Status> {
     })
 }
 
-/// Readiness: the database answers, and its schema is current (no embedded migration is
-/// pending — a node of a newer version waits until `kairos migrate` ran). A maintenance
-/// flag, when one exists, is checked here too.
+/// Readiness: not in maintenance mode (S3-13), the database answers, and its schema is
+/// current (no embedded migration is pending — a node of a newer version waits until
+/// `kairos migrate` ran).
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready: the database answers and is migrated", body = Status),
-        (status = 503, description = "The database does not answer, or migrations are pending",
+        (status = 503, description = "In maintenance mode, the database does not answer, or migrations are pending",
             body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
+    if state.kairos.maintenance().is_on() {
+        return unavailable("in maintenance mode: `kairos maintenance off` ends it");
+    }
     let store = state.kairos.store();
     let probe =
         tokio::time::timeout(std::time::Duration::from_secs(5), store.migration_pending()).await;

@@ -47,7 +47,10 @@ impl std::fmt::Debug for InboundConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InboundConfig")
             .field("resend_secrets", &self.resend.len())
-            .field("standard_sources", &self.standard.keys().collect::<Vec<_>>())
+            .field(
+                "standard_sources",
+                &self.standard.keys().collect::<Vec<_>>(),
+            )
             .field("unsubscribe_keys", &self.unsubscribe.len())
             .finish()
     }
@@ -161,16 +164,7 @@ fn verified(
     })?;
     let signature = header("signature")?;
     let now = state.kairos.clock().now().timestamp();
-    verify(
-        secrets,
-        id,
-        timestamp,
-        body,
-        signature,
-        now,
-        TOLERANCE_SECS,
-    )
-    .map_err(|e| {
+    verify(secrets, id, timestamp, body, signature, now, TOLERANCE_SECS).map_err(|e| {
         tracing::warn!(prefix, reason = %e, "inbound webhook refused");
         match e {
             VerifyError::TimestampTooOld | VerifyError::TimestampTooNew => {

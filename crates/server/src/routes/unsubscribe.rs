@@ -14,12 +14,12 @@
 //! Pages never show the address. Served in maintenance mode (S3-13).
 
 use crate::AppState;
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use axum::Router;
 use kairos_channels::email::unsubscribe::verify;
 use serde::Deserialize;
 
@@ -58,8 +58,10 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
         t = escape(title)
     );
     let mut res = (status, Html(html)).into_response();
-    res.headers_mut()
-        .insert(header::CACHE_CONTROL, "no-store".parse().unwrap_or_else(|_| unreachable!()));
+    res.headers_mut().insert(
+        header::CACHE_CONTROL,
+        "no-store".parse().unwrap_or_else(|_| unreachable!()),
+    );
     res
 }
 
@@ -71,13 +73,12 @@ fn bad_token() -> Response {
     )
 }
 
-/// The (recipient, topic) of a valid token.
-fn check(state: &AppState, token: Option<&str>) -> Result<(String, String), Response> {
-    let token = token.filter(|t| !t.is_empty() && t.len() <= 2048).ok_or_else(bad_token)?;
-    verify(&state.inbound.unsubscribe, token).map_err(|e| {
-        tracing::warn!(reason = %e, "unsubscribe token refused");
-        bad_token()
-    })
+/// The (recipient, topic) of a valid token; `None` (answered with [`bad_token`]) otherwise.
+fn check(state: &AppState, token: Option<&str>) -> Option<(String, String)> {
+    let token = token.filter(|t| !t.is_empty() && t.len() <= 2048)?;
+    verify(&state.inbound.unsubscribe, token)
+        .map_err(|e| tracing::warn!(reason = %e, "unsubscribe token refused"))
+        .ok()
 }
 
 /// The confirmation page (changes nothing).
@@ -87,9 +88,8 @@ fn check(state: &AppState, token: Option<&str>) -> Result<(String, String), Resp
         (status = 400, description = "A forged or tampered token", content_type = "text/html"),
     ))]
 pub async fn show(State(state): State<AppState>, Query(q): Query<TokenQuery>) -> Response {
-    let (_, topic) = match check(&state, q.token.as_deref()) {
-        Ok(x) => x,
-        Err(r) => return r,
+    let Some((_, topic)) = check(&state, q.token.as_deref()) else {
+        return bad_token();
     };
     let token = q.token.unwrap_or_default();
     page(
@@ -117,8 +117,7 @@ fn one_click(headers: &HeaderMap, body: &[u8]) -> bool {
         return multipart_one_click(&ctype, body);
     }
     // application/x-www-form-urlencoded (also when a client omits the content type).
-    form_urlencoded_pairs(body)
-        .any(|(k, v)| k == "List-Unsubscribe" && v == "One-Click")
+    form_urlencoded_pairs(body).any(|(k, v)| k == "List-Unsubscribe" && v == "One-Click")
 }
 
 fn form_urlencoded_pairs(body: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
@@ -168,7 +167,8 @@ fn multipart_one_click(ctype: &str, body: &[u8]) -> bool {
             let named = head.lines().any(|l| {
                 let l = l.to_ascii_lowercase();
                 l.starts_with("content-disposition:")
-                    && (l.contains("name=\"list-unsubscribe\"") || l.contains("name=list-unsubscribe"))
+                    && (l.contains("name=\"list-unsubscribe\"")
+                        || l.contains("name=list-unsubscribe"))
             });
             named.then(|| value.trim().to_string())
         })
@@ -194,9 +194,8 @@ pub async fn confirm(
             .find(|(k, _)| k == "token")
             .map(|(_, v)| v)
     });
-    let (recipient, topic) = match check(&state, token.as_deref()) {
-        Ok(x) => x,
-        Err(r) => return r,
+    let Some((recipient, topic)) = check(&state, token.as_deref()) else {
+        return bad_token();
     };
     if !one_click(&headers, &body) {
         return page(

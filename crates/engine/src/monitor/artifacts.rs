@@ -1,0 +1,120 @@
+//! The `missing_artifacts` check (S4-10): for each active digest schedule, the periods whose
+//! artifact should exist by now — after the period's regular firing, its last catch-up time,
+//! the kind's deadline for the run and the monitor's grace — and does not. This is the check
+//! that would have caught seed 004's "8 days out of 20 missing while every run said success".
+
+use super::checks::{MAX_EXPECTED_FIRINGS, dur, human};
+use super::{CheckResult, CheckStatus, MonitorConfig, names};
+use crate::catch_up;
+use chrono::{DateTime, Utc};
+use kairos_core::schedule::{parse_timezone, period_key};
+use kairos_store::{ArtifactKey, Schedule, ScheduleList, Store};
+
+/// The instant by which the artifact of the period fired at `fire_at` must exist: the last
+/// catch-up of the same period (if any is later than the firing) plus the run's deadline and
+/// the grace.
+fn due_by(
+    s: &Schedule,
+    tz: chrono_tz::Tz,
+    catch_ups: &[String],
+    fire_at: DateTime<Utc>,
+    cfg: &MonitorConfig,
+) -> DateTime<Utc> {
+    let period = period_key(s.period, tz, fire_at);
+    let last_try = catch_ups
+        .iter()
+        .filter_map(|hhmm| catch_up::next_after(tz, hhmm, fire_at))
+        .filter(|t| period_key(s.period, tz, *t) == period)
+        .max()
+        .unwrap_or(fire_at);
+    let run = kairos_core::budget::kind_deadline(s.kind.as_str()).unwrap_or_default();
+    last_try + dur(run) + dur(cfg.missed_grace)
+}
+
+/// Periods of digest schedules without their artifact after their last chance.
+pub(super) async fn missing_artifacts(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let schedules = store
+        .schedule_list(ScheduleList {
+            state: Some("active".into()),
+            limit: Some(cfg.max_schedules as i64),
+        })
+        .await?;
+    let mut out = Vec::new();
+    for s in schedules
+        .into_iter()
+        .filter(|s| s.kind.as_str() == "digest")
+    {
+        let Some(name) = s.payload.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
+        let subject = Some(s.id.clone());
+        let tz = match parse_timezone(&s.timezone) {
+            Ok(tz) => tz,
+            Err(e) => {
+                out.push(CheckResult::new(
+                    names::MISSING_ARTIFACTS,
+                    subject,
+                    CheckStatus::Error,
+                    format!("schedule {:?}: {}", s.name, e.reason()),
+                ));
+                continue;
+            }
+        };
+        let catch_ups: Vec<String> = store
+            .catch_up_list(&s.id)
+            .await?
+            .into_iter()
+            .map(|c| c.at)
+            .collect();
+        let since = (now - dur(cfg.missed_window)).max(s.created_at);
+        if now <= since {
+            continue;
+        }
+        let mut checked = 0usize;
+        let mut missing = Vec::new();
+        for fire_at in s.spec.firings_between(tz, since, now, MAX_EXPECTED_FIRINGS) {
+            if due_by(&s, tz, &catch_ups, fire_at, cfg) > now {
+                continue; // its last chance has not passed yet
+            }
+            checked += 1;
+            let period = period_key(s.period, tz, fire_at);
+            let key = ArtifactKey {
+                name: name.to_string(),
+                period_key: period.clone(),
+            };
+            if store.artifact_get(key).await?.is_none() {
+                missing.push(period);
+            }
+        }
+        if checked == 0 {
+            continue;
+        }
+        let (status, text) = if missing.is_empty() {
+            (
+                CheckStatus::Ok,
+                format!(
+                    "digest {name:?}: all {checked} periods of the last {} have their artifact",
+                    human(cfg.missed_window)
+                ),
+            )
+        } else {
+            (
+                CheckStatus::Warning,
+                format!(
+                    "digest {name:?}: {} of {checked} periods have no artifact after their last catch-up: {}",
+                    missing.len(),
+                    missing.join(", ")
+                ),
+            )
+        };
+        let mut r = CheckResult::new(names::MISSING_ARTIFACTS, subject, status, text);
+        r.value = Some(missing.len() as f64);
+        r.sample = Some(checked as i64);
+        out.push(r);
+    }
+    Ok(out)
+}

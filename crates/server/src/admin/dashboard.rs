@@ -1,0 +1,79 @@
+//! `GET /admin`: jobs per state and the SLO panel.
+
+use crate::AppState;
+use crate::admin::session::Operator;
+use crate::admin::state_label;
+use crate::admin::views::fmt_t;
+use axum::extract::State;
+use axum::response::Response;
+use chrono::{DateTime, Utc};
+use minijinja::context;
+
+/// `GET /admin`: jobs by state and the SLO panel.
+pub async fn dashboard(op: Operator, State(state): State<AppState>) -> Response {
+    let counts = match state.kairos.store().job_count_by_state().await {
+        Ok(c) => c,
+        Err(e) => return store_error(&op, &state, e).await,
+    };
+    let counts: Vec<_> = counts
+        .into_iter()
+        .map(|(s, n)| context! { state => state_label(&s), raw => s, count => n })
+        .collect();
+    let now = state.kairos.clock().now();
+    let (slo, slo_error) = match slo_panel(&state, now).await {
+        Ok(rows) => (rows, None),
+        Err(msg) => (Vec::new(), Some(msg)),
+    };
+    op.page(
+        &state,
+        "dashboard.html",
+        context! { counts, slo, slo_error, now => fmt_t(now) },
+    )
+    .await
+}
+
+/// Every SLO check's result now (the same evaluation as `GET /v1/slo` and `kairos slo`).
+async fn slo_panel(state: &AppState, now: DateTime<Utc>) -> Result<Vec<minijinja::Value>, String> {
+    use kairos_engine::monitor::{CheckStatus, Monitor};
+    let k = &state.kairos;
+    let monitor = Monitor::new(
+        state.monitor.as_ref().clone(),
+        k.store().clone(),
+        k.clock().clone(),
+    )
+    .map_err(|e| format!("the monitor's configuration is invalid: {e}"))?;
+    let report = monitor.report(now).await.map_err(|e| {
+        tracing::warn!(error = %e, "admin: SLO report failed");
+        "the SLO report could not be computed; the server log has the reason".to_string()
+    })?;
+    Ok(report
+        .checks
+        .iter()
+        .map(|c| {
+            let status = match c.status {
+                CheckStatus::Ok => "ok",
+                CheckStatus::Warning => "warning",
+                CheckStatus::InsufficientData => "insufficient data",
+                CheckStatus::Error => "error",
+            };
+            context! {
+                check => c.check, subject => c.subject, status,
+                value => c.value.map(|v| format!("{v:.3}")),
+                threshold => c.threshold.map(|v| format!("{v:.3}")),
+                sample => c.sample, message => c.message,
+                since => c.since.map(fmt_t),
+            }
+        })
+        .collect())
+}
+
+/// The page shown when the store cannot be read (the reason goes to the log, not the page).
+pub async fn store_error(op: &Operator, state: &AppState, e: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %e, "admin page: store error");
+    op.page(
+        state,
+        "dashboard.html",
+        context! { error => "The store could not be read; the server log has the reason." },
+    )
+    .await
+}

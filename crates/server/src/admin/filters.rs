@@ -1,0 +1,191 @@
+//! The jobs list's filters: parsed from the query string, validated with errors that name the
+//! field, turned into the store's `job_search`, and written back into "Older →" links.
+
+use crate::admin::state_label;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use kairos_store::JobSearch;
+use serde::{Deserialize, Serialize};
+
+/// Rows per page.
+pub const PAGE: i64 = 50;
+
+/// The filters of the jobs list; every one optional, all combined.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct JobFilters {
+    /// State.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Kind (the channel).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Schedule id.
+    #[serde(default)]
+    pub schedule: Option<String>,
+    /// Period key.
+    #[serde(default)]
+    pub period: Option<String>,
+    /// Topic (audience jobs).
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// Recipient id (audience jobs).
+    #[serde(default)]
+    pub recipient: Option<String>,
+    /// Created at or after (`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM`, UTC).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Created before.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Keyset cursor: the last id of the previous page.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// A notice code from a redirect.
+    #[serde(default)]
+    pub notice: Option<String>,
+}
+
+/// A trimmed, non-empty value, or `None`: an empty form field is no filter.
+pub fn blank(v: &Option<String>) -> Option<String> {
+    v.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn parse_instant(field: &str, v: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(v) {
+        return Ok(t.to_utc());
+    }
+    if let Ok(t) = NaiveDateTime::parse_from_str(v, "%Y-%m-%dT%H:%M") {
+        return Ok(t.and_utc());
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    }
+    Err(format!(
+        "{field}: \"{v}\" is not a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM, UTC)"
+    ))
+}
+
+impl JobFilters {
+    /// The store query, or the reason the filters are invalid (naming the field).
+    pub fn to_search(&self) -> Result<JobSearch, String> {
+        let state = blank(&self.state);
+        if let Some(s) = &state
+            && state_label(s) == "unknown"
+            && s != "unknown"
+        {
+            return Err(format!(
+                "state: \"{s}\" is not one of available, running, succeeded, skipped, cancelled, dead"
+            ));
+        }
+        Ok(JobSearch {
+            state,
+            kind: blank(&self.kind),
+            schedule_id: blank(&self.schedule),
+            period_key: blank(&self.period),
+            topic: blank(&self.topic),
+            recipient_id: blank(&self.recipient),
+            created_from: blank(&self.from)
+                .map(|v| parse_instant("from", &v))
+                .transpose()?,
+            created_to: blank(&self.to)
+                .map(|v| parse_instant("to", &v))
+                .transpose()?,
+            before_id: blank(&self.before),
+            limit: PAGE,
+        })
+    }
+
+    /// The query string of these filters with another cursor.
+    pub fn query_with_before(&self, before: &str) -> String {
+        let mut f = self.clone();
+        f.before = Some(before.to_string());
+        f.notice = None;
+        serde_urlencoded_pairs(&f)
+    }
+}
+
+/// `a=b&c=d` of the non-empty filters.
+fn serde_urlencoded_pairs(f: &JobFilters) -> String {
+    let pairs = [
+        ("state", &f.state),
+        ("kind", &f.kind),
+        ("schedule", &f.schedule),
+        ("period", &f.period),
+        ("topic", &f.topic),
+        ("recipient", &f.recipient),
+        ("from", &f.from),
+        ("to", &f.to),
+        ("before", &f.before),
+    ];
+    pairs
+        .iter()
+        .filter_map(|(k, v)| blank(v).map(|v| format!("{k}={}", urlencode(&v))))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Percent-encode a query-string value.
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_name_the_field_of_bad_input() {
+        let f = JobFilters {
+            state: Some("exploded".into()),
+            ..Default::default()
+        };
+        assert!(f.to_search().unwrap_err().starts_with("state:"));
+        let f = JobFilters {
+            from: Some("yesterday".into()),
+            ..Default::default()
+        };
+        assert!(f.to_search().unwrap_err().starts_with("from:"));
+        let f = JobFilters {
+            state: Some("dead".into()),
+            kind: Some(" webhook ".into()),
+            from: Some("2026-11-29".into()),
+            to: Some("2026-11-30T12:30".into()),
+            period: Some("".into()),
+            ..Default::default()
+        };
+        let q = f.to_search().unwrap();
+        assert_eq!(q.kind.as_deref(), Some("webhook"));
+        assert_eq!(q.period_key, None, "blank filters are no filter");
+        assert_eq!(
+            q.created_from.unwrap().to_rfc3339(),
+            "2026-11-29T00:00:00+00:00"
+        );
+        assert_eq!(
+            q.created_to.unwrap().to_rfc3339(),
+            "2026-11-30T12:30:00+00:00"
+        );
+    }
+
+    #[test]
+    fn next_page_link_keeps_filters_and_escapes() {
+        let f = JobFilters {
+            state: Some("dead".into()),
+            period: Some("2026-W48".into()),
+            kind: Some("a&b".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            f.query_with_before("job_1"),
+            "state=dead&kind=a%26b&period=2026-W48&before=job_1"
+        );
+    }
+}
