@@ -1,0 +1,222 @@
+//! Configuration tests: layering, field-named errors, the token file.
+use super::*;
+use figment::Jail;
+
+fn load() -> Result<Config, ConfigError> {
+    Config::load(&Overrides::default())
+}
+
+#[test]
+fn model_apis_and_digest_settings_come_from_the_environment() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!((c.model_timeout_secs, c.feed_timeout_secs), (120, 30));
+        assert_eq!(
+            c.retention_artifacts().map_err(|e| e.to_string())?,
+            Some(std::time::Duration::from_secs(365 * 86_400))
+        );
+        jail.set_env("KAIROS_GEMINI_API_KEY", "g-key");
+        jail.set_env("KAIROS_GEMINI_API_URL", "http://127.0.0.1:9");
+        jail.set_env("KAIROS_OPENAI_MODEL", "gpt-x");
+        jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "30");
+        jail.set_env("KAIROS_RETENTION_ARTIFACTS", "off");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.gemini_api_key.as_deref(), Some("g-key"));
+        assert_eq!(c.gemini_api_url.as_deref(), Some("http://127.0.0.1:9"));
+        assert_eq!(c.openai_model.as_deref(), Some("gpt-x"));
+        assert_eq!(c.model_timeout_secs, 30);
+        assert_eq!(c.retention_artifacts().map_err(|e| e.to_string())?, None);
+        jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "0");
+        assert_eq!(
+            load().expect_err("zero timeout").field,
+            "model_timeout_secs"
+        );
+        jail.set_env("KAIROS_MODEL_TIMEOUT_SECS", "30");
+        jail.set_env("KAIROS_OPENAI_API_URL", "api.openai.com");
+        assert_eq!(load().expect_err("no scheme").field, "openai_api_url");
+        Ok(())
+    });
+}
+
+#[test]
+fn defaults_then_file_then_env_then_flags() {
+    Jail::expect_with(|jail| {
+        assert_eq!(load().map_err(|e| e.to_string())?.listen, "127.0.0.1:8080");
+        jail.create_file(
+            "kairos.toml",
+            "listen = \"127.0.0.1:9000\"\nconcurrency = 7\n",
+        )?;
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!((c.listen.as_str(), c.concurrency), ("127.0.0.1:9000", 7));
+        jail.set_env("KAIROS_LISTEN", "127.0.0.1:9001");
+        jail.set_env("KAIROS_ALLOW_PRIVATE_TARGETS", "1");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.listen, "127.0.0.1:9001");
+        assert!(c.allow_private_targets);
+        let o = Overrides {
+            listen: Some("127.0.0.1:0".into()),
+            ..Overrides::default()
+        };
+        let c = Config::load(&o).map_err(|e| e.to_string())?;
+        assert_eq!(c.listen, "127.0.0.1:0");
+        Ok(())
+    });
+}
+
+#[test]
+fn email_transport_is_read_from_env_and_needs_its_settings() {
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_EMAIL_TRANSPORT", "smtp");
+        let e = load().expect_err("smtp without a URL");
+        assert_eq!(e.field, "smtp_url");
+        jail.set_env("KAIROS_SMTP_URL", "smtp://127.0.0.1:2525");
+        jail.set_env("KAIROS_EMAIL_FROM", "Weekly <w@example.com>");
+        jail.set_env("KAIROS_PUBLIC_URL", "https://kairos.example.com");
+        let c = load().expect("smtp with a URL");
+        assert_eq!(c.smtp_url.as_deref(), Some("smtp://127.0.0.1:2525"));
+        assert_eq!(c.email_from.as_deref(), Some("Weekly <w@example.com>"));
+        jail.set_env("KAIROS_EMAIL_TRANSPORT", "resend");
+        assert_eq!(load().expect_err("no key").field, "resend_api_key");
+        jail.set_env("KAIROS_RESEND_API_KEY", "re_x");
+        jail.set_env("KAIROS_RESEND_API_URL", "http://127.0.0.1:9");
+        assert_eq!(
+            load().expect("resend").resend_api_url.as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        jail.set_env("KAIROS_EMAIL_TRANSPORT", "pigeon");
+        assert_eq!(load().expect_err("unknown").field, "email_transport");
+        Ok(())
+    });
+    Jail::expect_with(|_| {
+        assert_eq!(load().expect("defaults").email_transport, "file");
+        Ok(())
+    });
+}
+
+#[test]
+fn errors_name_the_field_and_source() {
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_LEASE_SECS", "soon");
+        let e = load().expect_err("a bad number");
+        assert_eq!(e.field, "lease_secs");
+        assert!(e.reason.contains("KAIROS_LEASE_SECS"), "{e}");
+        Ok(())
+    });
+    Jail::expect_with(|jail| {
+        jail.create_file("kairos.toml", "lissen = \"x\"\n")?;
+        let e = load().expect_err("an unknown field");
+        assert!(e.to_string().contains("lissen"), "{e}");
+        Ok(())
+    });
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_DATABASE_URL", "mysql://localhost/kairos");
+        let e = load().expect_err("mysql");
+        assert_eq!(e.field, "database_url");
+        assert!(e.reason.contains("not supported"), "{e}");
+        Ok(())
+    });
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_DATABASE_URL", "postgres://localhost/kairos");
+        jail.set_env("KAIROS_DATABASE_SCHEMA", "Bad-Name");
+        let e = load().expect_err("bad schema");
+        assert_eq!(e.field, "database_schema");
+        Ok(())
+    });
+}
+
+#[test]
+fn the_database_is_chosen_by_url_scheme() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.database().map_err(|e| e.to_string())?,
+            Database::Sqlite(PathBuf::from("./kairos.db"))
+        );
+        jail.set_env("KAIROS_DATABASE_URL", "sqlite:///tmp/k.db");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.database().map_err(|e| e.to_string())?,
+            Database::Sqlite(PathBuf::from("/tmp/k.db"))
+        );
+        jail.set_env("KAIROS_DATABASE_URL", "data/k.db");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.database().map_err(|e| e.to_string())?,
+            Database::Sqlite(PathBuf::from("data/k.db"))
+        );
+        jail.set_env("KAIROS_DATABASE_URL", "postgres://app:secret@db:5432/app");
+        let c = load().map_err(|e| e.to_string())?;
+        let db = c.database().map_err(|e| e.to_string())?;
+        assert_eq!(
+            db,
+            Database::Postgres {
+                url: "postgres://app:secret@db:5432/app".into(),
+                schema: "kairos".into()
+            }
+        );
+        assert_eq!(db.describe(), "postgres://db:5432/app (schema kairos)");
+        jail.set_env("KAIROS_DATABASE_URL", "postgresql://db/app");
+        jail.set_env("KAIROS_DATABASE_SCHEMA", "jobs_k");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.database().map_err(|e| e.to_string())?,
+            Database::Postgres {
+                url: "postgresql://db/app".into(),
+                schema: "jobs_k".into()
+            }
+        );
+        Ok(())
+    });
+}
+
+/// S4-8: retention ages from the environment, `off` to keep, bad values named.
+#[test]
+fn retention_ages_come_from_the_environment() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        let day = std::time::Duration::from_secs(86_400);
+        assert_eq!(
+            c.retention().map_err(|e| e.to_string())?,
+            (Some(7 * day), Some(30 * day))
+        );
+        jail.set_env("KAIROS_RETENTION_SUCCEEDED", "2d");
+        jail.set_env("KAIROS_RETENTION_DEAD", "off");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.retention().map_err(|e| e.to_string())?,
+            (Some(2 * day), None)
+        );
+        jail.set_env("KAIROS_RETENTION_SUCCEEDED", "3600");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.retention().map_err(|e| e.to_string())?.0, Some(day / 24));
+        jail.set_env("KAIROS_RETENTION_DEAD", "soon");
+        let e = load().expect_err("a bad age");
+        assert_eq!(e.field, "retention_dead");
+        jail.set_env("KAIROS_RETENTION_DEAD", "5s");
+        assert_eq!(load().expect_err("too short").field, "retention_dead");
+        Ok(())
+    });
+}
+
+#[test]
+fn token_is_generated_once_with_mode_0600() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = Config {
+        data_dir: dir.path().join("data"),
+        ..Config::default()
+    };
+    let (t1, s1) = api_token(&cfg).expect("generate");
+    assert_eq!(s1, TokenSource::Generated);
+    assert!(t1.starts_with("kairos_") && t1.len() > 40);
+    let (t2, s2) = api_token(&cfg).expect("read");
+    assert_eq!((t2.as_str(), s2), (t1.as_str(), TokenSource::File));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(cfg.data_dir.join(TOKEN_FILE))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

@@ -1,0 +1,70 @@
+//! The API token: given in the configuration, or generated once into the data directory
+//! (mode 0600) and reused on later starts.
+
+use super::{Config, ConfigError, TOKEN_FILE};
+use base64::Engine as _;
+use std::io::Write;
+use std::path::Path;
+
+/// Where the API token came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource {
+    /// `api_token` / `KAIROS_API_TOKEN`.
+    Config,
+    /// Read from `<data_dir>/api-token`.
+    File,
+    /// Generated now and saved to `<data_dir>/api-token`: show it once.
+    Generated,
+}
+
+/// A new token: `kairos_` + 32 random bytes in base64url.
+pub fn generate_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!(
+        "kairos_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    )
+}
+
+/// The API token: the configured one, else the one saved in `<data_dir>/api-token`, else a new
+/// one saved there (mode 0600). Creates the data dir if needed.
+pub fn api_token(cfg: &Config) -> Result<(String, TokenSource), ConfigError> {
+    if let Some(t) = &cfg.api_token {
+        return Ok((t.trim().to_string(), TokenSource::Config));
+    }
+    let path = cfg.data_dir.join(TOKEN_FILE);
+    let io_err = |what: &str, p: &Path, e: std::io::Error| {
+        ConfigError::new("api_token", format!("{what} {}: {e}", p.display()))
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(s) if !s.trim().is_empty() => return Ok((s.trim().to_string(), TokenSource::File)),
+        Ok(_) => {
+            return Err(ConfigError::new(
+                "api_token",
+                format!(
+                    "{} is empty; delete it to generate a new token",
+                    path.display()
+                ),
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err("could not read", &path, e)),
+    }
+    std::fs::create_dir_all(&cfg.data_dir)
+        .map_err(|e| io_err("could not create the data directory", &cfg.data_dir, e))?;
+    let token = generate_token();
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts
+        .open(&path)
+        .map_err(|e| io_err("could not create", &path, e))?;
+    f.write_all(format!("{token}\n").as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| io_err("could not write", &path, e))?;
+    Ok((token, TokenSource::Generated))
+}
