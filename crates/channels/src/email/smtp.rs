@@ -5,14 +5,25 @@
 
 use super::{EmailMessage, SendReport, build_message};
 use kairos_core::{ErrorClass, Failure, Outcome};
+use lettre::transport::smtp::PoolConfig;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Connections to the SMTP server at most, and so sends at once (40: one local aiosmtpd answers
+/// about 20 mails/s per connection). The executor may run hundreds
+/// of email jobs at once; without this bound they all open connections or queue inside the
+/// pool under the send timeout, a slow server times them out, and a timeout after the message
+/// was handed over is a resend. Sends beyond it wait here, before their timeout starts.
+pub const SMTP_CONNECTIONS: u32 = 40;
 
 /// Sends through an SMTP server.
 #[derive(Clone)]
 pub struct SmtpSender {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     timeout: Duration,
+    permits: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for SmtpSender {
@@ -35,8 +46,13 @@ impl SmtpSender {
                 ))
             })?
             .timeout(Some(timeout))
+            .pool_config(PoolConfig::new().max_size(SMTP_CONNECTIONS))
             .build();
-        Ok(SmtpSender { transport, timeout })
+        Ok(SmtpSender {
+            transport,
+            timeout,
+            permits: Arc::new(Semaphore::new(SMTP_CONNECTIONS as usize)),
+        })
     }
 
     /// Timeout of one send.
@@ -50,6 +66,9 @@ impl SmtpSender {
             Ok(msg) => msg,
             Err(f) => return SendReport::failed(f),
         };
+        // The semaphore is never closed, so acquiring cannot fail; if it ever did, sending
+        // without a permit is still correct, only less polite to the server.
+        let _permit = self.permits.acquire().await.ok();
         match self.transport.send(msg).await {
             Ok(resp) => SendReport::of(Outcome::Delivered {
                 provider_id: resp.message().next().map(|l| l.chars().take(200).collect()),
