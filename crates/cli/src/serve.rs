@@ -54,6 +54,9 @@ fn engine_config(cfg: &Config) -> EngineConfig {
     if let Ok(artifacts) = cfg.retention_artifacts() {
         ec.pruner.artifacts = artifacts;
     }
+    if let Ok(events) = cfg.retention_events() {
+        ec.pruner.events = events;
+    }
     ec
 }
 

@@ -34,6 +34,10 @@ pub struct PrunerConfig {
     /// Age after which artifacts (a day's digest) are deleted, counted from when they were
     /// stored (`KAIROS_RETENTION_ARTIFACTS`). Default 365 days; `None` keeps them.
     pub artifacts: Option<Duration>,
+    /// Age after which inbound provider events (bounces, complaints: raw payloads with
+    /// addresses) are deleted, counted from their receipt (`KAIROS_RETENTION_EVENTS`). The
+    /// suppressions they caused stay. Default 30 days; `None` keeps them.
+    pub events: Option<Duration>,
     /// Most jobs deleted per batch (one transaction). Default 1000.
     pub batch: usize,
     /// Most batches per run and class. Default 20.
@@ -47,6 +51,7 @@ impl Default for PrunerConfig {
             succeeded: Some(Duration::from_secs(7 * 24 * 3600)),
             dead: Some(Duration::from_secs(30 * 24 * 3600)),
             artifacts: Some(Duration::from_secs(365 * 24 * 3600)),
+            events: Some(Duration::from_secs(30 * 24 * 3600)),
             batch: 1000,
             max_batches: 20,
         }
@@ -67,6 +72,7 @@ impl PrunerConfig {
             ("succeeded", self.succeeded),
             ("dead", self.dead),
             ("artifacts", self.artifacts),
+            ("events", self.events),
         ] {
             if let Some(a) = age
                 && (a < Duration::from_secs(60) || a > MAX_AGE)
@@ -101,6 +107,8 @@ pub struct PrunerReport {
     pub attempts: u64,
     /// Artifacts deleted.
     pub artifacts: u64,
+    /// Inbound events deleted.
+    pub events: u64,
     /// Whether a class stopped at `max_batches` with more left (the next run goes on).
     pub more: bool,
 }
@@ -212,6 +220,28 @@ impl Pruner {
                     report.more = true;
                 }
             }
+        }
+        // Inbound events (S4-8): raw provider payloads, their own age from receipt.
+        if let Some(before) = self.cfg.events.and_then(|a| cut_off(now, a)) {
+            for n in 0..self.cfg.max_batches {
+                let deleted = self
+                    .store
+                    .inbound_event_prune(kairos_store::InboundEventPrune {
+                        before,
+                        limit: self.cfg.batch as i64,
+                    })
+                    .await?;
+                report.events += deleted;
+                if (deleted as usize) < self.cfg.batch {
+                    break;
+                }
+                if n + 1 == self.cfg.max_batches {
+                    report.more = true;
+                }
+            }
+        }
+        if report.events > 0 {
+            tracing::info!(events = report.events, "pruned inbound events");
         }
         if report.artifacts > 0 {
             tracing::info!(artifacts = report.artifacts, "pruned artifacts");

@@ -1,5 +1,6 @@
-//! Artifact retention on the manual clock (S4-8): the pruner deletes artifacts stored longer
-//! ago than their age, in bounded batches, and keeps newer ones; `None` keeps them all.
+//! Artifact and inbound-event retention on the manual clock (S4-8): the pruner deletes
+//! artifacts stored (and events received) longer ago than their age, in bounded batches, and
+//! keeps newer ones; `None` keeps them all.
 
 mod common;
 
@@ -100,4 +101,44 @@ async fn artifacts_are_kept_when_their_retention_is_off() {
         PrunerConfig::default().artifacts,
         Some(Duration::from_secs(365 * 86_400))
     );
+}
+
+/// S4-8 for inbound provider events: their raw payloads (addresses included) go after their
+/// age from receipt (30 days by default), in the pruner's run; newer events stay.
+#[tokio::test]
+async fn pruner_deletes_inbound_events_older_than_their_age_s4_8() {
+    let t0 = t("2026-10-01T00:00:00Z");
+    let h = Harness::with_config(t0, EngineConfig::default(), &[]).await;
+    for (id, day) in [("evt_old", 0), ("evt_new", 20)] {
+        let r = h
+            .store
+            .inbound_event_record(kairos_store::InboundEventRecord {
+                source: "resend".into(),
+                id: id.into(),
+                event_type: "email.delivery_delayed".into(),
+                provider_message_id: None,
+                action: kairos_store::action::RECORDED.into(),
+                payload: serde_json::json!({"type": "email.delivery_delayed"}),
+                suppress: vec![],
+                reason: String::new(),
+                now: t0 + chrono::Duration::days(day),
+            })
+            .await
+            .unwrap();
+        assert!(r.created);
+    }
+    assert_eq!(
+        PrunerConfig::default().events,
+        Some(Duration::from_secs(30 * 86_400))
+    );
+    let r = h
+        .engine
+        .pruner()
+        .run_once(t0 + chrono::Duration::days(31))
+        .await
+        .unwrap();
+    assert_eq!(r.events, 1);
+    let get = |id: &'static str| h.store.inbound_event_get("resend", id);
+    assert!(get("evt_old").await.unwrap().is_none());
+    assert!(get("evt_new").await.unwrap().is_some());
 }

@@ -307,3 +307,63 @@ pub async fn setting_put_get_and_clear(s: S) {
     s.setting_put(put(None, 2)).await.unwrap();
     assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
 }
+
+/// Retention (S4-8): events received before the cut-off go, oldest first, at most `limit` per
+/// call; newer ones and the suppressions the old ones caused stay.
+pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {
+    recipient(&s, "r1", "old@example.com").await;
+    subscribe(&s, "r1", "weekly").await;
+    for (i, age_days) in [(1, 40), (2, 35), (3, 31), (4, 1)] {
+        let mut e = event(
+            &format!("msg_p{i}"),
+            "email.complained",
+            if i == 1 { &["old@example.com"] } else { &[] },
+        );
+        e.now = t0() - Duration::days(age_days);
+        assert!(s.inbound_event_record(e).await.unwrap().created);
+    }
+    let cut = t0() - Duration::days(30);
+    let first = s
+        .inbound_event_prune(InboundEventPrune {
+            before: cut,
+            limit: 2,
+        })
+        .await
+        .unwrap();
+    assert_eq!(first, 2, "bounded by the limit");
+    assert!(
+        s.inbound_event_get("resend", "msg_p1")
+            .await
+            .unwrap()
+            .is_none(),
+        "oldest first"
+    );
+    assert!(
+        s.inbound_event_get("resend", "msg_p3")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let second = s
+        .inbound_event_prune(InboundEventPrune {
+            before: cut,
+            limit: 2,
+        })
+        .await
+        .unwrap();
+    assert_eq!(second, 1);
+    assert!(
+        s.inbound_event_get("resend", "msg_p4")
+            .await
+            .unwrap()
+            .is_some(),
+        "newer stays"
+    );
+    assert!(
+        s.suppression_get("old@example.com")
+            .await
+            .unwrap()
+            .is_some(),
+        "the suppression an old event caused stays"
+    );
+}

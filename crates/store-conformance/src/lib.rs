@@ -80,6 +80,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@inbound $factory;
             inbound_event_record_is_idempotent_by_event_id,
+            inbound_event_prune_is_bounded_and_keeps_suppressions,
             inbound_event_matches_job_by_provider_message_id,
             suppression_apply_cascades_to_every_subscription_of_the_address,
             suppression_list_pages_and_remove_is_once,

@@ -286,3 +286,20 @@ impl PostgresStore {
         Ok(())
     }
 }
+
+impl PostgresStore {
+    pub(crate) async fn inbound_event_prune_impl(&self, p: InboundEventPrune) -> Result<u64> {
+        // Differs from SQLite: ctid and SKIP LOCKED, like the other prunes.
+        let done = sqlx::query(
+            "DELETE FROM inbound_events WHERE ctid IN (
+                 SELECT ctid FROM inbound_events WHERE received_at < $1
+                 ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+        )
+        .bind(p.before)
+        .bind(p.limit.max(0))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("inbound event prune", e))?;
+        Ok(done.rows_affected())
+    }
+}

@@ -441,6 +441,9 @@ impl Store for PostgresStore {
     async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
         self.inbound_event_get_impl(source, id).await
     }
+    async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64> {
+        self.inbound_event_prune_impl(p).await
+    }
     async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied> {
         self.suppression_apply_impl(p).await
     }

@@ -277,3 +277,19 @@ impl SqliteStore {
         Ok(())
     }
 }
+
+impl SqliteStore {
+    pub(crate) async fn inbound_event_prune_impl(&self, p: InboundEventPrune) -> Result<u64> {
+        let done = sqlx::query(
+            "DELETE FROM inbound_events WHERE rowid IN (
+                 SELECT rowid FROM inbound_events WHERE received_at < ?1
+                 ORDER BY received_at LIMIT ?2)",
+        )
+        .bind(to_millis(p.before))
+        .bind(p.limit.max(0))
+        .execute(&self.write)
+        .await
+        .map_err(|e| map_err("inbound event prune", e))?;
+        Ok(done.rows_affected())
+    }
+}

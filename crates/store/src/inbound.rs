@@ -155,3 +155,13 @@ pub struct SettingPut {
 
 /// The name of the maintenance-mode setting (`"on"` while on).
 pub const SETTING_MAINTENANCE: &str = "maintenance";
+
+/// `inbound_event_prune`: delete inbound events received before `before`, at most `limit`
+/// (retention, S4-8). Their raw payloads carry addresses; the suppressions they caused stay.
+#[derive(Debug, Clone)]
+pub struct InboundEventPrune {
+    /// Events received before this instant are deleted.
+    pub before: DateTime<Utc>,
+    /// At most this many in one call.
+    pub limit: i64,
+}

@@ -213,6 +213,9 @@ pub trait Store: Send + Sync + 'static {
     async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded>;
     /// A stored inbound event.
     async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>>;
+    /// Delete inbound events received before a time, oldest first, at most `limit`; returns
+    /// how many (the pruner's retention of events, S4-8).
+    async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64>;
     /// Suppress an address and disable every subscription of every recipient with it, in one
     /// transaction (S3-9, S3-12).
     async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied>;

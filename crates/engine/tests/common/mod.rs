@@ -641,6 +641,12 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<Option<kairos_store::InboundEvent>> {
         self.inner.inbound_event_get(source, id).await
     }
+    async fn inbound_event_prune(
+        &self,
+        p: kairos_store::InboundEventPrune,
+    ) -> kairos_store::Result<u64> {
+        self.inner.inbound_event_prune(p).await
+    }
     async fn suppression_apply(
         &self,
         p: kairos_store::SuppressionApply,

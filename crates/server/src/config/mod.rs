@@ -38,6 +38,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "retention_succeeded",
     "retention_dead",
     "retention_artifacts",
+    "retention_events",
     "gemini_api_key",
     "gemini_api_url",
     "gemini_model",
@@ -169,6 +170,11 @@ pub struct Config {
     /// (`KAIROS_RETENTION_ARTIFACTS`, default `365d`; `off` keeps them) — S4-8.
     #[serde(deserialize_with = "flex_duration")]
     pub retention_artifacts: String,
+    /// Retention of inbound provider events, counted from their receipt
+    /// (`KAIROS_RETENTION_EVENTS`, default `30d`; `off` keeps them) — S4-8. The suppressions
+    /// they caused stay.
+    #[serde(deserialize_with = "flex_duration")]
+    pub retention_events: String,
     /// The Gemini API key of the `gemini` digest summarizer (`KAIROS_GEMINI_API_KEY`). A
     /// secret: never in payloads or logs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -283,6 +289,7 @@ impl Default for Config {
             retention_succeeded: "7d".into(),
             retention_dead: "30d".into(),
             retention_artifacts: "365d".into(),
+            retention_events: "30d".into(),
             gemini_api_key: None,
             gemini_api_url: None,
             gemini_model: None,
@@ -344,6 +351,11 @@ impl Config {
             parse_retention("retention_succeeded", &self.retention_succeeded)?,
             parse_retention("retention_dead", &self.retention_dead)?,
         ))
+    }
+
+    /// The pruner's age of inbound events (S4-8); `None` keeps them.
+    pub fn retention_events(&self) -> Result<Option<std::time::Duration>, ConfigError> {
+        parse_retention("retention_events", &self.retention_events)
     }
 
     /// The pruner's age of artifacts (S4-8); `None` keeps them.
@@ -439,6 +451,7 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.retention()?;
         self.retention_artifacts()?;
+        self.retention_events()?;
         self.validate_email()?;
         crate::routes::hooks::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {
