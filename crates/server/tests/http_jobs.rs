@@ -4,26 +4,25 @@
 //! response excerpts. No response ever carries the token or the signing secret.
 
 use chrono::{DateTime, Utc};
-use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::default_registry;
-use kairos_engine::{Engine, EngineConfig, Kairos};
-use kairos_server::{ApiToken, AppState, app};
-use kairos_store::Store;
-use kairos_store_sqlite::SqliteStore;
-use kairos_testkit::{Reply, TestReceiver, init_crypto};
+use kairos_testkit::{Reply, TestReceiver};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use tempfile::TempDir;
 
 const TOKEN: &str = "test-token";
 const BEARER: &str = "tok_do_not_show_me";
 
+mod common;
+
+use common::TestApp;
+
 struct Api {
-    base: String,
-    http: reqwest::Client,
-    clock: Arc<ManualClock>,
-    engine: Engine,
-    _dir: TempDir,
+    app: TestApp,
+}
+
+impl std::ops::Deref for Api {
+    type Target = TestApp;
+    fn deref(&self) -> &TestApp {
+        &self.app
+    }
 }
 
 fn t0() -> DateTime<Utc> {
@@ -34,48 +33,8 @@ fn t0() -> DateTime<Utc> {
 
 impl Api {
     async fn start() -> Api {
-        init_crypto();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::open(&dir.path().join("kairos.db"))
-                .await
-                .expect("open store"),
-        );
-        let clock = Arc::new(ManualClock::new(t0()));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let webhook = kairos_channels::WebhookConfig {
-            allow_private_targets: true,
-            ..Default::default()
-        };
-        let registry =
-            default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
-        let kinds = registry.kinds();
-        let engine = Engine::new(
-            EngineConfig::default(),
-            store.clone(),
-            dyn_clock.clone(),
-            registry,
-        )
-        .expect("engine");
-        let kairos =
-            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
-        let router = app(AppState::new(kairos, ApiToken::new(TOKEN)));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
         Api {
-            base: format!("http://{addr}"),
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("client"),
-            clock,
-            engine,
-            _dir: dir,
+            app: TestApp::start(t0(), TOKEN).await,
         }
     }
 

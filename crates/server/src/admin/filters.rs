@@ -126,16 +126,9 @@ fn serde_urlencoded_pairs(f: &JobFilters) -> String {
         .join("&")
 }
 
-/// Percent-encode a query-string value.
+/// Percent-encode a query-string value (the `url` crate's form encoding).
 pub fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[cfg(test)]
