@@ -79,6 +79,7 @@ pub async fn run_recipient(global: &GlobalArgs, cmd: RecipientCmd) -> CliResult 
             let r = NewRecipient {
                 id: None,
                 email,
+                webhook: None,
                 timezone,
                 locale: None,
                 attributes: attributes

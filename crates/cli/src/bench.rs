@@ -115,6 +115,7 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>) -> JobInsert {
         schedule_id: None,
         fire_at: None,
         period_key: None,
+        channel: None,
         dedupe_key: None,
         retry: RetryPolicy::notification(),
         run_at,

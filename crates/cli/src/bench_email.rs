@@ -50,6 +50,7 @@ pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::e
     register_email(
         &mut registry,
         store.clone(),
+        clock.clone(),
         EmailTransport::new(tcfg)?,
         cfg,
     )?;

@@ -247,10 +247,15 @@ pub fn registry(
         webhook_config(cfg),
     )
     .map_err(|e| CliError::runtime("could not set up the handlers", &e))?;
-    kairos_engine::handlers::register_digest(&mut r, store.clone(), clock, digest_config(cfg))
-        .map_err(|e| CliError::runtime("could not set up the digest handler", &e))?;
+    kairos_engine::handlers::register_digest(
+        &mut r,
+        store.clone(),
+        clock.clone(),
+        digest_config(cfg),
+    )
+    .map_err(|e| CliError::runtime("could not set up the digest handler", &e))?;
     let (transport, email) = crate::template::email_setup(cfg)?;
-    kairos_engine::handlers::register_email(&mut r, store, transport, email)
+    kairos_engine::handlers::register_email(&mut r, store, clock, transport, email)
         .map_err(|e| CliError::runtime("could not set up the email handler", &e))?;
     Ok(r)
 }

@@ -9,8 +9,16 @@ use kairos_store::Schedule;
 /// `kairos schedule …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum ScheduleCmd {
-    /// Create a schedule.
+    /// Create a schedule from flags.
     Add(Box<AddArgs>),
+    /// Create a schedule from the same JSON body as `POST /v1/schedules` (with `channels`,
+    /// `topic`, `http`, `digest` …): `kairos schedule create --body '{"name": …}'`, or
+    /// `--body @file.json`, or `--body -` for standard input.
+    Create {
+        /// The JSON body, `@path` to read it from a file, or `-` for standard input.
+        #[arg(long)]
+        body: String,
+    },
     /// List schedules, newest first.
     List {
         /// `active`, `paused` or `finished`.
@@ -101,6 +109,29 @@ pub struct AddArgs {
     pub paused: bool,
 }
 
+/// The text of `--body`: inline JSON, `@path`, or `-` (standard input), at most 1 MiB.
+fn read_body(body: &str) -> CliResult<String> {
+    use std::io::Read;
+    const MAX: u64 = 1024 * 1024;
+    let mut text = String::new();
+    let read = |r: &mut dyn Read, text: &mut String| r.take(MAX + 1).read_to_string(text);
+    if body == "-" {
+        read(&mut std::io::stdin(), &mut text)
+            .map_err(|e| CliError::usage("--body", format!("reading standard input: {e}")))?;
+    } else if let Some(path) = body.strip_prefix('@') {
+        let mut f = std::fs::File::open(path)
+            .map_err(|e| CliError::usage("--body", format!("cannot open {path}: {e}")))?;
+        read(&mut f, &mut text)
+            .map_err(|e| CliError::usage("--body", format!("reading {path}: {e}")))?;
+    } else {
+        text = body.to_string();
+    }
+    if text.len() as u64 > MAX {
+        return Err(CliError::usage("--body", "larger than 1 MiB"));
+    }
+    Ok(text)
+}
+
 async fn view(k: &Kairos, s: &Schedule, upcoming: bool) -> CliResult<ScheduleView> {
     let ep = match &s.endpoint_id {
         Some(id) => k
@@ -173,6 +204,7 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 start_at: a.start_at,
                 timezone: a.tz,
                 kind: a.kind,
+                channels: None,
                 webhook: webhook_target(a.url, a.secret)?,
                 payload: parse_payload(a.payload.as_deref())?,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
@@ -184,6 +216,14 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 http: parse_http(a.http.as_deref())?,
                 topic: None,
             };
+            let s = k.schedule_create(req).await?;
+            print_schedule(&view(&k, &s, true).await?, json)
+        }
+        ScheduleCmd::Create { body } => {
+            let text = read_body(&body)?;
+            let req: NewSchedule = serde_json::from_str(&text).map_err(|e| {
+                CliError::usage("--body", format!("not a schedule definition: {e}"))
+            })?;
             let s = k.schedule_create(req).await?;
             print_schedule(&view(&k, &s, true).await?, json)
         }

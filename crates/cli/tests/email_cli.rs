@@ -59,6 +59,7 @@ fn template_preview_renders_a_topic_for_a_recipient() {
                 locale: None,
                 attributes: serde_json::json!({"name": "Aki"}),
                 state: kairos_store::RecipientState::Active,
+                endpoint_id: None,
                 now,
             })
             .await

@@ -27,6 +27,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             schedule_id: None,
             fire_at: None,
             period_key: None,
+            channel: None,
             dedupe_key: None,
             retry: RetryPolicy::notification(),
             run_at: due,

@@ -158,6 +158,9 @@ pub struct Job {
     pub fire_at: Option<DateTime<Utc>>,
     /// The occurrence's period key (`2026-W48`, `2026-11-29`, or the firing instant).
     pub period_key: Option<String>,
+    /// The channel it delivers on: a schedule's channel name or an audience channel
+    /// (`email`, `webhook`); `None` for a job enqueued directly.
+    pub channel: Option<String>,
     /// Unique key: expansion and idempotent enqueue are `ON CONFLICT (dedupe_key) DO NOTHING`.
     pub dedupe_key: Option<String>,
     /// Attempts started so far.

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
 /// The channels an audience job can go to (one job kind each).
-pub const CHANNELS: &[&str] = &["email"];
+pub const CHANNELS: &[&str] = &["email", "webhook"];
 
 /// The topic of an audience schedule: kind `email` with `payload.topic`.
 pub fn topic_of(s: &Schedule) -> Option<&str> {
@@ -133,9 +133,9 @@ pub async fn expand_page(
     // A digest's fan-out mails carry the artifact's key, not the digest definition, and retry
     // like any notification; an email schedule's policy is its own.
     let fan_out = fan_out_topic(s).is_some();
-    let retry = match (&s.retry, fan_out) {
+    let retry_for = |channel: &str| match (&s.retry, fan_out) {
         (Some(r), false) => r.clone(),
-        _ => RetryPolicy::default_for_kind("email"),
+        _ => RetryPolicy::default_for_kind(channel),
     };
     let base = if fan_out {
         serde_json::json!({"artifact": {"name": s.payload.get("name"), "period_key": key}})
@@ -170,8 +170,9 @@ pub async fn expand_page(
                 schedule_id: Some(s.id.clone()),
                 fire_at: Some(fire_at),
                 period_key: Some(key.clone()),
+                channel: Some(channel.clone()),
                 dedupe_key: Some(dedupe_key(&s.id, &sub.recipient_id, &target, &key, channel)),
-                retry: retry.clone(),
+                retry: retry_for(channel),
                 run_at: fire_at,
                 now,
             });

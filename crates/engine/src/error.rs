@@ -64,6 +64,18 @@ impl OpsError {
     pub fn conflict(message: impl Into<String>) -> Self {
         OpsError::new(OpsErrorKind::Conflict, message)
     }
+    /// The same error with its field under `prefix` (`http.url` → `channels[1].http.url`);
+    /// other kinds are returned as they are.
+    pub fn under(self, prefix: &str) -> Self {
+        match &self.kind {
+            OpsErrorKind::Invalid { field, reason } => {
+                let mut e = OpsError::invalid(format!("{prefix}.{field}"), reason.clone());
+                e.source = self.source;
+                e
+            }
+            _ => self,
+        }
+    }
     /// The kind.
     pub fn kind(&self) -> &OpsErrorKind {
         &self.kind

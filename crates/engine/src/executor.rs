@@ -579,6 +579,7 @@ mod tests {
             schedule_id: None,
             fire_at: None,
             period_key: None,
+            channel: None,
             dedupe_key: None,
             attempt: 1,
             retry,

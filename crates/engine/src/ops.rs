@@ -15,11 +15,13 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 mod audience;
+mod channels;
 mod digest;
 mod http;
 mod inbound;
 
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use http::{HTTP_TARGET_KEY, HttpSpec};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 
@@ -57,9 +59,14 @@ pub struct NewSchedule {
     /// IANA time zone (default `UTC`).
     #[serde(default)]
     pub timezone: Option<String>,
-    /// Job kind (default `webhook`).
+    /// Job kind (default `webhook`): a schedule with one channel, named after its kind.
+    /// Not together with `channels`.
     #[serde(default)]
     pub kind: Option<String>,
+    /// The channels each firing creates a job for (1 to 8), each retried on its own:
+    /// `[{"name", "kind", "<kind>": {…}, "payload"?, "retry"?}]`. Instead of `kind`.
+    #[serde(default)]
+    pub channels: Option<Vec<NewChannel>>,
     /// Target of a webhook schedule.
     #[serde(default)]
     pub webhook: Option<WebhookTarget>,
@@ -262,6 +269,23 @@ impl Kairos {
                 "required for kind \"webhook\": {\"url\", \"secret\"}",
             )
         })?;
+        self.check_webhook_target(t)?;
+        let now = self.clock.now();
+        let ep = self
+            .store
+            .endpoint_upsert(EndpointUpsert {
+                id: new_id(IdPrefix::Endpoint, now),
+                url: t.url.clone(),
+                secret: t.secret.clone(),
+                now,
+            })
+            .await?;
+        Ok(Some(ep.id))
+    }
+
+    /// Check a webhook target without storing it: an http(s) URL, not plainly private unless
+    /// allowed, and a valid `whsec_` secret.
+    pub(crate) fn check_webhook_target(&self, t: &WebhookTarget) -> Result<(), OpsError> {
         let url = url::Url::parse(&t.url)
             .map_err(|e| OpsError::invalid("webhook.url", format!("not a valid URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -282,17 +306,7 @@ impl Kairos {
         }
         WebhookSecret::parse(&t.secret)
             .map_err(|e| OpsError::invalid("webhook.secret", e.reason()))?;
-        let now = self.clock.now();
-        let ep = self
-            .store
-            .endpoint_upsert(EndpointUpsert {
-                id: new_id(IdPrefix::Endpoint, now),
-                url: t.url.clone(),
-                secret: t.secret.clone(),
-                now,
-            })
-            .await?;
-        Ok(Some(ep.id))
+        Ok(())
     }
 
     fn check_payload(p: Option<serde_json::Value>) -> Result<serde_json::Value, OpsError> {
@@ -358,6 +372,25 @@ impl Kairos {
         spec.validate()?;
         let misfire = Misfire::parse(req.misfire.as_deref().unwrap_or("skip"))?;
         let period = PeriodUnit::parse(req.period.as_deref().unwrap_or("occurrence"))?;
+        if let Some(chs) = &req.channels {
+            let base = ScheduleCreate {
+                id,
+                name,
+                kind: JobKind::webhook(),
+                spec,
+                timezone: tz_name,
+                period,
+                misfire,
+                payload: serde_json::json!({}),
+                endpoint_id: None,
+                retry: None,
+                channels: Vec::new(),
+                paused: req.paused.unwrap_or(false),
+                next_fire_at: None,
+                now,
+            };
+            return self.schedule_def_channels(base, &req, chs, tz).await;
+        }
         let kind = self.check_kind(req.kind.as_deref())?;
         let retry = req
             .retry
@@ -397,6 +430,7 @@ impl Kairos {
             payload,
             endpoint_id,
             retry,
+            channels: Vec::new(),
             paused: req.paused.unwrap_or(false),
             next_fire_at,
             now,
@@ -606,6 +640,7 @@ impl Kairos {
                 schedule_id: None,
                 fire_at: None,
                 period_key: None,
+                channel: None,
                 // Namespaced so a user key can never collide with an expansion key.
                 dedupe_key: req.idempotency_key.as_ref().map(|k| format!("idem:{k}")),
                 retry,

@@ -96,6 +96,7 @@ impl World {
             .map(|i| NewRecipient {
                 id: Some(format!("u{i:05}")),
                 email: format!("user{i}@example.com"),
+                webhook: None,
                 timezone: Some("Asia/Tokyo".into()),
                 locale: None,
                 attributes: Some(serde_json::json!({"name": format!("User {i}")})),
@@ -690,6 +691,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
             .recipient_put_many(vec![NewRecipient {
                 id: Some(format!("n{i}")),
                 email: format!("reader{i}@example.com"),
+                webhook: None,
                 timezone: None,
                 locale: None,
                 attributes: None,
@@ -767,6 +769,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
         schedule_id: Some(s.id.clone()),
         fire_at: Some(seven),
         period_key: Some("2026-11-30".into()),
+        channel: None,
         dedupe_key: Some("rerun".into()),
         retry: kairos_core::RetryPolicy::http_call(),
         run_at: seven + chrono::Duration::hours(6),

@@ -180,6 +180,7 @@ async fn one_occurrence_two_channels(h: &Harness, url: &str) -> (Job, Job, DateT
             schedule_id: Some(s.id.clone()),
             fire_at: Some(fire_at),
             period_key: Some(key.clone()),
+            channel: None,
             dedupe_key: Some(format!("{}:{key}:email", s.id)),
             retry: RetryPolicy::notification(),
             run_at: fire_at,

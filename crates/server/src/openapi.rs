@@ -38,7 +38,7 @@ use utoipa::{Modify, OpenApi};
         suppressions::list, suppressions::add, suppressions::remove,
     ),
     components(schemas(
-        Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, JobBody,
+        Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
         CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
         JobPage, FiredView, ReplayFailure, ReplayView, SloView, CheckView,
         kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,

@@ -27,7 +27,8 @@ pub use kairos_core::retry::{ClassSpec as RetryClassBody, RetrySpec as RetryBody
 pub use kairos_engine::handlers::digest::DigestSpec as DigestBody;
 pub use kairos_engine::ops::HttpSpec as HttpBody;
 pub use kairos_engine::ops::{
-    NewJob as JobBody, NewSchedule as ScheduleBody, WebhookTarget as WebhookBody,
+    NewChannel as ChannelBody, NewJob as JobBody, NewSchedule as ScheduleBody,
+    WebhookTarget as WebhookBody,
 };
 
 /// The body of `POST /v1/jobs/{id}/cancel` (optional).
@@ -115,6 +116,9 @@ pub struct ScheduleView {
     /// Retry policy of its jobs (null: the kind's default).
     #[schema(value_type = Option<Object>)]
     pub retry: Option<serde_json::Value>,
+    /// The channels each firing creates a job for (one, named after `kind`, for a schedule
+    /// made with a single kind).
+    pub channels: Vec<ScheduleChannelView>,
     /// The next nominal firing.
     pub next_fire_at: Option<String>,
     /// The last firing materialized.
@@ -129,6 +133,23 @@ pub struct ScheduleView {
     pub created_at: String,
     /// Last changed.
     pub updated_at: String,
+}
+
+/// One channel of a schedule.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScheduleChannelView {
+    /// Its name, unique in the schedule.
+    pub name: String,
+    /// The kind of job it creates.
+    pub kind: String,
+    /// Its webhook endpoint (`ep_…`), for webhook channels.
+    pub endpoint_id: Option<String>,
+    /// Its own payload (null: the schedule's).
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<serde_json::Value>,
+    /// Its own retry policy (null: the schedule's, else the kind's default).
+    #[schema(value_type = Option<Object>)]
+    pub retry: Option<serde_json::Value>,
 }
 
 impl ScheduleView {
@@ -163,6 +184,17 @@ impl ScheduleView {
             payload: s.payload.clone(),
             webhook: endpoint.map(WebhookView::new),
             retry: s.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            channels: s
+                .channel_list()
+                .into_iter()
+                .map(|c| ScheduleChannelView {
+                    name: c.name,
+                    kind: c.kind.to_string(),
+                    endpoint_id: c.endpoint_id,
+                    payload: c.payload,
+                    retry: c.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+                })
+                .collect(),
             next_fire_at: ts_opt(s.next_fire_at),
             last_fire_at: ts_opt(s.last_fire_at),
             upcoming: None,
@@ -260,6 +292,9 @@ pub struct JobView {
     pub fire_at: Option<String>,
     /// The occurrence's period key.
     pub period_key: Option<String>,
+    /// The channel it delivers on: the schedule's channel name, or the audience channel
+    /// (`email`, `webhook`); null for a job enqueued directly.
+    pub channel: Option<String>,
     /// The idempotency key it was enqueued with.
     pub idempotency_key: Option<String>,
     /// The webhook endpoint (`ep_…`).
@@ -294,6 +329,7 @@ impl JobView {
             schedule_id: j.schedule_id.clone(),
             fire_at: ts_opt(j.fire_at),
             period_key: j.period_key.clone(),
+            channel: j.channel.clone(),
             idempotency_key: j
                 .dedupe_key
                 .as_deref()

@@ -52,6 +52,7 @@ impl Api {
         register_email(
             &mut registry,
             store.clone(),
+            dyn_clock.clone(),
             transport,
             EmailConfig::default(),
         )

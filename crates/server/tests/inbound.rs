@@ -75,6 +75,7 @@ impl Api {
         register_email(
             &mut registry,
             store.clone(),
+            dyn_clock.clone(),
             transport,
             EmailConfig::default(),
         )
@@ -171,6 +172,7 @@ impl Api {
                 locale: None,
                 attributes: json!({}),
                 state: RecipientState::Active,
+                endpoint_id: None,
                 now: self.clock.now(),
             })
             .await
@@ -214,6 +216,7 @@ impl Api {
                 schedule_id: None,
                 fire_at: None,
                 period_key: None,
+                channel: None,
                 dedupe_key: None,
                 retry: RetryPolicy::notification(),
                 run_at: self.clock.now(),

@@ -62,7 +62,14 @@ async fn one_click_from_a_received_mail_stops_next_weeks_mail_for_that_recipient
         unsubscribe_key: UnsubscribeKey::new(SECRET),
         ..Default::default()
     };
-    register_email(&mut registry, store.clone(), transport, email).unwrap();
+    register_email(
+        &mut registry,
+        store.clone(),
+        dyn_clock.clone(),
+        transport,
+        email,
+    )
+    .unwrap();
     let kinds = registry.kinds();
     let engine = Engine::new(
         EngineConfig::default(),

@@ -19,6 +19,7 @@ fn recipient(id: &str, email: &str) -> RecipientUpsert {
         locale: Some("ja-JP".into()),
         attributes: json!({"name": id, "plan": "pro"}),
         state: RecipientState::Active,
+        endpoint_id: None,
         now: t0(),
     }
 }

@@ -19,6 +19,7 @@ async fn recipient(s: &S, id: &str, email: &str) {
         locale: None,
         attributes: json!({}),
         state: RecipientState::Active,
+        endpoint_id: None,
         now: t0(),
     })
     .await

@@ -17,6 +17,7 @@
 
 pub mod artifacts;
 pub mod audience;
+pub mod channels;
 pub mod fixtures;
 pub mod inbound;
 pub mod jobs;
@@ -63,6 +64,11 @@ macro_rules! store_conformance {
             schedule_fire_finishes_one_shot,
             schedule_next_fire_at_ignores_paused,
             endpoint_upsert_reuses_and_disable_records,
+        );
+        $crate::store_conformance!(@channels $factory;
+            schedule_channels_roundtrip_and_replace,
+            job_channel_roundtrips_and_occurrences_count_per_channel,
+            recipient_endpoint_roundtrips,
         );
         $crate::store_conformance!(@artifacts $factory;
             artifact_put_inserts_once_and_keeps_the_first,
@@ -158,6 +164,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::retention::$name(store).await;
+            }
+        )*
+    };
+    (@channels $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::channels::$name(store).await;
             }
         )*
     };

@@ -8,8 +8,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-const RECIPIENT_COLS: &str =
-    "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at FROM recipients";
+const RECIPIENT_COLS: &str = "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id FROM recipients";
 const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
 const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
 
@@ -32,6 +31,7 @@ fn recipient_from_row(row: &PgRow) -> Result<Recipient> {
         locale: get(row, "locale")?,
         attributes: get(row, "attributes")?,
         state: RecipientState::parse(&get::<String>(row, "state")?),
+        endpoint_id: get(row, "endpoint_id")?,
         created_at: get(row, "created_at")?,
         updated_at: get(row, "updated_at")?,
     })
@@ -80,13 +80,13 @@ fn expansion_from_row(row: &PgRow) -> Result<Expansion> {
 }
 
 /// Differs from SQLite: `jsonb_to_recordset` with typed columns.
-const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at)
-     SELECT c.id, c.email, c.timezone, c.locale, c.attributes, c.state, c.now, c.now
+const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
+     SELECT c.id, c.email, c.timezone, c.locale, c.attributes, c.state, c.now, c.now, c.endpoint_id
      FROM jsonb_to_recordset($1::jsonb) AS c(id text, email text, timezone text, locale text,
-          attributes jsonb, state text, now timestamptz)
+          attributes jsonb, state text, now timestamptz, endpoint_id text)
      ON CONFLICT (id) DO UPDATE SET email = excluded.email, timezone = excluded.timezone,
         locale = excluded.locale, attributes = excluded.attributes, state = excluded.state,
-        updated_at = excluded.updated_at";
+        endpoint_id = excluded.endpoint_id, updated_at = excluded.updated_at";
 
 fn recipients_json(p: &[RecipientUpsert]) -> Value {
     Value::Array(
@@ -95,6 +95,7 @@ fn recipients_json(p: &[RecipientUpsert]) -> Value {
                 serde_json::json!({
                     "id": r.id, "email": r.email, "timezone": r.timezone, "locale": r.locale,
                     "attributes": r.attributes, "state": r.state.as_str(),
+                    "endpoint_id": r.endpoint_id,
                     "now": crate::rows::ts_json(r.now),
                 })
             })
@@ -421,11 +422,11 @@ impl PostgresStore {
                  SELECT period_key, MIN(fire_at) AS fire_at FROM jobs
                  WHERE schedule_id = $1 AND period_key IS NOT NULL AND ($2::text IS NULL OR period_key = $2)
                  GROUP BY period_key ORDER BY MIN(fire_at) DESC, period_key DESC LIMIT $3)
-             SELECT j.period_key, p.fire_at, j.kind, j.state, COUNT(*) AS n
+             SELECT j.period_key, p.fire_at, COALESCE(j.channel, j.kind) AS channel, j.state, COUNT(*) AS n
              FROM jobs j JOIN periods p ON p.period_key = j.period_key
              WHERE j.schedule_id = $1
-             GROUP BY j.period_key, p.fire_at, j.kind, j.state
-             ORDER BY p.fire_at DESC, j.period_key DESC, j.kind, j.state",
+             GROUP BY j.period_key, p.fire_at, COALESCE(j.channel, j.kind), j.state
+             ORDER BY p.fire_at DESC, j.period_key DESC, channel, j.state",
         )
         .bind(&p.schedule_id)
         .bind(&p.period_key)
@@ -438,7 +439,7 @@ impl PostgresStore {
                 Ok(OccurrenceCount {
                     period_key: get(r, "period_key")?,
                     fire_at: get(r, "fire_at")?,
-                    channel: get(r, "kind")?,
+                    channel: get(r, "channel")?,
                     state: get(r, "state")?,
                     count: get(r, "n")?,
                 })

@@ -36,11 +36,11 @@ pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
 /// (`current_schema()`, the store's): a listener can ignore other deployments' jobs. The
 /// second output column (`void`) is ignored.
 pub(crate) const INSERT_MANY: &str = "WITH ins AS (
-    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at
+    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
-         run_at timestamptz, created_at timestamptz)
+         run_at timestamptz, created_at timestamptz, channel text)
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id
 )

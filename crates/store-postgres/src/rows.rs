@@ -7,15 +7,15 @@
 use chrono::{DateTime, Utc};
 use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
-use kairos_store::{Attempt, Endpoint, Error, ErrorKind, Schedule, ScheduleState};
+use kairos_store::{Attempt, Endpoint, Error, ErrorKind, Schedule, ScheduleChannel, ScheduleState};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
 /// The job columns, in the order `job_from_row` reads them (the same list as SQLite's).
-pub(crate) const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason";
+pub(crate) const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel";
 
-pub(crate) const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at";
+pub(crate) const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels";
 
 pub(crate) const ENDPOINT_COLS: &str = "id, url, secret, disabled_at, disabled_reason, created_at";
 
@@ -43,6 +43,7 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job, Error> {
         schedule_id: get(row, "schedule_id")?,
         fire_at: get(row, "fire_at")?,
         period_key: get(row, "period_key")?,
+        channel: get(row, "channel")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get(row, "attempt")?,
         retry: kairos_store::batch::stored_retry_or_default(
@@ -84,6 +85,8 @@ pub(crate) fn schedule_from_row(row: &PgRow) -> Result<Schedule, Error> {
             .map(serde_json::from_value::<RetryPolicy>)
             .transpose()
             .map_err(|e| corrupt("schedule retry policy", e))?,
+        channels: ScheduleChannel::decode_all(get(row, "channels")?)
+            .map_err(|e| corrupt("schedule channels", e))?,
         state: ScheduleState::parse(&get::<String>(row, "state")?),
         next_fire_at: get(row, "next_fire_at")?,
         last_fire_at: get(row, "last_fire_at")?,

@@ -84,8 +84,8 @@ impl Store for PostgresStore {
         let (spec, payload, retry) = def_binds(&p);
         let state = if p.paused { "paused" } else { "active" };
         let row = sqlx::query(sql(
-            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14)
              RETURNING {cols}",
         ))
         .bind(&p.id)
@@ -101,6 +101,7 @@ impl Store for PostgresStore {
         .bind(state)
         .bind(p.next_fire_at)
         .bind(p.now)
+        .bind(ScheduleChannel::encode_all(&p.channels))
         .fetch_one(&self.pool)
         .await
         .map_err(|e| map_err("schedule create", e))?;
@@ -134,7 +135,7 @@ impl Store for PostgresStore {
         let (spec, payload, retry) = def_binds(d);
         let row = sqlx::query(sql(
             "UPDATE schedules SET name = $2, kind = $3, spec = $4, timezone = $5, period = $6, misfire = $7,
-                    payload = $8, endpoint_id = $9, retry = $10,
+                    payload = $8, endpoint_id = $9, retry = $10, channels = $14,
                     state = CASE WHEN $11 THEN 'paused' ELSE 'active' END,
                     next_fire_at = $12, locked_until = NULL, updated_at = $13
              WHERE id = $1 RETURNING {cols}",
@@ -152,6 +153,7 @@ impl Store for PostgresStore {
         .bind(d.paused)
         .bind(d.next_fire_at)
         .bind(d.now)
+        .bind(ScheduleChannel::encode_all(&d.channels))
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| map_err("schedule update", e))?;

@@ -7,8 +7,7 @@ use kairos_store::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-const RECIPIENT_COLS: &str =
-    "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at FROM recipients";
+const RECIPIENT_COLS: &str = "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id FROM recipients";
 const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
 const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
 
@@ -34,6 +33,7 @@ fn recipient_from_row(row: &SqliteRow) -> Result<Recipient> {
         locale: get(row, "locale")?,
         attributes: json_col(row, "attributes")?,
         state: RecipientState::parse(&get::<String>(row, "state")?),
+        endpoint_id: get(row, "endpoint_id")?,
         created_at: from_millis(get(row, "created_at")?),
         updated_at: from_millis(get(row, "updated_at")?),
     })
@@ -87,12 +87,12 @@ fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
     })
 }
 
-const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at)
-     SELECT value ->> 'id', value ->> 'email', value ->> 'timezone', value ->> 'locale', value ->> 'attributes', value ->> 'state', value ->> 'now', value ->> 'now'
+const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
+     SELECT value ->> 'id', value ->> 'email', value ->> 'timezone', value ->> 'locale', value ->> 'attributes', value ->> 'state', value ->> 'now', value ->> 'now', value ->> 'endpoint_id'
      FROM jsonb_each(?1) WHERE true
      ON CONFLICT (id) DO UPDATE SET email = excluded.email, timezone = excluded.timezone,
         locale = excluded.locale, attributes = excluded.attributes, state = excluded.state,
-        updated_at = excluded.updated_at";
+        endpoint_id = excluded.endpoint_id, updated_at = excluded.updated_at";
 
 fn recipients_json(p: &[RecipientUpsert]) -> String {
     serde_json::Value::Array(
@@ -101,6 +101,7 @@ fn recipients_json(p: &[RecipientUpsert]) -> String {
                 serde_json::json!({
                     "id": r.id, "email": r.email, "timezone": r.timezone, "locale": r.locale,
                     "attributes": r.attributes.to_string(), "state": r.state.as_str(),
+                    "endpoint_id": r.endpoint_id,
                     "now": to_millis(r.now),
                 })
             })
@@ -432,11 +433,11 @@ impl SqliteStore {
                  SELECT period_key, MIN(fire_at) AS fire_at FROM jobs
                  WHERE schedule_id = ?1 AND period_key IS NOT NULL AND (?2 IS NULL OR period_key = ?2)
                  GROUP BY period_key ORDER BY fire_at DESC, period_key DESC LIMIT ?3)
-             SELECT j.period_key, p.fire_at, j.kind, j.state, COUNT(*) AS n
+             SELECT j.period_key, p.fire_at, COALESCE(j.channel, j.kind) AS channel, j.state, COUNT(*) AS n
              FROM jobs j JOIN periods p ON p.period_key = j.period_key
              WHERE j.schedule_id = ?1
-             GROUP BY j.period_key, p.fire_at, j.kind, j.state
-             ORDER BY p.fire_at DESC, j.period_key DESC, j.kind, j.state",
+             GROUP BY j.period_key, p.fire_at, COALESCE(j.channel, j.kind), j.state
+             ORDER BY p.fire_at DESC, j.period_key DESC, channel, j.state",
         )
         .bind(&p.schedule_id)
         .bind(&p.period_key)
@@ -449,7 +450,7 @@ impl SqliteStore {
                 Ok(OccurrenceCount {
                     period_key: get(r, "period_key")?,
                     fire_at: get::<Option<i64>>(r, "fire_at")?.map(from_millis),
-                    channel: get(r, "kind")?,
+                    channel: get(r, "channel")?,
                     state: get(r, "state")?,
                     count: get(r, "n")?,
                 })

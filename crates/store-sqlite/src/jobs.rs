@@ -31,8 +31,8 @@ pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
 /// ambiguity between `SELECT … ON CONFLICT` and a join constraint. `jsonb_each` (not
 /// `json_each`) yields each element as JSONB, so `value ->> 'key'` is a lookup instead of a
 /// re-parse of the element's text for every column.
-pub(crate) const INSERT_MANY: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at)
-SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at'
+pub(crate) const INSERT_MANY: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
+SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel'
 FROM jsonb_each(?1) WHERE true
 ON CONFLICT (dedupe_key) DO NOTHING
 RETURNING id";

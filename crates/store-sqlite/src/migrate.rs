@@ -30,6 +30,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0005_slo_alerts.sql"),
     ),
     (6, "inbound", include_str!("../migrations/0006_inbound.sql")),
+    (
+        11,
+        "channels",
+        include_str!("../migrations/0011_channels.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {

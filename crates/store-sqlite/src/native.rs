@@ -19,8 +19,8 @@ use kairos_store::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
-const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at)
-VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12)
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13)
 ON CONFLICT (dedupe_key) DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
@@ -33,6 +33,7 @@ pub(crate) struct NewJob {
     schedule_id: Option<String>,
     fire_at: Option<i64>,
     period_key: Option<String>,
+    channel: Option<String>,
     dedupe_key: Option<String>,
     max_attempts: i64,
     retry: Option<String>,
@@ -64,6 +65,7 @@ impl NewJob {
             endpoint_id: j.endpoint_id,
             schedule_id: j.schedule_id,
             period_key: j.period_key,
+            channel: j.channel,
             dedupe_key: j.dedupe_key,
         })
     }
@@ -90,6 +92,7 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<Stri
                 j.retry,
                 j.run_at,
                 j.created_at,
+                j.channel,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -350,6 +353,7 @@ pub(crate) struct StoredJob {
     lease_expires_at: Option<i64>,
     last_error: Option<String>,
     reason: Option<String>,
+    channel: Option<String>,
 }
 
 impl StoredJob {
@@ -375,6 +379,7 @@ impl StoredJob {
             lease_expires_at: r.get(16)?,
             last_error: r.get(17)?,
             reason: r.get(18)?,
+            channel: r.get(19)?,
         })
     }
 
@@ -395,6 +400,7 @@ impl StoredJob {
             schedule_id: self.schedule_id,
             fire_at: self.fire_at.map(from_millis),
             period_key: self.period_key,
+            channel: self.channel,
             dedupe_key: self.dedupe_key,
             attempt: self.attempt as i32,
             run_at: from_millis(self.run_at),

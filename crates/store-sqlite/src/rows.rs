@@ -4,14 +4,14 @@
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
-use kairos_store::{Attempt, Endpoint, Error, ErrorKind, Schedule, ScheduleState};
+use kairos_store::{Attempt, Endpoint, Error, ErrorKind, Schedule, ScheduleChannel, ScheduleState};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 /// The job columns, in the order `job_from_row` reads them.
-pub(crate) const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason";
+pub(crate) const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel";
 
-pub(crate) const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at";
+pub(crate) const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels";
 
 fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
@@ -48,6 +48,7 @@ pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job, Error> {
         schedule_id: get(row, "schedule_id")?,
         fire_at: ts_opt(row, "fire_at")?,
         period_key: get(row, "period_key")?,
+        channel: get(row, "channel")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get::<i64>(row, "attempt")? as i32,
         retry: kairos_store::batch::stored_retry_or_default(
@@ -90,6 +91,13 @@ pub(crate) fn schedule_from_row(row: &SqliteRow) -> Result<Schedule, Error> {
             .map(|r| serde_json::from_str::<RetryPolicy>(&r))
             .transpose()
             .map_err(|e| corrupt("schedule retry policy", e))?,
+        channels: ScheduleChannel::decode_all(
+            get::<Option<String>>(row, "channels")?
+                .map(|c| serde_json::from_str(&c))
+                .transpose()
+                .map_err(|e| corrupt("schedule channels", e))?,
+        )
+        .map_err(|e| corrupt("schedule channels", e))?,
         state: ScheduleState::parse(&get::<String>(row, "state")?),
         next_fire_at: ts_opt(row, "next_fire_at")?,
         last_fire_at: ts_opt(row, "last_fire_at")?,

@@ -74,8 +74,8 @@ impl Store for SqliteStore {
         let (spec, payload, retry) = def_binds(&p);
         let state = if p.paused { "paused" } else { "active" };
         let row = sqlx::query(sql(
-            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
+            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)
              RETURNING {cols}",
         ))
         .bind(&p.id)
@@ -91,6 +91,7 @@ impl Store for SqliteStore {
         .bind(state)
         .bind(ms_opt(p.next_fire_at))
         .bind(to_millis(p.now))
+        .bind(ScheduleChannel::encode_all(&p.channels).map(|v| v.to_string()))
         .fetch_one(&self.write)
         .await
         .map_err(|e| map_err("schedule create", e))?;
@@ -123,7 +124,7 @@ impl Store for SqliteStore {
         let (spec, payload, retry) = def_binds(d);
         let row = sqlx::query(sql(
             "UPDATE schedules SET name = ?2, kind = ?3, spec = ?4, timezone = ?5, period = ?6, misfire = ?7,
-                    payload = ?8, endpoint_id = ?9, retry = ?10,
+                    payload = ?8, endpoint_id = ?9, retry = ?10, channels = ?14,
                     state = CASE WHEN ?11 THEN 'paused' ELSE 'active' END,
                     next_fire_at = ?12, locked_until = NULL, updated_at = ?13
              WHERE id = ?1 RETURNING {cols}",
@@ -141,6 +142,7 @@ impl Store for SqliteStore {
         .bind(d.paused)
         .bind(ms_opt(d.next_fire_at))
         .bind(to_millis(d.now))
+        .bind(ScheduleChannel::encode_all(&d.channels).map(|v| v.to_string()))
         .fetch_optional(&self.write)
         .await
         .map_err(|e| map_err("schedule update", e))?;

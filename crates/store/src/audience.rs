@@ -52,6 +52,8 @@ pub struct Recipient {
     pub attributes: serde_json::Value,
     /// Active or disabled.
     pub state: RecipientState,
+    /// The recipient's webhook endpoint (`ep_…`), for the `webhook` channel.
+    pub endpoint_id: Option<String>,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last changed.
@@ -73,6 +75,8 @@ pub struct RecipientUpsert {
     pub attributes: serde_json::Value,
     /// State.
     pub state: RecipientState,
+    /// The webhook endpoint, for the `webhook` channel.
+    pub endpoint_id: Option<String>,
     /// Now.
     pub now: DateTime<Utc>,
 }
@@ -311,7 +315,7 @@ pub struct OccurrenceCount {
     pub period_key: String,
     /// The earliest nominal firing time of its jobs.
     pub fire_at: Option<DateTime<Utc>>,
-    /// The channel (the job kind).
+    /// The channel (its name; the job kind for jobs without one).
     pub channel: String,
     /// The stored job state.
     pub state: String,

@@ -52,6 +52,7 @@ pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
                     "schedule_id": j.schedule_id,
                     "fire_at": j.fire_at.map(enc.instant),
                     "period_key": j.period_key,
+                    "channel": j.channel,
                     "dedupe_key": j.dedupe_key,
                     "max_attempts": j.retry.max_attempts(),
                     "retry": stored_retry(j)
@@ -123,6 +124,7 @@ mod tests {
             schedule_id: None,
             fire_at: None,
             period_key: None,
+            channel: None,
             dedupe_key: None,
             retry,
             run_at: t,

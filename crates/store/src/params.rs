@@ -51,6 +51,8 @@ pub struct ScheduleCreate {
     pub endpoint_id: Option<String>,
     /// Retry policy of created jobs.
     pub retry: Option<RetryPolicy>,
+    /// Explicit channels (empty: one channel, the schedule's kind).
+    pub channels: Vec<crate::ScheduleChannel>,
     /// Start paused.
     pub paused: bool,
     /// The first firing.
@@ -137,6 +139,8 @@ pub struct JobInsert {
     pub fire_at: Option<DateTime<Utc>>,
     /// Period key.
     pub period_key: Option<String>,
+    /// The channel it delivers on (a schedule's channel name, an audience channel).
+    pub channel: Option<String>,
     /// Unique key (idempotency key or the expansion key).
     pub dedupe_key: Option<String>,
     /// Retry policy.

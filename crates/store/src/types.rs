@@ -78,6 +78,9 @@ pub struct Schedule {
     pub endpoint_id: Option<String>,
     /// The retry policy of created jobs (None: the kind's default).
     pub retry: Option<RetryPolicy>,
+    /// The channels each firing creates a job for, when given explicitly; empty for a
+    /// schedule made with a single kind (see [`Schedule::channel_list`]).
+    pub channels: Vec<ScheduleChannel>,
     /// Active, paused, finished.
     pub state: ScheduleState,
     /// The next nominal firing.
@@ -88,6 +91,58 @@ pub struct Schedule {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+}
+
+/// One channel of a schedule: each firing creates one job per channel, retried on its own
+/// (S0-6, S0-7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleChannel {
+    /// The channel's name, unique in its schedule (`[a-z0-9_-]{1,64}`).
+    pub name: String,
+    /// The kind of job it creates.
+    pub kind: JobKind,
+    /// Its jobs' payload; `None`: the schedule's payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<serde_json::Value>,
+    /// The webhook endpoint, for kinds that post to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint_id: Option<String>,
+    /// Its jobs' retry policy; `None`: the schedule's, else the kind's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
+}
+
+impl ScheduleChannel {
+    /// The stored form of a schedule's explicit channels: a JSON array, `None` (NULL) when
+    /// there are none.
+    pub fn encode_all(channels: &[ScheduleChannel]) -> Option<serde_json::Value> {
+        (!channels.is_empty()).then(|| serde_json::to_value(channels).unwrap_or_default())
+    }
+
+    /// The channels of a stored JSON array (NULL: none).
+    pub fn decode_all(v: Option<serde_json::Value>) -> serde_json::Result<Vec<ScheduleChannel>> {
+        match v {
+            None | Some(serde_json::Value::Null) => Ok(Vec::new()),
+            Some(v) => serde_json::from_value(v),
+        }
+    }
+}
+
+impl Schedule {
+    /// The channels of each firing: the explicit ones, or the single channel of a schedule
+    /// made with one kind (named after its kind, with the schedule's endpoint and policy).
+    pub fn channel_list(&self) -> Vec<ScheduleChannel> {
+        if !self.channels.is_empty() {
+            return self.channels.clone();
+        }
+        vec![ScheduleChannel {
+            name: self.kind.as_str().to_string(),
+            kind: self.kind.clone(),
+            payload: None,
+            endpoint_id: self.endpoint_id.clone(),
+            retry: self.retry.clone(),
+        }]
+    }
 }
 
 /// One recorded attempt of a job.

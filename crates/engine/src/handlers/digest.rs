@@ -157,6 +157,7 @@ pub fn digest_created_job(
         schedule_id: None,
         fire_at: None,
         period_key: Some(a.period_key.clone()),
+        channel: None,
         dedupe_key: Some(format!("digest.created:{}:{}", a.name, a.period_key)),
         retry: RetryPolicy::default_for_kind("webhook"),
         run_at: now,

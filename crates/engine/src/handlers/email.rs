@@ -22,7 +22,7 @@ use kairos_channels::email::template;
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailMessage, EmailTransport};
 use kairos_core::{Failure, Job, Outcome};
-use kairos_store::{RecipientState, Store, SuppressionAdd, Topic};
+use kairos_store::{Recipient, RecipientState, Store, SuppressionAdd, Topic};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +55,36 @@ impl Default for EmailConfig {
             allow_private_targets: false,
         }
     }
+}
+
+/// A notification ready to deliver: checked and rendered.
+#[derive(Debug)]
+pub(crate) struct Notice {
+    /// The recipient, read now (S3-8).
+    pub recipient: Recipient,
+    /// The topic's name.
+    pub topic: String,
+    /// The A/B variant, if the topic has it.
+    pub variant: Option<String>,
+    /// Rendered subject.
+    pub subject: String,
+    /// Rendered HTML body.
+    pub html: Option<String>,
+    /// Rendered text body.
+    pub text: Option<String>,
+    /// Unsubscribe headers (S3-18).
+    pub headers: Vec<(String, String)>,
+    /// Provider tags (topic, variant).
+    pub tags: Vec<(String, String)>,
+}
+
+/// What [`EmailHandler::prepare`] decided.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// Not delivered, with the reason (not entitled, suppressed, unsubscribed …).
+    Skip(String),
+    /// Deliver this.
+    Ready(Box<Notice>),
 }
 
 /// Sends email jobs.
@@ -110,7 +140,11 @@ impl EmailHandler {
         }
     }
 
-    async fn run(&self, job: &Job) -> Result<Outcome, Failure> {
+    /// Everything a notification needs before it is delivered on any channel: the
+    /// recipient, suppression, subscription and entitlement checks (a skip names the reason),
+    /// then the rendered templates. Shared by the `email` and `webhook` channels, so every
+    /// channel is checked the same way at send time (S3-7).
+    pub(crate) async fn prepare(&self, job: &Job) -> Result<Prepared, Failure> {
         let p = &job.payload;
         let field = |k: &str| p.get(k).and_then(|v| v.as_str()).map(str::to_string);
         let (Some(topic_name), Some(rid)) = (field("topic"), field("recipient_id")) else {
@@ -127,10 +161,10 @@ impl EmailHandler {
             .await
             .map_err(|e| store_err("recipient", e))?
         else {
-            return Ok(Outcome::Skipped("recipient_missing".into()));
+            return Ok(Prepared::Skip("recipient_missing".into()));
         };
         if r.state != RecipientState::Active {
-            return Ok(Outcome::Skipped("recipient_inactive".into()));
+            return Ok(Prepared::Skip("recipient_inactive".into()));
         }
         // Before the subscription: a suppression disables the address's subscriptions too
         // (S3-12), and the reason to report is the suppression.
@@ -141,7 +175,7 @@ impl EmailHandler {
             .map_err(|e| store_err("suppression list", e))?
             .is_some()
         {
-            return Ok(Outcome::Skipped("suppressed".into()));
+            return Ok(Prepared::Skip("suppressed".into()));
         }
         let sub = self
             .store
@@ -149,7 +183,7 @@ impl EmailHandler {
             .await
             .map_err(|e| store_err("subscription", e))?;
         if !sub.as_ref().is_some_and(|s| s.enabled) {
-            return Ok(Outcome::Skipped("unsubscribed".into()));
+            return Ok(Prepared::Skip("unsubscribed".into()));
         }
         let topic = self
             .store
@@ -167,7 +201,7 @@ impl EmailHandler {
                 "period_key": job.period_key, "job_id": job.id});
             match self.entitlement.ask(url, timeout, &q).await {
                 Entitlement::Yes => {}
-                Entitlement::No => return Ok(Outcome::Skipped("not_entitled".into())),
+                Entitlement::No => return Ok(Prepared::Skip("not_entitled".into())),
                 Entitlement::Unknown(f) => return Err(f),
             }
         }
@@ -195,7 +229,7 @@ impl EmailHandler {
                     Some(a) => json!({"name": a.name, "period_key": a.period_key,
                                       "content": a.content, "data": a.data}),
                     // Pruned since: the mail has nothing to carry.
-                    None => return Ok(Outcome::Skipped("artifact_missing".into())),
+                    None => return Ok(Prepared::Skip("artifact_missing".into())),
                 }
             }
             None => serde_json::Value::Null,
@@ -221,15 +255,34 @@ impl EmailHandler {
         if let Some(v) = &variant {
             tags.push(("variant".into(), v.clone()));
         }
+        Ok(Prepared::Ready(Box::new(Notice {
+            subject: render("subject", subject)?,
+            html: html.map(|h| render("html", h)).transpose()?,
+            text: text.map(|t| render("text", t)).transpose()?,
+            recipient: r,
+            topic: topic_name,
+            variant,
+            headers,
+            tags,
+        })))
+    }
+
+    async fn run(&self, job: &Job) -> Result<Outcome, Failure> {
+        let n = match self.prepare(job).await? {
+            Prepared::Skip(reason) => return Ok(Outcome::Skipped(reason)),
+            Prepared::Ready(n) => *n,
+        };
+        let r = &n.recipient;
+        let rid = r.id.clone();
         let msg = EmailMessage {
             id: job.id.clone(),
             from: self.cfg.from.clone(),
             to: r.email.clone(),
-            subject: render("subject", subject)?,
-            html: html.map(|h| render("html", h)).transpose()?,
-            text: text.map(|t| render("text", t)).transpose()?,
-            headers,
-            tags,
+            subject: n.subject,
+            html: n.html,
+            text: n.text,
+            headers: n.headers,
+            tags: n.tags,
         };
         let sent = self.transport.send(&msg).await;
         if sent.hard_bounce {

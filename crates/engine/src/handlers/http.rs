@@ -169,6 +169,7 @@ mod tests {
             schedule_id: Some("sch_1".into()),
             fire_at: Some(t),
             period_key: Some("2026-11-29".into()),
+            channel: None,
             dedupe_key: None,
             attempt: 2,
             retry: RetryPolicy::http_call(),

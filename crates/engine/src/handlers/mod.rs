@@ -3,6 +3,7 @@
 pub mod digest;
 pub mod email;
 pub mod http;
+pub mod notify;
 pub mod webhook;
 
 use crate::handler::HandlerRegistry;
@@ -65,10 +66,24 @@ pub fn register_digest(
 pub fn register_email(
     r: &mut HandlerRegistry,
     store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
     transport: kairos_channels::email::EmailTransport,
     config: email::EmailConfig,
 ) -> Result<(), kairos_channels::Error> {
-    let h = email::EmailHandler::new(store, transport, config)?;
-    r.register("email", Arc::new(h));
+    let allow_private_targets = config.allow_private_targets;
+    let h = Arc::new(email::EmailHandler::new(store.clone(), transport, config)?);
+    r.register("email", h.clone());
+    // The `webhook` channel of audience notifications shares the mail's checks and
+    // templates; plain webhook jobs keep their handler.
+    if let Some(plain) = r.get("webhook").cloned() {
+        let sender = WebhookSender::new(WebhookConfig {
+            allow_private_targets,
+            ..WebhookConfig::default()
+        })?;
+        r.register(
+            "webhook",
+            Arc::new(notify::WebhookChannel::new(plain, h, store, clock, sender)),
+        );
+    }
     Ok(())
 }

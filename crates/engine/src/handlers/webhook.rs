@@ -44,57 +44,78 @@ pub fn envelope(job: &Job) -> serde_json::Value {
     })
 }
 
+/// POST `body` to endpoint `ep_id`, signed, with `job_id` as `webhook-id`; a disabled
+/// endpoint skips, and a 410 disables it. Shared by plain webhook jobs and the `webhook`
+/// channel of audience notifications.
+pub(crate) async fn post_to_endpoint(
+    store: &dyn Store,
+    clock: &dyn Clock,
+    sender: &WebhookSender,
+    ep_id: &str,
+    job_id: &str,
+    now: chrono::DateTime<chrono::Utc>,
+    body: &[u8],
+) -> Outcome {
+    let ep = match store.endpoint_get(ep_id).await {
+        Ok(Some(ep)) => ep,
+        Ok(None) => {
+            return Outcome::Failed(Failure::permanent(format!(
+                "endpoint {ep_id} does not exist"
+            )));
+        }
+        Err(e) => {
+            return Outcome::Failed(Failure::transient(format!(
+                "reading the endpoint failed: {e}"
+            )));
+        }
+    };
+    if ep.disabled_at.is_some() {
+        return Outcome::Skipped("endpoint_disabled".into());
+    }
+    let secret = match WebhookSecret::parse(&ep.secret) {
+        Ok(s) => s,
+        Err(e) => {
+            return Outcome::Failed(Failure::permanent(format!(
+                "endpoint secret is not valid: {}",
+                e.reason()
+            )));
+        }
+    };
+    let outcome = sender.send(&ep.url, &secret, job_id, now, body).await;
+    if let Outcome::Failed(f) = &outcome
+        && f.disable_endpoint
+    {
+        let disable = EndpointDisable {
+            id: ep.id.clone(),
+            reason: "HTTP 410 Gone".into(),
+            now: clock.now(),
+        };
+        if let Err(e) = store.endpoint_disable(disable).await {
+            tracing::error!(endpoint_id = %ep.id, error = %e, "disabling the endpoint failed");
+        } else {
+            tracing::warn!(endpoint_id = %ep.id, "endpoint answered 410 Gone: disabled");
+        }
+    }
+    outcome
+}
+
 #[async_trait]
 impl Handler for WebhookHandler {
     async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome {
         let Some(ep_id) = &job.endpoint_id else {
             return Outcome::Failed(Failure::permanent("webhook job has no endpoint"));
         };
-        let ep = match self.store.endpoint_get(ep_id).await {
-            Ok(Some(ep)) => ep,
-            Ok(None) => {
-                return Outcome::Failed(Failure::permanent(format!(
-                    "endpoint {ep_id} does not exist"
-                )));
-            }
-            Err(e) => {
-                return Outcome::Failed(Failure::transient(format!(
-                    "reading the endpoint failed: {e}"
-                )));
-            }
-        };
-        if ep.disabled_at.is_some() {
-            return Outcome::Skipped("endpoint_disabled".into());
-        }
-        let secret = match WebhookSecret::parse(&ep.secret) {
-            Ok(s) => s,
-            Err(e) => {
-                return Outcome::Failed(Failure::permanent(format!(
-                    "endpoint secret is not valid: {}",
-                    e.reason()
-                )));
-            }
-        };
         let body = envelope(job).to_string();
-        let outcome = self
-            .sender
-            .send(&ep.url, &secret, &job.id, ctx.now, body.as_bytes())
-            .await;
-        if let Outcome::Failed(f) = &outcome
-            && f.disable_endpoint
-        {
-            let disable = EndpointDisable {
-                id: ep.id.clone(),
-                reason: "HTTP 410 Gone".into(),
-                now: self.clock.now(),
-            };
-            if let Err(e) = self.store.endpoint_disable(disable).await {
-                tracing::error!(endpoint_id = %ep.id, error = %e, "disabling the endpoint failed");
-            } else {
-                tracing::warn!(endpoint_id = %ep.id, "endpoint answered 410 Gone: disabled");
-            }
-        }
-        outcome
+        post_to_endpoint(
+            self.store.as_ref(),
+            self.clock.as_ref(),
+            &self.sender,
+            ep_id,
+            &job.id,
+            ctx.now,
+            body.as_bytes(),
+        )
+        .await
     }
 
     fn timeout(&self) -> Duration {

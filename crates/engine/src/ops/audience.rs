@@ -33,6 +33,10 @@ pub struct NewRecipient {
     /// `active` (default) or `disabled`.
     #[serde(default)]
     pub state: Option<String>,
+    /// The recipient's webhook (`{"url", "secret"}`), for subscriptions with the `webhook`
+    /// channel: each notification is POSTed there, signed (Standard Webhooks).
+    #[serde(default)]
+    pub webhook: Option<super::WebhookTarget>,
 }
 
 /// One A/B variant of a topic.
@@ -179,6 +183,12 @@ impl Kairos {
                 ));
             }
         };
+        if let Some(w) = &r.webhook {
+            // Checked here, stored later: a bulk upsert refuses a bad item before it stores
+            // any endpoint.
+            self.check_webhook_target(w)
+                .map_err(|e| e.under(field.trim_end_matches('.')))?;
+        }
         Ok(RecipientUpsert {
             id: id.to_string(),
             email,
@@ -186,8 +196,24 @@ impl Kairos {
             locale: r.locale,
             attributes,
             state,
+            endpoint_id: None,
             now,
         })
+    }
+
+    /// Store the webhook endpoint of a recipient's `webhook`, if it has one.
+    async fn recipient_endpoint(
+        &self,
+        field: &str,
+        w: Option<&super::WebhookTarget>,
+    ) -> Result<Option<String>, OpsError> {
+        match w {
+            None => Ok(None),
+            Some(w) => self
+                .endpoint_for(&JobKind::webhook(), Some(w))
+                .await
+                .map_err(|e| if field.is_empty() { e } else { e.under(field) }),
+        }
     }
 
     /// Create or replace a recipient.
@@ -195,7 +221,9 @@ impl Kairos {
         if r.id.as_deref().is_some_and(|b| b != id) {
             return Err(OpsError::invalid("id", "differs from the id in the path"));
         }
-        let p = self.recipient_params("", id, r, self.clock.now())?;
+        let webhook = r.webhook.clone();
+        let mut p = self.recipient_params("", id, r, self.clock.now())?;
+        p.endpoint_id = self.recipient_endpoint("", webhook.as_ref()).await?;
         Ok(self.store.recipient_upsert(p).await?)
     }
 
@@ -210,12 +238,21 @@ impl Kairos {
         }
         let now = self.clock.now();
         let mut ps = Vec::with_capacity(rs.len());
+        let mut webhooks = Vec::new();
         for (i, mut r) in rs.into_iter().enumerate() {
             let field = format!("recipients[{i}].");
             let id =
                 r.id.take()
                     .ok_or_else(|| OpsError::invalid(format!("{field}id"), "is required"))?;
+            if let Some(w) = r.webhook.clone() {
+                webhooks.push((i, w));
+            }
             ps.push(self.recipient_params(&field, &id, r, now)?);
+        }
+        for (i, w) in webhooks {
+            ps[i].endpoint_id = self
+                .recipient_endpoint(&format!("recipients[{i}]"), Some(&w))
+                .await?;
         }
         Ok(self.store.recipient_upsert_many(ps).await?)
     }

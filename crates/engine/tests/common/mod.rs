@@ -354,6 +354,7 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         start_at: None,
         timezone: None,
         kind: Some(kind.into()),
+        channels: None,
         webhook: None,
         payload: None,
         retry: None,

@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 /// One channel of an occurrence: job counts by state.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ChannelView {
-    /// The channel (job kind).
+    /// The channel's name (the job kind for jobs without a channel).
     pub channel: String,
     /// Jobs per state (`succeeded`, `skipped`, `dead`, `available`, …).
     pub states: BTreeMap<String, i64>,
@@ -51,6 +51,10 @@ pub struct OccurrenceView {
     pub status: String,
     /// Per channel.
     pub channels: Vec<ChannelView>,
+    /// The channels whose jobs failed (dead), on a `partial` occurrence (S0-7: `partial:
+    /// <channels>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_channels: Option<Vec<String>>,
 }
 
 /// Occurrences, newest first.
@@ -121,12 +125,20 @@ pub fn group(schedule_id: &str, counts: Vec<OccurrenceCount>) -> Vec<OccurrenceV
                 .iter()
                 .flat_map(|c| c.states.iter().map(|(k, v)| (k.as_str(), *v))),
         );
+        let failed_channels = (status == "partial").then(|| {
+            channels
+                .iter()
+                .filter(|c| c.states.get("dead").is_some_and(|n| *n > 0))
+                .map(|c| c.channel.clone())
+                .collect()
+        });
         out.push(OccurrenceView {
             schedule_id: schedule_id.to_string(),
             period_key: period,
             fire_at,
             status: status.into(),
             channels,
+            failed_channels,
         });
     }
     out

@@ -42,6 +42,9 @@ pub struct RecipientView {
     pub attributes: serde_json::Value,
     /// `active` or `disabled`.
     pub state: String,
+    /// The recipient's webhook endpoint (`ep_…`) for the `webhook` channel; its secret is
+    /// never returned.
+    pub webhook_endpoint_id: Option<String>,
     /// Created (RFC 3339).
     pub created_at: String,
     /// Last changed.
@@ -57,6 +60,7 @@ impl From<Recipient> for RecipientView {
             locale: r.locale,
             attributes: r.attributes,
             state: r.state.as_str().into(),
+            webhook_endpoint_id: r.endpoint_id,
             created_at: ts(r.created_at),
             updated_at: ts(r.updated_at),
         }
