@@ -8,7 +8,7 @@ use kairos_channels::signing::WebhookSecret;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::retry::RetrySpec;
 use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec, parse_timezone};
-use kairos_core::{Clock, Job, JobKind, JobState, RetryPolicy};
+use kairos_core::{Clock, JobKind, RetryPolicy};
 use kairos_store::*;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ mod channels;
 mod digest;
 mod http;
 mod inbound;
+mod jobs;
 
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
@@ -602,163 +603,6 @@ impl Kairos {
             fire_at,
             period_key,
         })
-    }
-
-    /// Enqueue a job. With an idempotency key that exists, returns the existing job and
-    /// `false`.
-    pub async fn job_enqueue(&self, req: NewJob) -> Result<(Job, bool), OpsError> {
-        let now = self.clock.now();
-        let kind = self.check_kind(req.kind.as_deref())?;
-        let run_at = match &req.run_at {
-            Some(s) => parse_instant("run_at", s)?,
-            None => now,
-        };
-        if let Some(k) = &req.idempotency_key
-            && (k.is_empty() || k.len() > MAX_KEY)
-        {
-            return Err(OpsError::invalid(
-                "idempotency_key",
-                format!("must be 1 to {MAX_KEY} characters"),
-            ));
-        }
-        let retry = match &req.retry {
-            Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
-            None => RetryPolicy::default_for_kind(kind.as_str()),
-        };
-        let payload = Self::job_payload(&kind, req.payload, &retry)?;
-        let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
-        let payload = self
-            .http_payload(&kind, req.http.as_ref(), payload, Some(&retry))
-            .await?;
-        let r = self
-            .store
-            .job_insert(JobInsert {
-                id: new_id(IdPrefix::Job, now),
-                kind,
-                payload,
-                endpoint_id,
-                schedule_id: None,
-                fire_at: None,
-                period_key: None,
-                channel: None,
-                // Namespaced so a user key can never collide with an expansion key.
-                dedupe_key: req.idempotency_key.as_ref().map(|k| format!("idem:{k}")),
-                retry,
-                run_at,
-                now,
-            })
-            .await?;
-        if r.created {
-            self.wake.notify_one();
-        }
-        Ok((r.job, r.created))
-    }
-
-    /// A job and its attempts.
-    pub async fn job_get(&self, id: &str) -> Result<(Job, Vec<Attempt>), OpsError> {
-        let job = self
-            .store
-            .job_get(id)
-            .await?
-            .ok_or_else(|| OpsError::not_found("job", id))?;
-        let attempts = self.store.attempt_list(id).await?;
-        Ok((job, attempts))
-    }
-
-    /// Jobs matching filters, newest first. `state` and `kind` are checked.
-    pub async fn job_list(
-        &self,
-        state: Option<&str>,
-        kind: Option<&str>,
-        schedule_id: Option<&str>,
-        before_id: Option<&str>,
-        limit: Option<i64>,
-    ) -> Result<Vec<Job>, OpsError> {
-        let state = state
-            .map(|s| {
-                JobState::parse_known(s).ok_or_else(|| {
-                    OpsError::invalid(
-                        "state",
-                        "must be one of available, running, succeeded, skipped, cancelled, dead",
-                    )
-                })
-            })
-            .transpose()?;
-        if let Some(l) = limit
-            && !(1..=1000).contains(&l)
-        {
-            return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
-        }
-        Ok(self
-            .store
-            .job_list(JobList {
-                state,
-                kind: kind.map(str::to_string),
-                schedule_id: schedule_id.map(str::to_string),
-                before_id: before_id.map(str::to_string),
-                limit,
-            })
-            .await?)
-    }
-
-    /// Run a job again now (replay a dead one, hurry a waiting one). A succeeded or running job
-    /// is a conflict: running it again would send twice.
-    pub async fn job_retry(&self, id: &str) -> Result<Job, OpsError> {
-        let job = self
-            .store
-            .job_retry(JobRetry {
-                id: id.to_string(),
-                now: self.clock.now(),
-            })
-            .await?
-            .ok_or_else(|| OpsError::not_found("job", id))?;
-        if job.state != JobState::Available {
-            return Err(OpsError::conflict(format!(
-                "job is {}; only dead, cancelled, skipped or waiting jobs can be retried",
-                job.state
-            )));
-        }
-        self.wake.notify_one();
-        Ok(job)
-    }
-
-    /// Ids of every dead job (of `kind`, if given), newest first: what "replay all" replays.
-    /// Pages through the list, so it is bounded by the number of dead jobs.
-    pub async fn dead_job_ids(&self, kind: Option<&str>) -> Result<Vec<String>, OpsError> {
-        const PAGE: i64 = 1000;
-        let mut ids = Vec::new();
-        let mut before: Option<String> = None;
-        loop {
-            let page = self
-                .job_list(Some("dead"), kind, None, before.as_deref(), Some(PAGE))
-                .await?;
-            let full = page.len() as i64 == PAGE;
-            before = page.last().map(|j| j.id.clone());
-            ids.extend(page.into_iter().map(|j| j.id));
-            if !full {
-                return Ok(ids);
-            }
-        }
-    }
-
-    /// Cancel a job that has not finished.
-    pub async fn job_cancel(&self, id: &str, reason: Option<String>) -> Result<Job, OpsError> {
-        let job = self
-            .store
-            .job_cancel(JobCancel {
-                id: id.to_string(),
-                reason: reason.unwrap_or_else(|| "cancelled by operator".into()),
-                now: self.clock.now(),
-            })
-            .await?
-            .ok_or_else(|| OpsError::not_found("job", id))?;
-        if job.state != JobState::Cancelled {
-            return Err(OpsError::conflict(format!(
-                "job is {} and cannot be cancelled",
-                job.state
-            )));
-        }
-        Ok(job)
     }
 }
 
