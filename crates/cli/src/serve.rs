@@ -37,7 +37,11 @@ pub fn init_logging(format: LogFormat) {
 }
 
 fn engine_config(cfg: &Config) -> EngineConfig {
-    let mut ec = EngineConfig::default().with_node(&cfg.node_name());
+    let node = cfg.node_name();
+    let mut ec = EngineConfig::default().with_node(&node);
+    // A node's id is kept across restarts (or configured), so its previous process's jobs
+    // are its own to take back at start; a `<hostname>-<pid>` id matches none.
+    ec.rescuer.restarted_node = Some(node);
     let lease = Duration::from_secs(cfg.lease_secs);
     let poll = Duration::from_millis(cfg.poll_interval_ms);
     ec.executor.concurrency = cfg.concurrency;

@@ -11,6 +11,7 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
 mod error;
+mod node;
 mod parse;
 mod token;
 
@@ -29,6 +30,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "api_token",
     "allow_private_targets",
     "node",
+    "node_id",
     "concurrency",
     "lease_secs",
     "webhook_timeout_secs",
@@ -142,9 +144,13 @@ pub struct Config {
     /// (`KAIROS_ALLOW_PRIVATE_TARGETS=1`).
     #[serde(deserialize_with = "flex_bool")]
     pub allow_private_targets: bool,
-    /// This node's name in leases and attempts (`KAIROS_NODE`, default `<hostname>-<pid>`).
+    /// This node's name in leases and attempts (`KAIROS_NODE`); see `node_id`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// This node's id in leases and attempts (`KAIROS_NODE_ID`, or `KAIROS_NODE`); default:
+    /// kept in `<data_dir>/node-id`, so a restarted node takes back its own jobs at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
     /// Jobs running at once (`KAIROS_CONCURRENCY`, default 100).
     pub concurrency: usize,
     /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it.
@@ -280,6 +286,7 @@ impl Default for Config {
             api_token: None,
             allow_private_targets: false,
             node: None,
+            node_id: None,
             concurrency: 100,
             lease_secs: 30,
             webhook_timeout_secs: 10,
@@ -482,10 +489,15 @@ impl Config {
                 "must not be empty (unset it to use a generated token)",
             ));
         }
-        if let Some(n) = &self.node
-            && (n.trim().is_empty() || n.len() > 200)
-        {
-            return Err(ConfigError::new("node", "must be 1 to 200 characters"));
+        for (field, value) in [("node", &self.node), ("node_id", &self.node_id)] {
+            if let Some(n) = value
+                && (n.trim().is_empty() || n.len() > 200 || n.chars().any(char::is_control))
+            {
+                return Err(ConfigError::new(
+                    field,
+                    "must be 1 to 200 characters, none of them control characters",
+                ));
+            }
         }
         if self.concurrency == 0 || self.concurrency > 100_000 {
             return Err(ConfigError::new(
@@ -589,18 +601,14 @@ impl Config {
         Ok(Database::Sqlite(PathBuf::from(path)))
     }
 
-    /// This node's name: `node`, else `<hostname>-<pid>`.
+    /// This node's id: `node_id`, else `node`, else the one kept in `<data_dir>/node-id`,
+    /// else (that file is held by another process or cannot be written) `<hostname>-<pid>`.
     pub fn node_name(&self) -> String {
-        if let Some(n) = &self.node {
+        if let Some(n) = self.node_id.as_ref().or(self.node.as_ref()) {
             return n.trim().to_string();
         }
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .map(|h| h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "kairos".into());
-        format!("{host}-{}", std::process::id())
+        node::persisted_node_id(&self.data_dir)
+            .unwrap_or_else(|| format!("{}-{}", node::hostname(), std::process::id()))
     }
 }
 
