@@ -61,6 +61,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
+    "email_timeout_secs",
     "smtp_url",
     "resend_api_url",
     "resend_api_key",
@@ -234,6 +235,10 @@ pub struct Config {
     /// How mail is sent (`KAIROS_EMAIL_TRANSPORT`): `file` (default: `.eml` files in
     /// `<data_dir>/outbox`), `smtp` or `resend` (seed 003).
     pub email_transport: String,
+    /// Timeout of one send through SMTP or Resend, in seconds (`KAIROS_EMAIL_TIMEOUT_SECS`,
+    /// default 10, as seed 000 gives every channel send; 1 to 300). A send that runs into it
+    /// is a transient failure, retried by the job's policy.
+    pub email_timeout_secs: u64,
     /// The SMTP server (`KAIROS_SMTP_URL`, `smtp://host:port`, `?tls=required` for STARTTLS,
     /// `smtps://` for TLS). Required for `smtp`. May hold credentials: never logged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -317,6 +322,7 @@ impl Default for Config {
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),
+            email_timeout_secs: 10,
             smtp_url: None,
             resend_api_url: None,
             resend_api_key: None,
@@ -414,6 +420,12 @@ impl Config {
     /// The email settings: a known transport with what it needs (seed 003).
     pub fn validate_email(&self) -> Result<(), ConfigError> {
         let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        if !(1..=300).contains(&self.email_timeout_secs) {
+            return Err(ConfigError::new(
+                "email_timeout_secs",
+                "must be between 1 and 300",
+            ));
+        }
         match self.email_transport.as_str() {
             "file" => {}
             "smtp" if set(&self.smtp_url) => {}
