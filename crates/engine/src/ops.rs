@@ -213,7 +213,8 @@ impl Kairos {
         &self.maintenance
     }
 
-    /// Accept webhook targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
+    /// Accept webhook, `http` and entitlement targets on private and loopback addresses
+    /// (`KAIROS_ALLOW_PRIVATE_TARGETS`).
     pub fn allow_private_targets(mut self, allow: bool) -> Self {
         self.allow_private_targets = allow;
         self

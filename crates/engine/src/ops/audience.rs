@@ -354,6 +354,14 @@ impl Kairos {
                     "must be an http:// or https:// URL",
                 ));
             }
+            // The same rule as a webhook's URL: it arrives through the API, so a private or
+            // loopback target needs the operator's allow (the send-time check is authoritative).
+            if !self.allow_private_targets && super::is_obviously_private(&url) {
+                return Err(OpsError::invalid(
+                    "entitlement_url",
+                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
+                ));
+            }
         }
         if let Some(ms) = t.entitlement_timeout_ms
             && !(1..=60_000).contains(&ms)
