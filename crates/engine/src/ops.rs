@@ -616,10 +616,5 @@ pub fn tz_of(s: &Schedule) -> Result<chrono_tz::Tz, OpsError> {
 /// no host). The send-time check resolves names and is authoritative; this catches the
 /// obvious cases when a target is saved, so the user hears about them at once.
 pub(crate) fn is_obviously_private(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-        Some(url::Host::Ipv6(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => true,
-    }
+    kairos_channels::ssrf::is_obviously_private(url)
 }
