@@ -1,5 +1,5 @@
-//! Input the API refuses (issue 12, finding 6): instants RFC 3339 cannot write back. Each
-//! error names the field.
+//! Input the API refuses (issue 12, finding 6): instants RFC 3339 cannot write back, and
+//! idempotency keys with control characters. Each error names the field.
 
 mod common;
 
@@ -58,4 +58,35 @@ async fn instants_past_year_9999_in_utc_are_refused_naming_the_field() {
         .await
         .unwrap();
     assert_eq!(j.run_at.to_rfc3339(), "9999-12-31T23:59:59+00:00");
+}
+
+#[tokio::test]
+async fn idempotency_keys_with_control_characters_are_refused() {
+    let h = harness().await;
+    for bad in [
+        "a\nb",
+        "tab\there",
+        "nul\0",
+        "esc\u{1b}[2J",
+        "del\u{7f}",
+        "",
+    ] {
+        let e = h
+            .kairos
+            .job_enqueue(job(None, Some(bad)))
+            .await
+            .unwrap_err();
+        assert_eq!(field_of(&e), "idempotency_key", "{bad:?}");
+    }
+    let long = "k".repeat(256);
+    let e = h
+        .kairos
+        .job_enqueue(job(None, Some(&long)))
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(&e), "idempotency_key");
+    h.kairos
+        .job_enqueue(job(None, Some("order-42 · ünïcode")))
+        .await
+        .unwrap();
 }
