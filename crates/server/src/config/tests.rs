@@ -115,6 +115,21 @@ fn errors_name_the_field_and_source() {
         assert!(e.reason.contains("not supported"), "{e}");
         Ok(())
     });
+    // Issue 12, finding 6: the password of a URL with an unknown scheme is never echoed.
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "KAIROS_DATABASE_URL",
+            "mysql://app:hunter2-secret@db.internal:3306/kairos?password=alsosecret",
+        );
+        let e = load().expect_err("mysql");
+        assert_eq!(e.field, "database_url");
+        let shown = e.to_string();
+        assert!(shown.contains("\"mysql\""), "{shown}");
+        for secret in ["hunter2-secret", "alsosecret", "app:", "db.internal"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        Ok(())
+    });
     Jail::expect_with(|jail| {
         jail.set_env("KAIROS_DATABASE_URL", "postgres://localhost/kairos");
         jail.set_env("KAIROS_DATABASE_SCHEMA", "Bad-Name");
