@@ -697,6 +697,76 @@ async fn private_entitlement_url_is_refused_at_save_and_never_called_at_send() {
     assert!(w.mails().is_empty());
 }
 
+/// Issue 12, finding 3: templates run under fuel and an output cap. Nested `range(10000)`
+/// loops are refused when the topic is saved (the error names the template), and a template
+/// whose output only grows past 1 MiB with a recipient's real data fails that job cleanly —
+/// a permanent failure naming the template, no mail — instead of building the mail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_over_fuel_is_refused_at_save_and_over_output_cap_fails_the_job() {
+    let w = world(t("2026-11-29T00:00:00Z"), None).await;
+    w.audience(1, vec![]).await;
+    let nested = "{% for i in range(10000) %}{% for j in range(10000) %}.{% endfor %}{% endfor %}";
+    let started = std::time::Instant::now();
+    let e = w
+        .kairos
+        .topic_put(
+            "weekly",
+            serde_json::from_value(serde_json::json!({"subject": "Hi", "html": nested})).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    match e.kind() {
+        kairos_engine::OpsErrorKind::Invalid { field, reason } => {
+            assert_eq!(field, "html");
+            assert!(reason.contains("steps to render"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Small in the sample, 20 × 60 KB with this recipient's attribute.
+    let repeat = "{% for i in range(20) %}{{ recipient.attributes.blob }}{% endfor %}";
+    w.kairos
+        .topic_put(
+            "weekly",
+            serde_json::from_value(serde_json::json!({"subject": "Hi", "text": repeat})).unwrap(),
+        )
+        .await
+        .unwrap();
+    w.kairos
+        .recipient_put_many(vec![NewRecipient {
+            id: Some("u00000".into()),
+            email: "user0@example.com".into(),
+            webhook: None,
+            timezone: None,
+            locale: None,
+            attributes: Some(serde_json::json!({"blob": "x".repeat(60_000)})),
+            state: None,
+        }])
+        .await
+        .unwrap();
+    let (job, _) = w
+        .kairos
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("email".into()),
+            payload: Some(serde_json::json!({"topic": "weekly", "recipient_id": "u00000"})),
+            idempotency_key: Some("too-big".into()),
+            retry: Some(serde_json::from_value(serde_json::json!({"max_attempts": 1})).unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    w.drain(w.clock.now()).await;
+    let dead = w.store.job_get(&job.id).await.unwrap().unwrap();
+    assert_eq!(dead.state, JobState::Dead, "{dead:?}");
+    let error = dead.last_error.as_deref().unwrap();
+    assert!(
+        error.starts_with("text:") && error.contains("more than 1048576 bytes"),
+        "{error}"
+    );
+    assert!(w.mails().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smtp_550_hard_bounce_suppresses_the_address_and_later_mails_are_skipped() {
     let sink_dir = tempfile::tempdir().unwrap();
