@@ -201,9 +201,10 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     init_logging(cfg.log_format);
     let (token, source) = api_token(&cfg)?;
     if source == TokenSource::Generated {
+        // The path, never the token: stderr ends up in journals and CI logs.
         eprintln!(
-            "kairos: generated an API token, saved in {} (shown only this once):\n\n    {token}\n\n\
-             Send it as `Authorization: Bearer <token>`.",
+            "kairos: generated an API token and saved it in {} (mode 0600); \
+             send it as `Authorization: Bearer <token>`.",
             cfg.data_dir.join(TOKEN_FILE).display()
         );
     }

@@ -128,10 +128,14 @@ async fn serve_generates_a_token_once_and_requires_it() {
         .trim()
         .to_string();
     assert!(token.starts_with("kairos_"));
+    // Issue 12, finding 6: the token file's path is printed, never the token.
+    let stderr = server.stderr();
     assert!(
-        server.stderr().contains(&token),
-        "printed once on first start"
+        stderr.contains("generated an API token")
+            && stderr.contains(&dir.path().join("api-token").display().to_string()),
+        "{stderr}"
     );
+    assert!(!stderr.contains(&token), "the token was printed: {stderr}");
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()

@@ -41,6 +41,8 @@ pub enum RetryDecision {
 }
 
 const MAX_ATTEMPTS_LIMIT: u32 = 100;
+/// The most delays one class may list (more could never be used: attempts are capped at 100).
+pub const MAX_DELAYS: usize = 100;
 const MAX_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 
 fn mins(n: u64) -> Duration {
@@ -127,6 +129,7 @@ impl RetryPolicy {
                     format!("must be between 1 and {MAX_ATTEMPTS_LIMIT}"),
                 ));
             }
+            check_delay_count(&format!("retry.{name}.delays"), c.delays.len())?;
             if c.max_attempts > 1 && c.delays.is_empty() {
                 return Err(Error::invalid(
                     format!("retry.{name}.delays"),
@@ -286,11 +289,23 @@ pub fn parse_duration(field: &str, s: &str) -> Result<Duration, Error> {
 }
 
 fn parse_delays(field: &str, delays: &[String]) -> Result<Vec<Duration>, Error> {
+    // Before parsing: a list of 100 000 delays is refused without reading it.
+    check_delay_count(field, delays.len())?;
     delays
         .iter()
         .enumerate()
         .map(|(i, d)| parse_duration(&format!("{field}[{i}]"), d))
         .collect()
+}
+
+fn check_delay_count(field: &str, n: usize) -> Result<(), Error> {
+    if n > MAX_DELAYS {
+        return Err(Error::invalid(
+            field,
+            format!("lists {n} delays; at most {MAX_DELAYS} are allowed"),
+        ));
+    }
+    Ok(())
 }
 
 fn format_delays(delays: &[Duration]) -> Vec<String> {
@@ -402,6 +417,42 @@ mod tests {
             RetryDecision::Dead
         );
         assert!(p.validate().is_ok());
+    }
+
+    /// Issue 12, finding 6: 100 000 delays were stored (1 MB per job); at most 100 now, and
+    /// the error names the list.
+    #[test]
+    fn delay_lists_are_capped_at_100() {
+        let base = RetryPolicy::notification();
+        let delays = |n: usize| Some(vec!["1s".to_string(); n]);
+        let ok = RetrySpec {
+            delays: delays(100),
+            max_attempts: Some(100),
+            ..Default::default()
+        };
+        assert_eq!(ok.to_policy(&base).unwrap().transient.delays.len(), 100);
+        let long = RetrySpec {
+            delays: delays(101),
+            ..Default::default()
+        };
+        let e = long.to_policy(&base).unwrap_err();
+        assert_eq!(e.field(), "retry.delays");
+        assert!(e.to_string().contains("at most 100"), "{e}");
+        let long_class = RetrySpec {
+            permanent: Some(ClassSpec {
+                delays: vec!["1s".to_string(); 100_000],
+                max_attempts: Some(3),
+            }),
+            ..Default::default()
+        };
+        let e = long_class.to_policy(&base).unwrap_err();
+        assert_eq!(e.field(), "retry.permanent.delays");
+        // A policy built in code is held to the same bound.
+        let built = RetryPolicy::uniform(vec![s(1); 101], 3);
+        assert_eq!(
+            built.validate().unwrap_err().field(),
+            "retry.transient.delays"
+        );
     }
 
     #[test]

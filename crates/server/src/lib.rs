@@ -113,5 +113,7 @@ pub fn app(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // Outside the body limit and every route: their plain-text errors become problems.
+        .layer(axum::middleware::from_fn(problem::plain_errors_as_problems))
         .with_state(state)
 }

@@ -287,6 +287,69 @@ async fn admin_dead_page_replays_all_matching_jobs() {
     }
 }
 
+/// Issue 12, finding 6: "replay all" was one unbounded loop inside a request. It replays at
+/// most 500 per request (in batches) and says when more remain; pressing again finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_replay_all_is_bounded_per_request_and_says_more_remain() {
+    use kairos_server::admin::jobs::REPLAY_ALL_MAX;
+    let mut ui = Ui::start().await;
+    let total = REPLAY_ALL_MAX + 3;
+    for i in 0..total {
+        ui.kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                // Nothing listens on port 1: refused at once, and with one attempt, dead.
+                webhook: Some(kairos_engine::ops::WebhookTarget {
+                    url: "http://127.0.0.1:1/hook".into(),
+                    secret: SECRET.into(),
+                }),
+                payload: Some(json!({"n": i})),
+                retry: Some(serde_json::from_value(json!({"max_attempts": 1})).expect("retry")),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+    }
+    for _ in 0..50 {
+        let r = ui
+            .engine
+            .executor()
+            .run_once(ui.clock.now())
+            .await
+            .expect("executor");
+        if r.claimed == 0 {
+            break;
+        }
+    }
+    let dead = |ui: &Ui| {
+        let k = ui.kairos.clone();
+        async move { k.dead_job_ids(None).await.expect("dead ids").len() }
+    };
+    assert_eq!(dead(&ui).await, total);
+    ui.login().await;
+    let csrf = Ui::csrf_of(&ui.get("/admin/dead").await);
+    let p = ui
+        .post_form("/admin/dead/replay", &[("csrf", &csrf), ("kind", "")])
+        .await;
+    assert_eq!(
+        p.location.as_deref(),
+        Some(format!("/admin/dead?replayed={REPLAY_ALL_MAX}&more=true").as_str())
+    );
+    assert_eq!(dead(&ui).await, 3);
+    let page = ui.get(p.location.as_deref().expect("location")).await;
+    assert!(page.body.contains("More dead jobs remain"), "{}", page.body);
+    let p = ui
+        .post_form("/admin/dead/replay", &[("csrf", &csrf), ("kind", "")])
+        .await;
+    assert_eq!(p.location.as_deref(), Some("/admin/dead?replayed=3"));
+    assert_eq!(dead(&ui).await, 0);
+    let page = ui.get("/admin/dead?replayed=3").await;
+    assert!(
+        !page.body.contains("More dead jobs remain"),
+        "{}",
+        page.body
+    );
+}
+
 #[tokio::test]
 async fn admin_schedules_show_next_five_firings_in_zone_and_utc_and_pause() {
     let mut ui = Ui::start().await;

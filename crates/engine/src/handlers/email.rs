@@ -250,17 +250,26 @@ impl EmailHandler {
             "unsubscribe_url": unsubscribe_url,
         }));
         let (subject, html, text) = pick_templates(&topic, variant.as_deref());
-        let render = |f: &str, src: &str| {
-            template::render(f, src, &ctx).map_err(|e| Failure::permanent(e.to_string()))
-        };
+        // Rendered on the blocking pool under the template limits (fuel, output size): a
+        // template is CPU work and must not stall the async workers.
+        let mut parts = vec![("subject".to_string(), subject.to_string())];
+        parts.extend(html.map(|h| ("html".to_string(), h.to_string())));
+        parts.extend(text.map(|t| ("text".to_string(), t.to_string())));
+        let mut rendered = template::render_blocking(parts, ctx)
+            .await
+            .map_err(|e| Failure::permanent(e.to_string()))?
+            .into_iter();
+        let subject = rendered.next().unwrap_or_default();
+        let html = html.and_then(|_| rendered.next());
+        let text = text.and_then(|_| rendered.next());
         let mut tags = vec![("topic".to_string(), topic_name.clone())];
         if let Some(v) = &variant {
             tags.push(("variant".into(), v.clone()));
         }
         Ok(Prepared::Ready(Box::new(Notice {
-            subject: render("subject", subject)?,
-            html: html.map(|h| render("html", h)).transpose()?,
-            text: text.map(|t| render("text", t)).transpose()?,
+            subject,
+            html,
+            text,
             recipient: r,
             topic: topic_name,
             variant,

@@ -594,10 +594,12 @@ impl Config {
         {
             Some(p) => p,
             None if url.contains("://") => {
+                // Only the scheme is shown: the rest may hold a user and password.
+                let scheme = url.split("://").next().unwrap_or_default();
                 return Err(ConfigError::new(
                     "database_url",
                     format!(
-                        "{url:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
+                        "the scheme {scheme:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
                     ),
                 ));
             }

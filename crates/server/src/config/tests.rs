@@ -93,6 +93,29 @@ fn email_transport_is_read_from_env_and_needs_its_settings() {
     });
 }
 
+/// Issue 12, finding 6: an unsubscribe secret signs every unsubscribe link; a short one is
+/// refused when the configuration is loaded, naming the setting (never showing the secret).
+#[test]
+fn unsubscribe_secret_needs_at_least_32_characters() {
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "KAIROS_UNSUBSCRIBE_SECRET",
+            "short-secret-31-characters-long",
+        );
+        let e = load().expect_err("31 characters");
+        assert_eq!(e.field, "unsubscribe_secret");
+        assert!(e.reason.contains("at least 32"), "{e}");
+        assert!(!e.to_string().contains("short-secret"), "{e}");
+        jail.set_env(
+            "KAIROS_UNSUBSCRIBE_SECRET",
+            "a-secret-of-exactly-32-chars-ok!",
+        );
+        let c = load().expect("32 characters");
+        assert!(c.unsubscribe_secret.is_some());
+        Ok(())
+    });
+}
+
 #[test]
 fn errors_name_the_field_and_source() {
     Jail::expect_with(|jail| {
@@ -113,6 +136,21 @@ fn errors_name_the_field_and_source() {
         let e = load().expect_err("mysql");
         assert_eq!(e.field, "database_url");
         assert!(e.reason.contains("not supported"), "{e}");
+        Ok(())
+    });
+    // Issue 12, finding 6: the password of a URL with an unknown scheme is never echoed.
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "KAIROS_DATABASE_URL",
+            "mysql://app:hunter2-secret@db.internal:3306/kairos?password=alsosecret",
+        );
+        let e = load().expect_err("mysql");
+        assert_eq!(e.field, "database_url");
+        let shown = e.to_string();
+        assert!(shown.contains("\"mysql\""), "{shown}");
+        for secret in ["hunter2-secret", "alsosecret", "app:", "db.internal"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
         Ok(())
     });
     Jail::expect_with(|jail| {

@@ -13,7 +13,8 @@ pub enum TokenSource {
     Config,
     /// Read from `<data_dir>/api-token`.
     File,
-    /// Generated now and saved to `<data_dir>/api-token`: show it once.
+    /// Generated now and saved to `<data_dir>/api-token`: tell the operator where (never the
+    /// token itself).
     Generated,
 }
 
