@@ -18,7 +18,7 @@ pub use error::ConfigError;
 use error::from_figment;
 pub use parse::parse_retention;
 use parse::{flex_bool, flex_duration, valid_schema};
-pub use token::{TokenSource, api_token, generate_token};
+pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
 pub const ENV_FIELDS: &[&str] = &[
@@ -135,7 +135,8 @@ pub struct Config {
     /// PostgreSQL only: the schema holding kairos's tables (`KAIROS_DATABASE_SCHEMA`, default
     /// `kairos`), so that kairos can share a database with the application.
     pub database_schema: String,
-    /// The API bearer token (`KAIROS_API_TOKEN`); default: generated into `<data_dir>/api-token`.
+    /// The API bearer token (`KAIROS_API_TOKEN`, at least 32 characters); default: generated
+    /// into `<data_dir>/api-token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
     /// Allow webhook targets on private and loopback addresses
@@ -474,13 +475,8 @@ impl Config {
             }
         }
         self.database()?;
-        if let Some(t) = &self.api_token
-            && t.trim().is_empty()
-        {
-            return Err(ConfigError::new(
-                "api_token",
-                "must not be empty (unset it to use a generated token)",
-            ));
+        if let Some(t) = &self.api_token {
+            token::check_length(t.trim(), "the configured token (KAIROS_API_TOKEN)")?;
         }
         if let Some(n) = &self.node
             && (n.trim().is_empty() || n.len() > 200)
@@ -587,6 +583,14 @@ impl Config {
             ));
         }
         Ok(Database::Sqlite(PathBuf::from(path)))
+    }
+
+    /// Whether browsers reach this node over https (`public_url` starts with `https://`): the
+    /// admin session cookie is then `Secure`.
+    pub fn public_url_is_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
     }
 
     /// This node's name: `node`, else `<hostname>-<pid>`.

@@ -220,3 +220,36 @@ fn token_is_generated_once_with_mode_0600() {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+#[test]
+fn an_api_token_shorter_than_32_characters_is_refused_naming_the_setting() {
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_API_TOKEN", "x");
+        let e = load().expect_err("one character");
+        assert_eq!(e.field, "api_token");
+        assert!(
+            e.reason.contains("KAIROS_API_TOKEN") && e.reason.contains("32"),
+            "{e}"
+        );
+        jail.set_env("KAIROS_API_TOKEN", "a".repeat(31));
+        assert_eq!(load().expect_err("31 characters").field, "api_token");
+        jail.set_env("KAIROS_API_TOKEN", "a".repeat(32));
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.api_token.as_deref().map(str::len), Some(32));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_short_token_file_is_refused_and_a_generated_token_is_long_enough() {
+    assert!(generate_token().chars().count() >= MIN_TOKEN_CHARS);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(TOKEN_FILE), "short\n").expect("write");
+    let cfg = Config {
+        data_dir: dir.path().to_path_buf(),
+        ..Config::default()
+    };
+    let e = api_token(&cfg).expect_err("a 5-character token file");
+    assert_eq!(e.field, "api_token");
+    assert!(e.reason.contains(TOKEN_FILE), "{e}");
+}
