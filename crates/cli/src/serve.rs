@@ -222,15 +222,11 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
     };
+    let limits = cfg.http_limits();
     let mut server = {
         let stop = cancel.clone();
         tokio::spawn(async move {
-            axum::serve(
-                listener,
-                app(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-            )
-            .with_graceful_shutdown(stop.cancelled_owned())
-            .await
+            kairos_server::http::serve(listener, app(state), limits, stop.cancelled_owned()).await
         })
     };
     tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "listening on http://{addr}");

@@ -19,6 +19,7 @@ pub mod admin;
 pub mod auth;
 pub mod config;
 pub mod headers;
+pub mod http;
 pub mod maintenance;
 pub mod monitoring;
 pub mod openapi;

@@ -70,6 +70,11 @@ pub const ENV_FIELDS: &[&str] = &[
     "inbound_secrets",
     "unsubscribe_old_secrets",
     "maintenance",
+    "http_header_timeout_secs",
+    "http_body_timeout_secs",
+    "http_request_timeout_secs",
+    "http_max_connections",
+    "http_max_requests",
 ];
 
 /// The name of the config file looked for in the data directory.
@@ -269,6 +274,19 @@ pub struct Config {
     /// and `/v1/*` answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` work.
     #[serde(deserialize_with = "flex_bool")]
     pub maintenance: bool,
+    /// Longest wait for a whole request head, in seconds (`KAIROS_HTTP_HEADER_TIMEOUT_SECS`,
+    /// default 10): slower clients and idle keep-alive connections are closed.
+    pub http_header_timeout_secs: u64,
+    /// Longest wait for a whole request body after its head, in seconds
+    /// (`KAIROS_HTTP_BODY_TIMEOUT_SECS`, default 15): then 408.
+    pub http_body_timeout_secs: u64,
+    /// Longest time for a whole request, in seconds (`KAIROS_HTTP_REQUEST_TIMEOUT_SECS`,
+    /// default 30): then 408.
+    pub http_request_timeout_secs: u64,
+    /// Most connections open at once (`KAIROS_HTTP_MAX_CONNECTIONS`, default 1024).
+    pub http_max_connections: usize,
+    /// Most requests in progress at once (`KAIROS_HTTP_MAX_REQUESTS`, default 512): then 503.
+    pub http_max_requests: usize,
 }
 
 impl Default for Config {
@@ -322,6 +340,11 @@ impl Default for Config {
             inbound_secrets: None,
             unsubscribe_old_secrets: None,
             maintenance: false,
+            http_header_timeout_secs: 10,
+            http_body_timeout_secs: 15,
+            http_request_timeout_secs: 30,
+            http_max_connections: 1024,
+            http_max_requests: 512,
         }
     }
 }
@@ -521,6 +544,26 @@ impl Config {
                 return Err(ConfigError::new(field, "must be between 1 and 600 seconds"));
             }
         }
+        for (field, secs) in [
+            ("http_header_timeout_secs", self.http_header_timeout_secs),
+            ("http_body_timeout_secs", self.http_body_timeout_secs),
+            ("http_request_timeout_secs", self.http_request_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&secs) {
+                return Err(ConfigError::new(
+                    field,
+                    "must be between 1 and 3600 seconds",
+                ));
+            }
+        }
+        for (field, n) in [
+            ("http_max_connections", self.http_max_connections),
+            ("http_max_requests", self.http_max_requests),
+        ] {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(ConfigError::new(field, "must be between 1 and 1000000"));
+            }
+        }
         for (field, url) in [
             ("gemini_api_url", &self.gemini_api_url),
             ("openai_api_url", &self.openai_api_url),
@@ -583,6 +626,18 @@ impl Config {
             ));
         }
         Ok(Database::Sqlite(PathBuf::from(path)))
+    }
+
+    /// The HTTP server's timeouts and caps (`KAIROS_HTTP_…`).
+    pub fn http_limits(&self) -> crate::http::HttpLimits {
+        use std::time::Duration;
+        crate::http::HttpLimits {
+            header_timeout: Duration::from_secs(self.http_header_timeout_secs),
+            body_timeout: Duration::from_secs(self.http_body_timeout_secs),
+            request_timeout: Duration::from_secs(self.http_request_timeout_secs),
+            max_connections: self.http_max_connections,
+            max_requests: self.http_max_requests,
+        }
     }
 
     /// Whether browsers reach this node over https (`public_url` starts with `https://`): the
