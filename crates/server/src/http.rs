@@ -79,7 +79,7 @@ pub async fn serve(
     limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let max_conns = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let max_conns = limits.max_connections.clamp(1, u32::MAX as usize);
     let guard = Arc::new(Guard {
         limits,
         requests: Arc::new(Semaphore::new(
