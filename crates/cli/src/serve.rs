@@ -218,7 +218,8 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let inbound = kairos_server::routes::hooks::InboundConfig::from_config(&cfg)?;
     let state = AppState::new(kairos.clone(), ApiToken::new(token))
         .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?)
-        .with_inbound(inbound);
+        .with_inbound(inbound)
+        .with_secure_cookies(cfg.public_url_is_https());
     let cancel = CancellationToken::new();
     let mut side_tasks = start_multi_node(&db, &engine, &cancel);
     side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
@@ -226,12 +227,11 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
     };
+    let limits = cfg.http_limits();
     let mut server = {
         let stop = cancel.clone();
         tokio::spawn(async move {
-            axum::serve(listener, app(state))
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
+            kairos_server::http::serve(listener, app(state), limits, stop.cancelled_owned()).await
         })
     };
     tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "listening on http://{addr}");

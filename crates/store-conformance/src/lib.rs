@@ -112,6 +112,7 @@ macro_rules! store_conformance {
             suppression_list_pages_and_remove_is_once,
             subscription_disable_is_idempotent,
             setting_put_get_and_clear,
+            admin_session_create_get_delete_and_prune,
         );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,

@@ -40,6 +40,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        16,
+        "admin_sessions",
+        include_str!("../migrations/0016_admin_sessions.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

@@ -441,4 +441,13 @@ impl Store for SqliteStore {
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
         self.setting_put_impl(p).await
     }
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
+        self.admin_session_create_impl(p).await
+    }
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
+        self.admin_session_get_impl(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
+        self.admin_session_delete_impl(id_hash).await
+    }
 }

@@ -14,6 +14,7 @@
 //! 3. completion: only the holder of the current lease token can record an outcome.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
 pub mod batch;
@@ -26,6 +27,7 @@ mod retention;
 mod slo;
 mod types;
 
+pub use admin::*;
 pub use artifacts::*;
 pub use audience::*;
 pub use error::{Error, ErrorKind, Result};
@@ -231,4 +233,13 @@ pub trait Store: Send + Sync + 'static {
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.
     async fn setting_put(&self, p: SettingPut) -> Result<()>;
+
+    // --- Admin sessions (issue 12).
+
+    /// Store an admin session, deleting expired ones in the same transaction.
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
+    /// An admin session by the hash of its id (expired or not: the caller compares).
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
+    /// End an admin session (logout); `false` if it did not exist.
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
 }

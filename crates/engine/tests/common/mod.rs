@@ -678,6 +678,21 @@ impl Store for CountingStore {
     async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
         self.inner.setting_put(p).await
     }
+    async fn admin_session_create(
+        &self,
+        p: kairos_store::AdminSessionCreate,
+    ) -> kairos_store::Result<()> {
+        self.inner.admin_session_create(p).await
+    }
+    async fn admin_session_get(
+        &self,
+        id_hash: &str,
+    ) -> kairos_store::Result<Option<kairos_store::AdminSession>> {
+        self.inner.admin_session_get(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
+        self.inner.admin_session_delete(id_hash).await
+    }
     async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
         self.inner.suppression_add(p).await
     }

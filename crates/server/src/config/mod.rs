@@ -19,7 +19,7 @@ pub use error::ConfigError;
 use error::from_figment;
 pub use parse::parse_retention;
 use parse::{flex_bool, flex_duration, valid_schema};
-pub use token::{TokenSource, api_token, generate_token};
+pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
 pub const ENV_FIELDS: &[&str] = &[
@@ -73,6 +73,11 @@ pub const ENV_FIELDS: &[&str] = &[
     "inbound_secrets",
     "unsubscribe_old_secrets",
     "maintenance",
+    "http_header_timeout_secs",
+    "http_body_timeout_secs",
+    "http_request_timeout_secs",
+    "http_max_connections",
+    "http_max_requests",
 ];
 
 /// The name of the config file looked for in the data directory.
@@ -138,7 +143,8 @@ pub struct Config {
     /// PostgreSQL only: the schema holding kairos's tables (`KAIROS_DATABASE_SCHEMA`, default
     /// `kairos`), so that kairos can share a database with the application.
     pub database_schema: String,
-    /// The API bearer token (`KAIROS_API_TOKEN`); default: generated into `<data_dir>/api-token`.
+    /// The API bearer token (`KAIROS_API_TOKEN`, at least 32 characters); default: generated
+    /// into `<data_dir>/api-token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
     /// Allow webhook targets on private and loopback addresses
@@ -279,6 +285,19 @@ pub struct Config {
     /// and `/v1/*` answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` work.
     #[serde(deserialize_with = "flex_bool")]
     pub maintenance: bool,
+    /// Longest wait for a whole request head, in seconds (`KAIROS_HTTP_HEADER_TIMEOUT_SECS`,
+    /// default 10): slower clients and idle keep-alive connections are closed.
+    pub http_header_timeout_secs: u64,
+    /// Longest wait for a whole request body after its head, in seconds
+    /// (`KAIROS_HTTP_BODY_TIMEOUT_SECS`, default 15): then 408.
+    pub http_body_timeout_secs: u64,
+    /// Longest time for a whole request, in seconds (`KAIROS_HTTP_REQUEST_TIMEOUT_SECS`,
+    /// default 30): then 408.
+    pub http_request_timeout_secs: u64,
+    /// Most connections open at once (`KAIROS_HTTP_MAX_CONNECTIONS`, default 1024).
+    pub http_max_connections: usize,
+    /// Most requests in progress at once (`KAIROS_HTTP_MAX_REQUESTS`, default 512): then 503.
+    pub http_max_requests: usize,
 }
 
 impl Default for Config {
@@ -334,6 +353,11 @@ impl Default for Config {
             inbound_secrets: None,
             unsubscribe_old_secrets: None,
             maintenance: false,
+            http_header_timeout_secs: 10,
+            http_body_timeout_secs: 15,
+            http_request_timeout_secs: 30,
+            http_max_connections: 1024,
+            http_max_requests: 512,
         }
     }
 }
@@ -493,13 +517,8 @@ impl Config {
             }
         }
         self.database()?;
-        if let Some(t) = &self.api_token
-            && t.trim().is_empty()
-        {
-            return Err(ConfigError::new(
-                "api_token",
-                "must not be empty (unset it to use a generated token)",
-            ));
+        if let Some(t) = &self.api_token {
+            token::check_length(t.trim(), "the configured token (KAIROS_API_TOKEN)")?;
         }
         for (field, value) in [("node", &self.node), ("node_id", &self.node_id)] {
             if let Some(n) = value
@@ -547,6 +566,26 @@ impl Config {
         ] {
             if !(1..=600).contains(&secs) {
                 return Err(ConfigError::new(field, "must be between 1 and 600 seconds"));
+            }
+        }
+        for (field, secs) in [
+            ("http_header_timeout_secs", self.http_header_timeout_secs),
+            ("http_body_timeout_secs", self.http_body_timeout_secs),
+            ("http_request_timeout_secs", self.http_request_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&secs) {
+                return Err(ConfigError::new(
+                    field,
+                    "must be between 1 and 3600 seconds",
+                ));
+            }
+        }
+        for (field, n) in [
+            ("http_max_connections", self.http_max_connections),
+            ("http_max_requests", self.http_max_requests),
+        ] {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(ConfigError::new(field, "must be between 1 and 1000000"));
             }
         }
         for (field, url) in [
@@ -613,6 +652,26 @@ impl Config {
             ));
         }
         Ok(Database::Sqlite(PathBuf::from(path)))
+    }
+
+    /// The HTTP server's timeouts and caps (`KAIROS_HTTP_…`).
+    pub fn http_limits(&self) -> crate::http::HttpLimits {
+        use std::time::Duration;
+        crate::http::HttpLimits {
+            header_timeout: Duration::from_secs(self.http_header_timeout_secs),
+            body_timeout: Duration::from_secs(self.http_body_timeout_secs),
+            request_timeout: Duration::from_secs(self.http_request_timeout_secs),
+            max_connections: self.http_max_connections,
+            max_requests: self.http_max_requests,
+        }
+    }
+
+    /// Whether browsers reach this node over https (`public_url` starts with `https://`): the
+    /// admin session cookie is then `Secure`.
+    pub fn public_url_is_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
     }
 
     /// This node's id: `node_id`, else `node`, else the one kept in `<data_dir>/node-id`,

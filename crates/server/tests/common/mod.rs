@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Clock, ManualClock};
 use kairos_engine::handlers::default_registry;
 use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::http::HttpLimits;
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
@@ -43,6 +44,20 @@ impl TestApp {
         token: &str,
         state: impl FnOnce(AppState) -> AppState,
     ) -> TestApp {
+        Self::start_full(t0, token, state, HttpLimits::default()).await
+    }
+
+    /// [`TestApp::start`] with the HTTP server's `limits` (timeouts, caps).
+    pub async fn start_with_limits(t0: DateTime<Utc>, token: &str, limits: HttpLimits) -> TestApp {
+        Self::start_full(t0, token, |s| s, limits).await
+    }
+
+    async fn start_full(
+        t0: DateTime<Utc>,
+        token: &str,
+        state: impl FnOnce(AppState) -> AppState,
+        limits: HttpLimits,
+    ) -> TestApp {
         init_crypto();
         let dir = tempfile::tempdir().expect("tempdir");
         let store: Arc<dyn Store> = Arc::new(
@@ -74,7 +89,8 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
+            let _ =
+                kairos_server::http::serve(listener, router, limits, std::future::pending()).await;
         });
         TestApp {
             base: format!("http://{addr}"),
