@@ -40,6 +40,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        12,
+        "slo_dead_runs",
+        include_str!("../migrations/0012_slo_dead_runs.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

@@ -35,6 +35,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        12,
+        "slo_dead_runs",
+        include_str!("../migrations/0012_slo_dead_runs.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {
