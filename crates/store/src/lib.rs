@@ -118,6 +118,9 @@ pub trait Store: Send + Sync + 'static {
     /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
     /// failure rate, S3-15).
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
+    /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
     /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
     /// ascending: the firings materialized (missed firings, S4-10).
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;

@@ -494,6 +494,12 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_finished(p).await
     }
+    async fn job_dead_scheduled(
+        &self,
+        p: kairos_store::JobDeadScheduled,
+    ) -> kairos_store::Result<Vec<kairos_store::DeadScheduledRun>> {
+        self.inner.job_dead_scheduled(p).await
+    }
     async fn schedule_fire_times(
         &self,
         p: kairos_store::ScheduleFireTimes,

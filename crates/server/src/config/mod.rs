@@ -17,8 +17,8 @@ mod token;
 
 pub use error::ConfigError;
 use error::from_figment;
-pub use parse::parse_retention;
 use parse::{flex_bool, flex_duration, valid_schema};
+pub use parse::{parse_retention, parse_window};
 pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
@@ -58,6 +58,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "slo_missed_window_secs",
     "slo_missed_grace_secs",
     "slo_disabled",
+    "slo_dead_runs_window",
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
@@ -232,6 +233,10 @@ pub struct Config {
     pub slo_missed_grace_secs: u64,
     /// Checks turned off, comma-separated (`KAIROS_SLO_DISABLED`, e.g. `missed_firings`).
     pub slo_disabled: String,
+    /// A schedule's job that died this recently is a `dead_runs` warning
+    /// (`KAIROS_SLO_DEAD_RUNS_WINDOW`, default `24h`; a bare number is seconds).
+    #[serde(deserialize_with = "flex_duration")]
+    pub slo_dead_runs_window: String,
     /// Where SLO warnings and recoveries are posted (`KAIROS_ALERT_WEBHOOK_URL`; none: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert_webhook_url: Option<String>,
@@ -338,6 +343,7 @@ impl Default for Config {
             slo_missed_window_secs: 86_400,
             slo_missed_grace_secs: 300,
             slo_disabled: String::new(),
+            slo_dead_runs_window: "24h".into(),
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),
@@ -495,6 +501,7 @@ impl Config {
         self.retention()?;
         self.retention_artifacts()?;
         self.retention_events()?;
+        parse_window("slo_dead_runs_window", &self.slo_dead_runs_window)?;
         self.validate_email()?;
         crate::routes::hooks::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {

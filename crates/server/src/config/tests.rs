@@ -312,6 +312,29 @@ fn http_limits_come_from_the_environment_and_are_bounded() {
         jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");
         jail.set_env("KAIROS_HTTP_MAX_REQUESTS", "0");
         assert_eq!(load().expect_err("zero").field, "http_max_requests");
+
+/// The SLO monitor's windows from the environment: durations or seconds, bad values named.
+#[test]
+fn slo_windows_come_from_the_environment() {
+    Jail::expect_with(|jail| {
+        let m = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(m.dead_runs_window, std::time::Duration::from_secs(86_400));
+        jail.set_env("KAIROS_SLO_DEAD_RUNS_WINDOW", "6h");
+        let m = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(m.dead_runs_window, std::time::Duration::from_secs(6 * 3600));
+        jail.set_env("KAIROS_SLO_DEAD_RUNS_WINDOW", "7200");
+        let m = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(m.dead_runs_window, std::time::Duration::from_secs(7200));
+        jail.set_env("KAIROS_SLO_DEAD_RUNS_WINDOW", "0");
+        assert_eq!(load().expect_err("zero").field, "slo_dead_runs_window");
+        jail.set_env("KAIROS_SLO_DEAD_RUNS_WINDOW", "a while");
+        assert_eq!(
+            load().expect_err("not a duration").field,
+            "slo_dead_runs_window"
+        );
         Ok(())
     });
 }
