@@ -42,6 +42,8 @@
 
 mod artifacts;
 mod audience;
+mod bulk;
+mod erasure;
 mod http_targets;
 mod inbound;
 mod jobs;
@@ -69,6 +71,8 @@ use std::time::Duration;
 pub struct PostgresStore {
     pool: PgPool,
     schema: String,
+    /// The erasure key, once read (`erasure.rs`).
+    keys: std::sync::Arc<kairos_store::KeyCache>,
 }
 
 impl PostgresStore {
@@ -97,6 +101,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             schema: schema.to_string(),
+            keys: Default::default(),
         };
         migrate::run(&store.pool, &store.schema).await?;
         Ok(store)

@@ -40,6 +40,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        14,
+        "erasure",
+        include_str!("../migrations/0014_erasure.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

@@ -35,6 +35,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        14,
+        "erasure",
+        include_str!("../migrations/0014_erasure.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {
