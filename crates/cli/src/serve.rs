@@ -107,6 +107,7 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
     engine = engine.with_maintenance(maintenance.clone());
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
         .allow_private_targets(cfg.allow_private_targets)
+        .with_outbox(cfg.data_dir.join("outbox"))
         .with_maintenance(maintenance);
     Ok((db, engine, kairos))
 }

@@ -17,7 +17,9 @@
 
 pub mod artifacts;
 pub mod audience;
+pub mod bulk;
 pub mod channels;
+pub mod erasure;
 pub mod fixtures;
 pub mod inbound;
 pub mod jobs;
@@ -69,6 +71,17 @@ macro_rules! store_conformance {
             job_retry_refuses_succeeded_job,
             job_list_filters_by_state_kind_and_schedule,
             job_next_run_at_and_counts,
+        );
+        $crate::store_conformance!(@bulk $factory;
+            job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
+            job_bulk_filters_each_narrow_and_combine,
+            job_bulk_cancel_by_ids_ignores_unknown_and_finished,
+            job_bulk_retry_requeues_dead_and_cancelled_only,
+        );
+        $crate::store_conformance!(@erasure $factory;
+            recipient_erase_keeps_only_a_keyed_hash_of_the_address,
+            recipient_erase_creates_the_key_once,
+            topic_and_subscription_delete,
         );
         $crate::store_conformance!(@retention $factory;
             job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches,
@@ -177,6 +190,24 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::search::$name(store).await;
+            }
+        )*
+    };
+    (@bulk $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::bulk::$name(store).await;
+            }
+        )*
+    };
+    (@erasure $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::erasure::$name(store).await;
             }
         )*
     };
