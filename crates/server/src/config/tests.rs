@@ -312,6 +312,9 @@ fn http_limits_come_from_the_environment_and_are_bounded() {
         jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");
         jail.set_env("KAIROS_HTTP_MAX_REQUESTS", "0");
         assert_eq!(load().expect_err("zero").field, "http_max_requests");
+        Ok(())
+    });
+}
 
 /// The SLO monitor's windows from the environment: durations or seconds, bad values named.
 #[test]

@@ -129,8 +129,17 @@ impl TestApp {
         email: bool,
         state: impl FnOnce(AppState) -> AppState,
     ) -> TestApp {
-        Self::start_on_full(t0, token, store, dir, guard, email, state, HttpLimits::default())
-            .await
+        Self::start_on_full(
+            t0,
+            token,
+            store,
+            dir,
+            guard,
+            email,
+            state,
+            HttpLimits::default(),
+        )
+        .await
     }
 
     /// [`TestApp::start_on`] with the HTTP server's `limits`.
