@@ -40,6 +40,7 @@
 //! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
 mod bulk;

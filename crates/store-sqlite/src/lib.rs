@@ -34,6 +34,7 @@
 //! `webhook-id`.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
 mod bulk;

@@ -308,6 +308,9 @@ impl Store for SqliteStore {
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
         self.job_count_finished_impl(p).await
     }
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
+        self.job_dead_scheduled_impl(p).await
+    }
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         self.schedule_fire_times_impl(p).await
     }
@@ -455,5 +458,14 @@ impl Store for SqliteStore {
     }
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
         self.setting_put_impl(p).await
+    }
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
+        self.admin_session_create_impl(p).await
+    }
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
+        self.admin_session_get_impl(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
+        self.admin_session_delete_impl(id_hash).await
     }
 }

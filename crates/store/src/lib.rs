@@ -14,6 +14,7 @@
 //! 3. completion: only the holder of the current lease token can record an outcome.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
 pub mod batch;
@@ -28,6 +29,7 @@ mod retention;
 mod slo;
 mod types;
 
+pub use admin::*;
 pub use artifacts::*;
 pub use audience::*;
 pub use bulk::*;
@@ -128,6 +130,9 @@ pub trait Store: Send + Sync + 'static {
     /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
     /// failure rate, S3-15).
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
+    /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
     /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
     /// ascending: the firings materialized (missed firings, S4-10).
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;
@@ -257,4 +262,13 @@ pub trait Store: Send + Sync + 'static {
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.
     async fn setting_put(&self, p: SettingPut) -> Result<()>;
+
+    // --- Admin sessions (issue 12).
+
+    /// Store an admin session, deleting expired ones in the same transaction.
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
+    /// An admin session by the hash of its id (expired or not: the caller compares).
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
+    /// End an admin session (logout); `false` if it did not exist.
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
 }

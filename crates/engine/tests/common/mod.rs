@@ -521,6 +521,12 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_finished(p).await
     }
+    async fn job_dead_scheduled(
+        &self,
+        p: kairos_store::JobDeadScheduled,
+    ) -> kairos_store::Result<Vec<kairos_store::DeadScheduledRun>> {
+        self.inner.job_dead_scheduled(p).await
+    }
     async fn schedule_fire_times(
         &self,
         p: kairos_store::ScheduleFireTimes,
@@ -704,6 +710,21 @@ impl Store for CountingStore {
     }
     async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
         self.inner.setting_put(p).await
+    }
+    async fn admin_session_create(
+        &self,
+        p: kairos_store::AdminSessionCreate,
+    ) -> kairos_store::Result<()> {
+        self.inner.admin_session_create(p).await
+    }
+    async fn admin_session_get(
+        &self,
+        id_hash: &str,
+    ) -> kairos_store::Result<Option<kairos_store::AdminSession>> {
+        self.inner.admin_session_get(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
+        self.inner.admin_session_delete(id_hash).await
     }
     async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
         self.inner.suppression_add(p).await

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Clock, ManualClock};
 use kairos_engine::handlers::default_registry;
 use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::http::HttpLimits;
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
@@ -50,13 +51,28 @@ impl TestApp {
         token: &str,
         state: impl FnOnce(AppState) -> AppState,
     ) -> TestApp {
+        Self::start_full(t0, token, state, HttpLimits::default()).await
+    }
+
+    /// [`TestApp::start`] with the HTTP server's `limits` (timeouts, caps).
+    pub async fn start_with_limits(t0: DateTime<Utc>, token: &str, limits: HttpLimits) -> TestApp {
+        Self::start_full(t0, token, |s| s, limits).await
+    }
+
+    async fn start_full(
+        t0: DateTime<Utc>,
+        token: &str,
+        state: impl FnOnce(AppState) -> AppState,
+        limits: HttpLimits,
+    ) -> TestApp {
+        init_crypto();
         let dir = tempfile::tempdir().expect("tempdir");
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open(&dir.path().join("kairos.db"))
                 .await
                 .expect("open store"),
         );
-        Self::start_on(t0, token, store, dir, None, false, state).await
+        Self::start_on_full(t0, token, store, dir, None, false, state, limits).await
     }
 
     /// The app with the `email` kind on the `file` transport (`<dir>/outbox`), on SQLite or
@@ -113,6 +129,31 @@ impl TestApp {
         email: bool,
         state: impl FnOnce(AppState) -> AppState,
     ) -> TestApp {
+        Self::start_on_full(
+            t0,
+            token,
+            store,
+            dir,
+            guard,
+            email,
+            state,
+            HttpLimits::default(),
+        )
+        .await
+    }
+
+    /// [`TestApp::start_on`] with the HTTP server's `limits`.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_on_full(
+        t0: DateTime<Utc>,
+        token: &str,
+        store: Arc<dyn Store>,
+        dir: TempDir,
+        guard: Option<Box<dyn std::any::Any + Send>>,
+        email: bool,
+        state: impl FnOnce(AppState) -> AppState,
+        limits: HttpLimits,
+    ) -> TestApp {
         init_crypto();
         let clock = Arc::new(ManualClock::new(t0));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
@@ -156,7 +197,8 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
+            let _ =
+                kairos_server::http::serve(listener, router, limits, std::future::pending()).await;
         });
         TestApp {
             base: format!("http://{addr}"),
