@@ -417,6 +417,7 @@ impl Kairos {
             .map(|r| r.to_policy(&RetryPolicy::default_for_kind(kind.as_str())))
             .transpose()?;
         let payload = Self::kind_payload(&kind, req.digest.as_ref(), req.payload, retry.as_ref())?;
+        self.check_digest_feeds(&kind, &payload, "digest")?;
         let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
         let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
         if !catch_up.is_empty() && kind.as_str() == "email" {

@@ -18,6 +18,34 @@ fn check_digest_budget(retry: &RetryPolicy) -> Result<(), OpsError> {
 }
 
 impl Kairos {
+    /// Refuse feed URLs of a digest `payload` that plainly target a private or loopback
+    /// address, unless private targets are allowed — the save-time check webhook URLs get
+    /// (the send-time guard resolves names and is authoritative). `prefix` is the field the
+    /// definition came in (`digest`, `payload`).
+    pub(super) fn check_digest_feeds(
+        &self,
+        kind: &JobKind,
+        payload: &serde_json::Value,
+        prefix: &str,
+    ) -> Result<(), OpsError> {
+        if kind.as_str() != "digest" || self.allow_private_targets {
+            return Ok(());
+        }
+        let feeds = payload.get("feeds").and_then(|f| f.as_array());
+        for (i, f) in feeds.into_iter().flatten().enumerate() {
+            let Some(url) = f.as_str().and_then(|u| url::Url::parse(u).ok()) else {
+                continue;
+            };
+            if super::is_obviously_private(&url) {
+                return Err(OpsError::invalid(
+                    format!("{prefix}.feeds[{i}]"),
+                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
     /// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
     pub(super) fn kind_payload(
