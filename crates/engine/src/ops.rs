@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 mod audience;
 mod channels;
 mod digest;
+mod endpoints;
 mod http;
 mod inbound;
 mod jobs;

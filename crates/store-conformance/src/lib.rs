@@ -64,6 +64,7 @@ macro_rules! store_conformance {
             schedule_fire_finishes_one_shot,
             schedule_next_fire_at_ignores_paused,
             endpoint_upsert_reuses_and_disable_records,
+            endpoint_list_enable_and_last_failure,
         );
         $crate::store_conformance!(@channels $factory;
             schedule_channels_roundtrip_and_replace,

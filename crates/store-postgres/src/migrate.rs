@@ -45,6 +45,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "slo_dead_runs",
         include_str!("../migrations/0012_slo_dead_runs.sql"),
     ),
+    (
+        13,
+        "endpoint_failures",
+        include_str!("../migrations/0013_endpoint_failures.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

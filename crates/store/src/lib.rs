@@ -53,6 +53,13 @@ pub trait Store: Send + Sync + 'static {
     async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>>;
     /// Disable an endpoint (HTTP 410); later jobs to it are skipped.
     async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()>;
+    /// Endpoints by id after `after`, optionally only disabled (or only enabled) ones.
+    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>>;
+    /// Enable an endpoint again (clear `disabled_at` and its reason); `None` if it does not
+    /// exist. Jobs skipped while it was disabled stay skipped.
+    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>>;
+    /// Record the latest failed send to an endpoint; an unknown id changes nothing.
+    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()>;
 
     /// Create a schedule.
     async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule>;
