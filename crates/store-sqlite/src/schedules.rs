@@ -346,6 +346,9 @@ impl Store for SqliteStore {
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
         self.job_dead_scheduled_impl(p).await
     }
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
+        self.job_count_decided_impl(p).await
+    }
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         self.schedule_fire_times_impl(p).await
     }

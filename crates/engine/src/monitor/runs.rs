@@ -5,11 +5,17 @@
 //! - `dead_runs`: one warning per schedule with a job that ended `dead` in the window. Only
 //!   warnings are listed: a schedule without a dead job has no entry, and when its dead jobs
 //!   leave the window (or are replayed) the warning clears.
+//! - `skip_rate`: one warning per schedule (or topic, for jobs enqueued without a schedule)
+//!   when more than half of its decided jobs in the window — succeeded, skipped, dead — were
+//!   skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
+//!   outcomes and stay out of the failure rate (S3-15), so a topic whose entitlement URL is
+//!   wrong (every recipient `not_entitled`) would otherwise look healthy.
 
 use super::checks::{dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
-use kairos_store::{JobDeadScheduled, Store};
+use kairos_store::{JobCountDecided, JobDeadScheduled, Store};
+use std::collections::BTreeMap;
 
 /// Longest last error quoted in a message.
 const MAX_ERROR_CHARS: usize = 300;
@@ -73,4 +79,78 @@ pub(super) async fn dead_runs(
             c
         })
         .collect())
+}
+
+/// Decided jobs of one schedule or topic: the total, and the skips per reason.
+#[derive(Default)]
+struct Decided {
+    total: i64,
+    skipped: BTreeMap<String, i64>,
+}
+
+/// Schedules (and topics of jobs without a schedule) most of whose decided jobs in the window
+/// were skipped for one reason.
+pub(super) async fn skip_rate(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let rows = store
+        .job_count_decided(JobCountDecided {
+            since: now - dur(cfg.skip_window),
+            until: now + chrono::Duration::milliseconds(1),
+        })
+        .await?;
+    // (is a schedule, subject) -> counts
+    let mut by_subject: BTreeMap<(bool, String), Decided> = BTreeMap::new();
+    for r in rows {
+        let key = match (r.schedule_id, r.topic) {
+            (Some(s), _) => (true, s),
+            (None, Some(t)) => (false, t),
+            (None, None) => continue,
+        };
+        let d = by_subject.entry(key).or_default();
+        d.total += r.count;
+        if r.state == "skipped" {
+            let reason = r.reason.unwrap_or_else(|| "(no reason)".to_string());
+            *d.skipped.entry(reason).or_default() += r.count;
+        }
+    }
+    let mut out = Vec::new();
+    for ((is_schedule, subject), d) in by_subject {
+        let Some((reason, skipped)) = d
+            .skipped
+            .iter()
+            .filter(|(reason, _)| !cfg.skip_ignore.iter().any(|i| i == *reason))
+            .max_by_key(|(_, n)| **n)
+            .map(|(r, n)| (r.clone(), *n))
+        else {
+            continue;
+        };
+        if (skipped as u64) < cfg.skip_min || skipped * 2 <= d.total {
+            continue;
+        }
+        let what = if is_schedule {
+            match store.schedule_get(&subject).await? {
+                Some(s) => format!("schedule {:?}", s.name),
+                None => format!("schedule {subject} (deleted)"),
+            }
+        } else {
+            format!("topic {subject:?}")
+        };
+        let rate = skipped as f64 / d.total as f64;
+        // The reason first: it is what the operator has to fix.
+        let text = format!(
+            "{reason}: {skipped} of {} decided jobs of {what} in the last {} were skipped for this reason ({:.0}%)",
+            d.total,
+            human(cfg.skip_window),
+            rate * 100.0
+        );
+        let mut c = CheckResult::new(names::SKIP_RATE, Some(subject), CheckStatus::Warning, text);
+        c.value = Some(rate);
+        c.threshold = Some(0.5);
+        c.sample = Some(d.total);
+        out.push(c);
+    }
+    Ok(out)
 }

@@ -518,6 +518,12 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::DeadScheduledRun>> {
         self.inner.job_dead_scheduled(p).await
     }
+    async fn job_count_decided(
+        &self,
+        p: kairos_store::JobCountDecided,
+    ) -> kairos_store::Result<Vec<kairos_store::DecidedCount>> {
+        self.inner.job_count_decided(p).await
+    }
     async fn schedule_fire_times(
         &self,
         p: kairos_store::ScheduleFireTimes,
