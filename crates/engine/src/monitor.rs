@@ -15,6 +15,8 @@
 //! - `skip_rate`: for each schedule (or topic of jobs without a schedule), more than half of
 //!   its decided jobs in the window skipped for one reason (a wrong entitlement URL skips
 //!   everyone as `not_entitled`, and skips are outside the failure rate).
+//! - `expansions_stuck`: audience expansions not done that have not advanced for longer than
+//!   a threshold (one that fails on every tick never advances).
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
@@ -56,6 +58,8 @@ pub mod names {
     pub const DEAD_RUNS: &str = "dead_runs";
     /// Schedules or topics whose jobs were mostly skipped for one reason.
     pub const SKIP_RATE: &str = "skip_rate";
+    /// Audience expansions that stopped advancing.
+    pub const EXPANSIONS_STUCK: &str = "expansions_stuck";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -65,6 +69,7 @@ pub mod names {
         MISSING_ARTIFACTS,
         DEAD_RUNS,
         SKIP_RATE,
+        EXPANSIONS_STUCK,
     ];
 }
 
@@ -99,6 +104,9 @@ pub struct MonitorConfig {
     /// Skip reasons the skip rate does not count as a problem (e.g. `unsubscribed`, for
     /// topics most of whose subscribers left). Default none.
     pub skip_ignore: Vec<String>,
+    /// An audience expansion not done and not advanced for this long is stuck. Default
+    /// 15 min.
+    pub expansion_stuck_after: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -119,6 +127,7 @@ impl Default for MonitorConfig {
             skip_window: Duration::from_secs(24 * 3600),
             skip_min: 5,
             skip_ignore: Vec::new(),
+            expansion_stuck_after: Duration::from_secs(15 * 60),
             disabled: Vec::new(),
         }
     }
@@ -135,6 +144,7 @@ impl MonitorConfig {
             ("monitor.missed_window", self.missed_window),
             ("monitor.dead_runs_window", self.dead_runs_window),
             ("monitor.skip_window", self.skip_window),
+            ("monitor.expansion_stuck_after", self.expansion_stuck_after),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
@@ -355,6 +365,9 @@ impl Monitor {
         }
         if self.cfg.enabled(names::SKIP_RATE) {
             checks.extend(runs::skip_rate(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::EXPANSIONS_STUCK) {
+            checks.extend(runs::expansions_stuck(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

@@ -647,3 +647,80 @@ async fn skip_rate_warns_per_schedule() {
     assert!(r.message.contains("every-ten-minutes"), "{}", r.message);
     assert!(r.message.starts_with("not_entitled"), "{}", r.message);
 }
+
+/// An audience expansion that does not advance (the expander fails on it at every tick, or
+/// does not run) is an `expansions_stuck` warning for its schedule after the threshold, not
+/// before; one that advances is not stuck, and a finished one never is.
+#[tokio::test]
+async fn expansion_not_advancing_past_the_threshold_is_stuck() {
+    use kairos_store::{ExpansionAdvance, ExpansionBegin};
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", skipping())]).await;
+    let mut req = new_schedule("weekly-summary", "mail");
+    req.cron = Some("0 9 * * 1".into());
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let begin = |period: &str| ExpansionBegin {
+        schedule_id: s.id.clone(),
+        period_key: period.into(),
+        fire_at: t0,
+        now: t0,
+    };
+    h.store.expansion_begin(begin("2026-W48")).await.unwrap();
+    h.store.expansion_begin(begin("2026-W47")).await.unwrap();
+    // W47 advances one page at +10 min and finishes at +12 min: never stuck.
+    let step = |cursor: Option<&str>, next: &str, done: bool, now| ExpansionAdvance {
+        schedule_id: s.id.clone(),
+        period_key: "2026-W47".into(),
+        expected_cursor: cursor.map(str::to_string),
+        cursor: Some(next.to_string()),
+        done,
+        jobs: vec![],
+        now,
+    };
+    h.store
+        .expansion_advance(step(None, "rcp_1", false, t0 + mins(10)))
+        .await
+        .unwrap()
+        .expect("advanced");
+
+    let m = monitor(&h, MonitorConfig::default()); // 15 min
+    let before = m.evaluate(t0 + mins(14)).await.unwrap();
+    assert!(
+        before
+            .checks
+            .iter()
+            .all(|c| c.check != names::EXPANSIONS_STUCK),
+        "{before:#?}"
+    );
+    let after = m.evaluate(t0 + mins(16)).await.unwrap();
+    let r = find(&after, names::EXPANSIONS_STUCK, Some(&s.id));
+    assert_eq!(r.status, CheckStatus::Warning);
+    assert_eq!(r.value, Some(1.0), "W47 advanced at +10 min: {}", r.message);
+    for needle in ["weekly-summary", "2026-W48"] {
+        assert!(r.message.contains(needle), "{needle:?} in {}", r.message);
+    }
+    // At +26 min W47 has not advanced for 16 min either; then it finishes.
+    let both = m.evaluate(t0 + mins(26)).await.unwrap();
+    assert_eq!(
+        find(&both, names::EXPANSIONS_STUCK, Some(&s.id)).value,
+        Some(2.0)
+    );
+    h.store
+        .expansion_advance(step(Some("rcp_1"), "rcp_1", true, t0 + mins(27)))
+        .await
+        .unwrap()
+        .expect("finished");
+    let later = m.evaluate(t0 + mins(60)).await.unwrap();
+    assert_eq!(
+        find(&later, names::EXPANSIONS_STUCK, Some(&s.id)).value,
+        Some(1.0)
+    );
+
+    // The threshold is a setting.
+    let patient = MonitorConfig {
+        expansion_stuck_after: StdDuration::from_secs(2 * 3600),
+        ..Default::default()
+    };
+    let r = monitor(&h, patient).evaluate(t0 + mins(60)).await.unwrap();
+    assert!(r.checks.iter().all(|c| c.check != names::EXPANSIONS_STUCK));
+}

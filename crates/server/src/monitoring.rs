@@ -69,6 +69,10 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
         skip_window: parse_window("slo_skip_rate_window", &cfg.slo_skip_rate_window)?,
         skip_min: cfg.slo_skip_rate_min,
         skip_ignore: list(&cfg.slo_skip_rate_ignore),
+        expansion_stuck_after: parse_window(
+            "slo_expansions_stuck_after",
+            &cfg.slo_expansions_stuck_after,
+        )?,
         disabled,
         ..MonitorConfig::default()
     };
@@ -82,6 +86,7 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.dead_runs_window" => "slo_dead_runs_window",
             "monitor.skip_window" => "slo_skip_rate_window",
             "monitor.skip_min" => "slo_skip_rate_min",
+            "monitor.expansion_stuck_after" => "slo_expansions_stuck_after",
             "monitor.disabled" => "slo_disabled",
             other => other,
         };

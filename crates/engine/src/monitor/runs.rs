@@ -10,6 +10,9 @@
 //!   skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
 //!   outcomes and stay out of the failure rate (S3-15), so a topic whose entitlement URL is
 //!   wrong (every recipient `not_entitled`) would otherwise look healthy.
+//! - `expansions_stuck`: one warning per schedule with an audience expansion that is not done
+//!   and has not advanced (written a page) for longer than `expansion_stuck_after`: the
+//!   expander fails on it at every tick, or does not run. Its recipients get nothing.
 
 use super::checks::{dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
@@ -150,6 +153,54 @@ pub(super) async fn skip_rate(
         c.value = Some(rate);
         c.threshold = Some(0.5);
         c.sample = Some(d.total);
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// Audience expansions not done that have not advanced for longer than the threshold, one
+/// warning per schedule (its oldest such expansion named).
+pub(super) async fn expansions_stuck(
+    cfg: &MonitorConfig,
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let before = now - dur(cfg.expansion_stuck_after);
+    // Least recently advanced first: the stuck ones lead the list.
+    let pending = store.expansion_pending(cfg.max_schedules as i64).await?;
+    let mut by_schedule: BTreeMap<String, Vec<kairos_store::Expansion>> = BTreeMap::new();
+    for e in pending.into_iter().filter(|e| e.updated_at <= before) {
+        by_schedule
+            .entry(e.schedule_id.clone())
+            .or_default()
+            .push(e);
+    }
+    let mut out = Vec::new();
+    for (schedule_id, stuck) in by_schedule {
+        let Some(oldest) = stuck.iter().min_by_key(|e| e.updated_at) else {
+            continue;
+        };
+        let what = match store.schedule_get(&schedule_id).await? {
+            Some(s) => format!("schedule {:?}", s.name),
+            None => format!("schedule {schedule_id} (deleted)"),
+        };
+        let text = format!(
+            "{what}: {} audience expansion(s) not advanced for more than {}; the oldest, period {} (fired {}), last advanced {} with {} job(s) created",
+            stuck.len(),
+            human(cfg.expansion_stuck_after),
+            oldest.period_key,
+            oldest.fire_at.to_rfc3339(),
+            oldest.updated_at.to_rfc3339(),
+            oldest.created,
+        );
+        let mut c = CheckResult::new(
+            names::EXPANSIONS_STUCK,
+            Some(schedule_id),
+            CheckStatus::Warning,
+            text,
+        );
+        c.value = Some(stuck.len() as f64);
+        c.threshold = Some(cfg.expansion_stuck_after.as_secs_f64());
         out.push(c);
     }
     Ok(out)
