@@ -18,6 +18,7 @@ mod audience;
 mod bulk;
 mod channels;
 mod digest;
+mod endpoints;
 mod erasure;
 mod http;
 mod inbound;

@@ -98,6 +98,7 @@ pub fn app(state: AppState) -> Router {
         .nest("/subscriptions", routes::subscriptions::router())
         .nest("/occurrences", routes::occurrences::router())
         .nest("/suppressions", routes::suppressions::router())
+        .nest("/endpoints", routes::endpoints::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
