@@ -276,3 +276,21 @@ fn schedule_and_job_commands_work_on_the_database_directly() {
         "{stderr}"
     );
 }
+
+#[test]
+fn serve_with_an_api_token_shorter_than_32_characters_refuses_to_start_naming_the_setting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = kairos_cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("KAIROS_API_TOKEN", "short-token")
+        .output()
+        .expect("run kairos");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: api_token: ") && err.contains("KAIROS_API_TOKEN"),
+        "{err}"
+    );
+    assert!(!err.contains("short-token"), "the token is echoed: {err}");
+}

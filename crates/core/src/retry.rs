@@ -50,15 +50,22 @@ fn mins(n: u64) -> Duration {
 }
 
 impl RetryPolicy {
-    /// Notifications (webhook, email): 1 min, 5 min, 30 min, then dead (S0-4) — four attempts.
+    /// Notifications (webhook, email), as seed 000 counts them: three attempts, a failure
+    /// waiting 1 min, then 5 min, and the third failure is final. The seed's 30 min step is
+    /// kept as the third delay (its third failure dead-letters first, so it is only reached
+    /// by a policy that allows more attempts). A permanent failure (a 400, an invalid or
+    /// private target) is final at once: waiting will not fix it, and re-sending a request the
+    /// receiver refused is noise.
     pub fn notification() -> Self {
-        let class = ClassPolicy {
-            delays: vec![mins(1), mins(5), mins(30)],
-            max_attempts: 4,
-        };
         RetryPolicy {
-            transient: class.clone(),
-            permanent: class,
+            transient: ClassPolicy {
+                delays: vec![mins(1), mins(5), mins(30)],
+                max_attempts: 3,
+            },
+            permanent: ClassPolicy {
+                delays: Vec::new(),
+                max_attempts: 1,
+            },
             retry_after_cap: mins(60),
         }
     }
@@ -393,13 +400,23 @@ mod tests {
     }
 
     #[test]
-    fn notification_default_is_1_5_30_minutes_then_dead_s0_4() {
+    fn notification_default_is_three_attempts_1_then_5_minutes_then_dead_s0_4() {
         let p = RetryPolicy::notification();
         let t = ErrorClass::Transient;
         assert_eq!(p.decide(1, t, None, 0.0), RetryDecision::RetryIn(s(60)));
         assert_eq!(p.decide(2, t, None, 0.0), RetryDecision::RetryIn(s(300)));
-        assert_eq!(p.decide(3, t, None, 0.0), RetryDecision::RetryIn(s(1800)));
-        assert_eq!(p.decide(4, t, None, 0.0), RetryDecision::Dead);
+        assert_eq!(p.decide(3, t, None, 0.0), RetryDecision::Dead);
+        assert_eq!(p.max_attempts(), 3);
+    }
+
+    #[test]
+    fn permanent_notification_failure_is_never_retried() {
+        let p = RetryPolicy::notification();
+        assert_eq!(
+            p.decide(1, ErrorClass::Permanent, None, 0.0),
+            RetryDecision::Dead
+        );
+        assert!(p.validate().is_ok());
     }
 
     /// Issue 12, finding 6: 100 000 delays were stored (1 MB per job); at most 100 now, and

@@ -10,6 +10,8 @@
 //!   versus those materialized as jobs (S4-10).
 //! - `missing_artifacts`: for each active digest schedule, the periods without an artifact
 //!   after their last catch-up (S4-10).
+//! - `dead_runs`: for each schedule, the jobs of its occurrences that ended `dead` in the
+//!   window: a daily job that dies is one warning, not "insufficient data".
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
@@ -21,6 +23,7 @@
 mod alerts;
 mod artifacts;
 mod checks;
+mod runs;
 
 pub use alerts::{AlertChanges, AlertSink};
 pub use checks::MAX_EXPECTED_FIRINGS;
@@ -46,6 +49,8 @@ pub mod names {
     pub const MISSED_FIRINGS: &str = "missed_firings";
     /// Digest periods without their artifact after their last catch-up.
     pub const MISSING_ARTIFACTS: &str = "missing_artifacts";
+    /// Schedules whose occurrences ended with a dead job.
+    pub const DEAD_RUNS: &str = "dead_runs";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -53,6 +58,7 @@ pub mod names {
         LEASE_EXPIRED,
         MISSED_FIRINGS,
         MISSING_ARTIFACTS,
+        DEAD_RUNS,
     ];
 }
 
@@ -78,6 +84,8 @@ pub struct MonitorConfig {
     pub missed_grace: Duration,
     /// Most schedules examined per run (newest first). Default 1000.
     pub max_schedules: usize,
+    /// The dead-runs window: a schedule's job that died this recently warns. Default 24 h.
+    pub dead_runs_window: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -94,6 +102,7 @@ impl Default for MonitorConfig {
             missed_window: Duration::from_secs(24 * 3600),
             missed_grace: Duration::from_secs(300),
             max_schedules: 1000,
+            dead_runs_window: Duration::from_secs(24 * 3600),
             disabled: Vec::new(),
         }
     }
@@ -108,6 +117,7 @@ impl MonitorConfig {
             ("monitor.window", self.window),
             ("monitor.stuck_after", self.stuck_after),
             ("monitor.missed_window", self.missed_window),
+            ("monitor.dead_runs_window", self.dead_runs_window),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
@@ -319,6 +329,9 @@ impl Monitor {
         }
         if self.cfg.enabled(names::MISSING_ARTIFACTS) {
             checks.extend(artifacts::missing_artifacts(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::DEAD_RUNS) {
+            checks.extend(runs::dead_runs(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

@@ -15,14 +15,18 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 mod audience;
+mod bulk;
 mod channels;
 mod digest;
+mod erasure;
 mod http;
 mod inbound;
 mod jobs;
 
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
+pub use erasure::{ERASED_REASON, Erasure};
 pub use http::{HTTP_TARGET_KEY, HttpSpec};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 
@@ -162,6 +166,8 @@ pub struct Kairos {
     allow_private_targets: bool,
     /// Maintenance mode of this node (S3-13).
     maintenance: crate::maintenance::Maintenance,
+    /// The `file` email transport's directory, scrubbed by erasure (`ops/erasure.rs`).
+    outbox: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Kairos {
@@ -209,6 +215,7 @@ impl Kairos {
             kinds,
             allow_private_targets: false,
             maintenance: Default::default(),
+            outbox: None,
         }
     }
 

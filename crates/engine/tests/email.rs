@@ -13,7 +13,7 @@ use kairos_engine::audience::{Expander, ExpanderConfig};
 use kairos_engine::handlers::email::{EmailConfig, EmailHandler};
 use kairos_engine::ops::{NewRecipient, NewSchedule, NewSubscription, NewTopic, NewVariant};
 use kairos_engine::{Engine, EngineConfig, Handler, Kairos};
-use kairos_store::{JobList, Store};
+use kairos_store::{JobList, Store, SubscriptionList};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tempfile::TempDir;
@@ -794,6 +794,17 @@ async fn smtp_550_hard_bounce_suppresses_the_address_and_later_mails_are_skipped
         .unwrap()
         .unwrap();
     assert_eq!(sup.reason, "hard_bounce");
+    // The cascade, as for a bounce the provider reports: u00001's subscriptions are disabled.
+    let subs = w
+        .store
+        .subscription_list(SubscriptionList {
+            recipient_id: Some("u00001".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(!subs.is_empty());
+    assert!(subs.iter().all(|s| !s.enabled), "{subs:?}");
     let bounced = w
         .jobs()
         .await

@@ -421,3 +421,118 @@ async fn digest_period_without_artifact_after_its_last_catch_up_warns() {
         .unwrap();
     assert_eq!(check(&ok).expect("result").status, CheckStatus::Ok);
 }
+
+/// A daily schedule's one run that dies is a `dead_runs` warning for its schedule — naming the
+/// channel, its kind and the last error — although the failure rate has "insufficient data"
+/// and the firing counts as materialized; the alert webhook hears it once while it lasts, and
+/// its recovery once when the death leaves the window. Before the death there is no entry.
+#[tokio::test]
+async fn daily_run_that_dies_warns_dead_runs_once_per_transition() {
+    let rx = TestReceiver::start().await;
+    let t0 = t("2026-11-29T05:00:00Z");
+    let failing =
+        TestHandler::new(|_, _| Outcome::Failed(Failure::permanent("HTTP 404 from the route")));
+    let h = Harness::new(t0, &[("call", failing)]).await;
+    let mut req = new_schedule("nightly-call", "call");
+    req.cron = Some("0 6 * * *".into());
+    req.retry = Some(max_attempts(1));
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let m = alerting_monitor(&h, &rx);
+
+    let fired = t("2026-11-29T06:00:00Z");
+    h.sched(fired).await;
+    let before = m.evaluate(fired).await.unwrap();
+    assert!(
+        before.checks.iter().all(|c| c.check != names::DEAD_RUNS),
+        "no dead run yet: {before:#?}"
+    );
+    let run = h.exec(fired).await;
+    assert_eq!(run.dead, 1, "{run:?}");
+
+    let report = m.evaluate(fired + mins(10)).await.unwrap();
+    let r = find(&report, names::DEAD_RUNS, Some(&s.id));
+    assert_eq!(r.status, CheckStatus::Warning, "{r:?}");
+    assert_eq!(r.value, Some(1.0));
+    for needle in [
+        "nightly-call",
+        "channel \"call\"",
+        "kind call",
+        "HTTP 404 from the route",
+    ] {
+        assert!(r.message.contains(needle), "{needle:?} in {}", r.message);
+    }
+    let rate = find(&report, names::FAILURE_RATE, Some("call"));
+    assert_eq!(
+        rate.status,
+        CheckStatus::InsufficientData,
+        "one job is no rate"
+    );
+    let missed = find(&report, names::MISSED_FIRINGS, Some(&s.id));
+    assert_eq!(
+        missed.status,
+        CheckStatus::Ok,
+        "the dead run was materialized"
+    );
+
+    let key = format!("dead_runs:{}", s.id);
+    for i in 0..3 {
+        let r = m.run_once(fired + mins(11 + i)).await.unwrap();
+        let raised: Vec<_> = r.alerts.raised.iter().filter(|k| **k == key).collect();
+        assert_eq!(raised.len(), usize::from(i == 0), "run {i}: {r:?}");
+    }
+    // The death leaves the 24 h window: the warning clears, once.
+    for i in 0..2 {
+        let r = m.run_once(fired + mins(24 * 60 + 5 + i)).await.unwrap();
+        let cleared: Vec<_> = r.alerts.cleared.iter().filter(|k| **k == key).collect();
+        assert_eq!(cleared.len(), usize::from(i == 0), "run {i}: {r:?}");
+    }
+    let dead_runs: Vec<serde_json::Value> = rx
+        .received()
+        .iter()
+        .map(body)
+        .filter(|b| b["data"]["check"] == "dead_runs")
+        .collect();
+    assert_eq!(
+        dead_runs.len(),
+        2,
+        "one warning, one recovery: {dead_runs:?}"
+    );
+    assert_eq!(dead_runs[0]["type"], "slo.warning");
+    assert_eq!(dead_runs[0]["data"]["subject"], s.id.as_str());
+    assert_eq!(dead_runs[1]["type"], "slo.recovered");
+}
+
+/// The dead-runs window is a setting: a death older than it is not a warning.
+#[tokio::test]
+async fn dead_runs_window_is_a_setting() {
+    let t0 = t("2026-11-29T05:00:00Z");
+    let failing = TestHandler::new(|_, _| Outcome::Failed(Failure::permanent("HTTP 410")));
+    let h = Harness::new(t0, &[("call", failing)]).await;
+    let mut req = new_schedule("hourly-call", "call");
+    req.cron = Some("0 6 * * *".into());
+    req.retry = Some(max_attempts(1));
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let fired = t("2026-11-29T06:00:00Z");
+    h.sched(fired).await;
+    h.exec(fired).await;
+    let short = MonitorConfig {
+        dead_runs_window: StdDuration::from_secs(3600),
+        ..Default::default()
+    };
+    let inside = monitor(&h, short.clone())
+        .evaluate(fired + mins(59))
+        .await
+        .unwrap();
+    assert_eq!(
+        find(&inside, names::DEAD_RUNS, Some(&s.id)).status,
+        CheckStatus::Warning
+    );
+    let outside = monitor(&h, short).evaluate(fired + mins(61)).await.unwrap();
+    assert!(outside.checks.iter().all(|c| c.check != names::DEAD_RUNS));
+    let zero = MonitorConfig {
+        dead_runs_window: StdDuration::ZERO,
+        ..Default::default()
+    };
+    let err = zero.validate().unwrap_err();
+    assert_eq!(err.field(), "monitor.dead_runs_window");
+}

@@ -1,7 +1,7 @@
 //! Operating kairos: the Prometheus recorder behind `/metrics`, and the SLO monitor's settings
 //! and alert webhook from the configuration (`KAIROS_SLO_…`, `KAIROS_ALERT_WEBHOOK_…`).
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, parse_window};
 use kairos_engine::monitor::{AlertSink, MonitorConfig, names};
 use kairos_engine::telemetry::{SECONDS_BUCKETS, names as metric};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -64,6 +64,7 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
         lease_grace: Duration::from_secs(cfg.slo_lease_grace_secs),
         missed_window: Duration::from_secs(cfg.slo_missed_window_secs),
         missed_grace: Duration::from_secs(cfg.slo_missed_grace_secs),
+        dead_runs_window: parse_window("slo_dead_runs_window", &cfg.slo_dead_runs_window)?,
         disabled,
         ..MonitorConfig::default()
     };
@@ -74,6 +75,7 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.failure_rate" => "slo_failure_rate",
             "monitor.stuck_after" => "slo_stuck_secs",
             "monitor.missed_window" => "slo_missed_window_secs",
+            "monitor.dead_runs_window" => "slo_dead_runs_window",
             "monitor.disabled" => "slo_disabled",
             other => other,
         };

@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 /// The Standard Webhooks specification's example secret.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The secret's key part: it must not appear in any response either.
@@ -199,7 +199,12 @@ async fn health_needs_no_token_and_v1_needs_the_right_one() {
         let r = api.raw(Method::GET, path, Some("wrong-token"), None).await;
         assert_problem(&r, 401);
         let r = api
-            .raw(Method::GET, path, Some("test-token-and-more"), None)
+            .raw(
+                Method::GET,
+                path,
+                Some("test-token-of-at-least-thirty-two-chars-and-more"),
+                None,
+            )
             .await;
         assert_problem(&r, 401);
     }

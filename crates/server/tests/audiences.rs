@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tempfile::TempDir;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 
 struct Api {
     base: String,

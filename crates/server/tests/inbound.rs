@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tempfile::TempDir;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 /// Two Resend secrets: the current one and the one being rotated out.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OLD_SECRET: &str = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";

@@ -146,6 +146,117 @@ pub async fn job_count_finished_counts_final_states_in_window(s: S) {
     assert!(empty.is_empty(), "the window's end is exclusive: {empty:?}");
 }
 
+/// The `dead_runs` check's source: per schedule, its jobs that died in the window, with the
+/// latest one's channel, kind and error; dead jobs without a schedule, succeeded jobs and
+/// deaths outside the window are not in it.
+pub async fn job_dead_scheduled_lists_latest_death_per_schedule(s: S) {
+    let named = s
+        .schedule_create(crate::fixtures::schedule("nightly-report", t0()))
+        .await
+        .unwrap();
+    let mk = |schedule: Option<&str>, channel: &str, i: usize| {
+        let mut p = job(t0());
+        p.kind = JobKind("http".into());
+        p.schedule_id = schedule.map(str::to_string);
+        p.channel = Some(channel.to_string());
+        p.period_key = Some(format!("2026-11-{:02}", 20 + i));
+        p.dedupe_key = Some(format!("dead-scheduled:{i}"));
+        p
+    };
+    let inserts = vec![
+        mk(Some(&named.id), "call", 0),
+        mk(Some(&named.id), "call", 1),
+        mk(Some("sch_gone"), "hook", 2),
+        mk(None, "call", 3),
+        mk(Some("sch_ok"), "call", 4),
+        mk(Some("sch_old"), "call", 5),
+    ];
+    let ids: Vec<String> = inserts.iter().map(|p| p.id.clone()).collect();
+    for p in inserts {
+        s.job_insert(p).await.unwrap();
+    }
+    let claimed = s.job_claim(claim(t0(), 10, "n")).await.unwrap();
+    assert_eq!(claimed.len(), 6);
+    let by_id = |id: &str| claimed.iter().find(|j| j.id == id).unwrap().clone();
+    let dead = |i: usize, at: chrono::DateTime<chrono::Utc>, err: &str| {
+        let mut c = done(&by_id(&ids[i]), Transition::Dead, at);
+        c.attempt.error = Some(err.to_string());
+        c
+    };
+    let at = |m: i64| t0() + Duration::minutes(m);
+    s.job_complete_many(vec![
+        dead(0, at(1), "HTTP 500 first"),
+        dead(1, at(5), "HTTP 500 latest"),
+        dead(2, at(3), "connection refused"),
+        dead(3, at(2), "no schedule"),
+        done(&by_id(&ids[4]), Transition::Succeeded, at(2)),
+        dead(5, t0() - Duration::hours(30), "long ago"),
+    ])
+    .await
+    .unwrap();
+
+    let v = s
+        .job_dead_scheduled(JobDeadScheduled {
+            since: t0() - Duration::hours(24),
+            until: at(10),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(v[0].schedule_id, named.id, "newest death first");
+    assert_eq!(v[0].schedule_name.as_deref(), Some("nightly-report"));
+    assert_eq!(v[0].dead, 2);
+    assert_eq!(v[0].job_id, ids[1]);
+    assert_eq!(v[0].kind, "http");
+    assert_eq!(v[0].channel.as_deref(), Some("call"));
+    assert_eq!(v[0].period_key.as_deref(), Some("2026-11-21"));
+    assert_eq!(v[0].last_error.as_deref(), Some("HTTP 500 latest"));
+    assert_eq!(v[0].finished_at, at(5));
+    assert_eq!(v[1].schedule_id, "sch_gone");
+    assert_eq!(v[1].schedule_name, None, "the schedule does not exist");
+    assert_eq!(v[1].dead, 1);
+    assert_eq!(v[1].last_error.as_deref(), Some("connection refused"));
+
+    let limited = s
+        .job_dead_scheduled(JobDeadScheduled {
+            since: t0() - Duration::hours(24),
+            until: at(10),
+            limit: 1,
+        })
+        .await
+        .unwrap();
+    assert_eq!(limited.len(), 1);
+    assert_eq!(limited[0].schedule_id, named.id);
+    let later = s
+        .job_dead_scheduled(JobDeadScheduled {
+            since: at(4),
+            until: at(10),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert_eq!(later[0].dead, 1, "only the death inside the window counts");
+
+    // A replayed job is no longer dead.
+    s.job_retry(JobRetry {
+        id: ids[2].clone(),
+        now: at(11),
+    })
+    .await
+    .unwrap();
+    let v = s
+        .job_dead_scheduled(JobDeadScheduled {
+            since: t0() - Duration::hours(24),
+            until: at(12),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert!(v.iter().all(|r| r.schedule_id != "sch_gone"), "{v:?}");
+}
+
 /// Missed firings' source (S4-10): distinct materialized firings of one schedule in a window.
 pub async fn schedule_fire_times_lists_distinct_firings(s: S) {
     let fires = [

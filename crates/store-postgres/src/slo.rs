@@ -77,6 +77,52 @@ impl PostgresStore {
         counts(&rows, "job count finished")
     }
 
+    pub(crate) async fn job_dead_scheduled_impl(
+        &self,
+        p: JobDeadScheduled,
+    ) -> Result<Vec<DeadScheduledRun>> {
+        // Reads the partial index jobs_dead_scheduled, as on SQLite.
+        let rows = sqlx::query(
+            "SELECT d.schedule_id, s.name AS schedule_name, d.n, d.id, d.kind, d.channel,
+                    d.period_key, d.last_error, d.finished_at
+             FROM (
+                SELECT schedule_id, id, kind, channel, period_key, last_error, finished_at,
+                       COUNT(*) OVER (PARTITION BY schedule_id) AS n,
+                       ROW_NUMBER() OVER (PARTITION BY schedule_id
+                                          ORDER BY finished_at DESC, id DESC) AS rn
+                FROM jobs
+                WHERE state = 'dead' AND schedule_id IS NOT NULL
+                  AND finished_at >= $1 AND finished_at < $2
+             ) d
+             LEFT JOIN schedules s ON s.id = d.schedule_id
+             WHERE d.rn = 1
+             ORDER BY d.finished_at DESC, d.schedule_id
+             LIMIT $3",
+        )
+        .bind(p.since)
+        .bind(p.until)
+        .bind(p.limit.max(0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job dead scheduled", e))?;
+        rows.iter()
+            .map(|r| {
+                let e = |e| map_err("job dead scheduled", e);
+                Ok(DeadScheduledRun {
+                    schedule_id: r.try_get("schedule_id").map_err(e)?,
+                    schedule_name: r.try_get("schedule_name").map_err(e)?,
+                    dead: r.try_get("n").map_err(e)?,
+                    job_id: r.try_get("id").map_err(e)?,
+                    kind: r.try_get("kind").map_err(e)?,
+                    channel: r.try_get("channel").map_err(e)?,
+                    period_key: r.try_get("period_key").map_err(e)?,
+                    last_error: r.try_get("last_error").map_err(e)?,
+                    finished_at: r.try_get("finished_at").map_err(e)?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn schedule_fire_times_impl(
         &self,
         p: ScheduleFireTimes,

@@ -35,6 +35,21 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "channels",
         include_str!("../migrations/0011_channels.sql"),
     ),
+    (
+        12,
+        "slo_dead_runs",
+        include_str!("../migrations/0012_slo_dead_runs.sql"),
+    ),
+    (
+        14,
+        "erasure",
+        include_str!("../migrations/0014_erasure.sql"),
+    ),
+    (
+        16,
+        "admin_sessions",
+        include_str!("../migrations/0016_admin_sessions.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {

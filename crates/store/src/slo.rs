@@ -86,3 +86,38 @@ pub struct SloAlertPut {
     /// The whole record to store.
     pub alert: SloAlert,
 }
+
+/// `job_dead_scheduled`: the dead jobs of schedules that reached `dead` in `[since, until)`,
+/// one row per schedule (its latest dead job), newest first (the `dead_runs` check).
+#[derive(Debug, Clone)]
+pub struct JobDeadScheduled {
+    /// Start of the window (inclusive), by `finished_at`.
+    pub since: DateTime<Utc>,
+    /// End of the window (exclusive).
+    pub until: DateTime<Utc>,
+    /// Most schedules returned.
+    pub limit: i64,
+}
+
+/// One schedule's dead jobs in a window: how many, and its latest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadScheduledRun {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The schedule's name, if it still exists.
+    pub schedule_name: Option<String>,
+    /// Dead jobs of the schedule in the window.
+    pub dead: i64,
+    /// The latest dead job.
+    pub job_id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its channel (`None` for a job stored before channels existed).
+    pub channel: Option<String>,
+    /// Its occurrence's period key.
+    pub period_key: Option<String>,
+    /// Its last error.
+    pub last_error: Option<String>,
+    /// When it died.
+    pub finished_at: DateTime<Utc>,
+}

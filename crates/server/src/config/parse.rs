@@ -86,3 +86,23 @@ pub fn parse_retention(
         )),
     }
 }
+
+/// Parse a monitor window or threshold: a duration (`24h`, `15m`, `3600s`) or a bare number
+/// of seconds; more than zero.
+pub fn parse_window(field: &str, value: &str) -> Result<std::time::Duration, ConfigError> {
+    let v = value.trim();
+    let d = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse::<u64>().map(std::time::Duration::from_secs).ok()
+    } else {
+        kairos_core::retry::parse_duration(field, v).ok()
+    };
+    match d {
+        Some(d) if !d.is_zero() && d <= std::time::Duration::from_secs(366 * 86_400) => Ok(d),
+        _ => Err(ConfigError::new(
+            field,
+            format!(
+                "{v:?} is not a duration like \"24h\" or \"15m\" (or a number of seconds), more than 0 and at most 366 days"
+            ),
+        )),
+    }
+}
