@@ -35,6 +35,8 @@ pub enum TargetError {
     Private(IpAddr),
     /// The host name could not be resolved (the reason is included).
     Resolve(String),
+    /// The host is a `localhost` name (`localhost.`, `*.localhost`), whatever it resolves to.
+    LocalhostName(String),
 }
 
 impl TargetError {
@@ -65,6 +67,10 @@ impl fmt::Display for TargetError {
             TargetError::NoHost => f.write_str("the URL has no host"),
             TargetError::Private(ip) => write!(f, "{}", private_message(*ip)),
             TargetError::Resolve(reason) => write!(f, "could not resolve the host: {reason}"),
+            TargetError::LocalhostName(name) => write!(
+                f,
+                "target host {name} is a localhost name; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow"
+            ),
         }
     }
 }
@@ -76,8 +82,9 @@ pub(crate) fn private_message(ip: IpAddr) -> String {
     format!("target address {ip} is private; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow")
 }
 
-/// Check that `url` may be called: `http`/`https` only, and — unless `allow_private` —
-/// every address its host resolves to is public (see [`is_private_address`]).
+/// Check that `url` may be called: `http`/`https` only, and — unless `allow_private` — the
+/// host is not a `localhost` name ([`is_localhost_name`]) and every address it resolves to is
+/// public (see [`is_private_address`]).
 pub async fn check_target(url: &Url, allow_private: bool) -> Result<(), TargetError> {
     match url.scheme() {
         "http" | "https" => {}
@@ -90,6 +97,9 @@ pub async fn check_target(url: &Url, allow_private: bool) -> Result<(), TargetEr
     match host {
         Host::Ipv4(ip) => refuse_private(IpAddr::V4(ip)),
         Host::Ipv6(ip) => refuse_private(IpAddr::V6(ip)),
+        Host::Domain(name) if is_localhost_name(name) => {
+            Err(TargetError::LocalhostName(name.to_string()))
+        }
         Host::Domain(name) => {
             let port = url.port_or_known_default().unwrap_or(80);
             let addrs = resolve_public(name, port).await?;
@@ -127,8 +137,8 @@ async fn resolve_public(host: &str, port: u16) -> Result<Vec<SocketAddr>, Target
 /// (0/8), multicast, reserved and broadcast (224/3), benchmarking (198.18/15), IETF protocol
 /// assignments (192.0.0/24), documentation ranges; IPv6 `::`, `::1`, unique-local fc00::/7,
 /// link-local fe80::/10, site-local fec0::/10, multicast ff00::/8, documentation 2001:db8::/32;
-/// and IPv4 addresses embedded in IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4
-/// (2002::/16) IPv6 addresses.
+/// NAT64 local-use 64:ff9b:1::/48, Teredo 2001:0000::/32; and IPv4 addresses embedded in
+/// IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) IPv6 addresses.
 pub fn is_private_address(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_private_v4(v4),
@@ -167,6 +177,16 @@ fn is_private_v6(ip: Ipv6Addr) -> bool {
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         return is_private_v4(embedded(s[6], s[7])); // NAT64 well-known prefix
     }
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 0x0001 {
+        // NAT64 local-use 64:ff9b:1::/48 (RFC 8215): translated by the operator's own
+        // translator, so what it reaches is not known to be public.
+        return true;
+    }
+    if s[0] == 0x2001 && s[1] == 0x0000 {
+        // Teredo 2001:0000::/32 (RFC 4380): a tunnel whose embedded addresses are obfuscated
+        // and whose relays may sit anywhere; only this /32, not all of 2001::/16.
+        return true;
+    }
     if s[0] == 0x2002 {
         return is_private_v4(embedded(s[1], s[2])); // 6to4
     }
@@ -175,6 +195,27 @@ fn is_private_v6(ip: Ipv6Addr) -> bool {
         || (s[0] & 0xffc0) == 0xfec0      // site-local fec0::/10 (deprecated)
         || (s[0] & 0xff00) == 0xff00      // multicast
         || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+}
+
+/// Whether `name` is a `localhost` name: `localhost` itself, with or without the trailing dot
+/// of a fully qualified name, and every name under it (`*.localhost`, RFC 6761), in any case.
+pub fn is_localhost_name(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// The save-time check, without DNS: whether `url` plainly targets a non-public address — an
+/// IP literal that is not public ([`is_private_address`]), a `localhost` name
+/// ([`is_localhost_name`]), or no host at all. The send-time [`check_target`] resolves names
+/// and is authoritative; this catches the obvious cases when the URL is saved, so the user
+/// hears about them then.
+pub fn is_obviously_private(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Ipv4(ip)) => is_private_address(ip.into()),
+        Some(Host::Ipv6(ip)) => is_private_address(ip.into()),
+        Some(Host::Domain(d)) => is_localhost_name(d),
+        None => true,
+    }
 }
 
 /// The error [`PublicOnlyResolver`] returns when a name resolves to a private address; the
@@ -281,6 +322,10 @@ mod tests {
             "64:ff9b::a00:1",
             "2002:7f00:1::1",
             "2001:db8::1",
+            "64:ff9b:1::a00:1",
+            "64:ff9b:1:ffff::808:808",
+            "2001::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
         ] {
             assert!(private(ip), "{ip} should be private");
         }
@@ -294,6 +339,10 @@ mod tests {
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
             "2002:808:808::1",
+            // Next to the refused ranges, not in them.
+            "64:ff9b:2::808:808",
+            "2001:1::1",
+            "2001:470::1",
         ] {
             assert!(!private(ip), "{ip} should be public");
         }
@@ -324,8 +373,20 @@ mod tests {
             check("http://0x7f.1/", false).await,
             Err(TargetError::Private("127.0.0.1".parse().unwrap()))
         );
-        assert!(matches!(check("http://localhost:1/", false).await,
-            Err(TargetError::Private(ip)) if ip.is_loopback()));
+        for local in [
+            "http://localhost:1/",
+            "http://localhost.:1/",
+            "http://api.localhost/",
+        ] {
+            let e = check(local, false).await.unwrap_err();
+            assert!(matches!(e, TargetError::LocalhostName(_)), "{local}: {e:?}");
+            assert_eq!(e.class(), ErrorClass::Permanent);
+            assert!(
+                e.to_string().contains("KAIROS_ALLOW_PRIVATE_TARGETS=1"),
+                "{e}"
+            );
+        }
+        assert_eq!(check("http://localhost.:1/", true).await, Ok(()));
         let e = check("http://169.254.169.254/latest/meta-data", false)
             .await
             .unwrap_err();
@@ -336,6 +397,32 @@ mod tests {
         );
         assert_eq!(check("http://127.0.0.1:8080/", true).await, Ok(()));
         assert_eq!(check("http://8.8.8.8/", false).await, Ok(()));
+    }
+
+    #[test]
+    fn localhost_names_are_obviously_private_at_save_time() {
+        let obvious = |s: &str| is_obviously_private(&Url::parse(s).unwrap());
+        for u in [
+            "http://localhost/",
+            "http://localhost./",
+            "http://LOCALHOST.:8080/x",
+            "http://api.localhost/",
+            "http://a.b.localhost./",
+            "http://127.0.0.1/",
+            "http://[::1]/",
+            "http://[64:ff9b:1::1]/",
+            "http://[2001::1]/",
+        ] {
+            assert!(obvious(u), "{u} should be refused at save time");
+        }
+        for u in [
+            "http://example.com/",
+            "http://localhost.example.com/",
+            "http://notlocalhost/",
+            "http://8.8.8.8/",
+        ] {
+            assert!(!obvious(u), "{u} should pass the save-time check");
+        }
     }
 
     #[tokio::test]

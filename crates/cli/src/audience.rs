@@ -31,6 +31,14 @@ pub enum RecipientCmd {
         /// The file.
         file: String,
     },
+    /// Erase a recipient: delete them, their attributes and subscriptions, cancel their
+    /// pending jobs (reason `erased`), and remove their address from stored inbound events,
+    /// job logs and outbox files; a suppression of the address stays as a keyed hash
+    /// (docs/privacy.md).
+    Delete {
+        /// The recipient's id.
+        id: String,
+    },
     /// List recipients by id.
     List {
         /// Only ids after this one.
@@ -124,6 +132,22 @@ pub async fn run_recipient(global: &GlobalArgs, cmd: RecipientCmd) -> CliResult 
                 total += k.recipient_put_many(batch).await.map_err(ops_err)?;
             }
             println!("upserted: {total}");
+            Ok(())
+        }
+        RecipientCmd::Delete { id } => {
+            let e = k.recipient_erase(&id).await.map_err(ops_err)?;
+            if global.json {
+                return print_json(&e);
+            }
+            print_fields(&[
+                ("erased", id),
+                ("jobs_cancelled", e.jobs_cancelled.to_string()),
+                ("subscriptions_deleted", e.subscriptions_deleted.to_string()),
+                ("suppressions_hashed", e.suppressions_hashed.to_string()),
+                ("events_redacted", e.events_redacted.to_string()),
+                ("texts_redacted", e.texts_redacted.to_string()),
+                ("outbox_files_deleted", e.outbox_files_deleted.to_string()),
+            ]);
             Ok(())
         }
         RecipientCmd::List { after, limit } => {

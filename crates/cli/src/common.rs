@@ -269,7 +269,8 @@ pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
     // No engine in this process: a running node picks the work up at its next poll (on
     // PostgreSQL at once: inserting a job notifies the nodes).
     Ok(Kairos::new(store, clock, Arc::new(Notify::new()), kinds)
-        .allow_private_targets(cfg.allow_private_targets))
+        .allow_private_targets(cfg.allow_private_targets)
+        .with_outbox(cfg.data_dir.join("outbox")))
 }
 
 /// Print `v` as pretty JSON on stdout.

@@ -32,6 +32,60 @@ pub enum JobCmd {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Cancel every job of the filter that has not finished (in batches of 1,000).
+    CancelMatching {
+        /// The jobs.
+        #[command(flatten)]
+        filter: BulkFilter,
+        /// Why (stored on each job; default "cancelled in bulk").
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Queue every dead or cancelled job of the filter again, now (in batches of 1,000).
+    RetryMatching {
+        /// The jobs.
+        #[command(flatten)]
+        filter: BulkFilter,
+    },
+}
+
+/// The filter of `job cancel-matching` and `job retry-matching` (the API's bulk filter; none
+/// given: every job the action applies to).
+#[derive(Debug, Clone, clap::Args)]
+pub struct BulkFilter {
+    /// available, running, succeeded, skipped, cancelled, dead.
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Job kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Jobs on this channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Jobs created at or after this instant (RFC 3339).
+    #[arg(long)]
+    pub created_after: Option<String>,
+    /// Jobs created before this instant (RFC 3339).
+    #[arg(long)]
+    pub created_before: Option<String>,
+}
+
+impl BulkFilter {
+    fn request(self, reason: Option<String>) -> kairos_engine::ops::JobBulkRequest {
+        kairos_engine::ops::JobBulkRequest {
+            ids: None,
+            state: self.state,
+            kind: self.kind,
+            schedule_id: self.schedule,
+            channel: self.channel,
+            created_before: self.created_before,
+            created_after: self.created_after,
+            reason,
+        }
+    }
 }
 
 /// `kairos job enqueue`.
@@ -227,6 +281,22 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                 return print_json(&JobView::new(&job));
             }
             println!("cancelled {}", job.id);
+            Ok(())
+        }
+        JobCmd::CancelMatching { filter, reason } => {
+            let n = k.job_bulk_cancel(filter.request(reason)).await?;
+            if json {
+                return print_json(&serde_json::json!({ "matched": n }));
+            }
+            println!("cancelled {n} job(s)");
+            Ok(())
+        }
+        JobCmd::RetryMatching { filter } => {
+            let n = k.job_bulk_retry(filter.request(None)).await?;
+            if json {
+                return print_json(&serde_json::json!({ "matched": n }));
+            }
+            println!("queued {n} job(s) again");
             Ok(())
         }
     }

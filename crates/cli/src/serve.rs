@@ -37,7 +37,11 @@ pub fn init_logging(format: LogFormat) {
 }
 
 fn engine_config(cfg: &Config) -> EngineConfig {
-    let mut ec = EngineConfig::default().with_node(&cfg.node_name());
+    let node = cfg.node_name();
+    let mut ec = EngineConfig::default().with_node(&node);
+    // A node's id is kept across restarts (or configured), so its previous process's jobs
+    // are its own to take back at start; a `<hostname>-<pid>` id matches none.
+    ec.rescuer.restarted_node = Some(node);
     let lease = Duration::from_secs(cfg.lease_secs);
     let poll = Duration::from_millis(cfg.poll_interval_ms);
     ec.executor.concurrency = cfg.concurrency;
@@ -103,6 +107,7 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
     engine = engine.with_maintenance(maintenance.clone());
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
         .allow_private_targets(cfg.allow_private_targets)
+        .with_outbox(cfg.data_dir.join("outbox"))
         .with_maintenance(maintenance);
     Ok((db, engine, kairos))
 }
@@ -197,9 +202,10 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     init_logging(cfg.log_format);
     let (token, source) = api_token(&cfg)?;
     if source == TokenSource::Generated {
+        // The path, never the token: stderr ends up in journals and CI logs.
         eprintln!(
-            "kairos: generated an API token, saved in {} (shown only this once):\n\n    {token}\n\n\
-             Send it as `Authorization: Bearer <token>`.",
+            "kairos: generated an API token and saved it in {} (mode 0600); \
+             send it as `Authorization: Bearer <token>`.",
             cfg.data_dir.join(TOKEN_FILE).display()
         );
     }
@@ -213,7 +219,8 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let inbound = kairos_server::routes::hooks::InboundConfig::from_config(&cfg)?;
     let state = AppState::new(kairos.clone(), ApiToken::new(token))
         .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?)
-        .with_inbound(inbound);
+        .with_inbound(inbound)
+        .with_secure_cookies(cfg.public_url_is_https());
     let cancel = CancellationToken::new();
     let mut side_tasks = start_multi_node(&db, &engine, &cancel);
     side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
@@ -221,12 +228,11 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         let cancel = cancel.clone();
         tokio::spawn(async move { engine.run(cancel).await })
     };
+    let limits = cfg.http_limits();
     let mut server = {
         let stop = cancel.clone();
         tokio::spawn(async move {
-            axum::serve(listener, app(state))
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
+            kairos_server::http::serve(listener, app(state), limits, stop.cancelled_owned()).await
         })
     };
     tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "listening on http://{addr}");

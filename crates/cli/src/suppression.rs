@@ -73,7 +73,7 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
                 .into_iter()
                 .map(|r| {
                     vec![
-                        r.email,
+                        r.email.unwrap_or_else(|| "(erased)".into()),
                         r.reason,
                         r.event_id.unwrap_or_else(|| "-".into()),
                         r.created_at,
@@ -134,7 +134,7 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
                         writeln!(
                             out,
                             "{},{},{},{}",
-                            csv_field(&v.email),
+                            csv_field(v.email.as_deref().unwrap_or("(erased)")),
                             csv_field(&v.reason),
                             csv_field(v.event_id.as_deref().unwrap_or_default()),
                             v.created_at

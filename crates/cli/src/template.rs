@@ -12,16 +12,18 @@ use std::time::Duration;
 
 /// The configured transport and email settings.
 pub fn email_setup(cfg: &Config) -> CliResult<(EmailTransport, EmailConfig)> {
+    let timeout = Duration::from_secs(cfg.email_timeout_secs);
     let transport = match cfg.email_transport.as_str() {
         "smtp" => TransportConfig::Smtp {
             url: cfg.smtp_url.clone().unwrap_or_default(),
-            timeout: Duration::from_secs(30),
+            timeout,
         },
         "resend" => TransportConfig::Resend(ResendConfig {
             api_url: cfg
                 .resend_api_url
                 .clone()
                 .unwrap_or_else(|| DEFAULT_API_URL.into()),
+            timeout,
             ..ResendConfig::new(cfg.resend_api_key.clone().unwrap_or_default())
         }),
         _ => TransportConfig::File {
@@ -132,4 +134,66 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
         println!("\n--- html ---\n{}", render("html", h)?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_channels::email::EmailMessage;
+    use kairos_core::{ErrorClass, Outcome};
+
+    /// `KAIROS_EMAIL_TIMEOUT_SECS` reaches the SMTP transport: a server that accepts the
+    /// connection and never greets is given up on after 1 s as a transient failure (the old
+    /// fixed 30 s would outlast the test's 8 s bound).
+    #[tokio::test]
+    async fn email_timeout_setting_bounds_an_smtp_send() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accept and hold connections without a word.
+        let silent = tokio::spawn(async move {
+            let mut held = Vec::new();
+            for _ in 0..8 {
+                match listener.accept().await {
+                    Ok((sock, _)) => held.push(sock),
+                    Err(_) => break,
+                }
+            }
+        });
+        let cfg = Config {
+            email_transport: "smtp".into(),
+            smtp_url: Some(format!("smtp://{addr}")),
+            email_timeout_secs: 1,
+            ..Config::default()
+        };
+        cfg.validate_email().unwrap();
+        let (transport, _) = email_setup(&cfg).unwrap();
+        let msg = EmailMessage {
+            id: "job_timeout".into(),
+            from: "kairos@example.com".into(),
+            to: "someone@example.com".into(),
+            subject: "hello".into(),
+            html: None,
+            text: Some("hi".into()),
+            headers: vec![],
+            tags: vec![],
+        };
+        let sent = tokio::time::timeout(Duration::from_secs(8), transport.send(&msg))
+            .await
+            .expect("the send gave up within the configured timeout");
+        match sent.outcome {
+            Outcome::Failed(f) => assert_eq!(f.class, ErrorClass::Transient, "{f:?}"),
+            other => panic!("a silent server cannot accept mail: {other:?}"),
+        }
+        silent.abort();
+    }
+
+    #[test]
+    fn email_timeout_out_of_range_is_refused_naming_the_setting() {
+        let cfg = Config {
+            email_timeout_secs: 0,
+            ..Config::default()
+        };
+        let e = cfg.validate_email().unwrap_err();
+        assert!(e.to_string().contains("email_timeout_secs"), "{e}");
+    }
 }

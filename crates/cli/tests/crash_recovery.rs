@@ -265,3 +265,95 @@ async fn sigkill_during_1000_webhooks_then_restart_loses_none_and_recovers_withi
     assert_eq!(status.code(), Some(0), "{stderr}");
     eprintln!("whole test: {:?}", test_started.elapsed());
 }
+
+/// A node restarted on the same data directory keeps its id (`<data_dir>/node-id`) and takes
+/// back the jobs its killed process left running at once: with a 10-minute lease, the jobs
+/// that were in flight at the kill are delivered again within seconds of the restart, not
+/// after their lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_node_takes_back_its_own_jobs_without_waiting_for_the_lease() {
+    init_crypto();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let receiver = TestReceiver::start().await;
+    // The first process's deliveries hang: the jobs are in flight when it is killed.
+    receiver.set_default(Reply::ok().with_delay(Duration::from_secs(60)));
+    let env = [
+        ("KAIROS_LEASE_SECS", "600"),
+        ("KAIROS_WEBHOOK_TIMEOUT_SECS", "120"),
+    ];
+    let first = Server::start_with(dir.path(), Some(TOKEN), &env).await;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client");
+    let mut ids = HashSet::new();
+    for n in 0..3 {
+        let body = json!({
+            "kind": "webhook",
+            "webhook": {"url": receiver.url("/hook"), "secret": SECRET},
+            "payload": {"n": n},
+        });
+        let (status, job) = api(
+            &http,
+            reqwest::Method::POST,
+            format!("{}/v1/jobs", first.base),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, 201, "{job}");
+        ids.insert(job["id"].as_str().expect("id").to_string());
+    }
+    assert!(
+        receiver.wait_for(3, Duration::from_secs(30)).await,
+        "the 3 deliveries did not start; stderr:\n{}",
+        first.stderr()
+    );
+    let node_id = std::fs::read_to_string(dir.path().join("node-id")).expect("node-id kept");
+    let status = first.kill(Duration::from_secs(10)).await;
+    assert_eq!(status.signal(), Some(9), "died of SIGKILL: {status:?}");
+
+    receiver.set_default(Reply::ok());
+    let second = Server::start_with(dir.path(), Some(TOKEN), &env).await;
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("node-id")).expect("node-id"),
+        node_id,
+        "the same node id after the restart"
+    );
+    // Far less than the 600 s lease: only taking the jobs back at start can make it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let succeeded = ids_in_state(&http, &second.base, "succeeded").await;
+        if succeeded == ids {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of 3 jobs succeeded within 60 s of the restart (lease 600 s); stderr:\n{}",
+            succeeded.len(),
+            second.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for id in &ids {
+        let (_, job) = api(
+            &http,
+            reqwest::Method::GET,
+            format!("{}/v1/jobs/{id}", second.base),
+            None,
+        )
+        .await;
+        let outcomes: Vec<&str> = job["attempts"]
+            .as_array()
+            .expect("attempts")
+            .iter()
+            .map(|a| a["outcome"].as_str().expect("outcome"))
+            .collect();
+        assert_eq!(outcomes, ["lost", "succeeded"], "{job}");
+        let lost = &job["attempts"][0];
+        assert!(
+            lost["error"].as_str().unwrap_or("").contains("restarted"),
+            "{job}"
+        );
+    }
+}

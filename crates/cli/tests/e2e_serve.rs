@@ -128,10 +128,14 @@ async fn serve_generates_a_token_once_and_requires_it() {
         .trim()
         .to_string();
     assert!(token.starts_with("kairos_"));
+    // Issue 12, finding 6: the token file's path is printed, never the token.
+    let stderr = server.stderr();
     assert!(
-        server.stderr().contains(&token),
-        "printed once on first start"
+        stderr.contains("generated an API token")
+            && stderr.contains(&dir.path().join("api-token").display().to_string()),
+        "{stderr}"
     );
+    assert!(!stderr.contains(&token), "the token was printed: {stderr}");
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
@@ -271,4 +275,22 @@ fn schedule_and_job_commands_work_on_the_database_directly() {
         stderr.starts_with("error: database_url: ") && stderr.contains("not supported"),
         "{stderr}"
     );
+}
+
+#[test]
+fn serve_with_an_api_token_shorter_than_32_characters_refuses_to_start_naming_the_setting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = kairos_cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("KAIROS_API_TOKEN", "short-token")
+        .output()
+        .expect("run kairos");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: api_token: ") && err.contains("KAIROS_API_TOKEN"),
+        "{err}"
+    );
+    assert!(!err.contains("short-token"), "the token is echoed: {err}");
 }

@@ -101,8 +101,8 @@ async fn resend_webhook_feeds_the_suppression_list_and_maintenance_cli_reaches_t
     assert_eq!(s, 200, "{list}");
     assert_eq!(
         list["data"][0],
-        json!({"email": "gone@example.com", "reason": "hard_bounce", "event_id": "msg_cli_1",
-               "created_at": list["data"][0]["created_at"]})
+        json!({"email": "gone@example.com", "erased": false, "reason": "hard_bounce",
+               "event_id": "msg_cli_1", "created_at": list["data"][0]["created_at"]})
     );
     assert!(
         !server.stderr().to_lowercase().contains("gone@example.com"),

@@ -41,6 +41,8 @@ pub enum RetryDecision {
 }
 
 const MAX_ATTEMPTS_LIMIT: u32 = 100;
+/// The most delays one class may list (more could never be used: attempts are capped at 100).
+pub const MAX_DELAYS: usize = 100;
 const MAX_DELAY: Duration = Duration::from_secs(30 * 24 * 3600);
 
 fn mins(n: u64) -> Duration {
@@ -48,15 +50,22 @@ fn mins(n: u64) -> Duration {
 }
 
 impl RetryPolicy {
-    /// Notifications (webhook, email): 1 min, 5 min, 30 min, then dead (S0-4) — four attempts.
+    /// Notifications (webhook, email), as seed 000 counts them: three attempts, a failure
+    /// waiting 1 min, then 5 min, and the third failure is final. The seed's 30 min step is
+    /// kept as the third delay (its third failure dead-letters first, so it is only reached
+    /// by a policy that allows more attempts). A permanent failure (a 400, an invalid or
+    /// private target) is final at once: waiting will not fix it, and re-sending a request the
+    /// receiver refused is noise.
     pub fn notification() -> Self {
-        let class = ClassPolicy {
-            delays: vec![mins(1), mins(5), mins(30)],
-            max_attempts: 4,
-        };
         RetryPolicy {
-            transient: class.clone(),
-            permanent: class,
+            transient: ClassPolicy {
+                delays: vec![mins(1), mins(5), mins(30)],
+                max_attempts: 3,
+            },
+            permanent: ClassPolicy {
+                delays: Vec::new(),
+                max_attempts: 1,
+            },
             retry_after_cap: mins(60),
         }
     }
@@ -120,6 +129,7 @@ impl RetryPolicy {
                     format!("must be between 1 and {MAX_ATTEMPTS_LIMIT}"),
                 ));
             }
+            check_delay_count(&format!("retry.{name}.delays"), c.delays.len())?;
             if c.max_attempts > 1 && c.delays.is_empty() {
                 return Err(Error::invalid(
                     format!("retry.{name}.delays"),
@@ -279,11 +289,23 @@ pub fn parse_duration(field: &str, s: &str) -> Result<Duration, Error> {
 }
 
 fn parse_delays(field: &str, delays: &[String]) -> Result<Vec<Duration>, Error> {
+    // Before parsing: a list of 100 000 delays is refused without reading it.
+    check_delay_count(field, delays.len())?;
     delays
         .iter()
         .enumerate()
         .map(|(i, d)| parse_duration(&format!("{field}[{i}]"), d))
         .collect()
+}
+
+fn check_delay_count(field: &str, n: usize) -> Result<(), Error> {
+    if n > MAX_DELAYS {
+        return Err(Error::invalid(
+            field,
+            format!("lists {n} delays; at most {MAX_DELAYS} are allowed"),
+        ));
+    }
+    Ok(())
 }
 
 fn format_delays(delays: &[Duration]) -> Vec<String> {
@@ -378,13 +400,59 @@ mod tests {
     }
 
     #[test]
-    fn notification_default_is_1_5_30_minutes_then_dead_s0_4() {
+    fn notification_default_is_three_attempts_1_then_5_minutes_then_dead_s0_4() {
         let p = RetryPolicy::notification();
         let t = ErrorClass::Transient;
         assert_eq!(p.decide(1, t, None, 0.0), RetryDecision::RetryIn(s(60)));
         assert_eq!(p.decide(2, t, None, 0.0), RetryDecision::RetryIn(s(300)));
-        assert_eq!(p.decide(3, t, None, 0.0), RetryDecision::RetryIn(s(1800)));
-        assert_eq!(p.decide(4, t, None, 0.0), RetryDecision::Dead);
+        assert_eq!(p.decide(3, t, None, 0.0), RetryDecision::Dead);
+        assert_eq!(p.max_attempts(), 3);
+    }
+
+    #[test]
+    fn permanent_notification_failure_is_never_retried() {
+        let p = RetryPolicy::notification();
+        assert_eq!(
+            p.decide(1, ErrorClass::Permanent, None, 0.0),
+            RetryDecision::Dead
+        );
+        assert!(p.validate().is_ok());
+    }
+
+    /// Issue 12, finding 6: 100 000 delays were stored (1 MB per job); at most 100 now, and
+    /// the error names the list.
+    #[test]
+    fn delay_lists_are_capped_at_100() {
+        let base = RetryPolicy::notification();
+        let delays = |n: usize| Some(vec!["1s".to_string(); n]);
+        let ok = RetrySpec {
+            delays: delays(100),
+            max_attempts: Some(100),
+            ..Default::default()
+        };
+        assert_eq!(ok.to_policy(&base).unwrap().transient.delays.len(), 100);
+        let long = RetrySpec {
+            delays: delays(101),
+            ..Default::default()
+        };
+        let e = long.to_policy(&base).unwrap_err();
+        assert_eq!(e.field(), "retry.delays");
+        assert!(e.to_string().contains("at most 100"), "{e}");
+        let long_class = RetrySpec {
+            permanent: Some(ClassSpec {
+                delays: vec!["1s".to_string(); 100_000],
+                max_attempts: Some(3),
+            }),
+            ..Default::default()
+        };
+        let e = long_class.to_policy(&base).unwrap_err();
+        assert_eq!(e.field(), "retry.permanent.delays");
+        // A policy built in code is held to the same bound.
+        let built = RetryPolicy::uniform(vec![s(1); 101], 3);
+        assert_eq!(
+            built.validate().unwrap_err().field(),
+            "retry.transient.delays"
+        );
     }
 
     #[test]

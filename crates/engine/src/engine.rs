@@ -135,8 +135,13 @@ impl Engine {
     }
 
     /// Run all services until `cancel`; then stop claiming, drain running jobs within the
-    /// grace period and return.
+    /// grace period and return. First, before anything is claimed, the jobs this node's
+    /// previous process left running are taken back (when the node's id is stable, see
+    /// [`RescuerConfig::restarted_node`]).
     pub async fn run(&self, cancel: CancellationToken) {
+        if let Err(e) = self.rescuer.reclaim_own(self.rescuer.now()).await {
+            tracing::error!(error = %e, "taking back this node's jobs from its previous process failed");
+        }
         let exec_wake = Arc::new(Notify::new());
         let sched_wake = Arc::new(Notify::new());
         // One outside wake-up reaches both loops (a Notify permit wakes only one waiter).

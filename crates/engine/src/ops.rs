@@ -3,7 +3,7 @@
 
 use crate::error::OpsError;
 use crate::expand::jobs_for_firing;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, Utc};
 use kairos_channels::signing::WebhookSecret;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::retry::RetrySpec;
@@ -15,15 +15,19 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 mod audience;
+mod bulk;
 mod channels;
 mod digest;
 mod endpoints;
+mod erasure;
 mod http;
 mod inbound;
 mod jobs;
 
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
+pub use erasure::{ERASED_REASON, Erasure};
 pub use http::{HTTP_TARGET_KEY, HttpSpec};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 
@@ -163,6 +167,8 @@ pub struct Kairos {
     allow_private_targets: bool,
     /// Maintenance mode of this node (S3-13).
     maintenance: crate::maintenance::Maintenance,
+    /// The `file` email transport's directory, scrubbed by erasure (`ops/erasure.rs`).
+    outbox: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Kairos {
@@ -173,15 +179,25 @@ impl std::fmt::Debug for Kairos {
     }
 }
 
+/// An RFC 3339 instant from the API. In UTC it must fall in the years 0000 to 9999, the
+/// range RFC 3339 can write: `9999-12-31T23:30:00-01:00` is year 10000 in UTC, and would be
+/// shown back as an invalid RFC 3339 string.
 fn parse_instant(field: &str, s: &str) -> Result<DateTime<Utc>, OpsError> {
-    DateTime::parse_from_rfc3339(s.trim())
+    let t = DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.to_utc())
         .map_err(|e| {
             OpsError::invalid(
                 field,
                 format!("{s:?} is not an RFC 3339 instant like \"2026-11-29T09:00:00Z\": {e}"),
             )
-        })
+        })?;
+    if !(0..=9999).contains(&t.year()) {
+        return Err(OpsError::invalid(
+            field,
+            format!("{s:?} is outside the years 0000 to 9999 (in UTC)"),
+        ));
+    }
+    Ok(t)
 }
 
 impl Kairos {
@@ -200,6 +216,7 @@ impl Kairos {
             kinds,
             allow_private_targets: false,
             maintenance: Default::default(),
+            outbox: None,
         }
     }
 
@@ -214,7 +231,8 @@ impl Kairos {
         &self.maintenance
     }
 
-    /// Accept webhook targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
+    /// Accept webhook, `http` and entitlement targets on private and loopback addresses
+    /// (`KAIROS_ALLOW_PRIVATE_TARGETS`).
     pub fn allow_private_targets(mut self, allow: bool) -> Self {
         self.allow_private_targets = allow;
         self
@@ -616,10 +634,5 @@ pub fn tz_of(s: &Schedule) -> Result<chrono_tz::Tz, OpsError> {
 /// no host). The send-time check resolves names and is authoritative; this catches the
 /// obvious cases when a target is saved, so the user hears about them at once.
 pub(crate) fn is_obviously_private(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-        Some(url::Host::Ipv6(ip)) => kairos_channels::ssrf::is_private_address(ip.into()),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => true,
-    }
+    kairos_channels::ssrf::is_obviously_private(url)
 }

@@ -21,6 +21,11 @@ pub struct RescuerConfig {
     pub interval: Duration,
     /// Most jobs rescued per run. Default 1000.
     pub batch: usize,
+    /// This node's id when it is stable across restarts (configured, or kept in the data
+    /// directory): on start, the jobs still `running` under it were held by this node's
+    /// previous process and are taken back at once, not after their lease. `None` (the
+    /// default) for a node whose id is new on every start.
+    pub restarted_node: Option<String>,
 }
 
 impl Default for RescuerConfig {
@@ -28,6 +33,7 @@ impl Default for RescuerConfig {
         RescuerConfig {
             interval: Duration::from_secs(5),
             batch: 1000,
+            restarted_node: None,
         }
     }
 }
@@ -105,12 +111,53 @@ impl Rescuer {
             .job_rescue(JobRescue {
                 now,
                 limit: self.cfg.batch as i64,
+                restarted_node: None,
             })
             .await?;
         if !ids.is_empty() {
             tracing::warn!(count = ids.len(), "returned jobs whose lease expired");
         }
         Ok(RescuerReport { rescued: ids.len() })
+    }
+
+    /// Now, by this service's clock.
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Take back the jobs this node's previous process left `running` (see
+    /// [`RescuerConfig::restarted_node`]), whatever their lease; a no-op without it. Runs on
+    /// every node, leader or not: the jobs are its own. It must run before this process
+    /// claims anything ([`crate::Engine::run`] does so), or it would take back the new
+    /// process's own fresh claims.
+    pub async fn reclaim_own(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<RescuerReport, kairos_store::Error> {
+        let Some(node) = &self.cfg.restarted_node else {
+            return Ok(RescuerReport::default());
+        };
+        let mut rescued = 0;
+        // Bounded: each pass takes at least one job or ends the loop, and a node holds at most
+        // its concurrency in running jobs.
+        for _ in 0..1000 {
+            let ids = self
+                .store
+                .job_rescue(JobRescue {
+                    now,
+                    limit: self.cfg.batch as i64,
+                    restarted_node: Some(node.clone()),
+                })
+                .await?;
+            rescued += ids.len();
+            if ids.len() < self.cfg.batch {
+                break;
+            }
+        }
+        if rescued > 0 {
+            tracing::warn!(count = rescued, node = %node, "took back this node's jobs from its previous process");
+        }
+        Ok(RescuerReport { rescued })
     }
 
     /// Run until `cancel`: every interval, a run if this node is the leader. `on_jobs` is

@@ -13,7 +13,7 @@ use kairos_engine::audience::{Expander, ExpanderConfig};
 use kairos_engine::handlers::email::{EmailConfig, EmailHandler};
 use kairos_engine::ops::{NewRecipient, NewSchedule, NewSubscription, NewTopic, NewVariant};
 use kairos_engine::{Engine, EngineConfig, Handler, Kairos};
-use kairos_store::{JobList, Store};
+use kairos_store::{JobList, Store, SubscriptionList};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tempfile::TempDir;
@@ -33,6 +33,16 @@ async fn world(start: DateTime<Utc>, secret: Option<&str>) -> World {
 
 /// A world sending through `smtp_url` instead of the file outbox.
 async fn world_with(start: DateTime<Utc>, secret: Option<&str>, smtp_url: Option<String>) -> World {
+    world_full(start, secret, smtp_url, true).await
+}
+
+/// A world; `allow_private` is `KAIROS_ALLOW_PRIVATE_TARGETS` for the API and the handler.
+async fn world_full(
+    start: DateTime<Utc>,
+    secret: Option<&str>,
+    smtp_url: Option<String>,
+    allow_private: bool,
+) -> World {
     let (dir, store) = open_store().await;
     let outbox = dir.path().join("outbox");
     let clock = Arc::new(ManualClock::new(start));
@@ -51,7 +61,7 @@ async fn world_with(start: DateTime<Utc>, secret: Option<&str>, smtp_url: Option
         public_url: "https://kairos.test".into(),
         unsubscribe_key: secret.and_then(UnsubscribeKey::new),
         settings_url: Some("https://app.test/settings".into()),
-        allow_private_targets: true,
+        allow_private_targets: allow_private,
         ..Default::default()
     };
     let email: Arc<dyn Handler> =
@@ -65,7 +75,8 @@ async fn world_with(start: DateTime<Utc>, secret: Option<&str>, smtp_url: Option
         registry,
     )
     .unwrap();
-    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
+    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds)
+        .allow_private_targets(allow_private);
     World {
         _dir: dir,
         outbox,
@@ -588,17 +599,172 @@ async fn entitlement_url_is_asked_at_send_time_with_its_own_timeout() {
         slow.last_error.as_deref().unwrap().contains("timed out"),
         "{slow:?}"
     );
+    // An answer over 16 KiB is not read further: no answer, a transient failure.
+    let huge = run(Reply::ok().with_body(" ".repeat(20 * 1024) + r#"{"entitled": true}"#)).await;
+    assert_eq!(huge.state, JobState::Available, "{huge:?}");
+    assert!(
+        huge.last_error
+            .as_deref()
+            .unwrap()
+            .contains("larger than 16384 bytes"),
+        "{huge:?}"
+    );
     let yes = run(Reply::ok().with_body(r#"{"entitled": true}"#)).await;
     assert_eq!(yes.state, JobState::Succeeded, "{yes:?}");
     assert_eq!(w.mails().len(), 1);
     // The question carries ids, never the address.
     let asked = rx.received();
-    assert!(asked.len() >= 4);
+    assert!(asked.len() >= 5);
     for r in &asked {
         let body = r.body_text();
         assert!(body.contains("\"recipient_id\":\"u00000\""), "{body}");
         assert!(!body.contains("@example.com"), "{body}");
     }
+}
+
+/// Issue 12, finding 1 (SSRF): with private targets not allowed, a topic whose entitlement
+/// URL is on loopback is refused when saved, and a topic row that holds one anyway (stored
+/// before the check, or written around the API) is never asked: the listener receives
+/// nothing and the job ends dead with an error naming `entitlement_url`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_entitlement_url_is_refused_at_save_and_never_called_at_send() {
+    use kairos_testkit::TestReceiver;
+    let w = world_full(t("2026-11-29T00:00:00Z"), None, None, false).await;
+    w.audience(1, vec![]).await;
+    let rx = TestReceiver::start().await;
+    let url = rx.url("/entitled");
+    for u in [
+        url.clone(),
+        "http://localhost:9/e".to_string(),
+        "http://169.254.169.254/latest/meta-data".to_string(),
+        "http://[::1]/e".to_string(),
+    ] {
+        let topic: NewTopic = serde_json::from_value(serde_json::json!({
+            "subject": "Hi", "text": "Hello", "entitlement_url": u}))
+        .unwrap();
+        let err = w.kairos.topic_put("weekly", topic).await.unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("entitlement_url:") && msg.contains("private"),
+            "{u}: {msg}"
+        );
+    }
+    // The refused save changed nothing.
+    let kept = w.store.topic_get("weekly").await.unwrap().unwrap();
+    assert_eq!(kept.entitlement_url, None);
+
+    // A row holding a loopback URL, written through the store directly.
+    w.store
+        .topic_put(kairos_store::TopicPut {
+            name: "weekly".into(),
+            subject: "Hi".into(),
+            html: None,
+            text: Some("Hello {{ recipient.id }}".into()),
+            variants: vec![],
+            entitlement_url: Some(url.clone()),
+            entitlement_timeout_ms: Some(1000),
+            now: w.clock.now(),
+        })
+        .await
+        .unwrap();
+    let (job, _) = w
+        .kairos
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("email".into()),
+            payload: Some(serde_json::json!({"topic": "weekly", "recipient_id": "u00000"})),
+            idempotency_key: Some("ssrf-1".into()),
+            retry: Some(serde_json::from_value(serde_json::json!({"max_attempts": 1})).unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    w.drain(w.clock.now()).await;
+    let dead = w.store.job_get(&job.id).await.unwrap().unwrap();
+    assert_eq!(dead.state, JobState::Dead, "{dead:?}");
+    let error = dead.last_error.as_deref().unwrap();
+    assert!(
+        error.contains("entitlement_url")
+            && error.contains("private")
+            && error.contains("KAIROS_ALLOW_PRIVATE_TARGETS"),
+        "{error}"
+    );
+    // Give a stray request time to arrive: there must be none.
+    assert!(
+        !rx.wait_for(1, std::time::Duration::from_millis(300)).await,
+        "the entitlement listener was called"
+    );
+    assert_eq!(rx.count(), 0);
+    assert!(w.mails().is_empty());
+}
+
+/// Issue 12, finding 3: templates run under fuel and an output cap. Nested `range(10000)`
+/// loops are refused when the topic is saved (the error names the template), and a template
+/// whose output only grows past 1 MiB with a recipient's real data fails that job cleanly —
+/// a permanent failure naming the template, no mail — instead of building the mail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_over_fuel_is_refused_at_save_and_over_output_cap_fails_the_job() {
+    let w = world(t("2026-11-29T00:00:00Z"), None).await;
+    w.audience(1, vec![]).await;
+    let nested = "{% for i in range(10000) %}{% for j in range(10000) %}.{% endfor %}{% endfor %}";
+    let started = std::time::Instant::now();
+    let e = w
+        .kairos
+        .topic_put(
+            "weekly",
+            serde_json::from_value(serde_json::json!({"subject": "Hi", "html": nested})).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    match e.kind() {
+        kairos_engine::OpsErrorKind::Invalid { field, reason } => {
+            assert_eq!(field, "html");
+            assert!(reason.contains("steps to render"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Small in the sample, 20 × 60 KB with this recipient's attribute.
+    let repeat = "{% for i in range(20) %}{{ recipient.attributes.blob }}{% endfor %}";
+    w.kairos
+        .topic_put(
+            "weekly",
+            serde_json::from_value(serde_json::json!({"subject": "Hi", "text": repeat})).unwrap(),
+        )
+        .await
+        .unwrap();
+    w.kairos
+        .recipient_put_many(vec![NewRecipient {
+            id: Some("u00000".into()),
+            email: "user0@example.com".into(),
+            webhook: None,
+            timezone: None,
+            locale: None,
+            attributes: Some(serde_json::json!({"blob": "x".repeat(60_000)})),
+            state: None,
+        }])
+        .await
+        .unwrap();
+    let (job, _) = w
+        .kairos
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("email".into()),
+            payload: Some(serde_json::json!({"topic": "weekly", "recipient_id": "u00000"})),
+            idempotency_key: Some("too-big".into()),
+            retry: Some(serde_json::from_value(serde_json::json!({"max_attempts": 1})).unwrap()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    w.drain(w.clock.now()).await;
+    let dead = w.store.job_get(&job.id).await.unwrap().unwrap();
+    assert_eq!(dead.state, JobState::Dead, "{dead:?}");
+    let error = dead.last_error.as_deref().unwrap();
+    assert!(
+        error.starts_with("text:") && error.contains("more than 1048576 bytes"),
+        "{error}"
+    );
+    assert!(w.mails().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -628,6 +794,17 @@ async fn smtp_550_hard_bounce_suppresses_the_address_and_later_mails_are_skipped
         .unwrap()
         .unwrap();
     assert_eq!(sup.reason, "hard_bounce");
+    // The cascade, as for a bounce the provider reports: u00001's subscriptions are disabled.
+    let subs = w
+        .store
+        .subscription_list(SubscriptionList {
+            recipient_id: Some("u00001".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(!subs.is_empty());
+    assert!(subs.iter().all(|s| !s.enabled), "{subs:?}");
     let bounced = w
         .jobs()
         .await

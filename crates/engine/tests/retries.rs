@@ -17,11 +17,11 @@ fn max_jitter(delay: Duration) -> Duration {
 }
 
 /// S0-4: the default notification policy against a handler that always fails transiently:
-/// attempts at t, t+1m, t+6m, t+36m (each delay counted from the previous attempt, plus at
-/// most 10 % jitter, never less), nothing runs a millisecond before each, and after the 4th
-/// failure the job is `dead` with 4 failed attempts recorded.
+/// attempts at t, t+1m, t+6m, as seed 000 counts them (each delay counted from the previous
+/// attempt, plus at most 10 % jitter, never less), nothing runs a millisecond before each, and
+/// after the 3rd failure the job is `dead` with 3 failed attempts recorded.
 #[tokio::test]
-async fn default_policy_retries_after_1m_5m_30m_then_dead_after_4_attempts() {
+async fn default_policy_s0_4_retries_after_1m_5m_then_dead_after_3_attempts() {
     let handler = TestHandler::new(|_, _| Outcome::Failed(Failure::transient("smtp down")));
     let t0 = t("2026-05-01T09:00:00Z");
     let h = Harness::new(t0, &[("notify", handler.clone() as Arc<dyn Handler>)]).await;
@@ -31,7 +31,7 @@ async fn default_policy_retries_after_1m_5m_30m_then_dead_after_4_attempts() {
     let mut nominal = t0; // t, t+1m, t+6m, t+36m without jitter
     let mut ran_at = vec![];
     let mut prev = None;
-    for attempt in 1..=4 {
+    for attempt in 1..=3 {
         let due = h.job(&job.id).await.run_at;
         if let Some((prev_at, delay)) = prev {
             nominal += delay;
@@ -52,7 +52,7 @@ async fn default_policy_retries_after_1m_5m_30m_then_dead_after_4_attempts() {
         let r = h.exec(due).await;
         assert_eq!(r.claimed, 1, "attempt {attempt}");
         ran_at.push(due);
-        if attempt < 4 {
+        if attempt < 3 {
             assert_eq!(r.retried, 1, "attempt {attempt}: {r:?}");
             assert_eq!(h.job(&job.id).await.state, JobState::Available);
             prev = Some((due, delays[attempt - 1]));
@@ -60,20 +60,20 @@ async fn default_policy_retries_after_1m_5m_30m_then_dead_after_4_attempts() {
             assert_eq!(r.dead, 1, "attempt {attempt}: {r:?}");
         }
     }
-    // Cumulatively: t, t+1m, t+6m, t+36m (plus jitter).
-    // Jitter adds up: at most 6 s, then 30 s, then 30 s more.
-    let offsets = [mins(0), mins(1), mins(6), mins(36)];
-    let jitter_sum = [secs(0), secs(6), secs(36), secs(66)];
+    // Cumulatively: t, t+1m, t+6m (plus jitter).
+    // Jitter adds up: at most 6 s, then 30 s.
+    let offsets = [mins(0), mins(1), mins(6)];
+    let jitter_sum = [secs(0), secs(6), secs(36)];
     for ((at, offset), jitter) in ran_at.iter().zip(offsets).zip(jitter_sum) {
         assert!(*at >= t0 + offset && *at <= t0 + offset + jitter, "{at}");
     }
 
     let dead = h.job(&job.id).await;
     assert_eq!(dead.state, JobState::Dead);
-    assert_eq!(dead.attempt, 4);
+    assert_eq!(dead.attempt, 3);
     assert!(dead.finished_at.is_some());
     let attempts = h.attempts(&job.id).await;
-    assert_eq!(attempts.len(), 4);
+    assert_eq!(attempts.len(), 3);
     for (i, a) in attempts.iter().enumerate() {
         assert_eq!(a.attempt, i as i32 + 1);
         assert_eq!(a.outcome, "failed");
@@ -82,7 +82,22 @@ async fn default_policy_retries_after_1m_5m_30m_then_dead_after_4_attempts() {
         assert_eq!(a.started_at, ran_at[i]);
     }
     assert_eq!(h.exec(t0 + Duration::days(7)).await.claimed, 0);
-    assert_eq!(handler.calls_for(&job.id), 4);
+    assert_eq!(handler.calls_for(&job.id), 3);
+}
+
+/// A permanent failure of a notification (a 400, say) is final at once: no retry in a minute,
+/// none in 36 minutes; one attempt, dead.
+#[tokio::test]
+async fn permanent_notification_failure_is_dead_after_one_attempt() {
+    let handler = TestHandler::new(|_, _| Outcome::Failed(Failure::permanent("HTTP 400")));
+    let t0 = t("2026-05-01T09:00:00Z");
+    let h = Harness::new(t0, &[("notify", handler.clone() as Arc<dyn Handler>)]).await;
+    let job = h.enqueue("notify", serde_json::json!({}), None, None).await;
+    let r = h.exec(t0).await;
+    assert_eq!((r.claimed, r.dead, r.retried), (1, 1, 0), "{r:?}");
+    assert_eq!(h.job(&job.id).await.state, JobState::Dead);
+    assert_eq!(h.exec(t0 + Duration::days(1)).await.claimed, 0);
+    assert_eq!(handler.calls_for(&job.id), 1);
 }
 
 /// S0-5: a one-shot job that went dead is parked (stays dead, never claimed), can be
@@ -197,7 +212,7 @@ async fn recurring_schedule_keeps_firing_after_an_occurrence_went_dead() {
 }
 
 /// DESIGN "Outcomes and retries" (rate-limited) with S0-4: a rate-limited failure waits as
-/// asked and does not spend an attempt — six of them in a row (more than the policy's 4
+/// asked and does not spend an attempt — six of them in a row (more than the policy's 3
 /// attempts) never make the job dead, and it then succeeds.
 #[tokio::test]
 async fn rate_limited_failure_does_not_spend_an_attempt() {
@@ -213,7 +228,7 @@ async fn rate_limited_failure_does_not_spend_an_attempt() {
     let t0 = t("2026-05-01T09:00:00Z");
     let h = Harness::new(t0, &[("mail", handler.clone() as Arc<dyn Handler>)]).await;
     let job = h.enqueue("mail", serde_json::json!({}), None, None).await;
-    assert_eq!(job.retry.max_attempts(), 4);
+    assert_eq!(job.retry.max_attempts(), 3);
 
     let mut at = t0;
     for i in 0..6 {

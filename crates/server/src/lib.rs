@@ -18,6 +18,8 @@
 pub mod admin;
 pub mod auth;
 pub mod config;
+pub mod headers;
+pub mod http;
 pub mod maintenance;
 pub mod monitoring;
 pub mod openapi;
@@ -46,6 +48,8 @@ pub struct AppState {
     pub monitor: Arc<kairos_engine::monitor::MonitorConfig>,
     /// The secrets of `/hooks/*` and `/unsubscribe` (seed 003).
     pub inbound: Arc<routes::hooks::InboundConfig>,
+    /// Whether the admin session cookie is `Secure` (`KAIROS_PUBLIC_URL` is https).
+    pub secure_cookies: bool,
 }
 
 impl AppState {
@@ -56,7 +60,14 @@ impl AppState {
             token: Arc::new(token),
             monitor: Arc::default(),
             inbound: Arc::default(),
+            secure_cookies: false,
         }
+    }
+
+    /// Mark the admin session cookie `Secure` (set it when the public URL is https).
+    pub fn with_secure_cookies(mut self, secure: bool) -> Self {
+        self.secure_cookies = secure;
+        self
     }
 
     /// Verify inbound webhooks and unsubscribe tokens with `cfg`'s secrets.
@@ -100,7 +111,10 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(routes::health::router())
         .merge(routes::metrics::router())
-        .merge(routes::unsubscribe::router())
+        .merge(
+            routes::unsubscribe::router()
+                .layer(axum::middleware::map_response(headers::security_headers)),
+        )
         .nest("/hooks", routes::hooks::router())
         .nest("/v1", v1)
         .nest("/admin", admin::router(&state))
@@ -114,5 +128,7 @@ pub fn app(state: AppState) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // Outside the body limit and every route: their plain-text errors become problems.
+        .layer(axum::middleware::from_fn(problem::plain_errors_as_problems))
         .with_state(state)
 }

@@ -118,6 +118,77 @@ impl IntoResponse for Problem {
     }
 }
 
+/// The slug and title of a problem made from a bare status (see [`plain_errors_as_problems`]).
+fn status_kind(status: StatusCode) -> (String, String) {
+    let slug = match status {
+        StatusCode::BAD_REQUEST => "malformed".to_string(),
+        StatusCode::NOT_FOUND => "not-found".to_string(),
+        StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed".to_string(),
+        StatusCode::PAYLOAD_TOO_LARGE => "too-large".to_string(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported-media-type".to_string(),
+        StatusCode::REQUEST_TIMEOUT => "timeout".to_string(),
+        s => format!("http-{}", s.as_u16()),
+    };
+    let title = status.canonical_reason().unwrap_or("Error").to_string();
+    (slug, title)
+}
+
+/// Largest plain-text error body read back to become a problem's detail.
+const PLAIN_DETAIL_MAX: usize = 4096;
+
+/// A middleware for the whole application: an error response (4xx or 5xx) that is plain
+/// text or has no content type — axum's own rejections (a body over the limit on
+/// `/hooks/*` or `/unsubscribe`, a malformed query), its 404 and 405 — becomes an
+/// `application/problem+json` document like `/v1`'s, with the same status and headers (an
+/// `Allow` stays). HTML pages (`/admin`, `/unsubscribe`) and problems pass through untouched.
+pub async fn plain_errors_as_problems(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let res = next.run(req).await;
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let plain = match res.headers().get(header::CONTENT_TYPE) {
+        None => true,
+        Some(v) => v
+            .to_str()
+            .map(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/plain")
+            })
+            .unwrap_or(false),
+    };
+    if !plain {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, PLAIN_DETAIL_MAX)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let (slug, title) = status_kind(status);
+    let detail = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "the request body is larger than {} bytes",
+            crate::BODY_LIMIT
+        )
+    } else if text.is_empty() {
+        title.to_lowercase()
+    } else {
+        text
+    };
+    let problem = Problem::new(status, &slug, &title, detail).into_response();
+    let (problem_parts, problem_body) = problem.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in problem_parts.headers.iter() {
+        parts.headers.insert(name.clone(), value.clone());
+    }
+    Response::from_parts(parts, problem_body)
+}
+
 /// Print an error and its `source()` chain on one line (for logs only).
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();

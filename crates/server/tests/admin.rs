@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
 
-const TOKEN: &str = "admin-test-token";
+const TOKEN: &str = "admin-test-token-of-at-least-32-chars";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 mod common;
@@ -287,6 +287,69 @@ async fn admin_dead_page_replays_all_matching_jobs() {
     }
 }
 
+/// Issue 12, finding 6: "replay all" was one unbounded loop inside a request. It replays at
+/// most 500 per request (in batches) and says when more remain; pressing again finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_replay_all_is_bounded_per_request_and_says_more_remain() {
+    use kairos_server::admin::jobs::REPLAY_ALL_MAX;
+    let mut ui = Ui::start().await;
+    let total = REPLAY_ALL_MAX + 3;
+    for i in 0..total {
+        ui.kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                // Nothing listens on port 1: refused at once, and with one attempt, dead.
+                webhook: Some(kairos_engine::ops::WebhookTarget {
+                    url: "http://127.0.0.1:1/hook".into(),
+                    secret: SECRET.into(),
+                }),
+                payload: Some(json!({"n": i})),
+                retry: Some(serde_json::from_value(json!({"max_attempts": 1})).expect("retry")),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+    }
+    for _ in 0..50 {
+        let r = ui
+            .engine
+            .executor()
+            .run_once(ui.clock.now())
+            .await
+            .expect("executor");
+        if r.claimed == 0 {
+            break;
+        }
+    }
+    let dead = |ui: &Ui| {
+        let k = ui.kairos.clone();
+        async move { k.dead_job_ids(None).await.expect("dead ids").len() }
+    };
+    assert_eq!(dead(&ui).await, total);
+    ui.login().await;
+    let csrf = Ui::csrf_of(&ui.get("/admin/dead").await);
+    let p = ui
+        .post_form("/admin/dead/replay", &[("csrf", &csrf), ("kind", "")])
+        .await;
+    assert_eq!(
+        p.location.as_deref(),
+        Some(format!("/admin/dead?replayed={REPLAY_ALL_MAX}&more=true").as_str())
+    );
+    assert_eq!(dead(&ui).await, 3);
+    let page = ui.get(p.location.as_deref().expect("location")).await;
+    assert!(page.body.contains("More dead jobs remain"), "{}", page.body);
+    let p = ui
+        .post_form("/admin/dead/replay", &[("csrf", &csrf), ("kind", "")])
+        .await;
+    assert_eq!(p.location.as_deref(), Some("/admin/dead?replayed=3"));
+    assert_eq!(dead(&ui).await, 0);
+    let page = ui.get("/admin/dead?replayed=3").await;
+    assert!(
+        !page.body.contains("More dead jobs remain"),
+        "{}",
+        page.body
+    );
+}
+
 #[tokio::test]
 async fn admin_schedules_show_next_five_firings_in_zone_and_utc_and_pause() {
     let mut ui = Ui::start().await;
@@ -448,4 +511,139 @@ async fn admin_occurrences_show_each_firing_with_its_derived_status() {
     assert!(one.body.contains("occ-success") && !one.body.contains("occ-failure"));
     let missing = ui.get("/admin/schedules/sch_nope/occurrences").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn admin_logout_revokes_the_session_so_the_old_cookie_and_csrf_replay_nothing() {
+    let mut ui = Ui::start().await;
+    let id = ui.job(400).await;
+    ui.login().await;
+    let page = ui.get("/admin/dead").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let csrf = Ui::csrf_of(&page);
+    let p = ui.post_form("/admin/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(p.location.as_deref(), Some("/admin/login"));
+    assert!(
+        p.set_cookie
+            .as_deref()
+            .is_some_and(|c| c.contains("Max-Age=0")),
+        "{:?}",
+        p.set_cookie
+    );
+    // The attacker kept the cookie and its CSRF token: both are dead.
+    assert_eq!(ui.get("/admin/dead").await.status, StatusCode::UNAUTHORIZED);
+    let p = ui
+        .post_form(
+            "/admin/dead/replay",
+            &[("csrf", &csrf), ("kind", "webhook")],
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::UNAUTHORIZED);
+    let (job, _) = ui.kairos.job_get(&id).await.expect("job");
+    assert_eq!(
+        job.state.as_str(),
+        "dead",
+        "a revoked session replayed the job"
+    );
+    // Logging in again gives a new, working session.
+    ui.login().await;
+    assert_eq!(ui.get("/admin/dead").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn admin_session_ends_when_its_stored_row_expires() {
+    let mut ui = Ui::start().await;
+    ui.login().await;
+    assert_eq!(ui.get("/admin").await.status, StatusCode::OK);
+    ui.clock.advance(chrono::Duration::hours(12));
+    assert_eq!(ui.get("/admin").await.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn admin_cookie_is_secure_only_when_the_public_url_is_https() {
+    let ui = Ui::start().await;
+    let p = ui.post_form("/admin/login", &[("token", TOKEN)]).await;
+    let c = p.set_cookie.expect("cookie");
+    assert!(!c.contains("Secure"), "{c}");
+    let app = TestApp::start_with(start_time(), TOKEN, |s| s.with_secure_cookies(true)).await;
+    let res = app
+        .http
+        .post(format!("{}/admin/login", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(common::form_body(&[("token", TOKEN)]))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let c = res.headers()["set-cookie"].to_str().expect("ascii");
+    assert!(
+        c.contains("; Secure") && c.contains("HttpOnly") && c.contains("SameSite=Strict"),
+        "{c}"
+    );
+}
+
+#[tokio::test]
+async fn admin_login_answers_429_with_retry_after_after_five_wrong_tokens_from_an_address() {
+    let ui = Ui::start().await;
+    for i in 0..5 {
+        let p = ui.post_form("/admin/login", &[("token", "wrong")]).await;
+        assert_eq!(p.status, StatusCode::UNAUTHORIZED, "attempt {i}");
+    }
+    let res = ui
+        .http
+        .post(format!("{}/admin/login", ui.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(common::form_body(&[("token", "wrong")]))
+        .send()
+        .await
+        .expect("sixth attempt");
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: i64 = res.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!(retry >= 1, "{retry}");
+    // While blocked, not even the right token is looked at.
+    let p = ui.post_form("/admin/login", &[("token", TOKEN)]).await;
+    assert_eq!(p.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(p.set_cookie.is_none());
+    // After the wait (the engine's clock), the right token logs in and clears the count.
+    ui.clock.advance(chrono::Duration::seconds(retry));
+    let p = ui.post_form("/admin/login", &[("token", TOKEN)]).await;
+    assert_eq!(p.status, StatusCode::SEE_OTHER, "{}", p.body);
+    let p = ui.post_form("/admin/login", &[("token", "wrong")]).await;
+    assert_eq!(p.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn admin_and_unsubscribe_pages_forbid_framing_sniffing_and_referrers() {
+    let ui = Ui::start().await;
+    for path in [
+        "/admin/login",
+        "/admin",
+        "/admin/jobs",
+        "/unsubscribe?token=x",
+    ] {
+        let res = ui
+            .http
+            .get(format!("{}{path}", ui.base))
+            .send()
+            .await
+            .expect("request");
+        let h = |n: &str| {
+            res.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(h("x-frame-options"), "DENY", "{path}");
+        assert!(
+            h("content-security-policy").contains("frame-ancestors 'none'"),
+            "{path}"
+        );
+        assert_eq!(h("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(h("referrer-policy"), "no-referrer", "{path}");
+    }
 }

@@ -8,7 +8,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 /// The Standard Webhooks specification's example secret.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /// The secret's key part: it must not appear in any response either.
@@ -139,6 +139,51 @@ fn assert_problem(r: &Resp, status: u16) {
     assert!(r.json["detail"].is_string());
 }
 
+/// Issue 12, finding 6: errors outside `/v1` — axum's own 404, 405, 413 and query rejections
+/// on the public `/hooks/*` and `/unsubscribe` — are problem documents like `/v1`'s, not plain
+/// text; HTML pages stay HTML.
+#[tokio::test]
+async fn errors_outside_v1_are_problem_documents() {
+    let api = Api::start().await;
+    let big = vec![b' '; 2 << 20];
+    for path in [
+        "/hooks/resend",
+        "/hooks/standard/billing",
+        "/unsubscribe?token=x",
+    ] {
+        let r = api.raw(Method::POST, path, None, Some(big.clone())).await;
+        assert_problem(&r, 413);
+        assert_eq!(r.json["type"], "urn:kairos:problem:too-large", "{path}");
+    }
+    for (method, path) in [
+        (Method::GET, "/hooks/resend"),
+        (Method::PUT, "/unsubscribe"),
+        (Method::DELETE, "/healthz"),
+    ] {
+        let r = api.raw(method, path, None, None).await;
+        assert_problem(&r, 405);
+        assert!(r.headers.get("allow").is_some(), "{path}: {:?}", r.headers);
+    }
+    for path in ["/hooks/nothing", "/hooks/standard", "/nothing-here"] {
+        let r = api.raw(Method::POST, path, None, None).await;
+        assert_problem(&r, 404);
+    }
+    let r = api
+        .raw(Method::GET, "/unsubscribe?token=a&token=b", None, None)
+        .await;
+    assert_problem(&r, 400);
+    // HTML stays HTML.
+    let res = api
+        .http
+        .get(format!("{}/admin/jobs", api.base))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let ct = res.headers()["content-type"].to_str().expect("ascii");
+    assert!(ct.starts_with("text/html"), "{ct}");
+}
+
 #[tokio::test]
 async fn health_needs_no_token_and_v1_needs_the_right_one() {
     let api = Api::start().await;
@@ -154,7 +199,12 @@ async fn health_needs_no_token_and_v1_needs_the_right_one() {
         let r = api.raw(Method::GET, path, Some("wrong-token"), None).await;
         assert_problem(&r, 401);
         let r = api
-            .raw(Method::GET, path, Some("test-token-and-more"), None)
+            .raw(
+                Method::GET,
+                path,
+                Some("test-token-of-at-least-thirty-two-chars-and-more"),
+                None,
+            )
             .await;
         assert_problem(&r, 401);
     }

@@ -8,7 +8,7 @@ use kairos_core::Clock;
 use kairos_testkit::{Reply, TestReceiver};
 use serde_json::{Value, json};
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 
 mod common;
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tempfile::TempDir;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 
 struct Api {
     base: String,
@@ -69,7 +69,8 @@ impl Api {
             registry,
         )
         .unwrap();
-        let kairos = Kairos::new(store, dyn_clock, engine.wake(), kinds);
+        let kairos =
+            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
         let router = app(AppState::new(kairos, ApiToken::new(TOKEN)));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use kairos_testkit::{Reply, TestReceiver};
 use serde_json::{Value, json};
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 const BEARER: &str = "tok_do_not_show_me";
 
 mod common;

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tempfile::TempDir;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 /// Two Resend secrets: the current one and the one being rotated out.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OLD_SECRET: &str = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
@@ -95,7 +95,7 @@ impl Api {
         let cfg = kairos_server::config::Config {
             resend_webhook_secret: Some(format!("{SECRET}, {OLD_SECRET}")),
             inbound_secrets: Some(format!("acme={ACME}")),
-            unsubscribe_secret: Some("current-unsubscribe-secret".into()),
+            unsubscribe_secret: Some("current-unsubscribe-secret-of-32-chars".into()),
             unsubscribe_old_secrets: Some("old-unsubscribe-secret".into()),
             ..Default::default()
         };
@@ -117,7 +117,7 @@ impl Api {
             engine,
             store,
             kairos,
-            key: UnsubscribeKey::new("current-unsubscribe-secret").unwrap(),
+            key: UnsubscribeKey::new("current-unsubscribe-secret-of-32-chars").unwrap(),
             old_key: UnsubscribeKey::new("old-unsubscribe-secret").unwrap(),
             _dir: dir,
         }

@@ -18,7 +18,7 @@ use prometheus_parse::{Sample, Scrape, Value};
 use std::sync::Arc;
 use tempfile::TempDir;
 
-const TOKEN: &str = "test-token";
+const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 struct Node {

@@ -17,7 +17,7 @@ use kairos_store_sqlite::SqliteStore;
 use std::sync::Arc;
 use std::time::Duration;
 
-const SECRET: &str = "unsubscribe-secret-for-the-test";
+const SECRET: &str = "unsubscribe-secret-for-the-test-of-32+";
 
 fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().to_utc()

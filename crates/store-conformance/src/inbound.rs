@@ -368,3 +368,47 @@ pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {
         "the suppression an old event caused stays"
     );
 }
+
+/// An admin session is stored, read and deleted once (logout); storing a new one deletes the
+/// sessions that have expired by then (issue 12).
+pub async fn admin_session_create_get_delete_and_prune(s: S) {
+    let session = |id: &str, created_min: i64, life_min: i64| AdminSession {
+        id_hash: id.into(),
+        created_at: t0() + Duration::minutes(created_min),
+        expires_at: t0() + Duration::minutes(created_min + life_min),
+    };
+    assert_eq!(s.admin_session_get("h1").await.unwrap(), None);
+    let a = session("h1", 0, 60);
+    s.admin_session_create(AdminSessionCreate { session: a.clone() })
+        .await
+        .unwrap();
+    s.admin_session_create(AdminSessionCreate {
+        session: session("h2", 0, 10),
+    })
+    .await
+    .unwrap();
+    assert_eq!(s.admin_session_get("h1").await.unwrap(), Some(a.clone()));
+    assert!(s.admin_session_delete("h1").await.unwrap());
+    assert!(!s.admin_session_delete("h1").await.unwrap(), "deleted once");
+    assert_eq!(s.admin_session_get("h1").await.unwrap(), None);
+    // h2 expires at minute 10: a login at minute 10 deletes it, a live one stays.
+    let live = session("h3", 5, 60);
+    s.admin_session_create(AdminSessionCreate {
+        session: live.clone(),
+    })
+    .await
+    .unwrap();
+    assert!(s.admin_session_get("h2").await.unwrap().is_some());
+    s.admin_session_create(AdminSessionCreate {
+        session: session("h4", 10, 60),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        s.admin_session_get("h2").await.unwrap(),
+        None,
+        "expired, pruned"
+    );
+    assert_eq!(s.admin_session_get("h3").await.unwrap(), Some(live));
+    assert!(s.admin_session_get("h4").await.unwrap().is_some());
+}

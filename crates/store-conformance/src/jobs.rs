@@ -266,7 +266,8 @@ pub async fn job_complete_with_stale_lease_token_is_rejected(s: S) {
     assert_eq!(
         s.job_rescue(JobRescue {
             now: after,
-            limit: 10
+            limit: 10,
+            restarted_node: None,
         })
         .await
         .unwrap(),
@@ -314,12 +315,66 @@ pub async fn job_lease_renew_extends_only_held_leases(s: S) {
     assert!(
         s.job_rescue(JobRescue {
             now: t0() + Duration::seconds(60),
-            limit: 10
+            limit: 10,
+            restarted_node: None,
         })
         .await
         .unwrap()
         .is_empty()
     );
+}
+
+/// A restarted node gets its own in-flight jobs back at once, before their lease ends; other
+/// nodes' live leases are untouched.
+pub async fn job_rescue_returns_a_restarted_nodes_jobs_at_once(s: S) {
+    s.job_insert(job(t0())).await.unwrap();
+    s.job_insert(job(t0())).await.unwrap();
+    let mine = s
+        .job_claim(claim(t0(), 1, "node-a"))
+        .await
+        .unwrap()
+        .remove(0);
+    let theirs = s
+        .job_claim(claim(t0(), 1, "node-b"))
+        .await
+        .unwrap()
+        .remove(0);
+    let now = t0() + Duration::seconds(1);
+    let back = s
+        .job_rescue(JobRescue {
+            now,
+            limit: 10,
+            restarted_node: Some("node-a".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(back, vec![mine.id.clone()], "only the restarted node's job");
+    let j = get(&s, &mine.id).await;
+    assert_eq!(j.state, JobState::Available);
+    assert_eq!(j.last_error.as_deref(), Some("node restarted"));
+    let attempts = s.attempt_list(&mine.id).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, "lost");
+    assert!(
+        attempts[0]
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("restarted"),
+        "{:?}",
+        attempts[0].error
+    );
+    assert_eq!(get(&s, &theirs.id).await.state, JobState::Running);
+    // Without the restart, a live lease is left alone.
+    let none = s
+        .job_rescue(JobRescue {
+            now,
+            limit: 10,
+            restarted_node: None,
+        })
+        .await
+        .unwrap();
+    assert!(none.is_empty());
 }
 
 /// S0-12: a job whose lease expired returns to available, with a `lost` attempt recorded.
@@ -329,7 +384,8 @@ pub async fn job_rescue_returns_expired_leases(s: S) {
     assert!(
         s.job_rescue(JobRescue {
             now: t0() + Duration::seconds(29),
-            limit: 10
+            limit: 10,
+            restarted_node: None,
         })
         .await
         .unwrap()
@@ -337,7 +393,13 @@ pub async fn job_rescue_returns_expired_leases(s: S) {
     );
     let now = t0() + Duration::seconds(31);
     assert_eq!(
-        s.job_rescue(JobRescue { now, limit: 10 }).await.unwrap(),
+        s.job_rescue(JobRescue {
+            now,
+            limit: 10,
+            restarted_node: None
+        })
+        .await
+        .unwrap(),
         vec![j.id.clone()]
     );
     let back = get(&s, &j.id).await;
@@ -358,6 +420,7 @@ pub async fn job_rescue_dead_letters_spent_jobs(s: S) {
     s.job_rescue(JobRescue {
         now: t0() + Duration::minutes(5),
         limit: 10,
+        restarted_node: None,
     })
     .await
     .unwrap();

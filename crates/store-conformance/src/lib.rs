@@ -17,14 +17,35 @@
 
 pub mod artifacts;
 pub mod audience;
+pub mod bulk;
 pub mod channels;
+pub mod erasure;
 pub mod fixtures;
 pub mod inbound;
 pub mod jobs;
+pub mod raw;
 pub mod retention;
 pub mod schedules;
 pub mod search;
 pub mod slo;
+
+/// Expand the behaviours that need a back door into the database ([`raw::RawSql`]) against a
+/// factory returning `Option<(Arc<dyn Store>, guard, RawSql)>`.
+#[macro_export]
+macro_rules! store_conformance_raw {
+    ($factory:path) => {
+        $crate::store_conformance_raw!(@raw $factory; job_claim_isolates_an_undecodable_row);
+    };
+    (@raw $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard, raw)) = $factory().await else { return };
+                $crate::raw::$name(store, raw).await;
+            }
+        )*
+    };
+}
 
 /// Expand the whole suite against a store factory. See the crate docs.
 #[macro_export]
@@ -43,12 +64,24 @@ macro_rules! store_conformance {
             job_complete_with_stale_lease_token_is_rejected,
             job_lease_renew_extends_only_held_leases,
             job_rescue_returns_expired_leases,
+            job_rescue_returns_a_restarted_nodes_jobs_at_once,
             job_rescue_dead_letters_spent_jobs,
             job_dead_is_never_claimed_and_replay_revives_it,
             job_cancel_stops_available_job,
             job_retry_refuses_succeeded_job,
             job_list_filters_by_state_kind_and_schedule,
             job_next_run_at_and_counts,
+        );
+        $crate::store_conformance!(@bulk $factory;
+            job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
+            job_bulk_filters_each_narrow_and_combine,
+            job_bulk_cancel_by_ids_ignores_unknown_and_finished,
+            job_bulk_retry_requeues_dead_and_cancelled_only,
+        );
+        $crate::store_conformance!(@erasure $factory;
+            recipient_erase_keeps_only_a_keyed_hash_of_the_address,
+            recipient_erase_creates_the_key_once,
+            topic_and_subscription_delete,
         );
         $crate::store_conformance!(@retention $factory;
             job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches,
@@ -93,6 +126,7 @@ macro_rules! store_conformance {
             suppression_list_pages_and_remove_is_once,
             subscription_disable_is_idempotent,
             setting_put_get_and_clear,
+            admin_session_create_get_delete_and_prune,
         );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
@@ -158,6 +192,24 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::search::$name(store).await;
+            }
+        )*
+    };
+    (@bulk $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::bulk::$name(store).await;
+            }
+        )*
+    };
+    (@erasure $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::erasure::$name(store).await;
             }
         )*
     };

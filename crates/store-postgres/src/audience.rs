@@ -263,32 +263,56 @@ impl PostgresStore {
     }
 
     pub(crate) async fn suppression_add_impl(&self, p: SuppressionAdd) -> Result<bool> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| map_err("suppression add", e))?;
+        let address = normalize_address(&p.address);
+        // An erased address is suppressed already, as its keyed hash.
+        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
         let n = sqlx::query(
             "INSERT INTO suppressions (address, reason, source_event_id, created_at)
-             VALUES ($1, $2, $3, $4) ON CONFLICT (address) DO NOTHING",
+             SELECT $1, $2, $3, $4
+             WHERE $5::text IS NULL
+                OR NOT EXISTS (SELECT 1 FROM suppressions WHERE address_hash = $5)
+             ON CONFLICT (address) DO NOTHING",
         )
-        .bind(normalize_address(&p.address))
+        .bind(&address)
         .bind(&p.reason)
         .bind(&p.source_event_id)
         .bind(p.now)
-        .execute(&self.pool)
+        .bind(&hash)
+        .execute(&mut *conn)
         .await
         .map_err(|e| map_err("suppression add", e))?
         .rows_affected();
         Ok(n > 0)
     }
 
+    /// The suppression of an address: stored as it is, or — erased — as its keyed hash.
     pub(crate) async fn suppression_get_impl(&self, address: &str) -> Result<Option<Suppression>> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| map_err("suppression get", e))?;
+        let address = normalize_address(address);
+        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
         let row = sqlx::query(
-            "SELECT address, reason, source_event_id, created_at FROM suppressions WHERE address = $1",
+            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
+             WHERE address = $1 OR ($2::text IS NOT NULL AND address_hash = $2)
+             ORDER BY address_hash IS NULL DESC LIMIT 1",
         )
-        .bind(normalize_address(address))
-        .fetch_optional(&self.pool)
+        .bind(&address)
+        .bind(&hash)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(|e| map_err("suppression get", e))?;
         row.map(|r| {
             Ok(Suppression {
                 address: get(&r, "address")?,
+                erased: get::<Option<String>>(&r, "address_hash")?.is_some(),
                 reason: get(&r, "reason")?,
                 source_event_id: get(&r, "source_event_id")?,
                 created_at: get(&r, "created_at")?,

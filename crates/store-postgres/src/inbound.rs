@@ -17,6 +17,7 @@ fn get<'r, T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>>(
 fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
     Ok(Suppression {
         address: get(r, "address")?,
+        erased: get::<Option<String>>(r, "address_hash")?.is_some(),
         reason: get(r, "reason")?,
         source_event_id: get(r, "source_event_id")?,
         created_at: get(r, "created_at")?,
@@ -26,24 +27,38 @@ fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
 /// `suppression_apply` and `inbound_event_record`).
 async fn apply_in_tx(
+    keys: &KeyCache,
     tx: &mut Transaction<'_, Postgres>,
     p: &SuppressionApply,
 ) -> Result<SuppressionApplied> {
     let address = normalize_address(&p.address);
     let now = p.now;
-    let created = sqlx::query(
-        "INSERT INTO suppressions (address, reason, source_event_id, created_at)
+    // An erased address is suppressed already, as its keyed hash: no plain entry next to it.
+    let erased = match crate::erasure::hash_of(keys, tx, &address).await? {
+        Some(h) => {
+            sqlx::query_scalar::<_, i32>("SELECT 1 FROM suppressions WHERE address_hash = $1")
+                .bind(h)
+                .fetch_optional(&mut **tx)
+                .await
+                .map_err(|e| map_err("suppression apply", e))?
+                .is_some()
+        }
+        None => false,
+    };
+    let created = !erased
+        && sqlx::query(
+            "INSERT INTO suppressions (address, reason, source_event_id, created_at)
          VALUES ($1, $2, $3, $4) ON CONFLICT (address) DO NOTHING",
-    )
-    .bind(&address)
-    .bind(&p.reason)
-    .bind(&p.source_event_id)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(|e| map_err("suppression apply", e))?
-    .rows_affected()
-        > 0;
+        )
+        .bind(&address)
+        .bind(&p.reason)
+        .bind(&p.source_event_id)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| map_err("suppression apply", e))?
+        .rows_affected()
+            > 0;
     if created {
         sqlx::query(
             "INSERT INTO suppression_log (address, action, reason, source_event_id, created_at)
@@ -127,6 +142,7 @@ impl PostgresStore {
         };
         for address in &p.suppress {
             let a = apply_in_tx(
+                &self.keys,
                 &mut tx,
                 &SuppressionApply {
                     address: address.clone(),
@@ -183,7 +199,7 @@ impl PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("suppression apply", e))?;
-        let out = apply_in_tx(&mut tx, &p).await?;
+        let out = apply_in_tx(&self.keys, &mut tx, &p).await?;
         tx.commit()
             .await
             .map_err(|e| map_err("suppression apply", e))?;
@@ -195,7 +211,7 @@ impl PostgresStore {
         p: SuppressionList,
     ) -> Result<Vec<Suppression>> {
         let rows = sqlx::query(
-            "SELECT address, reason, source_event_id, created_at FROM suppressions
+            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
              WHERE ($1::text IS NULL OR address > $1) ORDER BY address LIMIT $2",
         )
         .bind(&p.after)
@@ -213,19 +229,24 @@ impl PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("suppression remove", e))?;
-        let removed = sqlx::query("DELETE FROM suppressions WHERE address = $1")
-            .bind(&address)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("suppression remove", e))?
-            .rows_affected()
-            > 0;
-        if removed {
+        // The address, or its keyed hash if it was erased; the log records what was stored.
+        let hash = crate::erasure::hash_of(&self.keys, &mut tx, &address).await?;
+        let removed: Option<String> = sqlx::query_scalar(
+            "DELETE FROM suppressions
+             WHERE address = $1 OR ($2::text IS NOT NULL AND address_hash = $2)
+             RETURNING address",
+        )
+        .bind(&address)
+        .bind(&hash)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| map_err("suppression remove", e))?;
+        if let Some(stored) = &removed {
             sqlx::query(
                 "INSERT INTO suppression_log (address, action, reason, created_at)
                  VALUES ($1, 'removed', $2, $3)",
             )
-            .bind(&address)
+            .bind(stored)
             .bind(&p.reason)
             .bind(p.now)
             .execute(&mut *tx)
@@ -235,7 +256,7 @@ impl PostgresStore {
         tx.commit()
             .await
             .map_err(|e| map_err("suppression remove", e))?;
-        Ok(removed)
+        Ok(removed.is_some())
     }
 
     pub(crate) async fn subscription_disable_impl(&self, p: SubscriptionDisable) -> Result<bool> {

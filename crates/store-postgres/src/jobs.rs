@@ -148,7 +148,31 @@ impl PostgresStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("job claim", e))?;
-        let mut jobs = rows.iter().map(job_from_row).collect::<Result<Vec<_>>>()?;
+        // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
+        // it is dead-lettered under its lease with the decoding error (it could never run).
+        let mut jobs = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match job_from_row(row) {
+                Ok(job) => jobs.push(job),
+                Err(e) => {
+                    let id: String = row.try_get("id").map_err(|e| map_err("id", e))?;
+                    tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
+                    sqlx::query(
+                        "UPDATE jobs SET state = 'dead', finished_at = $3, reason = 'corrupt',
+                                last_error = $4, locked_by = NULL, lease_token = NULL,
+                                lease_expires_at = NULL
+                         WHERE id = $1 AND lease_token = $2 AND state = 'running'",
+                    )
+                    .bind(&id)
+                    .bind(&p.lease_token)
+                    .bind(p.now)
+                    .bind(full_error(&e))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| map_err("job dead corrupt", e))?;
+                }
+            }
+        }
         // RETURNING order is unspecified: restore oldest-first (S0-2).
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
         Ok(jobs)
@@ -299,25 +323,29 @@ impl PostgresStore {
                  SELECT id AS lost_id, lease_expires_at AS expired_at, attempt AS lost_attempt,
                         attempted_at AS lost_attempted_at, locked_by AS lost_by
                  FROM jobs
-                 WHERE state = 'running' AND lease_expires_at < $1
+                 WHERE state = 'running' AND (lease_expires_at < $1 OR locked_by = $3)
                  ORDER BY lease_expires_at LIMIT $2
                  FOR UPDATE SKIP LOCKED
              ),
              logged AS (
                  INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
                  SELECT lost_id, lost_attempt, COALESCE(lost_attempted_at, $1), $1, 'lost', 'transient',
-                        'lease expired: the worker stopped or lost contact', lost_by
+                        CASE WHEN expired_at >= $1 THEN 'the node restarted while the job ran'
+                             ELSE 'lease expired: the worker stopped or lost contact' END, lost_by
                  FROM lost
              )
              UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
                     finished_at = CASE WHEN attempt >= max_attempts THEN $1 ELSE NULL END,
-                    run_at = $1, last_error = 'lease expired',
+                    run_at = $1,
+                    last_error = CASE WHEN expired_at >= $1 THEN 'node restarted'
+                                      ELSE 'lease expired' END,
                     locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
              FROM lost WHERE jobs.id = lost.lost_id
              RETURNING jobs.id, lost.expired_at",
         )
         .bind(p.now)
         .bind(p.limit.max(0))
+        .bind(&p.restarted_node)
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("job rescue", e))?;
@@ -383,4 +411,16 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
+}
+
+/// An error with its sources, one line (what the job's `last_error` shows).
+fn full_error(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
 }

@@ -40,8 +40,11 @@
 //! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
+mod bulk;
+mod erasure;
 mod http_targets;
 mod inbound;
 mod jobs;
@@ -69,6 +72,8 @@ use std::time::Duration;
 pub struct PostgresStore {
     pool: PgPool,
     schema: String,
+    /// The erasure key, once read (`erasure.rs`).
+    keys: std::sync::Arc<kairos_store::KeyCache>,
 }
 
 impl PostgresStore {
@@ -97,6 +102,7 @@ impl PostgresStore {
         let store = PostgresStore {
             pool,
             schema: schema.to_string(),
+            keys: Default::default(),
         };
         migrate::run(&store.pool, &store.schema).await?;
         Ok(store)

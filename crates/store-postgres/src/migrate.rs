@@ -50,6 +50,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "endpoint_failures",
         include_str!("../migrations/0013_endpoint_failures.sql"),
     ),
+    (
+        14,
+        "erasure",
+        include_str!("../migrations/0014_erasure.sql"),
+    ),
+    (
+        16,
+        "admin_sessions",
+        include_str!("../migrations/0016_admin_sessions.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

@@ -338,6 +338,12 @@ impl Store for PostgresStore {
     async fn job_retry(&self, p: JobRetry) -> Result<Option<Job>> {
         self.job_retry_impl(p).await
     }
+    async fn job_bulk_cancel(&self, p: JobBulkCancel) -> Result<JobBulkDone> {
+        self.job_bulk_cancel_impl(p).await
+    }
+    async fn job_bulk_retry(&self, p: JobBulkRetry) -> Result<JobBulkDone> {
+        self.job_bulk_retry_impl(p).await
+    }
     async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>> {
         self.job_rescue_impl(p).await
     }
@@ -501,10 +507,28 @@ impl Store for PostgresStore {
     async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
         self.subscription_disable_impl(p).await
     }
+    async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>> {
+        self.recipient_erase_impl(p).await
+    }
+    async fn topic_delete(&self, name: &str) -> Result<bool> {
+        self.topic_delete_impl(name).await
+    }
+    async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
+        self.subscription_delete_impl(p).await
+    }
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>> {
         self.setting_get_impl(name).await
     }
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
         self.setting_put_impl(p).await
+    }
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
+        self.admin_session_create_impl(p).await
+    }
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
+        self.admin_session_get_impl(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
+        self.admin_session_delete_impl(id_hash).await
     }
 }

@@ -107,3 +107,27 @@ async fn job_insert_notifies_listeners() {
         "nothing created, no notification"
     );
 }
+
+/// The store and a back door: one SQL statement through the store's own pool (its
+/// connections are set to the test's schema).
+async fn factory_raw() -> Option<(
+    Arc<dyn Store>,
+    Box<dyn Any + Send>,
+    kairos_store_conformance::raw::RawSql,
+)> {
+    let (store, guard) = open().await?;
+    let pool = store.pool().clone();
+    let raw: kairos_store_conformance::raw::RawSql = Arc::new(move |sql: String| {
+        let pool = pool.clone();
+        Box::pin(async move {
+            let out: Option<Option<String>> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_optional(&pool)
+                .await
+                .expect("raw statement");
+            out.flatten()
+        })
+    });
+    Some((Arc::new(store), Box::new(guard), raw))
+}
+
+kairos_store_conformance::store_conformance_raw!(factory_raw);

@@ -96,11 +96,27 @@ impl SqliteStore {
     }
 
     pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
+        let now = p.now;
         let rows = self.hot.call(move |c| native::claim(c, &p)).await?;
-        let mut jobs = rows
-            .into_iter()
-            .map(native::StoredJob::decode)
-            .collect::<Result<Vec<_>>>()?;
+        // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
+        // it is dead-lettered under its lease with the decoding error (it could never run).
+        let mut jobs = Vec::with_capacity(rows.len());
+        let mut bad = Vec::new();
+        for row in rows {
+            let (id, token) = row.id_and_lease();
+            match row.decode() {
+                Ok(job) => jobs.push(job),
+                Err(e) => {
+                    tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
+                    bad.push((id, token, full_error(&e)));
+                }
+            }
+        }
+        if !bad.is_empty() {
+            self.hot
+                .call(move |c| native::dead_undecodable(c, &bad, now))
+                .await?;
+        }
         // RETURNING order is unspecified: restore oldest-first (S0-2).
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
         Ok(jobs)
@@ -212,4 +228,16 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
+}
+
+/// An error with its sources, one line (what the job's `last_error` shows).
+fn full_error(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        src = s.source();
+    }
+    out
 }

@@ -34,8 +34,11 @@
 //! `webhook-id`.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
+mod bulk;
+mod erasure;
 mod http_targets;
 mod inbound;
 mod jobs;
@@ -61,6 +64,8 @@ pub struct SqliteStore {
     read: SqlitePool,
     /// The native writer thread for the job queue's hot path (`writer.rs`).
     hot: writer::Writer,
+    /// The erasure key, once read (`erasure.rs`).
+    keys: std::sync::Arc<kairos_store::KeyCache>,
 }
 
 impl SqliteStore {
@@ -115,7 +120,12 @@ impl SqliteStore {
             ));
         }
         let hot = writer::Writer::start(file)?;
-        Ok(SqliteStore { write, read, hot })
+        Ok(SqliteStore {
+            write,
+            read,
+            hot,
+            keys: Default::default(),
+        })
     }
 
     /// A transaction on the sqlx write pool that takes SQLite's write lock at once

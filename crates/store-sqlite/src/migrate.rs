@@ -45,6 +45,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "endpoint_failures",
         include_str!("../migrations/0013_endpoint_failures.sql"),
     ),
+    (
+        14,
+        "erasure",
+        include_str!("../migrations/0014_erasure.sql"),
+    ),
+    (
+        16,
+        "admin_sessions",
+        include_str!("../migrations/0016_admin_sessions.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {

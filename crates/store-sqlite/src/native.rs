@@ -10,6 +10,7 @@
 
 use crate::rows::JOB_COLS;
 use crate::writer::map_native;
+use chrono::{DateTime, Utc};
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
 use kairos_store::{
@@ -172,6 +173,27 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
         .map_err(|e| map_native("job claim", e))
 }
 
+/// Dead-letter a claimed job whose stored row cannot be decoded, under its lease (fencing), so
+/// that it dies alone instead of failing the claim of its batch-mates.
+pub(crate) fn dead_undecodable(
+    conn: &Connection,
+    bad: &[(String, String, String)],
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let mut stmt = conn
+        .prepare_cached(
+            "UPDATE jobs SET state = 'dead', finished_at = ?3, reason = 'corrupt', last_error = ?4,
+                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+             WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
+        )
+        .map_err(|e| map_native("job dead corrupt", e))?;
+    for (id, token, error) in bad {
+        stmt.execute(params![id, token, to_millis(now), error])
+            .map_err(|e| map_native("job dead corrupt", e))?;
+    }
+    Ok(())
+}
+
 /// The job as its live lease holds it: its attempt number (for the attempt row) and kind.
 /// A separate lookup instead of `UPDATE … RETURNING`: RETURNING builds a temporary b-tree on
 /// every execution, which cost more than this primary-key read of a page already in cache.
@@ -293,7 +315,7 @@ pub(crate) fn lease_renew(conn: &Connection, p: &JobLeaseRenew) -> Result<u64> {
 pub(crate) fn rescue(conn: &Connection, p: &JobRescue) -> Result<Vec<String>> {
     let now = to_millis(p.now);
     let err = |e| map_native("job rescue", e);
-    let ids: Vec<String> = conn
+    let mut ids: Vec<String> = conn
         .prepare_cached(
             "SELECT id FROM jobs INDEXED BY jobs_lease
              WHERE state = 'running' AND lease_expires_at < ?1
@@ -304,10 +326,29 @@ pub(crate) fn rescue(conn: &Connection, p: &JobRescue) -> Result<Vec<String>> {
         .map_err(err)?
         .collect::<rusqlite::Result<_>>()
         .map_err(err)?;
+    if let Some(node) = &p.restarted_node {
+        // The restarted node's own jobs, whatever their lease: a scan of the running jobs only
+        // (the partial index), which are few.
+        let room = (p.limit.max(0) as usize).saturating_sub(ids.len());
+        let own: Vec<String> = conn
+            .prepare_cached(
+                "SELECT id FROM jobs INDEXED BY jobs_lease
+                 WHERE state = 'running' AND lease_expires_at >= ?1 AND locked_by = ?2
+                 ORDER BY lease_expires_at LIMIT ?3",
+            )
+            .map_err(err)?
+            .query_map(params![now, node, room as i64], |r| r.get(0))
+            .map_err(err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(err)?;
+        ids.extend(own);
+    }
     let mut lost = conn
         .prepare_cached(
             "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
-             SELECT id, attempt, COALESCE(attempted_at, ?2), ?2, 'lost', 'transient', 'lease expired: the worker stopped or lost contact', locked_by
+             SELECT id, attempt, COALESCE(attempted_at, ?2), ?2, 'lost', 'transient',
+                    CASE WHEN lease_expires_at >= ?2 THEN 'the node restarted while the job ran'
+                         ELSE 'lease expired: the worker stopped or lost contact' END, locked_by
              FROM jobs WHERE id = ?1",
         )
         .map_err(err)?;
@@ -315,7 +356,9 @@ pub(crate) fn rescue(conn: &Connection, p: &JobRescue) -> Result<Vec<String>> {
         .prepare_cached(
             "UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
                     finished_at = CASE WHEN attempt >= max_attempts THEN ?2 ELSE NULL END,
-                    run_at = ?2, last_error = 'lease expired',
+                    run_at = ?2,
+                    last_error = CASE WHEN lease_expires_at >= ?2 THEN 'node restarted'
+                                      ELSE 'lease expired' END,
                     locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
              WHERE id = ?1",
         )
@@ -381,6 +424,14 @@ impl StoredJob {
             reason: r.get(18)?,
             channel: r.get(19)?,
         })
+    }
+
+    /// The job's id and lease token, readable before decoding.
+    pub(crate) fn id_and_lease(&self) -> (String, String) {
+        (
+            self.id.clone(),
+            self.lease_token.clone().unwrap_or_default(),
+        )
     }
 
     /// The job; a stored payload or retry policy that is not valid JSON is `Corrupt`.

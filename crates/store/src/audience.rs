@@ -207,8 +207,11 @@ pub struct SubscriptionList {
 /// An address that must not be mailed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Suppression {
-    /// The address, normalized ([`normalize_address`]).
+    /// The address, normalized ([`normalize_address`]). For an erased entry it is the keyed
+    /// hash (`hmac-sha256:…`, [`crate::ERASED_PREFIX`]), never the address.
     pub address: String,
+    /// The address was erased with its recipient: only its keyed hash is stored.
+    pub erased: bool,
     /// `hard_bounce`, `complaint`, `unsubscribe`, `manual`, …
     pub reason: String,
     /// The inbound event that caused it, if any.

@@ -14,9 +14,12 @@
 //! 3. completion: only the holder of the current lease token can record an outcome.
 #![deny(missing_docs)]
 
+mod admin;
 mod artifacts;
 mod audience;
 pub mod batch;
+mod bulk;
+mod erasure;
 mod error;
 mod http_targets;
 mod inbound;
@@ -26,8 +29,11 @@ mod retention;
 mod slo;
 mod types;
 
+pub use admin::*;
 pub use artifacts::*;
 pub use audience::*;
+pub use bulk::*;
+pub use erasure::*;
 pub use error::{Error, ErrorKind, Result};
 pub use http_targets::*;
 pub use inbound::*;
@@ -104,6 +110,14 @@ pub trait Store: Send + Sync + 'static {
     /// Make a job run again now: a dead, cancelled or skipped job gets a fresh set of attempts;
     /// an available job waiting for a retry is moved to now. `None` if it does not exist.
     async fn job_retry(&self, p: JobRetry) -> Result<Option<Job>>;
+    /// Cancel at most `limit` of the selected jobs that have not finished, in one
+    /// transaction, in ascending id order; the caller repeats from `last_id` until it is
+    /// `None`.
+    async fn job_bulk_cancel(&self, p: JobBulkCancel) -> Result<JobBulkDone>;
+    /// Queue at most `limit` of the selected dead or cancelled jobs again (now, fresh
+    /// attempts), in one transaction, in ascending id order; the caller repeats from `last_id`
+    /// until it is `None`.
+    async fn job_bulk_retry(&self, p: JobBulkRetry) -> Result<JobBulkDone>;
     /// Return jobs whose lease expired to `available` (or `dead` if their attempts are spent),
     /// recording the lost attempt. Returns the ids rescued.
     async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>>;
@@ -241,8 +255,31 @@ pub trait Store: Send + Sync + 'static {
     /// Disable the subscription of (recipient, topic); `false` if it was not enabled (or does
     /// not exist) — the one-click unsubscribe (S3-18).
     async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool>;
+    // --- Erasure of a person (issue 15).
+
+    /// Erase a recipient in one transaction: delete the recipient (with their attributes) and
+    /// subscriptions, store the suppression of their address as its keyed hash (creating the
+    /// erasure key on first use), and replace the address in stored inbound events and in
+    /// the stored texts of their jobs. Their pending jobs are cancelled by the caller first
+    /// (`job_bulk_cancel`). `None` if the recipient does not exist.
+    async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>>;
+    /// Delete a topic and every subscription to it, in one transaction; `false` if it did not
+    /// exist.
+    async fn topic_delete(&self, name: &str) -> Result<bool>;
+    /// Delete the subscription of (recipient, topic); `false` if it did not exist.
+    async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool>;
+
     /// A setting by name.
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.
     async fn setting_put(&self, p: SettingPut) -> Result<()>;
+
+    // --- Admin sessions (issue 12).
+
+    /// Store an admin session, deleting expired ones in the same transaction.
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
+    /// An admin session by the hash of its id (expired or not: the caller compares).
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
+    /// End an admin session (logout); `false` if it did not exist.
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
 }

@@ -278,6 +278,9 @@ pub struct JobRescue {
     pub now: DateTime<Utc>,
     /// At most this many.
     pub limit: i64,
+    /// This node has just started: every job still `running` under its name was held by its
+    /// previous process and is lost now, whatever its lease says.
+    pub restarted_node: Option<String>,
 }
 
 /// `job_search`: the operator's filtered job list (admin UI). Every filter is optional and they

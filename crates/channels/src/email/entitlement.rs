@@ -6,9 +6,20 @@
 //! skipped; any other 2xx is **yes**; anything else (5xx, 429, a timeout, a refused
 //! connection) is a failure classified like a webhook's, so the job retries and is never
 //! sent without an answer.
+//!
+//! The URL comes from the API, so it gets a webhook's SSRF guard ([`crate::ssrf`]): checked
+//! before each question, asked over the guarded client, and the answer read up to
+//! [`MAX_ANSWER_BYTES`].
 
+use crate::ssrf::check_target;
+use crate::transport::{build_client, request_failure};
 use kairos_core::{ErrorClass, Failure};
 use std::time::Duration;
+use url::Url;
+
+/// The largest entitlement answer read (16 KiB): the answer is a tiny JSON object, and a
+/// larger one is refused without being downloaded further.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,25 +33,51 @@ pub enum Entitlement {
 }
 
 /// Asks entitlement URLs. Cheap to clone.
+///
+/// A topic's URL arrives through the API, so it is treated like a webhook's: checked by
+/// [`check_target`] before every question (private, loopback and link-local targets are
+/// refused unless private targets are allowed — also for rows stored before the save-time
+/// check existed) and asked over the same guarded client (no redirects, no proxies, a
+/// resolver that refuses private answers at connection time).
 #[derive(Debug, Clone)]
 pub struct EntitlementChecker {
     client: reqwest::Client,
+    allow_private_targets: bool,
 }
 
 impl EntitlementChecker {
-    /// A checker; private and loopback URLs are refused at connection time unless allowed.
+    /// A checker; private and loopback URLs are refused unless `allow_private_targets`.
     pub fn new(allow_private_targets: bool) -> Result<Self, crate::Error> {
-        let client = crate::transport::build_client(
+        let client = build_client(
             "kairos-entitlement/1",
             None,
             allow_private_targets,
             "entitlement",
         )?;
-        Ok(EntitlementChecker { client })
+        Ok(EntitlementChecker {
+            client,
+            allow_private_targets,
+        })
     }
 
-    /// Ask `url` about `body`, waiting at most `timeout`.
+    /// Ask `url` about `body`, waiting at most `timeout`. An invalid or refused URL (a
+    /// private target) is a permanent failure naming `entitlement_url`; the question is
+    /// never sent to it.
     pub async fn ask(&self, url: &str, timeout: Duration, body: &serde_json::Value) -> Entitlement {
+        let url = match Url::parse(url) {
+            Ok(u) => u,
+            Err(e) => {
+                return Entitlement::Unknown(Failure::permanent(format!(
+                    "entitlement_url is not a valid URL: {e}"
+                )));
+            }
+        };
+        if let Err(e) = check_target(&url, self.allow_private_targets).await {
+            return Entitlement::Unknown(Failure::new(
+                e.class(),
+                format!("entitlement_url refused: {e}"),
+            ));
+        }
         let resp = self
             .client
             .post(url)
@@ -48,15 +85,12 @@ impl EntitlementChecker {
             .json(body)
             .send()
             .await;
-        let resp = match resp {
+        let mut resp = match resp {
             Ok(r) => r,
             Err(e) => {
-                let what = if e.is_timeout() {
-                    "entitlement check timed out"
-                } else {
-                    "entitlement check could not connect"
-                };
-                return Entitlement::Unknown(Failure::transient(what));
+                let mut f = request_failure(&e, timeout);
+                f.message = format!("entitlement check failed: {}", f.message);
+                return Entitlement::Unknown(f);
             }
         };
         let status = resp.status().as_u16();
@@ -73,11 +107,41 @@ impl EntitlementChecker {
             f.status_code = Some(status);
             return Entitlement::Unknown(f);
         }
-        let v: serde_json::Value = resp.json().await.unwrap_or(serde_json::Value::Null);
+        let answer = match read_capped(&mut resp, MAX_ANSWER_BYTES).await {
+            Ok(a) => a,
+            Err(f) => return Entitlement::Unknown(f),
+        };
+        let v: serde_json::Value =
+            serde_json::from_slice(&answer).unwrap_or(serde_json::Value::Null);
         if v.get("entitled").and_then(|e| e.as_bool()) == Some(false) {
             Entitlement::No
         } else {
             Entitlement::Yes
+        }
+    }
+}
+
+/// The body of `resp`, read up to `max` bytes: a longer body (reading stops there) or a read
+/// error is a transient failure, never a guess at the answer.
+async fn read_capped(resp: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, Failure> {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if buf.len() + chunk.len() > max {
+                    return Err(Failure::transient(format!(
+                        "entitlement answer is larger than {max} bytes"
+                    )));
+                }
+                buf.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(buf),
+            Err(e) => {
+                return Err(Failure::transient(format!(
+                    "entitlement answer could not be read: {}",
+                    crate::transport::root_cause(&e)
+                )));
+            }
         }
     }
 }

@@ -69,7 +69,19 @@ impl SmtpSender {
         // The semaphore is never closed, so acquiring cannot fail; if it ever did, sending
         // without a permit is still correct, only less polite to the server.
         let _permit = self.permits.acquire().await.ok();
-        match self.transport.send(msg).await {
+        // lettre's timeout bounds each network operation it starts, but not every wait (a
+        // server that accepts the connection and never greets holds it for ever): the whole
+        // send is bounded too.
+        let sent = match tokio::time::timeout(self.timeout, self.transport.send(msg)).await {
+            Ok(sent) => sent,
+            Err(_) => {
+                return SendReport::failed(Failure::transient(format!(
+                    "SMTP send timed out after {}",
+                    kairos_core::retry::format_duration(self.timeout)
+                )));
+            }
+        };
+        match sent {
             Ok(resp) => SendReport::of(Outcome::Delivered {
                 provider_id: resp.message().next().map(|l| l.chars().take(200).collect()),
                 status_code: resp.code().to_string().parse().ok(),

@@ -12,10 +12,26 @@
 //! (permanent), it does not send a blank.
 //!
 //! The HTML template is auto-escaped; subject and text are not.
+//!
+//! # Limits
+//!
+//! Templates are written through the API, so one render is bounded (issue 12, finding 3):
+//! at most [`FUEL`] template instructions (minijinja's fuel: nested `range(10000)` loops run
+//! out of it) and at most [`MAX_OUTPUT_BYTES`] of output per template. [`check`] renders
+//! against the sample at save time, so a template over either limit is refused then, naming
+//! the field. Rendering is CPU work: async callers use [`check_blocking`] and
+//! [`render_blocking`], which run it on tokio's blocking pool, never on an async worker.
 
 use minijinja::value::{Object, Value};
-use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
 use std::sync::Arc;
+
+/// The most template instructions one render may execute (minijinja fuel). A mail template,
+/// even with a loop over a digest's items, uses a few thousand.
+pub const FUEL: u64 = 500_000;
+
+/// The most bytes one template (subject, HTML or text) may render to.
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
 
 /// A template that did not render.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +53,7 @@ impl std::error::Error for TemplateError {}
 fn env() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL));
     env.set_auto_escape_callback(|name| {
         if name == "html" {
             AutoEscape::Html
@@ -47,10 +64,52 @@ fn env() -> Environment<'static> {
     env
 }
 
-/// Render one template. `field` is `subject`, `html` or `text` (html is auto-escaped).
+/// A writer that refuses to grow past `max` bytes; `overflowed` says why a write failed.
+struct CappedWriter {
+    buf: Vec<u8>,
+    max: usize,
+    overflowed: bool,
+}
+
+impl std::io::Write for CappedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.max {
+            self.overflowed = true;
+            return Err(std::io::Error::other("template output limit reached"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Render one template. `field` is `subject`, `html` or `text` (html is auto-escaped). At most
+/// [`FUEL`] instructions and [`MAX_OUTPUT_BYTES`] of output; this is CPU work, so async code
+/// calls [`render_blocking`] instead.
 pub fn render(field: &str, source: &str, ctx: &Value) -> Result<String, TemplateError> {
+    render_capped(field, source, ctx, MAX_OUTPUT_BYTES)
+}
+
+fn render_capped(
+    field: &str,
+    source: &str,
+    ctx: &Value,
+    max_output: usize,
+) -> Result<String, TemplateError> {
     let mut e = env();
     let err = |e: minijinja::Error| {
+        if e.kind() == ErrorKind::OutOfFuel {
+            return TemplateError {
+                field: field.to_string(),
+                reason: format!(
+                    "takes more than {FUEL} steps to render (the template limit); \
+                     loops over large ranges are not allowed"
+                ),
+            };
+        }
         let mut reason = e.to_string();
         let mut src = std::error::Error::source(&e);
         while let Some(s) = src {
@@ -70,7 +129,70 @@ pub fn render(field: &str, source: &str, ctx: &Value) -> Result<String, Template
     e.add_template_owned(name.to_string(), source.to_string())
         .map_err(err)?;
     let t = e.get_template(name).map_err(err)?;
-    t.render(ctx).map_err(err)
+    let mut out = CappedWriter {
+        buf: Vec::new(),
+        max: max_output,
+        overflowed: false,
+    };
+    match t.render_captured_to(ctx, &mut out) {
+        Ok(_) => String::from_utf8(out.buf).map_err(|_| TemplateError {
+            field: field.to_string(),
+            reason: "rendered to invalid UTF-8".into(),
+        }),
+        Err(_) if out.overflowed => Err(TemplateError {
+            field: field.to_string(),
+            reason: format!(
+                "renders to more than {max_output} bytes (the limit of one template's output)"
+            ),
+        }),
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// Run `f` on tokio's blocking pool (templates are CPU work and must not stall the async
+/// workers that serve `/healthz` and the API); a panic becomes an error of `field`.
+async fn off_the_async_workers<T: Send + 'static>(
+    field: &str,
+    f: impl FnOnce() -> Result<T, TemplateError> + Send + 'static,
+) -> Result<T, TemplateError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(TemplateError {
+            field: field.to_string(),
+            reason: format!("rendering failed: {e}"),
+        })
+    })
+}
+
+/// [`render`] for async callers: each `(field, source)` of `templates` in turn against `ctx`,
+/// on the blocking pool. The first error stops.
+pub async fn render_blocking(
+    templates: Vec<(String, String)>,
+    ctx: Value,
+) -> Result<Vec<String>, TemplateError> {
+    let first = templates
+        .first()
+        .map(|(f, _)| f.clone())
+        .unwrap_or_default();
+    off_the_async_workers(&first, move || {
+        templates
+            .iter()
+            .map(|(field, source)| render(field, source, &ctx))
+            .collect()
+    })
+    .await
+}
+
+/// [`check`] for async callers, on the blocking pool.
+pub async fn check_blocking(
+    subject: String,
+    html: Option<String>,
+    text: Option<String>,
+    variants: Vec<VariantSources>,
+) -> Result<(), TemplateError> {
+    off_the_async_workers("subject", move || {
+        check(&subject, html.as_deref(), text.as_deref(), &variants)
+    })
+    .await
 }
 
 /// A context from JSON (the handler builds it from the recipient, the job and the topic).
@@ -117,8 +239,9 @@ pub fn sample_context() -> Value {
 /// A variant's templates for [`check`]: (name, subject, html, text).
 pub type VariantSources = (String, Option<String>, Option<String>, Option<String>);
 
-/// Check a topic's templates (and its variants') against the sample context. The error names
-/// the template.
+/// Check a topic's templates (and its variants') against the sample context, under the same
+/// fuel and output limits as a send. The error names the template. CPU work: async code calls
+/// [`check_blocking`].
 pub fn check(
     subject: &str,
     html: Option<&str>,
@@ -183,6 +306,95 @@ mod tests {
             check("ok", None, None, &v).unwrap_err().field,
             "variants[0].subject"
         );
+    }
+
+    /// Issue 12, finding 3: nested `range(10000)` loops stalled `/healthz` for seconds. They
+    /// run out of fuel now, and the check at save time refuses them naming the field.
+    #[test]
+    fn nested_large_loops_run_out_of_fuel_and_are_refused_at_check() {
+        let nested =
+            "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}x";
+        let started = std::time::Instant::now();
+        let e = check("ok", None, Some(nested), &[]).unwrap_err();
+        assert_eq!(e.field, "text");
+        assert!(e.reason.contains("steps to render"), "{e}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        let v = vec![("b".to_string(), Some(nested.to_string()), None, None)];
+        assert_eq!(
+            check("ok", None, None, &v).unwrap_err().field,
+            "variants[0].subject"
+        );
+        // An ordinary loop is well within the budget.
+        let items = "{% for i in range(500) %}<li>{{ i }} {{ recipient.id }}</li>{% endfor %}";
+        check("ok", Some(items), None, &[]).unwrap();
+    }
+
+    #[test]
+    fn output_over_the_cap_fails_cleanly() {
+        let ctx = context(&serde_json::json!({"x": "a"}));
+        // 1 MiB + 1 byte in few instructions: string repetition, not a loop.
+        let big = format!("{{{{ x * {} }}}}", MAX_OUTPUT_BYTES + 1);
+        let e = render("html", &big, &ctx).unwrap_err();
+        assert_eq!(e.field, "html");
+        assert!(
+            e.reason.contains("renders to more than 1048576 bytes"),
+            "{e}"
+        );
+        let fits = format!("{{{{ x * {} }}}}", MAX_OUTPUT_BYTES);
+        assert_eq!(render("html", &fits, &ctx).unwrap().len(), MAX_OUTPUT_BYTES);
+        let small = render_capped("text", "{{ x * 11 }}", &ctx, 10).unwrap_err();
+        assert!(small.reason.contains("more than 10 bytes"), "{small}");
+        // At save time too.
+        let e = check(&big.replace(" x ", " 'a' "), None, None, &[]).unwrap_err();
+        assert_eq!(e.field, "subject");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn blocking_render_keeps_the_async_worker_free() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // One async worker: a render on it would stop this ticker until the render ended.
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let t = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                t.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        tokio::task::yield_now().await;
+        let before = ticks.load(Ordering::SeqCst);
+        // Runs until its fuel is spent: milliseconds of CPU.
+        let slow =
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        let out = render_blocking(
+            vec![("text".into(), slow.into())],
+            context(&serde_json::json!({})),
+        )
+        .await;
+        let during = ticks.load(Ordering::SeqCst) - before;
+        ticker.abort();
+        assert!(out.unwrap_err().reason.contains("steps to render"));
+        assert!(
+            during >= 1,
+            "the async worker was blocked during the render"
+        );
+        let ok = render_blocking(
+            vec![
+                ("subject".into(), "Hi {{ n }}".into()),
+                ("text".into(), "{{ n }}!".into()),
+            ],
+            context(&serde_json::json!({"n": 7})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(ok, vec!["Hi 7".to_string(), "7!".to_string()]);
+        check_blocking("{{ oops".into(), None, None, vec![])
+            .await
+            .unwrap_err();
     }
 
     #[test]

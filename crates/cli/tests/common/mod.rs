@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_kairos");
-pub const TOKEN: &str = "test-token";
+pub const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// A command with no inherited `KAIROS_*` settings.

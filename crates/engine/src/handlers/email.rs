@@ -12,7 +12,9 @@
 //! It then renders the topic's templates (strict: a missing variable fails the job, it does
 //! not send a blank), adds the unsubscribe headers (S3-18) and the `topic`/`variant` tags
 //! (S3-19), and sends through the configured transport with the job id as the message's id
-//! (`Idempotency-Key` on Resend). An SMTP 550 suppresses the address (`hard_bounce`).
+//! (`Idempotency-Key` on Resend). An SMTP 550 suppresses the address (`hard_bounce`) with the
+//! cascade of a reported bounce: its subscriptions are disabled and the suppression log says
+//! why.
 //! Nothing here logs an address.
 
 use crate::handler::{Handler, JobContext};
@@ -22,7 +24,7 @@ use kairos_channels::email::template;
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailMessage, EmailTransport};
 use kairos_core::{Failure, Job, Outcome};
-use kairos_store::{Recipient, RecipientState, Store, SuppressionAdd, Topic};
+use kairos_store::{Recipient, RecipientState, Store, SuppressionApply, Topic};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -248,17 +250,26 @@ impl EmailHandler {
             "unsubscribe_url": unsubscribe_url,
         }));
         let (subject, html, text) = pick_templates(&topic, variant.as_deref());
-        let render = |f: &str, src: &str| {
-            template::render(f, src, &ctx).map_err(|e| Failure::permanent(e.to_string()))
-        };
+        // Rendered on the blocking pool under the template limits (fuel, output size): a
+        // template is CPU work and must not stall the async workers.
+        let mut parts = vec![("subject".to_string(), subject.to_string())];
+        parts.extend(html.map(|h| ("html".to_string(), h.to_string())));
+        parts.extend(text.map(|t| ("text".to_string(), t.to_string())));
+        let mut rendered = template::render_blocking(parts, ctx)
+            .await
+            .map_err(|e| Failure::permanent(e.to_string()))?
+            .into_iter();
+        let subject = rendered.next().unwrap_or_default();
+        let html = html.and_then(|_| rendered.next());
+        let text = text.and_then(|_| rendered.next());
         let mut tags = vec![("topic".to_string(), topic_name.clone())];
         if let Some(v) = &variant {
             tags.push(("variant".into(), v.clone()));
         }
         Ok(Prepared::Ready(Box::new(Notice {
-            subject: render("subject", subject)?,
-            html: html.map(|h| render("html", h)).transpose()?,
-            text: text.map(|t| render("text", t)).transpose()?,
+            subject,
+            html,
+            text,
             recipient: r,
             topic: topic_name,
             variant,
@@ -286,14 +297,17 @@ impl EmailHandler {
         };
         let sent = self.transport.send(&msg).await;
         if sent.hard_bounce {
-            let add = SuppressionAdd {
+            // The same cascade as a bounce reported by the provider's webhook: the address is
+            // suppressed, every subscription with it is disabled, and the log says why.
+            let apply = SuppressionApply {
                 address: r.email.clone(),
                 reason: "hard_bounce".into(),
                 source_event_id: Some(job.id.clone()),
                 now: job.run_at.max(job.created_at),
             };
-            match self.store.suppression_add(add).await {
-                Ok(_) => tracing::warn!(job_id = %job.id, recipient_id = %rid,
+            match self.store.suppression_apply(apply).await {
+                Ok(done) => tracing::warn!(job_id = %job.id, recipient_id = %rid,
+                    subscriptions_disabled = done.subscriptions_disabled,
                     "hard bounce: the recipient's address is suppressed"),
                 Err(e) => {
                     tracing::error!(job_id = %job.id, error = %e, "suppressing a hard bounce failed")

@@ -337,12 +337,15 @@ impl Kairos {
                 )
             })
             .collect();
-        kairos_channels::email::template::check(
-            &t.subject,
-            t.html.as_deref(),
-            t.text.as_deref(),
-            &check,
+        // A sample render under the send-time limits (fuel, output size), off the async
+        // workers: a template that exceeds them is refused now, naming the field.
+        kairos_channels::email::template::check_blocking(
+            t.subject.clone(),
+            t.html.clone(),
+            t.text.clone(),
+            check,
         )
+        .await
         .map_err(|e| OpsError::invalid(&e.field, e.reason))?;
         if let Some(u) = &t.entitlement_url {
             let url = url::Url::parse(u).map_err(|e| {
@@ -352,6 +355,14 @@ impl Kairos {
                 return Err(OpsError::invalid(
                     "entitlement_url",
                     "must be an http:// or https:// URL",
+                ));
+            }
+            // The same rule as a webhook's URL: it arrives through the API, so a private or
+            // loopback target needs the operator's allow (the send-time check is authoritative).
+            if !self.allow_private_targets && super::is_obviously_private(&url) {
+                return Err(OpsError::invalid(
+                    "entitlement_url",
+                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
                 ));
             }
         }

@@ -21,11 +21,11 @@ impl Kairos {
             None => now,
         };
         if let Some(k) = &req.idempotency_key
-            && (k.is_empty() || k.len() > MAX_KEY)
+            && (k.is_empty() || k.len() > MAX_KEY || k.chars().any(char::is_control))
         {
             return Err(OpsError::invalid(
                 "idempotency_key",
-                format!("must be 1 to {MAX_KEY} characters"),
+                format!("must be 1 to {MAX_KEY} bytes without control characters"),
             ));
         }
         let retry = match &req.retry {

@@ -482,6 +482,33 @@ impl Store for CountingStore {
     async fn job_retry(&self, p: JobRetry) -> kairos_store::Result<Option<Job>> {
         self.inner.job_retry(p).await
     }
+    async fn recipient_erase(
+        &self,
+        p: kairos_store::RecipientErase,
+    ) -> kairos_store::Result<Option<kairos_store::RecipientErased>> {
+        self.inner.recipient_erase(p).await
+    }
+    async fn topic_delete(&self, name: &str) -> kairos_store::Result<bool> {
+        self.inner.topic_delete(name).await
+    }
+    async fn subscription_delete(
+        &self,
+        p: kairos_store::SubscriptionDelete,
+    ) -> kairos_store::Result<bool> {
+        self.inner.subscription_delete(p).await
+    }
+    async fn job_bulk_cancel(
+        &self,
+        p: kairos_store::JobBulkCancel,
+    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
+        self.inner.job_bulk_cancel(p).await
+    }
+    async fn job_bulk_retry(
+        &self,
+        p: kairos_store::JobBulkRetry,
+    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
+        self.inner.job_bulk_retry(p).await
+    }
     async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
         self.inner.job_rescue(p).await
     }
@@ -707,6 +734,21 @@ impl Store for CountingStore {
     }
     async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
         self.inner.setting_put(p).await
+    }
+    async fn admin_session_create(
+        &self,
+        p: kairos_store::AdminSessionCreate,
+    ) -> kairos_store::Result<()> {
+        self.inner.admin_session_create(p).await
+    }
+    async fn admin_session_get(
+        &self,
+        id_hash: &str,
+    ) -> kairos_store::Result<Option<kairos_store::AdminSession>> {
+        self.inner.admin_session_get(id_hash).await
+    }
+    async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
+        self.inner.admin_session_delete(id_hash).await
     }
     async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
         self.inner.suppression_add(p).await

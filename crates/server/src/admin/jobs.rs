@@ -130,7 +130,15 @@ pub struct DeadQuery {
     /// How many were just replayed.
     #[serde(default)]
     pub replayed: Option<u64>,
+    /// Set when "replay all" stopped at its per-request maximum with dead jobs left.
+    #[serde(default)]
+    pub more: Option<bool>,
 }
+
+/// Dead jobs read per batch by "replay all".
+pub const REPLAY_ALL_BATCH: i64 = 100;
+/// The most dead jobs one "replay all" request replays; the page says when more remain.
+pub const REPLAY_ALL_MAX: usize = 500;
 
 /// `GET /admin/dead`: dead jobs, newest first.
 pub async fn dead(
@@ -153,8 +161,12 @@ pub async fn dead(
         .then(|| jobs.last().map(|j| j.id.clone()))
         .flatten();
     let rows: Vec<JobRow> = jobs.iter().map(JobRow::from).collect();
-    op.page(&state, "dead.html", context! { rows, q, next })
-        .await
+    op.page(
+        &state,
+        "dead.html",
+        context! { rows, q, next, replay_max => REPLAY_ALL_MAX },
+    )
+    .await
 }
 
 /// The "replay all" form.
@@ -165,7 +177,9 @@ pub struct ReplayAllForm {
     kind: Option<String>,
 }
 
-/// `POST /admin/dead/replay`: replay every dead job (of a kind).
+/// `POST /admin/dead/replay`: replay the dead jobs (of a kind), newest first, in batches of
+/// [`REPLAY_ALL_BATCH`] and at most [`REPLAY_ALL_MAX`] per request, so one request never
+/// holds the server in an unbounded loop; the page says when more remain (press again).
 pub async fn dead_replay(
     op: Operator,
     State(state): State<AppState>,
@@ -175,18 +189,58 @@ pub async fn dead_replay(
         return csrf_refused();
     }
     let kind = blank(&form.kind);
-    let ids = match state.kairos.dead_job_ids(kind.as_deref()).await {
-        Ok(ids) => ids,
-        Err(e) => return store_error(&op, &state, e).await,
-    };
     let mut replayed = 0u64;
-    for id in &ids {
-        if state.kairos.job_retry(id).await.is_ok() {
-            replayed += 1;
+    let mut seen = 0usize;
+    let mut before: Option<String> = None;
+    let more = loop {
+        let want = REPLAY_ALL_BATCH.min((REPLAY_ALL_MAX - seen) as i64);
+        let batch = match state
+            .kairos
+            .job_list(
+                Some("dead"),
+                kind.as_deref(),
+                None,
+                before.as_deref(),
+                Some(want),
+            )
+            .await
+        {
+            Ok(b) => b,
+            Err(e) => return store_error(&op, &state, e).await,
+        };
+        for job in &batch {
+            if state.kairos.job_retry(&job.id).await.is_ok() {
+                replayed += 1;
+            }
         }
-    }
-    tracing::info!(replayed, kind = ?kind, "replayed dead jobs from the admin UI");
+        seen += batch.len();
+        before = batch.last().map(|j| j.id.clone());
+        if (batch.len() as i64) < want {
+            break false;
+        }
+        if seen >= REPLAY_ALL_MAX {
+            // Stopped at the maximum: is anything left after the last one looked at?
+            match state
+                .kairos
+                .job_list(
+                    Some("dead"),
+                    kind.as_deref(),
+                    None,
+                    before.as_deref(),
+                    Some(1),
+                )
+                .await
+            {
+                Ok(rest) => break !rest.is_empty(),
+                Err(e) => return store_error(&op, &state, e).await,
+            }
+        }
+    };
+    tracing::info!(replayed, more, kind = ?kind, "replayed dead jobs from the admin UI");
     let mut to = format!("/admin/dead?replayed={replayed}");
+    if more {
+        to.push_str("&more=true");
+    }
     if let Some(k) = kind {
         to.push_str(&format!("&kind={}", urlencode(&k)));
     }

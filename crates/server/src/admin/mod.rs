@@ -18,6 +18,7 @@
 pub mod dashboard;
 pub mod filters;
 pub mod jobs;
+pub mod login_limit;
 pub mod schedules;
 pub mod session;
 pub mod views;
@@ -33,11 +34,15 @@ use serde::Deserialize;
 use session::{COOKIE, SESSION_SECS, SessionKey, csrf_refused, login_page};
 use std::sync::Arc;
 
-/// What the admin pages share: the templates and the session key.
+/// What the admin pages share: the templates, the session key, the login backoff.
 pub struct Admin {
     env: Environment<'static>,
     /// Signs sessions and CSRF tokens.
     pub key: SessionKey,
+    /// Whether the session cookie is `Secure` (the public URL is https).
+    pub secure_cookie: bool,
+    /// Login attempts per source address.
+    pub limiter: login_limit::LoginLimiter,
 }
 
 impl std::fmt::Debug for Admin {
@@ -75,6 +80,8 @@ impl Admin {
         Admin {
             env,
             key: SessionKey::derive(token.secret_bytes()),
+            secure_cookie: false,
+            limiter: login_limit::LoginLimiter::default(),
         }
     }
 
@@ -115,7 +122,10 @@ fn truncate(s: String, n: usize) -> String {
 
 /// The `/admin` routes (nest them under `/admin`).
 pub fn router(state: &AppState) -> Router<AppState> {
-    let admin = Arc::new(Admin::new(&state.token));
+    let admin = Arc::new(Admin {
+        secure_cookie: state.secure_cookies,
+        ..Admin::new(&state.token)
+    });
     Router::new()
         .route("/", get(dashboard::dashboard))
         .route("/login", get(login_form).post(login))
@@ -130,6 +140,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/schedules/{id}/occurrences", get(schedules::occurrences))
         .route("/schedules/{id}/{action}", post(schedules::act))
         .layer(axum::Extension(admin))
+        .layer(axum::middleware::map_response(
+            crate::headers::security_headers,
+        ))
 }
 
 /// A state string for display: known states as they are, anything else "unknown" (S3-14).
@@ -155,25 +168,80 @@ pub struct LoginForm {
     token: String,
 }
 
+/// The source address of a request (`None` when the server was started without connection
+/// info; then every client shares one login backoff).
+#[derive(Debug, Clone, Copy)]
+pub struct SourceAddr(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SourceAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(SourceAddr(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip()),
+        ))
+    }
+}
+
+/// `Set-Cookie` for the session cookie with `value` living `max_age` seconds.
+fn session_cookie(admin: &Admin, value: &str, max_age: i64) -> Option<HeaderValue> {
+    let secure = if admin.secure_cookie { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+    ))
+    .ok()
+}
+
 async fn login(
     State(state): State<AppState>,
+    SourceAddr(source): SourceAddr,
     axum::Extension(admin): axum::Extension<Arc<Admin>>,
     Form(form): Form<LoginForm>,
 ) -> Response {
+    let now = state.kairos.clock().now();
+    let addr = source.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    if let Err(wait) = admin.limiter.attempt(addr, now) {
+        tracing::warn!(source = %addr, retry_after = wait, "admin login refused: too many attempts");
+        let msg =
+            format!("Too many login attempts from your address. Try again in {wait} seconds.");
+        let mut res = login_page(&admin, StatusCode::TOO_MANY_REQUESTS, Some(&msg));
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return res;
+    }
     if !state.token.matches(form.token.trim()) {
-        tracing::warn!("admin login refused: wrong token");
+        tracing::warn!(source = %addr, "admin login refused: wrong token");
         return login_page(
             &admin,
             StatusCode::UNAUTHORIZED,
             Some("That token is not this server's API token."),
         );
     }
-    let expires = state.kairos.clock().now().timestamp() + SESSION_SECS;
-    let value = admin.key.session_value(expires);
-    let cookie =
-        format!("{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECS}");
+    admin.limiter.succeeded(addr);
+    let id = SessionKey::new_session_id();
+    let created = kairos_store::AdminSessionCreate {
+        session: kairos_store::AdminSession {
+            id_hash: session::id_hash(&id),
+            created_at: now,
+            expires_at: now + chrono::Duration::seconds(SESSION_SECS),
+        },
+    };
+    if let Err(e) = state.kairos.store().admin_session_create(created).await {
+        tracing::error!(error = %e, "admin login: storing the session failed");
+        return login_page(
+            &admin,
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some("The session could not be stored; the server log has the reason."),
+        );
+    }
     let mut res = Redirect::to("/admin").into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
+    if let Some(v) = session_cookie(&admin, &admin.key.session_value(&id), SESSION_SECS) {
         res.headers_mut().insert(header::SET_COOKIE, v);
     }
     res
@@ -186,17 +254,28 @@ pub struct CsrfForm {
     pub csrf: String,
 }
 
-async fn logout(op: session::Operator, Form(form): Form<CsrfForm>) -> Response {
+async fn logout(
+    State(state): State<AppState>,
+    op: session::Operator,
+    Form(form): Form<CsrfForm>,
+) -> Response {
     if !op.csrf_ok(&form.csrf) {
         return csrf_refused();
     }
+    // Deleting the row is what ends the session: the cookie may still be replayed.
+    if let Err(e) = state
+        .kairos
+        .store()
+        .admin_session_delete(&op.session_hash)
+        .await
+    {
+        tracing::error!(error = %e, "admin logout: deleting the session failed");
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
     let mut res = Redirect::to("/admin/login").into_response();
-    res.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static(
-            "kairos_admin=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0",
-        ),
-    );
+    if let Some(v) = session_cookie(op.admin(), "", 0) {
+        res.headers_mut().insert(header::SET_COOKIE, v);
+    }
     res
 }
 
@@ -213,7 +292,7 @@ mod tests {
 
     #[test]
     fn every_template_parses_and_truncate_cuts_on_characters() {
-        let a = Admin::new(&crate::ApiToken::new("t"));
+        let a = Admin::new(&crate::ApiToken::new("t".repeat(32)));
         for (name, _) in TEMPLATES {
             assert!(a.env.get_template(name).is_ok(), "{name}");
         }

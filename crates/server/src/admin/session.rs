@@ -1,8 +1,12 @@
-//! Admin sessions and CSRF protection, both stateless HMACs under a key derived from the API
-//! token (so rotating the token logs every operator out).
+//! Admin sessions and CSRF protection.
 //!
-//! - The session cookie is `<expires unix seconds>.<hex HMAC("session", expires)>`, `HttpOnly`,
-//!   `SameSite=Strict`, scoped to `/admin`.
+//! - A login stores a session row (`admin_sessions`: the SHA-256 of a random session id, its
+//!   creation and expiry) and sets the cookie `<id>.<hex HMAC("session", id)>`, `HttpOnly`,
+//!   `SameSite=Strict`, scoped to `/admin`, and `Secure` when `KAIROS_PUBLIC_URL` is https.
+//! - A request has a session when the cookie's signature is valid under the key derived from
+//!   the API token (so rotating the token logs every operator out) and its row exists and has
+//!   not expired. Logout deletes the row: the old cookie, and its CSRF token, open nothing
+//!   afterwards, on every node and after a restart.
 //! - Every form carries `csrf` = hex HMAC("csrf", session cookie). A POST without the cookie's
 //!   own CSRF value is refused: another site cannot read the cookie, so it cannot forge it.
 //!
@@ -14,8 +18,9 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -46,27 +51,38 @@ impl SessionKey {
         hex(&mac.finalize().into_bytes())
     }
 
-    /// A session cookie value valid until `expires` (unix seconds).
-    pub fn session_value(&self, expires: i64) -> String {
-        format!("{expires}.{}", self.sign("session", &expires.to_string()))
+    /// A new random session id (32 bytes, base64url).
+    pub fn new_session_id() -> String {
+        let bytes: [u8; 32] = rand::random();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// Whether `value` is a session this key issued that has not expired at `now` (unix s).
-    pub fn session_valid(&self, value: &str, now: i64) -> bool {
-        let Some((exp, sig)) = value.split_once('.') else {
-            return false;
-        };
-        let Ok(expires) = exp.parse::<i64>() else {
-            return false;
-        };
-        let want = self.sign("session", exp);
-        expires > now && bool::from(want.as_bytes().ct_eq(sig.as_bytes()))
+    /// The cookie value of session `id`.
+    pub fn session_value(&self, id: &str) -> String {
+        format!("{id}.{}", self.sign("session", id))
+    }
+
+    /// The session id of a cookie value this key signed; `None` for anything else. Whether
+    /// the session still exists is the store's to say.
+    pub fn session_id<'a>(&self, value: &'a str) -> Option<&'a str> {
+        let (id, sig) = value.split_once('.')?;
+        if id.is_empty() || id.len() > 64 {
+            return None;
+        }
+        let want = self.sign("session", id);
+        bool::from(want.as_bytes().ct_eq(sig.as_bytes())).then_some(id)
     }
 
     /// The CSRF token of a session.
     pub fn csrf_for(&self, session: &str) -> String {
         self.sign("csrf", session)
     }
+}
+
+/// What the store keeps of session `id`: its hex SHA-256 (a copy of the database opens no
+/// session).
+pub fn id_hash(id: &str) -> String {
+    hex(&Sha256::digest(id.as_bytes()))
 }
 
 impl std::fmt::Debug for SessionKey {
@@ -97,6 +113,8 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 pub struct Operator {
     /// The CSRF token forms of this session must carry.
     pub csrf: String,
+    /// The stored session's key ([`id_hash`] of its id): logout deletes it.
+    pub session_hash: String,
     admin: Arc<Admin>,
 }
 
@@ -142,13 +160,26 @@ impl FromRequestParts<AppState> for Operator {
             .get::<Arc<Admin>>()
             .cloned()
             .ok_or_else(|| StatusCode::INTERNAL_SERVER_ERROR.into_response())?;
-        let now = state.kairos.clock().now().timestamp();
-        match cookie(&parts.headers, COOKIE) {
-            Some(v) if admin.key.session_valid(v, now) => Ok(Operator {
-                csrf: admin.key.csrf_for(v),
+        let refused = || login_page(&admin, StatusCode::UNAUTHORIZED, None);
+        let Some(value) = cookie(&parts.headers, COOKIE) else {
+            return Err(refused());
+        };
+        let Some(id) = admin.key.session_id(value) else {
+            return Err(refused());
+        };
+        let hash = id_hash(id);
+        let now = state.kairos.clock().now();
+        match state.kairos.store().admin_session_get(&hash).await {
+            Ok(Some(s)) if s.expires_at > now => Ok(Operator {
+                csrf: admin.key.csrf_for(value),
+                session_hash: hash,
                 admin,
             }),
-            _ => Err(login_page(&admin, StatusCode::UNAUTHORIZED, None)),
+            Ok(_) => Err(refused()),
+            Err(e) => {
+                tracing::error!(error = %e, "admin: reading the session failed");
+                Err(StatusCode::SERVICE_UNAVAILABLE.into_response())
+            }
         }
     }
 }
@@ -172,16 +203,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_is_valid_until_it_expires_and_not_under_another_key() {
+    fn session_cookie_is_signed_and_not_valid_under_another_key() {
         let k = SessionKey::derive(b"token-a");
-        let v = k.session_value(1_000);
-        assert!(k.session_valid(&v, 999));
-        assert!(!k.session_valid(&v, 1_000), "expired at its instant");
-        assert!(!SessionKey::derive(b"token-b").session_valid(&v, 999));
-        assert!(!k.session_valid("2000.deadbeef", 999), "forged signature");
-        assert!(!k.session_valid("garbage", 999));
-        let tampered = v.replacen("1000", "9999", 1);
-        assert!(!k.session_valid(&tampered, 999), "extended expiry");
+        let id = SessionKey::new_session_id();
+        assert_eq!(id.len(), 43);
+        let v = k.session_value(&id);
+        assert_eq!(k.session_id(&v), Some(id.as_str()));
+        assert_eq!(SessionKey::derive(b"token-b").session_id(&v), None);
+        assert_eq!(k.session_id("abc.deadbeef"), None, "forged signature");
+        assert_eq!(k.session_id("garbage"), None);
+        let tampered = format!("x{v}");
+        assert_eq!(k.session_id(&tampered), None, "another id");
+        assert_ne!(id_hash(&id), id, "the store never sees the id");
+        assert_eq!(id_hash(&id).len(), 64);
     }
 
     #[test]

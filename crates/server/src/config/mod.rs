@@ -11,6 +11,7 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
 mod error;
+mod node;
 mod parse;
 mod token;
 
@@ -18,7 +19,7 @@ pub use error::ConfigError;
 use error::from_figment;
 use parse::{flex_bool, flex_duration, valid_schema};
 pub use parse::{parse_retention, parse_window};
-pub use token::{TokenSource, api_token, generate_token};
+pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
 pub const ENV_FIELDS: &[&str] = &[
@@ -29,6 +30,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "api_token",
     "allow_private_targets",
     "node",
+    "node_id",
     "concurrency",
     "lease_secs",
     "webhook_timeout_secs",
@@ -64,6 +66,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
+    "email_timeout_secs",
     "smtp_url",
     "resend_api_url",
     "resend_api_key",
@@ -75,6 +78,11 @@ pub const ENV_FIELDS: &[&str] = &[
     "inbound_secrets",
     "unsubscribe_old_secrets",
     "maintenance",
+    "http_header_timeout_secs",
+    "http_body_timeout_secs",
+    "http_request_timeout_secs",
+    "http_max_connections",
+    "http_max_requests",
 ];
 
 /// The name of the config file looked for in the data directory.
@@ -140,16 +148,21 @@ pub struct Config {
     /// PostgreSQL only: the schema holding kairos's tables (`KAIROS_DATABASE_SCHEMA`, default
     /// `kairos`), so that kairos can share a database with the application.
     pub database_schema: String,
-    /// The API bearer token (`KAIROS_API_TOKEN`); default: generated into `<data_dir>/api-token`.
+    /// The API bearer token (`KAIROS_API_TOKEN`, at least 32 characters); default: generated
+    /// into `<data_dir>/api-token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
     /// Allow webhook targets on private and loopback addresses
     /// (`KAIROS_ALLOW_PRIVATE_TARGETS=1`).
     #[serde(deserialize_with = "flex_bool")]
     pub allow_private_targets: bool,
-    /// This node's name in leases and attempts (`KAIROS_NODE`, default `<hostname>-<pid>`).
+    /// This node's name in leases and attempts (`KAIROS_NODE`); see `node_id`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// This node's id in leases and attempts (`KAIROS_NODE_ID`, or `KAIROS_NODE`); default:
+    /// kept in `<data_dir>/node-id`, so a restarted node takes back its own jobs at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
     /// Jobs running at once (`KAIROS_CONCURRENCY`, default 100).
     pub concurrency: usize,
     /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it.
@@ -250,6 +263,10 @@ pub struct Config {
     /// How mail is sent (`KAIROS_EMAIL_TRANSPORT`): `file` (default: `.eml` files in
     /// `<data_dir>/outbox`), `smtp` or `resend` (seed 003).
     pub email_transport: String,
+    /// Timeout of one send through SMTP or Resend, in seconds (`KAIROS_EMAIL_TIMEOUT_SECS`,
+    /// default 10, as seed 000 gives every channel send; 1 to 300). A send that runs into it
+    /// is a transient failure, retried by the job's policy.
+    pub email_timeout_secs: u64,
     /// The SMTP server (`KAIROS_SMTP_URL`, `smtp://host:port`, `?tls=required` for STARTTLS,
     /// `smtps://` for TLS). Required for `smtp`. May hold credentials: never logged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -290,6 +307,19 @@ pub struct Config {
     /// and `/v1/*` answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` work.
     #[serde(deserialize_with = "flex_bool")]
     pub maintenance: bool,
+    /// Longest wait for a whole request head, in seconds (`KAIROS_HTTP_HEADER_TIMEOUT_SECS`,
+    /// default 10): slower clients and idle keep-alive connections are closed.
+    pub http_header_timeout_secs: u64,
+    /// Longest wait for a whole request body after its head, in seconds
+    /// (`KAIROS_HTTP_BODY_TIMEOUT_SECS`, default 15): then 408.
+    pub http_body_timeout_secs: u64,
+    /// Longest time for a whole request, in seconds (`KAIROS_HTTP_REQUEST_TIMEOUT_SECS`,
+    /// default 30): then 408.
+    pub http_request_timeout_secs: u64,
+    /// Most connections open at once (`KAIROS_HTTP_MAX_CONNECTIONS`, default 1024).
+    pub http_max_connections: usize,
+    /// Most requests in progress at once (`KAIROS_HTTP_MAX_REQUESTS`, default 512): then 503.
+    pub http_max_requests: usize,
 }
 
 impl Default for Config {
@@ -302,6 +332,7 @@ impl Default for Config {
             api_token: None,
             allow_private_targets: false,
             node: None,
+            node_id: None,
             concurrency: 100,
             lease_secs: 30,
             webhook_timeout_secs: 10,
@@ -337,6 +368,7 @@ impl Default for Config {
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),
+            email_timeout_secs: 10,
             smtp_url: None,
             resend_api_url: None,
             resend_api_key: None,
@@ -348,6 +380,11 @@ impl Default for Config {
             inbound_secrets: None,
             unsubscribe_old_secrets: None,
             maintenance: false,
+            http_header_timeout_secs: 10,
+            http_body_timeout_secs: 15,
+            http_request_timeout_secs: 30,
+            http_max_connections: 1024,
+            http_max_requests: 512,
         }
     }
 }
@@ -434,6 +471,12 @@ impl Config {
     /// The email settings: a known transport with what it needs (seed 003).
     pub fn validate_email(&self) -> Result<(), ConfigError> {
         let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
+        if !(1..=300).contains(&self.email_timeout_secs) {
+            return Err(ConfigError::new(
+                "email_timeout_secs",
+                "must be between 1 and 300",
+            ));
+        }
         match self.email_transport.as_str() {
             "file" => {}
             "smtp" if set(&self.smtp_url) => {}
@@ -507,18 +550,18 @@ impl Config {
             }
         }
         self.database()?;
-        if let Some(t) = &self.api_token
-            && t.trim().is_empty()
-        {
-            return Err(ConfigError::new(
-                "api_token",
-                "must not be empty (unset it to use a generated token)",
-            ));
+        if let Some(t) = &self.api_token {
+            token::check_length(t.trim(), "the configured token (KAIROS_API_TOKEN)")?;
         }
-        if let Some(n) = &self.node
-            && (n.trim().is_empty() || n.len() > 200)
-        {
-            return Err(ConfigError::new("node", "must be 1 to 200 characters"));
+        for (field, value) in [("node", &self.node), ("node_id", &self.node_id)] {
+            if let Some(n) = value
+                && (n.trim().is_empty() || n.len() > 200 || n.chars().any(char::is_control))
+            {
+                return Err(ConfigError::new(
+                    field,
+                    "must be 1 to 200 characters, none of them control characters",
+                ));
+            }
         }
         if self.concurrency == 0 || self.concurrency > 100_000 {
             return Err(ConfigError::new(
@@ -556,6 +599,26 @@ impl Config {
         ] {
             if !(1..=600).contains(&secs) {
                 return Err(ConfigError::new(field, "must be between 1 and 600 seconds"));
+            }
+        }
+        for (field, secs) in [
+            ("http_header_timeout_secs", self.http_header_timeout_secs),
+            ("http_body_timeout_secs", self.http_body_timeout_secs),
+            ("http_request_timeout_secs", self.http_request_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&secs) {
+                return Err(ConfigError::new(
+                    field,
+                    "must be between 1 and 3600 seconds",
+                ));
+            }
+        }
+        for (field, n) in [
+            ("http_max_connections", self.http_max_connections),
+            ("http_max_requests", self.http_max_requests),
+        ] {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(ConfigError::new(field, "must be between 1 and 1000000"));
             }
         }
         for (field, url) in [
@@ -603,10 +666,12 @@ impl Config {
         {
             Some(p) => p,
             None if url.contains("://") => {
+                // Only the scheme is shown: the rest may hold a user and password.
+                let scheme = url.split("://").next().unwrap_or_default();
                 return Err(ConfigError::new(
                     "database_url",
                     format!(
-                        "{url:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
+                        "the scheme {scheme:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
                     ),
                 ));
             }
@@ -622,18 +687,34 @@ impl Config {
         Ok(Database::Sqlite(PathBuf::from(path)))
     }
 
-    /// This node's name: `node`, else `<hostname>-<pid>`.
+    /// The HTTP server's timeouts and caps (`KAIROS_HTTP_…`).
+    pub fn http_limits(&self) -> crate::http::HttpLimits {
+        use std::time::Duration;
+        crate::http::HttpLimits {
+            header_timeout: Duration::from_secs(self.http_header_timeout_secs),
+            body_timeout: Duration::from_secs(self.http_body_timeout_secs),
+            request_timeout: Duration::from_secs(self.http_request_timeout_secs),
+            max_connections: self.http_max_connections,
+            max_requests: self.http_max_requests,
+        }
+    }
+
+    /// Whether browsers reach this node over https (`public_url` starts with `https://`): the
+    /// admin session cookie is then `Secure`.
+    pub fn public_url_is_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
+    }
+
+    /// This node's id: `node_id`, else `node`, else the one kept in `<data_dir>/node-id`,
+    /// else (that file is held by another process or cannot be written) `<hostname>-<pid>`.
     pub fn node_name(&self) -> String {
-        if let Some(n) = &self.node {
+        if let Some(n) = self.node_id.as_ref().or(self.node.as_ref()) {
             return n.trim().to_string();
         }
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .or_else(|| std::env::var("HOSTNAME").ok())
-            .map(|h| h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "kairos".into());
-        format!("{host}-{}", std::process::id())
+        node::persisted_node_id(&self.data_dir)
+            .unwrap_or_else(|| format!("{}-{}", node::hostname(), std::process::id()))
     }
 }
 

@@ -93,6 +93,29 @@ fn email_transport_is_read_from_env_and_needs_its_settings() {
     });
 }
 
+/// Issue 12, finding 6: an unsubscribe secret signs every unsubscribe link; a short one is
+/// refused when the configuration is loaded, naming the setting (never showing the secret).
+#[test]
+fn unsubscribe_secret_needs_at_least_32_characters() {
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "KAIROS_UNSUBSCRIBE_SECRET",
+            "short-secret-31-characters-long",
+        );
+        let e = load().expect_err("31 characters");
+        assert_eq!(e.field, "unsubscribe_secret");
+        assert!(e.reason.contains("at least 32"), "{e}");
+        assert!(!e.to_string().contains("short-secret"), "{e}");
+        jail.set_env(
+            "KAIROS_UNSUBSCRIBE_SECRET",
+            "a-secret-of-exactly-32-chars-ok!",
+        );
+        let c = load().expect("32 characters");
+        assert!(c.unsubscribe_secret.is_some());
+        Ok(())
+    });
+}
+
 #[test]
 fn errors_name_the_field_and_source() {
     Jail::expect_with(|jail| {
@@ -113,6 +136,21 @@ fn errors_name_the_field_and_source() {
         let e = load().expect_err("mysql");
         assert_eq!(e.field, "database_url");
         assert!(e.reason.contains("not supported"), "{e}");
+        Ok(())
+    });
+    // Issue 12, finding 6: the password of a URL with an unknown scheme is never echoed.
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "KAIROS_DATABASE_URL",
+            "mysql://app:hunter2-secret@db.internal:3306/kairos?password=alsosecret",
+        );
+        let e = load().expect_err("mysql");
+        assert_eq!(e.field, "database_url");
+        let shown = e.to_string();
+        assert!(shown.contains("\"mysql\""), "{shown}");
+        for secret in ["hunter2-secret", "alsosecret", "app:", "db.internal"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
         Ok(())
     });
     Jail::expect_with(|jail| {
@@ -219,6 +257,63 @@ fn token_is_generated_once_with_mode_0600() {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
+}
+
+#[test]
+fn an_api_token_shorter_than_32_characters_is_refused_naming_the_setting() {
+    Jail::expect_with(|jail| {
+        jail.set_env("KAIROS_API_TOKEN", "x");
+        let e = load().expect_err("one character");
+        assert_eq!(e.field, "api_token");
+        assert!(
+            e.reason.contains("KAIROS_API_TOKEN") && e.reason.contains("32"),
+            "{e}"
+        );
+        jail.set_env("KAIROS_API_TOKEN", "a".repeat(31));
+        assert_eq!(load().expect_err("31 characters").field, "api_token");
+        jail.set_env("KAIROS_API_TOKEN", "a".repeat(32));
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.api_token.as_deref().map(str::len), Some(32));
+        Ok(())
+    });
+}
+
+#[test]
+fn a_short_token_file_is_refused_and_a_generated_token_is_long_enough() {
+    assert!(generate_token().chars().count() >= MIN_TOKEN_CHARS);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(TOKEN_FILE), "short\n").expect("write");
+    let cfg = Config {
+        data_dir: dir.path().to_path_buf(),
+        ..Config::default()
+    };
+    let e = api_token(&cfg).expect_err("a 5-character token file");
+    assert_eq!(e.field, "api_token");
+    assert!(e.reason.contains(TOKEN_FILE), "{e}");
+}
+
+#[test]
+fn http_limits_come_from_the_environment_and_are_bounded() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.http_limits(), crate::http::HttpLimits::default());
+        jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");
+        jail.set_env("KAIROS_HTTP_BODY_TIMEOUT_SECS", "3");
+        jail.set_env("KAIROS_HTTP_REQUEST_TIMEOUT_SECS", "4");
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTIONS", "50");
+        jail.set_env("KAIROS_HTTP_MAX_REQUESTS", "20");
+        let l = load().map_err(|e| e.to_string())?.http_limits();
+        assert_eq!(l.header_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(l.body_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(l.request_timeout, std::time::Duration::from_secs(4));
+        assert_eq!((l.max_connections, l.max_requests), (50, 20));
+        jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "0");
+        assert_eq!(load().expect_err("zero").field, "http_header_timeout_secs");
+        jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");
+        jail.set_env("KAIROS_HTTP_MAX_REQUESTS", "0");
+        assert_eq!(load().expect_err("zero").field, "http_max_requests");
+        Ok(())
+    });
 }
 
 /// The SLO monitor's windows from the environment: durations or seconds, bad values named.

@@ -13,11 +13,31 @@ pub enum TokenSource {
     Config,
     /// Read from `<data_dir>/api-token`.
     File,
-    /// Generated now and saved to `<data_dir>/api-token`: show it once.
+    /// Generated now and saved to `<data_dir>/api-token`: tell the operator where (never the
+    /// token itself).
     Generated,
 }
 
-/// A new token: `kairos_` + 32 random bytes in base64url.
+/// The fewest characters an API token may have: it is the admin password too, and login
+/// attempts are only slowed down, so it must not be guessable.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
+/// Refuse a token shorter than [`MIN_TOKEN_CHARS`]; `source` names where it was set.
+pub(crate) fn check_length(token: &str, source: &str) -> Result<(), ConfigError> {
+    let n = token.chars().count();
+    if n < MIN_TOKEN_CHARS {
+        return Err(ConfigError::new(
+            "api_token",
+            format!(
+                "{source} is {n} characters long; it must be at least {MIN_TOKEN_CHARS} \
+                 (unset it to use a generated token, or make one with `openssl rand -base64 32`)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A new token: `kairos_` + 32 random bytes in base64url (50 characters).
 pub fn generate_token() -> String {
     let bytes: [u8; 32] = rand::random();
     format!(
@@ -37,7 +57,10 @@ pub fn api_token(cfg: &Config) -> Result<(String, TokenSource), ConfigError> {
         ConfigError::new("api_token", format!("{what} {}: {e}", p.display()))
     };
     match std::fs::read_to_string(&path) {
-        Ok(s) if !s.trim().is_empty() => return Ok((s.trim().to_string(), TokenSource::File)),
+        Ok(s) if !s.trim().is_empty() => {
+            check_length(s.trim(), &path.display().to_string())?;
+            return Ok((s.trim().to_string(), TokenSource::File));
+        }
         Ok(_) => {
             return Err(ConfigError::new(
                 "api_token",

@@ -76,6 +76,10 @@ fn valid_source(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
+/// The shortest accepted `unsubscribe_secret`: the secret signs every unsubscribe link, and a
+/// short one could be guessed from a link offline.
+pub const MIN_UNSUBSCRIBE_SECRET: usize = 32;
+
 impl InboundConfig {
     /// From the configuration; errors name the field, never the secret.
     pub fn from_config(cfg: &Config) -> Result<Self, ConfigError> {
@@ -105,6 +109,18 @@ impl InboundConfig {
             }
             let s = secrets("inbound_secrets", secret)?;
             standard.entry(source.to_string()).or_default().extend(s);
+        }
+        if let Some(secret) = cfg.unsubscribe_secret.as_deref()
+            && !secret.trim().is_empty()
+            && secret.trim().chars().count() < MIN_UNSUBSCRIBE_SECRET
+        {
+            return Err(ConfigError {
+                field: "unsubscribe_secret".into(),
+                reason: format!(
+                    "must be at least {MIN_UNSUBSCRIBE_SECRET} characters (for example \
+                     `openssl rand -base64 32`)"
+                ),
+            });
         }
         let unsubscribe = std::iter::once(cfg.unsubscribe_secret.as_deref().unwrap_or_default())
             .chain(

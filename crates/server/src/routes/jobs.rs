@@ -8,8 +8,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use kairos_engine::ops::JobBulkRequest;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 /// Default page size of job lists.
 pub const DEFAULT_LIMIT: i64 = 50;
@@ -18,6 +19,8 @@ pub const DEFAULT_LIMIT: i64 = 50;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", post(enqueue).get(list))
+        .route("/cancel", post(bulk_cancel))
+        .route("/retry", post(bulk_retry))
         .route("/{id}", get(show))
         .route("/{id}/retry", post(retry))
         .route("/{id}/cancel", post(cancel))
@@ -185,4 +188,52 @@ pub async fn cancel(
     Ok(Json(JobView::new(
         &state.kairos.job_cancel(&id, reason).await?,
     )))
+}
+
+/// What a bulk action did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BulkView {
+    /// The jobs acted on: cancelled (they had not finished) or queued again (they were dead
+    /// or cancelled). Jobs of the selection in other states are left alone and not counted.
+    pub matched: u64,
+}
+
+/// Cancel in bulk: every job named by `ids` (at most 1000) or matched by the filter that has
+/// not finished (`available` or `running`). Works in batches of at most 1000 jobs, each its
+/// own transaction, and answers when every matching job is cancelled.
+#[utoipa::path(post, path = "/v1/jobs/cancel", tag = "jobs", request_body = JobBulkRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Every matching job is cancelled", body = BulkView),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "An unknown field, a value that is not valid, more than 1000 ids", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn bulk_cancel(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> ApiResult<Json<BulkView>> {
+    let req = JobBulkRequest::from_json(body)?;
+    Ok(Json(BulkView {
+        matched: state.kairos.job_bulk_cancel(req).await?,
+    }))
+}
+
+/// Retry in bulk: every `dead` or `cancelled` job named by `ids` (at most 1000) or matched by
+/// the filter is queued again now with a fresh set of attempts. Works in batches of at most
+/// 1000 jobs, each its own transaction, and answers when every matching job is queued.
+#[utoipa::path(post, path = "/v1/jobs/retry", tag = "jobs", request_body = JobBulkRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Every matching job is queued again", body = BulkView),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "An unknown field, a value that is not valid, more than 1000 ids", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn bulk_retry(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<serde_json::Value>,
+) -> ApiResult<Json<BulkView>> {
+    let req = JobBulkRequest::from_json(body)?;
+    Ok(Json(BulkView {
+        matched: state.kairos.job_bulk_retry(req).await?,
+    }))
 }

@@ -5,6 +5,7 @@ use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
 use crate::views::ts;
 use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use kairos_engine::ops::NewRecipient;
@@ -23,7 +24,7 @@ pub fn router() -> Router<AppState> {
             "/bulk",
             post(bulk).layer(DefaultBodyLimit::max(BULK_BODY_LIMIT)),
         )
-        .route("/{id}", get(show).put(put))
+        .route("/{id}", get(show).put(put).delete(erase))
 }
 
 /// A recipient.
@@ -135,6 +136,22 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<RecipientView>> {
     Ok(Json(state.kairos.recipient_get(&id).await?.into()))
+}
+
+/// Erase a recipient: the recipient, their attributes and subscriptions are deleted, their
+/// pending jobs cancelled (reason `erased`), and their address removed from stored inbound
+/// events, job logs and outbox files; a suppression of the address stays, stored as a keyed
+/// hash (listed as `"email": null, "erased": true`). See docs/privacy.md.
+#[utoipa::path(delete, path = "/v1/recipients/{id}", tag = "audiences",
+    params(("id" = String, Path, description = "Recipient id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Erased"),
+        (status = 404, description = "No such recipient (or erased already)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn erase(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    state.kairos.recipient_erase(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Pagination of the recipient list.

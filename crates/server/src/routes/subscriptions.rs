@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(list))
-        .route("/{recipient_id}/{topic}", get(show).put(put))
+        .route("/{recipient_id}/{topic}", get(show).put(put).delete(delete))
 }
 
 /// A subscription.
@@ -144,4 +144,24 @@ pub async fn list(
     Ok(Json(SubscriptionList {
         data: data.into_iter().map(Into::into).collect(),
     }))
+}
+
+/// Delete a subscription.
+#[utoipa::path(delete, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+    params(("recipient_id" = String, Path, description = "Recipient id"),
+           ("topic" = String, Path, description = "Topic name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such subscription", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path((recipient_id, topic)): Path<(String, String)>,
+) -> ApiResult<axum::http::StatusCode> {
+    state
+        .kairos
+        .subscription_delete(&recipient_id, &topic)
+        .await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -25,8 +25,12 @@ pub fn router() -> Router<AppState> {
 /// A suppressed address.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct SuppressionView {
-    /// The address (trimmed, lowercase).
-    pub email: String,
+    /// The address (trimmed, lowercase); `null` for an erased address, which is stored only
+    /// as a keyed hash.
+    pub email: Option<String>,
+    /// The address was erased with its recipient (`DELETE /v1/recipients/{id}`): it is still
+    /// suppressed, and `DELETE /v1/suppressions/{address}` still finds it by the address.
+    pub erased: bool,
     /// `hard_bounce`, `complaint`, `provider_suppressed`, `manual`, …
     pub reason: String,
     /// The inbound event (or the job of an SMTP 550) that caused it.
@@ -38,7 +42,8 @@ pub struct SuppressionView {
 impl From<Suppression> for SuppressionView {
     fn from(s: Suppression) -> Self {
         SuppressionView {
-            email: s.address,
+            email: (!s.erased).then_some(s.address),
+            erased: s.erased,
             reason: s.reason,
             event_id: s.source_event_id,
             created_at: ts(s.created_at),

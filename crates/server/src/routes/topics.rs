@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", get(list))
-        .route("/{name}", get(show).put(put))
+        .route("/{name}", get(show).put(put).delete(delete))
 }
 
 /// One variant.
@@ -131,4 +131,20 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TopicList>> {
     Ok(Json(TopicList {
         data: data.into_iter().map(Into::into).collect(),
     }))
+}
+
+/// Delete a topic and every subscription to it.
+#[utoipa::path(delete, path = "/v1/topics/{name}", tag = "audiences",
+    params(("name" = String, Path, description = "Topic name")),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such topic", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<axum::http::StatusCode> {
+    state.kairos.topic_delete(&name).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

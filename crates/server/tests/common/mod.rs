@@ -7,12 +7,15 @@ use chrono::{DateTime, Utc};
 use kairos_core::{Clock, ManualClock};
 use kairos_engine::handlers::default_registry;
 use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::http::HttpLimits;
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
 use kairos_testkit::init_crypto;
 use std::sync::Arc;
 use tempfile::TempDir;
+
+pub mod pg;
 
 /// A running app and the parts tests reach into.
 pub struct TestApp {
@@ -29,6 +32,11 @@ pub struct TestApp {
     /// The store.
     pub store: Arc<dyn Store>,
     dir: TempDir,
+    /// Keeps a PostgreSQL test schema until the app is dropped.
+    _guard: Option<Box<dyn std::any::Any + Send>>,
+    /// The PostgreSQL schema, when the app runs on PostgreSQL (else SQLite at
+    /// `<dir>/kairos.db`).
+    pub pg_schema: Option<String>,
 }
 
 impl TestApp {
@@ -43,6 +51,20 @@ impl TestApp {
         token: &str,
         state: impl FnOnce(AppState) -> AppState,
     ) -> TestApp {
+        Self::start_full(t0, token, state, HttpLimits::default()).await
+    }
+
+    /// [`TestApp::start`] with the HTTP server's `limits` (timeouts, caps).
+    pub async fn start_with_limits(t0: DateTime<Utc>, token: &str, limits: HttpLimits) -> TestApp {
+        Self::start_full(t0, token, |s| s, limits).await
+    }
+
+    async fn start_full(
+        t0: DateTime<Utc>,
+        token: &str,
+        state: impl FnOnce(AppState) -> AppState,
+        limits: HttpLimits,
+    ) -> TestApp {
         init_crypto();
         let dir = tempfile::tempdir().expect("tempdir");
         let store: Arc<dyn Store> = Arc::new(
@@ -50,14 +72,114 @@ impl TestApp {
                 .await
                 .expect("open store"),
         );
+        Self::start_on_full(t0, token, store, dir, None, false, state, limits).await
+    }
+
+    /// The app with the `email` kind on the `file` transport (`<dir>/outbox`), on SQLite or
+    /// (`postgres`) PostgreSQL; `None` when PostgreSQL is not reachable and not required.
+    pub async fn start_with_email(
+        t0: DateTime<Utc>,
+        token: &str,
+        postgres: bool,
+    ) -> Option<TestApp> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut schema = None;
+        let (store, guard): (Arc<dyn Store>, Option<Box<dyn std::any::Any + Send>>) = if postgres {
+            let (store, guard) = pg::open().await?;
+            schema = Some(guard.schema.clone());
+            (Arc::new(store), Some(Box::new(guard)))
+        } else {
+            let store = SqliteStore::open(&dir.path().join("kairos.db"))
+                .await
+                .expect("open store");
+            (Arc::new(store), None)
+        };
+        let mut app = Self::start_on(t0, token, store, dir, guard, true, |s| s).await;
+        app.pg_schema = schema;
+        Some(app)
+    }
+
+    /// The app on PostgreSQL (a fresh schema, dropped when the app is dropped); `None` when
+    /// the server is not reachable and not required (the test is skipped, loudly).
+    pub async fn start_postgres(t0: DateTime<Utc>, token: &str) -> Option<TestApp> {
+        let (store, guard) = pg::open().await?;
+        let dir = tempfile::tempdir().expect("tempdir");
+        Some(
+            Self::start_on(
+                t0,
+                token,
+                Arc::new(store),
+                dir,
+                Some(Box::new(guard)),
+                false,
+                |s| s,
+            )
+            .await,
+        )
+    }
+
+    /// The app on `store`, with `dir` as its data directory; with `email`, the `email` kind
+    /// writes `.eml` files to `<dir>/outbox` (which erasure scrubs).
+    pub async fn start_on(
+        t0: DateTime<Utc>,
+        token: &str,
+        store: Arc<dyn Store>,
+        dir: TempDir,
+        guard: Option<Box<dyn std::any::Any + Send>>,
+        email: bool,
+        state: impl FnOnce(AppState) -> AppState,
+    ) -> TestApp {
+        Self::start_on_full(
+            t0,
+            token,
+            store,
+            dir,
+            guard,
+            email,
+            state,
+            HttpLimits::default(),
+        )
+        .await
+    }
+
+    /// [`TestApp::start_on`] with the HTTP server's `limits`.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_on_full(
+        t0: DateTime<Utc>,
+        token: &str,
+        store: Arc<dyn Store>,
+        dir: TempDir,
+        guard: Option<Box<dyn std::any::Any + Send>>,
+        email: bool,
+        state: impl FnOnce(AppState) -> AppState,
+        limits: HttpLimits,
+    ) -> TestApp {
+        init_crypto();
         let clock = Arc::new(ManualClock::new(t0));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
         let webhook = kairos_channels::WebhookConfig {
             allow_private_targets: true,
             ..Default::default()
         };
-        let registry =
+        let mut registry =
             default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
+        let outbox = dir.path().join("outbox");
+        if email {
+            let transport = kairos_channels::email::EmailTransport::new(
+                kairos_channels::email::TransportConfig::File {
+                    dir: outbox.clone(),
+                },
+            )
+            .expect("transport");
+            kairos_engine::handlers::register_email(
+                &mut registry,
+                store.clone(),
+                dyn_clock.clone(),
+                transport,
+                Default::default(),
+            )
+            .expect("email handler");
+        }
         let kinds = registry.kinds();
         let engine = Engine::new(
             EngineConfig::default().with_node("server-test"),
@@ -66,15 +188,17 @@ impl TestApp {
             registry,
         )
         .expect("engine");
-        let kairos =
-            Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds).allow_private_targets(true);
+        let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)
+            .allow_private_targets(true)
+            .with_outbox(outbox);
         let router = app(state(AppState::new(kairos.clone(), ApiToken::new(token))));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
+            let _ =
+                kairos_server::http::serve(listener, router, limits, std::future::pending()).await;
         });
         TestApp {
             base: format!("http://{addr}"),
@@ -88,6 +212,8 @@ impl TestApp {
             kairos,
             store,
             dir,
+            _guard: guard,
+            pg_schema: None,
         }
     }
 

@@ -1,0 +1,239 @@
+//! The HTTP server: axum's router on hyper's HTTP/1.1 connections, with the limits a public
+//! endpoint needs (`/hooks/*` and `/unsubscribe` take requests from anyone):
+//!
+//! - **header timeout** ([`HttpLimits::header_timeout`]): a connection must send a whole
+//!   request head within it, counted from when the server starts waiting for one, so a client
+//!   that sends its headers a byte a second, or an idle keep-alive connection, is closed;
+//! - **body timeout** ([`HttpLimits::body_timeout`]): the whole body must arrive within it,
+//!   counted from the end of the head (not per chunk: a body sent a byte a second never
+//!   stops a per-chunk timer); the answer is 408 and the connection is closed;
+//! - **request timeout** ([`HttpLimits::request_timeout`]): the whole request, handler
+//!   included, within it, else 408;
+//! - **connections** ([`HttpLimits::max_connections`]): at most this many open at once; past
+//!   it the server stops accepting (the kernel queues the rest) until one closes;
+//! - **requests** ([`HttpLimits::max_requests`]): at most this many in progress at once; past
+//!   it a request is answered 503 with `Retry-After: 1` at once.
+//!
+//! Every request also carries its peer address ([`axum::extract::ConnectInfo`]), which the
+//! admin login backoff counts by.
+
+use crate::problem::Problem;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body::{Frame, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tower::ServiceExt;
+
+/// The server's limits. See the module docs; [`Default`] is what `kairos serve` uses unless
+/// configured (`KAIROS_HTTP_…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Longest wait for a whole request head (default 10 s).
+    pub header_timeout: Duration,
+    /// Longest wait for a whole request body after its head (default 15 s).
+    pub body_timeout: Duration,
+    /// Longest time for a whole request, handler included (default 30 s).
+    pub request_timeout: Duration,
+    /// Most connections open at once (default 1024).
+    pub max_connections: usize,
+    /// Most requests in progress at once (default 512).
+    pub max_requests: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            max_requests: 512,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Guard {
+    limits: HttpLimits,
+    requests: Arc<Semaphore>,
+}
+
+/// Serve `app` on `listener` with `limits` until `shutdown` completes; then stop accepting,
+/// let open requests finish, close idle connections, and return once every connection is
+/// closed.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: HttpLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let max_conns = limits.max_connections.clamp(1, u32::MAX as usize);
+    let guard = Arc::new(Guard {
+        limits,
+        requests: Arc::new(Semaphore::new(
+            limits.max_requests.clamp(1, Semaphore::MAX_PERMITS),
+        )),
+    });
+    let app = app.layer(axum::middleware::from_fn_with_state(guard, limit));
+    let conns = Arc::new(Semaphore::new(max_conns));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            p = conns.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a little, keep serving.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(
+                move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(ConnectInfo(peer));
+                    app.clone().oneshot(req.map(Body::new))
+                },
+            );
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), svc));
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(%peer, error = %e, "connection closed with an error");
+                    }
+                }
+                _ = async { stop.wait_for(|s| *s).await.map(|_| ()) } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    // Every connection gives its permit back when it closes.
+    let _ = conns.acquire_many(max_conns as u32).await;
+    Ok(())
+}
+
+/// A 408 problem that also closes the connection.
+fn timed_out(detail: &str) -> Response {
+    let mut res = Problem::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "request-timeout",
+        "Request timeout",
+        detail,
+    )
+    .into_response();
+    res.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
+/// The per-request limits: the request cap, the body deadline, the request deadline.
+async fn limit(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    let Ok(_permit) = guard.requests.clone().try_acquire_owned() else {
+        let mut res = Problem::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "Server busy",
+            "too many requests are in progress; retry in a moment",
+        )
+        .into_response();
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return res;
+    };
+    let expired = Arc::new(AtomicBool::new(false));
+    let req = req.map(|body| {
+        Body::new(DeadlineBody {
+            inner: body,
+            deadline: Box::pin(tokio::time::sleep(guard.limits.body_timeout)),
+            expired: expired.clone(),
+        })
+    });
+    match tokio::time::timeout(guard.limits.request_timeout, next.run(req)).await {
+        Ok(_) if expired.load(Ordering::Acquire) => {
+            timed_out("the request body did not arrive in time")
+        }
+        Ok(res) => res,
+        Err(_) => timed_out("the request took too long"),
+    }
+}
+
+/// A request body that fails once its deadline passes, however it trickles in.
+struct DeadlineBody {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    expired: Arc<AtomicBool>,
+}
+
+/// The body deadline passed.
+#[derive(Debug)]
+struct BodyTimeout;
+
+impl std::fmt::Display for BodyTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body did not arrive in time")
+    }
+}
+
+impl std::error::Error for BodyTimeout {}
+
+impl http_body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|r| r.map_err(Into::into)));
+        }
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            this.expired.store(true, Ordering::Release);
+            return Poll::Ready(Some(Err(Box::new(BodyTimeout))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
