@@ -12,7 +12,7 @@
 //!   after their last catch-up (S4-10).
 //! - `dead_runs`: for each schedule, the jobs of its occurrences that ended `dead` in the
 //!   window: a daily job that dies is one warning, not "insufficient data".
-//! - `skip_rate`: for each schedule (or topic of jobs without a schedule), more than half of
+//! - `skip_rate`: for each schedule (or topic of `email` jobs without one), more than half of
 //!   its decided jobs in the window skipped for one reason (a wrong entitlement URL skips
 //!   everyone as `not_entitled`, and skips are outside the failure rate).
 //! - `expansions_stuck`: audience expansions not done that have not advanced for longer than

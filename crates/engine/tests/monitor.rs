@@ -548,7 +548,7 @@ fn skipping() -> Arc<TestHandler> {
 
 async fn enqueue_n(h: &Harness, n: usize, payload: serde_json::Value) {
     for _ in 0..n {
-        h.enqueue("mail", payload.clone(), None, None).await;
+        h.enqueue("email", payload.clone(), None, None).await;
     }
 }
 
@@ -558,7 +558,7 @@ async fn enqueue_n(h: &Harness, n: usize, payload: serde_json::Value) {
 #[tokio::test]
 async fn skip_rate_warns_when_most_decided_jobs_of_a_topic_skip_for_one_reason() {
     let t0 = t("2026-11-29T09:00:00Z");
-    let h = Harness::new(t0, &[("mail", skipping())]).await;
+    let h = Harness::new(t0, &[("email", skipping()), ("hook", skipping())]).await;
     // "weekly": 5 of 10 skipped as not_entitled: exactly half, no warning yet.
     enqueue_n(&h, 5, json!({"topic": "weekly", "skip": "not_entitled"})).await;
     enqueue_n(&h, 5, json!({"topic": "weekly"})).await;
@@ -570,6 +570,16 @@ async fn skip_rate_warns_when_most_decided_jobs_of_a_topic_skip_for_one_reason()
     enqueue_n(&h, 1, json!({"topic": "mixed"})).await;
     // No topic and no schedule: not a subject.
     enqueue_n(&h, 6, json!({"skip": "not_entitled"})).await;
+    // Another kind's payload `topic` is the caller's data, not an audience topic.
+    for _ in 0..6 {
+        h.enqueue(
+            "hook",
+            json!({"topic": "orders", "skip": "endpoint_disabled"}),
+            None,
+            None,
+        )
+        .await;
+    }
     h.exec(t0).await;
 
     let m = monitor(&h, MonitorConfig::default());

@@ -258,17 +258,24 @@ pub async fn job_dead_scheduled_lists_latest_death_per_schedule(s: S) {
 }
 
 /// The `skip_rate` check's source: decided jobs (succeeded, skipped, dead) finished in the
-/// window, per schedule — or per `payload.topic` for jobs without a schedule — state and skip
-/// reason. Jobs with neither, cancelled and pending jobs and jobs outside the window are not
+/// window, per schedule — or per `payload.topic` for `email` jobs without a schedule — state
+/// and skip reason. Jobs with neither, cancelled and pending jobs and jobs outside the window are not
 /// counted.
 pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     let mk = |schedule: Option<&str>, payload: serde_json::Value| {
         let mut p = job(t0());
+        p.kind = JobKind("email".into());
         p.schedule_id = schedule.map(str::to_string);
         p.payload = payload;
         p
     };
     let topic = |t: &str| serde_json::json!({ "topic": t });
+    // A webhook job's payload `topic` is the caller's data, not an audience topic.
+    let webhook_with_topic = || {
+        let mut p = job(t0());
+        p.payload = topic("orders");
+        p
+    };
     let plan: Vec<(JobInsert, &str)> = vec![
         (mk(Some("sch_a"), topic("ignored")), "skip:not_entitled"),
         (
@@ -288,6 +295,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         (mk(None, topic("weekly")), "ok"),
         (mk(None, serde_json::json!({"topic": 5})), "skip:suppressed"),
         (mk(None, serde_json::json!({})), "skip:suppressed"),
+        (webhook_with_topic(), "skip:endpoint_disabled"),
     ];
     let mut by_id = std::collections::HashMap::new();
     for (p, what) in plan {
@@ -307,7 +315,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     .await
     .unwrap();
     let claimed = s.job_claim(claim(t0(), 20, "n")).await.unwrap();
-    assert_eq!(claimed.len(), 12);
+    assert_eq!(claimed.len(), 13);
     let at = t0() + Duration::minutes(1);
     let done_all: Vec<JobComplete> = claimed
         .iter()

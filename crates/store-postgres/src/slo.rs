@@ -131,7 +131,7 @@ impl PostgresStore {
         let rows = sqlx::query(
             "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
                 SELECT schedule_id,
-                       CASE WHEN schedule_id IS NULL
+                       CASE WHEN schedule_id IS NULL AND kind = 'email'
                              AND jsonb_typeof(payload -> 'topic') = 'string'
                             THEN payload ->> 'topic' END AS topic,
                        state,

@@ -127,12 +127,15 @@ impl SqliteStore {
         p: JobCountDecided,
     ) -> Result<Vec<DecidedCount>> {
         // The window reads the jobs_finished index, like the failure rate. The topic is read
-        // from the payload of jobs without a schedule only; CASE evaluates in order, so a
-        // payload that is not JSON reads as no topic instead of failing the query.
+        // from the payload of `email` jobs without a schedule only (a webhook payload's
+        // `topic` is the caller's data, and the webhook firehose is not parsed); CASE
+        // evaluates in order, so a payload that is not JSON reads as no topic instead of
+        // failing the query.
         let rows = sqlx::query(
             "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
                 SELECT schedule_id,
                        CASE WHEN schedule_id IS NOT NULL THEN NULL
+                            WHEN kind <> 'email' THEN NULL
                             WHEN NOT json_valid(payload) THEN NULL
                             WHEN json_type(payload, '$.topic') = 'text'
                             THEN json_extract(payload, '$.topic') END AS topic,

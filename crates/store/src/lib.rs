@@ -140,9 +140,9 @@ pub trait Store: Send + Sync + 'static {
     /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
     /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
-    /// Jobs that reached `succeeded`, `skipped` or `dead` in a window, per schedule (or topic
-    /// of jobs without a schedule), state and skip reason (the `skip_rate` check). Jobs with
-    /// neither a schedule nor a topic are not counted.
+    /// Jobs that reached `succeeded`, `skipped` or `dead` in a window, per schedule (or
+    /// `payload.topic` of `email` jobs without a schedule), state and skip reason (the
+    /// `skip_rate` check). Jobs with neither are not counted.
     async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>>;
     /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
     /// ascending: the firings materialized (missed firings, S4-10).

@@ -123,8 +123,8 @@ pub struct DeadScheduledRun {
 }
 
 /// `job_count_decided`: jobs of schedules or topics that reached `succeeded`, `skipped` or
-/// `dead` in `[since, until)`, counted per schedule (or, for jobs without a schedule, per
-/// `payload.topic`), state and skip reason (the `skip_rate` check).
+/// `dead` in `[since, until)`, counted per schedule (or, for `email` jobs without a schedule,
+/// per `payload.topic`), state and skip reason (the `skip_rate` check).
 #[derive(Debug, Clone)]
 pub struct JobCountDecided {
     /// Start of the window (inclusive), by `finished_at`.
@@ -138,7 +138,8 @@ pub struct JobCountDecided {
 pub struct DecidedCount {
     /// The schedule that created them; `None` for jobs enqueued directly.
     pub schedule_id: Option<String>,
-    /// `payload.topic` of jobs without a schedule; `None` for jobs of a schedule.
+    /// `payload.topic` of `email` jobs without a schedule; `None` for jobs of a schedule and
+    /// jobs of other kinds.
     pub topic: Option<String>,
     /// `succeeded`, `skipped` or `dead`.
     pub state: String,

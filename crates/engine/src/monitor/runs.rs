@@ -5,9 +5,9 @@
 //! - `dead_runs`: one warning per schedule with a job that ended `dead` in the window. Only
 //!   warnings are listed: a schedule without a dead job has no entry, and when its dead jobs
 //!   leave the window (or are replayed) the warning clears.
-//! - `skip_rate`: one warning per schedule (or topic, for jobs enqueued without a schedule)
-//!   when more than half of its decided jobs in the window — succeeded, skipped, dead — were
-//!   skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
+//! - `skip_rate`: one warning per schedule (or topic, for `email` jobs enqueued without a
+//!   schedule) when more than half of its decided jobs in the window — succeeded, skipped,
+//!   dead — were skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
 //!   outcomes and stay out of the failure rate (S3-15), so a topic whose entitlement URL is
 //!   wrong (every recipient `not_entitled`) would otherwise look healthy.
 //! - `expansions_stuck`: one warning per schedule with an audience expansion that is not done
