@@ -9,11 +9,11 @@ use kairos_core::budget;
 use kairos_core::{JobKind, RetryPolicy};
 use kairos_store::{Artifact, ArtifactKey, ArtifactList, CatchUp, CatchUpSet, Schedule};
 
-/// S4-7: a digest's retry policy must fit the kind's deadline (15 min) with the model call's
-/// timeout (2 min) per attempt; the error shows the arithmetic.
-fn check_digest_budget(retry: &RetryPolicy) -> Result<(), OpsError> {
-    let timeout = budget::kind_call_timeout("digest").unwrap_or(budget::DEFAULT_CALL_TIMEOUT);
-    budget::check_budget(retry, timeout, budget::kind_deadline("digest"))?;
+/// S4-7: a digest's retry policy must fit the kind's deadline (15 min) with what one attempt
+/// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
+/// error shows the arithmetic.
+fn check_digest_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
+    budget::check_budget(retry, attempt, budget::kind_deadline("digest"))?;
     Ok(())
 }
 
@@ -49,6 +49,7 @@ impl Kairos {
     /// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
     /// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
     pub(super) fn kind_payload(
+        &self,
         kind: &JobKind,
         digest: Option<&DigestSpec>,
         payload: Option<serde_json::Value>,
@@ -71,7 +72,7 @@ impl Kairos {
                     ));
                 }
                 let default = RetryPolicy::default_for_kind("digest");
-                check_digest_budget(retry.unwrap_or(&default))?;
+                check_digest_budget(retry.unwrap_or(&default), self.digest_attempt_timeout)?;
                 Ok(spec.to_payload())
             }
             ("digest", None) => Err(OpsError::invalid(
@@ -89,6 +90,7 @@ impl Kairos {
     /// The payload of a directly enqueued job: for `digest`, the payload must be a digest
     /// definition with its `period` (a job outside a schedule has no period of its own).
     pub(super) fn job_payload(
+        &self,
         kind: &JobKind,
         payload: Option<serde_json::Value>,
         retry: &RetryPolicy,
@@ -96,7 +98,7 @@ impl Kairos {
         if kind.as_str() != "digest" {
             return Self::check_payload(payload);
         }
-        check_digest_budget(retry)?;
+        check_digest_budget(retry, self.digest_attempt_timeout)?;
         let p = payload.unwrap_or_default();
         let spec: DigestSpec = serde_json::from_value(p).map_err(|e| {
             OpsError::invalid(
