@@ -286,27 +286,37 @@ pub fn print_json<T: Serialize>(v: &T) -> CliResult {
 
 /// Print a table with a header row, columns padded to their widest cell.
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    print!("{}", format_table(headers, rows));
+}
+
+/// The table [`print_table`] prints. Columns are as wide as their widest cell in terminal
+/// columns (`unicode-width`: a CJK character or an emoji takes two, a combining mark none), so
+/// they line up whatever the script.
+pub fn format_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.width()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.width());
         }
     }
-    let line = |cells: Vec<&str>| {
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
         let mut s = String::new();
         for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  "));
+            s.push_str(cell);
+            if i + 1 < cells.len() {
+                s.push_str(&" ".repeat(w.saturating_sub(cell.width()) + 2));
             }
         }
-        println!("{}", s.trim_end());
+        out.push_str(s.trim_end());
+        out.push('\n');
     };
     line(headers.to_vec());
     for row in rows {
         line(row.iter().map(String::as_str).collect());
     }
+    out
 }
 
 /// Print `key: value` lines, keys aligned.
@@ -376,5 +386,30 @@ pub fn webhook_target(
             "webhook.url",
             "--url is required with --secret",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_table;
+
+    /// Wide characters count as two columns: the next column starts at the same place on
+    /// every line (`print_table` counted chars, so CJK rows were misaligned).
+    #[test]
+    fn table_columns_line_up_with_wide_characters() {
+        let rows = vec![
+            vec!["週報".to_string(), "ok".to_string()],
+            vec!["weekly".to_string(), "ok".to_string()],
+            vec!["🚀x".to_string(), "ok".to_string()],
+        ];
+        let t = format_table(&["name", "state"], &rows);
+        let starts: Vec<usize> = t
+            .lines()
+            .map(|l| {
+                let i = l.rfind("  ").expect("a gap") + 2;
+                unicode_width::UnicodeWidthStr::width(&l[..i])
+            })
+            .collect();
+        assert_eq!(starts, vec![8, 8, 8, 8], "{t}");
     }
 }
