@@ -164,7 +164,7 @@ pub async fn open_store(cfg: &Config) -> CliResult<Db> {
     match &db {
         Database::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                kairos_server::config::create_private_dir(dir).map_err(|e| {
                     CliError::runtime(
                         &format!("could not create the directory {}", dir.display()),
                         &e,

@@ -39,6 +39,7 @@ mod artifacts;
 mod audience;
 mod bulk;
 mod erasure;
+mod files;
 mod http_targets;
 mod inbound;
 mod jobs;
@@ -69,7 +70,8 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Open (creating if needed) the database file at `path` and apply migrations.
+    /// Open (creating if needed) the database file at `path` and apply migrations. The file and
+    /// its `-wal`/`-shm` companions are mode 0600 (see `files.rs`).
     pub async fn open(path: &Path) -> Result<Self, Error> {
         let url = format!("sqlite://{}", path.display());
         Self::connect(&url).await
@@ -93,6 +95,11 @@ impl SqliteStore {
             // Claims return hundreds of rows; the default channel of 50 rows makes the
             // worker thread and the reader hand over every 50 rows.
             .row_buffer_size(4096);
+        // Owner-only file modes (`files.rs`), before SQLite creates anything.
+        let file = opts.get_filename();
+        if !file.as_os_str().is_empty() && file.as_os_str() != ":memory:" {
+            files::restrict(file)?;
+        }
         // One writer: SQLite serializes writers anyway; doing it in the pool avoids BUSY errors
         // and lock-upgrade failures between our own connections.
         let write = SqlitePoolOptions::new()

@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
+mod dirs;
 mod error;
 mod node;
 mod parse;
 mod token;
 
+pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
 use parse::{flex_bool, flex_duration, valid_schema};
