@@ -1,12 +1,20 @@
 //! Secrets at rest (issue 12, finding 4) through the real `kairos` binary: the modes of the
-//! data directory and the database files.
+//! data directory and the database files, and the secret key (`KAIROS_SECRET_KEY`): generated
+//! on SQLite, required and checked against the database on PostgreSQL.
+//!
+//! The PostgreSQL test uses `KAIROS_TEST_DATABASE_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`); it is skipped with a message when the server
+//! cannot be reached, unless `KAIROS_TEST_POSTGRES=required`.
 
 mod common;
 
-use common::{Server, TOKEN};
+use base64::Engine as _;
+use common::{Server, TOKEN, kairos_cmd};
 use kairos_testkit::init_crypto;
+use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 fn mode(p: &Path) -> u32 {
@@ -88,4 +96,206 @@ async fn serve_leaves_an_existing_open_data_dir_with_a_warning_and_narrows_old_d
         assert_eq!(mode(&p), 0o600, "{f} narrowed");
     }
     assert!(server.terminate(Duration::from_secs(30)).await.success());
+}
+
+/// `kairos serve` that must refuse to start: its exit code and stderr (panics if it is still
+/// running after 60 s).
+async fn refused(data_dir: &Path, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = tokio::process::Command::from(kairos_cmd());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("KAIROS_API_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("kairos serve should have refused to start within 60 s")
+        .expect("run kairos serve");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn new_key() -> String {
+    let out = kairos_cmd()
+        .args(["key", "generate"])
+        .output()
+        .expect("run kairos key generate");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn key_generate_prints_a_new_32_byte_key_in_base64_each_time() {
+    let (a, b) = (new_key(), new_key());
+    assert_ne!(a, b);
+    for k in [a, b] {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&k)
+            .expect("base64");
+        assert_eq!(bytes.len(), 32, "{k}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_generates_a_0600_secret_key_file_once_and_refuses_another_key() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let first = Server::start(&data, Some(TOKEN)).await;
+    let file = data.join("secret-key");
+    assert_eq!(mode(&file), 0o600);
+    let key = std::fs::read_to_string(&file).expect("read secret-key");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(key.trim())
+        .expect("base64");
+    assert_eq!(bytes.len(), 32);
+    assert!(
+        !first.stderr().contains(key.trim()),
+        "the key is never logged"
+    );
+    assert!(first.terminate(Duration::from_secs(30)).await.success());
+
+    // A later start reuses the file.
+    let second = Server::start(&data, Some(TOKEN)).await;
+    assert!(second.terminate(Duration::from_secs(30)).await.success());
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), key);
+
+    // Another key: refused, naming the setting.
+    let other = new_key();
+    let (code, stderr) = refused(&data, &[("KAIROS_SECRET_KEY", other.as_str())]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("secret_key") && stderr.contains("KAIROS_SECRET_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&other), "the key is never printed");
+    // The file's key given as the setting: accepted.
+    let given = Server::start_with(&data, Some(TOKEN), &[("KAIROS_SECRET_KEY", key.trim())]).await;
+    assert!(given.terminate(Duration::from_secs(30)).await.success());
+    // A replaced key file: refused too.
+    std::fs::write(&file, format!("{other}\n")).expect("write");
+    let (code, stderr) = refused(&data, &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("KAIROS_SECRET_KEY"), "{stderr}");
+}
+
+fn database_url() -> String {
+    std::env::var("KAIROS_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
+}
+
+/// Whether PostgreSQL answers; panics when it does not and `KAIROS_TEST_POSTGRES=required`.
+async fn pg_reachable(url: &str) -> bool {
+    match tokio::time::timeout(Duration::from_secs(5), PgConnection::connect(url)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            true
+        }
+        other => {
+            let why = match other {
+                Ok(Err(e)) => e.to_string(),
+                _ => "timed out".to_string(),
+            };
+            if std::env::var("KAIROS_TEST_POSTGRES").is_ok_and(|v| v == "required") {
+                panic!(
+                    "PostgreSQL not reachable at {url} and KAIROS_TEST_POSTGRES=required: {why}"
+                );
+            }
+            eprintln!("SKIPPED: PostgreSQL not reachable at {url} ({why})");
+            false
+        }
+    }
+}
+
+/// Drops the test's schema at the end (also on panic).
+struct SchemaGuard {
+    url: String,
+    schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let (url, schema) = (self.url.clone(), self.schema.clone());
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            rt.block_on(async {
+                let mut conn = PgConnection::connect(&url).await.ok()?;
+                // The name was generated by this test: safe to splice.
+                conn.execute(AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+                )))
+                .await
+                .ok()?;
+                conn.close().await.ok()
+            })
+        })
+        .join();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_nodes_need_the_same_secret_key_and_refuse_none_or_another() {
+    let url = database_url();
+    if !pg_reachable(&url).await {
+        return;
+    }
+    init_crypto();
+    let schema = format!("kairos_sk_{}", uuid::Uuid::new_v4().simple());
+    let _guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let db = [
+        ("KAIROS_DATABASE_URL", url.as_str()),
+        ("KAIROS_DATABASE_SCHEMA", schema.as_str()),
+    ];
+    let dirs: Vec<_> = (0..4)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
+
+    // No key: refused, naming the setting; nothing generated.
+    let (code, stderr) = refused(dirs[0].path(), &db).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("KAIROS_SECRET_KEY is not set"), "{stderr}");
+    assert!(!dirs[0].path().join("secret-key").exists());
+
+    // The first node with a key stores its check value.
+    let key = new_key();
+    let with = |k: &'static str, v: &str| {
+        let mut e: Vec<(&str, String)> = db.iter().map(|(a, b)| (*a, b.to_string())).collect();
+        e.push((k, v.to_string()));
+        e
+    };
+    let env_a = with("KAIROS_SECRET_KEY", &key);
+    let env_a: Vec<(&str, &str)> = env_a.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    let a = Server::start_with(dirs[1].path(), Some(TOKEN), &env_a).await;
+
+    // Another key: refused, naming the setting, while the first node runs.
+    let other = new_key();
+    let env_b = with("KAIROS_SECRET_KEY", &other);
+    let env_b: Vec<(&str, &str)> = env_b.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    let (code, stderr) = refused(dirs[2].path(), &env_b).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("KAIROS_SECRET_KEY") && stderr.contains("not the key"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&other) && !stderr.contains(&key));
+
+    // The same key on another node: starts.
+    let c = Server::start_with(dirs[3].path(), Some(TOKEN), &env_a).await;
+    assert!(c.terminate(Duration::from_secs(30)).await.success());
+    assert!(a.terminate(Duration::from_secs(30)).await.success());
 }
