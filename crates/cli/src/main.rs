@@ -88,7 +88,7 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Worker => serve::worker(g).await,
         Cmd::Migrate => serve::migrate(g).await,
         Cmd::Cron(c) => cron::run(c),
-        Cmd::Key(c) => key::run(c),
+        Cmd::Key(c) => key::run(g, c).await,
         Cmd::Schedule(c) => schedule::run(g, c).await,
         Cmd::Job(c) => job::run(g, c).await,
         Cmd::Dlq(c) => dlq::run(g, c).await,

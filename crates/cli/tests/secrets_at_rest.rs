@@ -188,6 +188,52 @@ async fn sqlite_generates_a_0600_secret_key_file_once_and_refuses_another_key() 
     assert!(stderr.contains("KAIROS_SECRET_KEY"), "{stderr}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_rotate_on_sqlite_replaces_the_key_file_and_the_old_key_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let first = Server::start(&data, Some(TOKEN)).await;
+    assert!(first.terminate(Duration::from_secs(30)).await.success());
+    let file = data.join("secret-key");
+    let old = std::fs::read_to_string(&file)
+        .expect("read")
+        .trim()
+        .to_string();
+    let rotate = |env: &[(&str, &str)]| {
+        let mut c = kairos_cmd();
+        c.args(["key", "rotate", "--data-dir"]).arg(&data);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("run kairos key rotate")
+    };
+
+    // No new key, or the current one: refused, nothing changed.
+    let out = rotate(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("KAIROS_NEW_SECRET_KEY"));
+    let out = rotate(&[("KAIROS_NEW_SECRET_KEY", old.as_str())]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&file).expect("read").trim(), old);
+
+    let new = new_key();
+    let out = rotate(&[("KAIROS_NEW_SECRET_KEY", new.as_str())]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("read").trim(), new);
+    assert_eq!(mode(&file), 0o600);
+
+    // The rotated file starts; the old key is refused.
+    let again = Server::start(&data, Some(TOKEN)).await;
+    assert!(again.terminate(Duration::from_secs(30)).await.success());
+    let (code, stderr) = refused(&data, &[("KAIROS_SECRET_KEY", old.as_str())]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("KAIROS_SECRET_KEY"), "{stderr}");
+}
+
 fn database_url() -> String {
     std::env::var("KAIROS_TEST_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_string())
