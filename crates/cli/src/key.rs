@@ -67,14 +67,18 @@ async fn rotate(global: &GlobalArgs, a: RotateArgs) -> CliResult {
                 "is the current key; `kairos key generate` prints a new one",
             ));
         }
-        db.store()
-            .setting_put(SettingPut {
-                name: SECRET_KEY_CHECK_SETTING.into(),
-                value: Some(new.check_value()),
-                now: clock.now(),
-            })
-            .await
-            .map_err(|e| CliError::runtime("storing the new key's check value", &e))?;
+        let setting = SettingPut {
+            name: SECRET_KEY_CHECK_SETTING.into(),
+            value: Some(new.check_value()),
+            now: clock.now(),
+        };
+        let sealer = kairos_store::sealing::Sealer::new(new.bytes());
+        let resealed = match &db {
+            Db::Sqlite(s) => s.reseal_secrets(&sealer, setting).await,
+            Db::Postgres(s, _) => s.reseal_secrets(&sealer, setting).await,
+        }
+        .map_err(|e| CliError::runtime("re-sealing stored secrets under the new key", &e))?;
+        println!("re-sealed {resealed} endpoint secrets under the new key");
         if cfg.secret_key.is_none() && matches!(db, Db::Sqlite(_)) {
             let path = cfg.data_dir.join(SECRET_KEY_FILE);
             replace_key_file(&path, &new).map_err(|e| {

@@ -87,8 +87,6 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
     let db = open_store(cfg).await?;
     let store: Arc<dyn Store> = db.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    // Refuse to start with a key other than the database's (or none, on PostgreSQL).
-    let _secret_key = crate::key::checked_secret_key(cfg, &db, clock.as_ref()).await?;
     let registry = registry(cfg, store.clone(), clock.clone())?;
     let kinds = registry.kinds();
     let leader = match &db {

@@ -9,8 +9,9 @@
 mod common;
 
 use base64::Engine as _;
-use common::{Server, TOKEN, kairos_cmd};
-use kairos_testkit::init_crypto;
+use common::{SECRET, Server, TOKEN, api, kairos_cmd};
+use kairos_store::{EndpointUpsert, Store};
+use kairos_testkit::{TestReceiver, init_crypto, verify_standard_webhook};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -189,10 +190,13 @@ async fn sqlite_generates_a_0600_secret_key_file_once_and_refuses_another_key() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn key_rotate_on_sqlite_replaces_the_key_file_and_the_old_key_is_refused() {
+async fn key_rotate_on_sqlite_reseals_secrets_replaces_the_key_file_and_refuses_the_old_key() {
+    init_crypto();
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
+    let receiver = TestReceiver::start().await;
     let first = Server::start(&data, Some(TOKEN)).await;
+    two_signed_deliveries(&first, &receiver, 2).await;
     assert!(first.terminate(Duration::from_secs(30)).await.success());
     let file = data.join("secret-key");
     let old = std::fs::read_to_string(&file)
@@ -226,8 +230,11 @@ async fn key_rotate_on_sqlite_replaces_the_key_file_and_the_old_key_is_refused()
     assert_eq!(std::fs::read_to_string(&file).expect("read").trim(), new);
     assert_eq!(mode(&file), 0o600);
 
-    // The rotated file starts; the old key is refused.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("re-sealed 1 endpoint secrets"));
+
+    // The rotated file starts and the re-sealed endpoint still signs; the old key is refused.
     let again = Server::start(&data, Some(TOKEN)).await;
+    two_signed_deliveries(&again, &receiver, 4).await;
     assert!(again.terminate(Duration::from_secs(30)).await.success());
     let (code, stderr) = refused(&data, &[("KAIROS_SECRET_KEY", old.as_str())]).await;
     assert_eq!(code, Some(2), "{stderr}");
@@ -344,4 +351,179 @@ async fn postgres_nodes_need_the_same_secret_key_and_refuse_none_or_another() {
     let c = Server::start_with(dirs[3].path(), Some(TOKEN), &env_a).await;
     assert!(c.terminate(Duration::from_secs(30)).await.success());
     assert!(a.terminate(Duration::from_secs(30)).await.success());
+}
+
+/// The part of [`SECRET`] after `whsec_` (the bytes the signatures are made with).
+fn secret_body() -> &'static str {
+    SECRET.trim_start_matches("whsec_")
+}
+
+/// Two webhook jobs to the same endpoint through `server`; every delivery the receiver has
+/// (`total` once these arrived) is signed with [`SECRET`].
+async fn two_signed_deliveries(server: &Server, receiver: &TestReceiver, total: usize) {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    for n in 0..2 {
+        let (status, job) = api(
+            &http,
+            reqwest::Method::POST,
+            format!("{}/v1/jobs", server.base),
+            Some(serde_json::json!({
+                "kind": "webhook",
+                "webhook": {"url": receiver.url("/hook"), "secret": SECRET},
+                "payload": {"n": n},
+            })),
+        )
+        .await;
+        assert_eq!(status, 201, "{job}");
+    }
+    assert!(
+        receiver.wait_for(total, Duration::from_secs(30)).await,
+        "{total} deliveries; stderr:\n{}",
+        server.stderr()
+    );
+    for r in receiver.received() {
+        assert!(
+            verify_standard_webhook(SECRET, &r, common::now_unix()),
+            "{:?}",
+            r.headers
+        );
+    }
+}
+
+/// Whether any of the SQLite files in `data` contains `needle`.
+fn sqlite_files_contain(data: &Path, needle: &str) -> bool {
+    DB_FILES.iter().any(|f| {
+        std::fs::read(data.join(f))
+            .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
+    init_crypto();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let receiver = TestReceiver::start().await;
+    let server = Server::start(&data, Some(TOKEN)).await;
+    two_signed_deliveries(&server, &receiver, 2).await;
+    assert!(!sqlite_files_contain(&data, secret_body()), "while serving");
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
+    assert!(
+        !sqlite_files_contain(&data, secret_body()),
+        "after shutdown"
+    );
+    // One endpoint for both jobs, found by its lookup hash.
+    let store = kairos_store_sqlite::SqliteStore::open(&data.join("kairos.db"))
+        .await
+        .expect("open");
+    store.close().await;
+    let mut conn =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}", data.join("kairos.db").display()))
+            .await
+            .expect("connect");
+    let rows: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT secret, secret_hash FROM endpoints")
+            .fetch_all(&mut conn)
+            .await
+            .expect("select");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].0.starts_with("kairos:v1:") && rows[0].1.is_some(),
+        "{rows:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_seals_a_plaintext_endpoint_secret_on_first_start_once() {
+    init_crypto();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).expect("mkdir");
+    let receiver = TestReceiver::start().await;
+    // A database from before sealing: the endpoint secret in plaintext.
+    {
+        let store = kairos_store_sqlite::SqliteStore::open(&data.join("kairos.db"))
+            .await
+            .expect("open");
+        store
+            .endpoint_upsert(EndpointUpsert {
+                id: "ep_legacy".into(),
+                url: receiver.url("/hook"),
+                secret: SECRET.into(),
+                now: chrono::Utc::now(),
+            })
+            .await
+            .expect("upsert");
+        store.close().await;
+    }
+    assert!(
+        sqlite_files_contain(&data, secret_body()),
+        "stored in plaintext first"
+    );
+    let server = Server::start(&data, Some(TOKEN)).await;
+    two_signed_deliveries(&server, &receiver, 2).await;
+    let server_log = server.stderr();
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
+    assert!(
+        !sqlite_files_contain(&data, secret_body()),
+        "sealed on start: {:?} {}",
+        DB_FILES.map(|f| data.join(f).exists()),
+        server_log
+    );
+    // A second start finds nothing to seal and still opens it.
+    let again = Server::start(&data, Some(TOKEN)).await;
+    assert!(!again.stderr().contains("sealed endpoint secrets"));
+    assert!(again.terminate(Duration::from_secs(30)).await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
+    let url = database_url();
+    if !pg_reachable(&url).await {
+        return;
+    }
+    init_crypto();
+    let schema = format!("kairos_sk_{}", uuid::Uuid::new_v4().simple());
+    let _guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let key = new_key();
+    let env = [
+        ("KAIROS_DATABASE_URL", url.as_str()),
+        ("KAIROS_DATABASE_SCHEMA", schema.as_str()),
+        ("KAIROS_SECRET_KEY", key.as_str()),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let receiver = TestReceiver::start().await;
+    let server = Server::start_with(dir.path(), Some(TOKEN), &env).await;
+    two_signed_deliveries(&server, &receiver, 2).await;
+    let mut conn = PgConnection::connect(&url).await.expect("connect");
+    let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT secret, secret_hash FROM \"{schema}\".endpoints"
+    )))
+    .fetch_all(&mut conn)
+    .await
+    .expect("select");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].0.starts_with("kairos:v1:") && rows[0].1.is_some(),
+        "{rows:?}"
+    );
+    assert!(!rows[0].0.contains(secret_body()));
+    for table in ["endpoints", "jobs", "schedules", "job_attempts"] {
+        let hits: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM \"{schema}\".{table} t WHERE row_to_json(t)::text LIKE '%' || $1 || '%'"
+        )))
+        .bind(secret_body())
+        .fetch_one(&mut conn)
+        .await
+        .expect("search");
+        assert_eq!(hits, 0, "{table} holds the secret");
+    }
+    let _ = conn.close().await;
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
 }

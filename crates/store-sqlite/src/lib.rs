@@ -47,6 +47,7 @@ mod migrate;
 mod native;
 mod rows;
 mod schedules;
+mod sealed;
 mod search;
 mod slo;
 mod writer;
@@ -67,6 +68,8 @@ pub struct SqliteStore {
     hot: writer::Writer,
     /// The erasure key, once read (`erasure.rs`).
     keys: std::sync::Arc<kairos_store::KeyCache>,
+    /// Seals stored secrets under the secret key (`with_sealer`); `None`: plaintext.
+    sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
 }
 
 impl SqliteStore {
@@ -89,6 +92,9 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
             .pragma("temp_store", "memory")
+            // Overwrite deleted content inside a page (no extra I/O): a value replaced by its
+            // sealed form leaves no plaintext behind in the page's free space.
+            .pragma("secure_delete", "fast")
             .pragma("cache_size", "-262144")
             // Map the file: page reads without a syscall each (a hot queue fits in memory).
             .pragma("mmap_size", "1073741824")
@@ -132,6 +138,7 @@ impl SqliteStore {
             read,
             hot,
             keys: Default::default(),
+            sealer: None,
         })
     }
 

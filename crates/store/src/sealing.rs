@@ -147,6 +147,45 @@ impl Sealer {
     }
 }
 
+/// The associated data a webhook endpoint's secret is sealed with.
+pub const ENDPOINT_SECRET_AAD: &str = "endpoints.secret";
+
+/// What an endpoint upsert stores for `secret`: with a sealer, the sealed secret and the
+/// lookup hash of (url, secret) the endpoint is found by; without one, the plaintext and no
+/// hash (stores opened without a secret key: tests, tools).
+pub fn endpoint_secret_to_store(
+    sealer: Option<&Sealer>,
+    url: &str,
+    secret: &str,
+) -> (String, Option<String>) {
+    match sealer {
+        Some(s) => (
+            s.seal(secret, ENDPOINT_SECRET_AAD),
+            Some(s.lookup_hash(&[url, secret])),
+        ),
+        None => (secret.to_string(), None),
+    }
+}
+
+/// An endpoint's secret from its stored value: a sealed value is opened with the sealer; a
+/// plaintext one (stored before sealing, not yet converted) is returned as it is.
+pub fn endpoint_secret_from_store(
+    sealer: Option<&Sealer>,
+    stored: String,
+) -> crate::Result<String> {
+    if !Sealer::is_sealed(&stored) {
+        return Ok(stored);
+    }
+    let Some(s) = sealer else {
+        return Err(crate::Error::new(
+            crate::ErrorKind::Corrupt,
+            "endpoints.secret is sealed, and this store was opened without the secret key (KAIROS_SECRET_KEY)",
+        ));
+    };
+    s.open(&stored, ENDPOINT_SECRET_AAD)
+        .map_err(|e| crate::Error::new(crate::ErrorKind::Corrupt, format!("endpoints.secret: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
