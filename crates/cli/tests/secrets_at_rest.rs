@@ -527,3 +527,100 @@ async fn postgres_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
     let _ = conn.close().await;
     assert!(server.terminate(Duration::from_secs(30)).await.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_seals_a_plaintext_endpoint_on_start_and_key_rotate_reseals_it() {
+    let url = database_url();
+    if !pg_reachable(&url).await {
+        return;
+    }
+    init_crypto();
+    let schema = format!("kairos_sk_{}", uuid::Uuid::new_v4().simple());
+    let _guard = SchemaGuard {
+        url: url.clone(),
+        schema: schema.clone(),
+    };
+    let receiver = TestReceiver::start().await;
+    // A database from before sealing: the endpoint secret in plaintext.
+    {
+        let store = kairos_store_postgres::PostgresStore::connect(&url, &schema)
+            .await
+            .expect("connect");
+        store
+            .endpoint_upsert(EndpointUpsert {
+                id: "ep_legacy".into(),
+                url: receiver.url("/hook"),
+                secret: SECRET.into(),
+                now: chrono::Utc::now(),
+            })
+            .await
+            .expect("upsert");
+        store.close().await;
+    }
+    let stored = |url: String, schema: String| async move {
+        let mut conn = PgConnection::connect(&url).await.expect("connect");
+        let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT secret, secret_hash FROM \"{schema}\".endpoints"
+        )))
+        .fetch_all(&mut conn)
+        .await
+        .expect("select");
+        let _ = conn.close().await;
+        rows
+    };
+    let old = new_key();
+    let env = |key: &str| {
+        vec![
+            ("KAIROS_DATABASE_URL".to_string(), url.clone()),
+            ("KAIROS_DATABASE_SCHEMA".to_string(), schema.clone()),
+            ("KAIROS_SECRET_KEY".to_string(), key.to_string()),
+        ]
+    };
+    let env_old = env(&old);
+    let env_old: Vec<(&str, &str)> = env_old
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start_with(dir.path(), Some(TOKEN), &env_old).await;
+    two_signed_deliveries(&server, &receiver, 2).await;
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
+    let before = stored(url.clone(), schema.clone()).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(before[0].0.starts_with("kairos:v1:") && before[0].1.is_some());
+
+    let new = new_key();
+    let mut cmd = kairos_cmd();
+    cmd.args(["key", "rotate", "--data-dir"])
+        .arg(dir.path())
+        .env("KAIROS_NEW_SECRET_KEY", &new);
+    for (k, v) in &env_old {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run kairos key rotate");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("re-sealed 1 endpoint secrets"));
+    let after = stored(url.clone(), schema.clone()).await;
+    assert_ne!(after[0], before[0], "sealed and hashed under the new key");
+
+    let env_new = env(&new);
+    let env_new: Vec<(&str, &str)> = env_new
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let server = Server::start_with(dir.path(), Some(TOKEN), &env_new).await;
+    two_signed_deliveries(&server, &receiver, 4).await;
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
+    assert_eq!(
+        stored(url.clone(), schema.clone()).await.len(),
+        1,
+        "the same endpoint reused"
+    );
+    let (code, stderr) = refused(dir.path(), &env_old).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("KAIROS_SECRET_KEY"), "{stderr}");
+}
