@@ -78,7 +78,7 @@ async fn rotate(global: &GlobalArgs, a: RotateArgs) -> CliResult {
             Db::Postgres(s, _) => s.reseal_secrets(&sealer, setting).await,
         }
         .map_err(|e| CliError::runtime("re-sealing stored secrets under the new key", &e))?;
-        println!("re-sealed {resealed} endpoint secrets under the new key");
+        println!("re-sealed {resealed} endpoints and http targets under the new key");
         if cfg.secret_key.is_none() && matches!(db, Db::Sqlite(_)) {
             let path = cfg.data_dir.join(SECRET_KEY_FILE);
             replace_key_file(&path, &new).map_err(|e| {

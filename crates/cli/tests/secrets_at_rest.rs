@@ -10,7 +10,7 @@ mod common;
 
 use base64::Engine as _;
 use common::{SECRET, Server, TOKEN, api, kairos_cmd};
-use kairos_store::{EndpointUpsert, Store};
+use kairos_store::{EndpointUpsert, HttpAuth, HttpTargetUpsert, Store};
 use kairos_testkit::{TestReceiver, init_crypto, verify_standard_webhook};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::os::unix::fs::PermissionsExt;
@@ -230,7 +230,9 @@ async fn key_rotate_on_sqlite_reseals_secrets_replaces_the_key_file_and_refuses_
     assert_eq!(std::fs::read_to_string(&file).expect("read").trim(), new);
     assert_eq!(mode(&file), 0o600);
 
-    assert!(String::from_utf8_lossy(&out.stdout).contains("re-sealed 1 endpoint secrets"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("re-sealed 1 endpoints and http targets")
+    );
 
     // The rotated file starts and the re-sealed endpoint still signs; the old key is refused.
     let again = Server::start(&data, Some(TOKEN)).await;
@@ -393,6 +395,50 @@ async fn two_signed_deliveries(server: &Server, receiver: &TestReceiver, total: 
     }
 }
 
+/// The bearer token and a header value of the http job in [`http_call`].
+const BEARER: &str = "tok_Zq8VnR2mXw5LcP0sYb7KdJ3h";
+const API_KEY: &str = "key_Hf6TgU1oNa9EiQ4rWv2ZsM8c";
+
+/// An http job with a bearer token and an `x-api-key` header through `server`; the call
+/// arrives with both (the receiver has `total` requests then).
+async fn http_call(server: &Server, receiver: &TestReceiver, total: usize) {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let (status, job) = api(
+        &http,
+        reqwest::Method::POST,
+        format!("{}/v1/jobs", server.base),
+        Some(serde_json::json!({
+            "kind": "http",
+            "http": {"url": receiver.url("/api"), "method": "POST",
+                     "headers": {"x-api-key": API_KEY}, "body": {"a": 1},
+                     "timeout": "10s", "bearer_token": BEARER},
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{job}");
+    assert!(
+        receiver.wait_for(total, Duration::from_secs(30)).await,
+        "{total} requests; stderr:\n{}",
+        server.stderr()
+    );
+    let calls: Vec<_> = receiver
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/api")
+        .collect();
+    assert!(!calls.is_empty());
+    for r in calls {
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {BEARER}").as_str())
+        );
+        assert_eq!(r.header("x-api-key"), Some(API_KEY));
+    }
+}
+
 /// Whether any of the SQLite files in `data` contains `needle`.
 fn sqlite_files_contain(data: &Path, needle: &str) -> bool {
     DB_FILES.iter().any(|f| {
@@ -402,19 +448,27 @@ fn sqlite_files_contain(data: &Path, needle: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
+async fn sqlite_stores_webhook_and_http_target_secrets_sealed_and_still_uses_them() {
     init_crypto();
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let receiver = TestReceiver::start().await;
     let server = Server::start(&data, Some(TOKEN)).await;
     two_signed_deliveries(&server, &receiver, 2).await;
-    assert!(!sqlite_files_contain(&data, secret_body()), "while serving");
+    http_call(&server, &receiver, 3).await;
+    for needle in [secret_body(), BEARER, API_KEY] {
+        assert!(
+            !sqlite_files_contain(&data, needle),
+            "{needle} while serving"
+        );
+    }
     assert!(server.terminate(Duration::from_secs(30)).await.success());
-    assert!(
-        !sqlite_files_contain(&data, secret_body()),
-        "after shutdown"
-    );
+    for needle in [secret_body(), BEARER, API_KEY] {
+        assert!(
+            !sqlite_files_contain(&data, needle),
+            "{needle} after shutdown"
+        );
+    }
     // One endpoint for both jobs, found by its lookup hash.
     let store = kairos_store_sqlite::SqliteStore::open(&data.join("kairos.db"))
         .await
@@ -480,7 +534,7 @@ async fn sqlite_seals_a_plaintext_endpoint_secret_on_first_start_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
+async fn postgres_stores_webhook_and_http_target_secrets_sealed_and_still_uses_them() {
     let url = database_url();
     if !pg_reachable(&url).await {
         return;
@@ -501,6 +555,7 @@ async fn postgres_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
     let receiver = TestReceiver::start().await;
     let server = Server::start_with(dir.path(), Some(TOKEN), &env).await;
     two_signed_deliveries(&server, &receiver, 2).await;
+    http_call(&server, &receiver, 3).await;
     let mut conn = PgConnection::connect(&url).await.expect("connect");
     let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT secret, secret_hash FROM \"{schema}\".endpoints"
@@ -514,22 +569,31 @@ async fn postgres_stores_a_webhook_secret_sealed_and_still_signs_with_it() {
         "{rows:?}"
     );
     assert!(!rows[0].0.contains(secret_body()));
-    for table in ["endpoints", "jobs", "schedules", "job_attempts"] {
-        let hits: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT count(*) FROM \"{schema}\".{table} t WHERE row_to_json(t)::text LIKE '%' || $1 || '%'"
-        )))
-        .bind(secret_body())
-        .fetch_one(&mut conn)
-        .await
-        .expect("search");
-        assert_eq!(hits, 0, "{table} holds the secret");
+    for table in [
+        "endpoints",
+        "http_targets",
+        "jobs",
+        "schedules",
+        "job_attempts",
+    ] {
+        for needle in [secret_body(), BEARER, API_KEY] {
+            let hits: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT count(*) FROM \"{schema}\".{table} t WHERE row_to_json(t)::text LIKE '%' || $1 || '%'"
+            )))
+            .bind(needle)
+            .fetch_one(&mut conn)
+            .await
+            .expect("search");
+            assert_eq!(hits, 0, "{table} holds {needle}");
+        }
     }
     let _ = conn.close().await;
     assert!(server.terminate(Duration::from_secs(30)).await.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_seals_a_plaintext_endpoint_on_start_and_key_rotate_reseals_it() {
+async fn postgres_seals_plaintext_endpoints_and_http_targets_on_start_and_key_rotate_reseals_them()
+{
     let url = database_url();
     if !pg_reachable(&url).await {
         return;
@@ -555,8 +619,34 @@ async fn postgres_seals_a_plaintext_endpoint_on_start_and_key_rotate_reseals_it(
             })
             .await
             .expect("upsert");
+        store
+            .http_target_upsert(HttpTargetUpsert {
+                id: "ht_legacy".into(),
+                fingerprint: "legacy-fingerprint".into(),
+                url: receiver.url("/api"),
+                method: "POST".into(),
+                headers: [("x-api-key".to_string(), API_KEY.to_string())].into(),
+                body: None,
+                timeout_ms: 10_000,
+                auth: HttpAuth::Bearer,
+                secret: Some(BEARER.into()),
+                now: chrono::Utc::now(),
+            })
+            .await
+            .expect("http target upsert");
         store.close().await;
     }
+    let http_row = |url: String, schema: String| async move {
+        let mut conn = PgConnection::connect(&url).await.expect("connect");
+        let row: (String, String, Option<String>) = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT fingerprint, headers::text, secret FROM \"{schema}\".http_targets WHERE id = 'ht_legacy'"
+        )))
+        .fetch_one(&mut conn)
+        .await
+        .expect("select");
+        let _ = conn.close().await;
+        row
+    };
     let stored = |url: String, schema: String| async move {
         let mut conn = PgConnection::connect(&url).await.expect("connect");
         let rows: Vec<(String, Option<String>)> = sqlx::query_as(AssertSqlSafe(format!(
@@ -588,6 +678,14 @@ async fn postgres_seals_a_plaintext_endpoint_on_start_and_key_rotate_reseals_it(
     let before = stored(url.clone(), schema.clone()).await;
     assert_eq!(before.len(), 1, "{before:?}");
     assert!(before[0].0.starts_with("kairos:v1:") && before[0].1.is_some());
+    let (fingerprint, headers, secret) = http_row(url.clone(), schema.clone()).await;
+    assert!(fingerprint.starts_with("hmac:"), "{fingerprint}");
+    assert!(
+        headers.starts_with("\"kairos:v1:") && !headers.contains(API_KEY),
+        "{headers}"
+    );
+    let secret = secret.expect("secret");
+    assert!(secret.starts_with("kairos:v1:") && !secret.contains(BEARER));
 
     let new = new_key();
     let mut cmd = kairos_cmd();
@@ -603,8 +701,33 @@ async fn postgres_seals_a_plaintext_endpoint_on_start_and_key_rotate_reseals_it(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("re-sealed 1 endpoint secrets"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("re-sealed 2 endpoints and http targets")
+    );
     let after = stored(url.clone(), schema.clone()).await;
+    // The http target opens under the new key.
+    let new_bytes: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(&new)
+        .expect("base64")
+        .try_into()
+        .expect("32 bytes");
+    let store = kairos_store_postgres::PostgresStore::connect(&url, &schema)
+        .await
+        .expect("connect")
+        .with_sealer(std::sync::Arc::new(kairos_store::sealing::Sealer::new(
+            &new_bytes,
+        )));
+    let t = store
+        .http_target_get("ht_legacy")
+        .await
+        .expect("get")
+        .expect("exists");
+    assert_eq!(
+        t.headers.get("x-api-key").map(String::as_str),
+        Some(API_KEY)
+    );
+    assert_eq!(t.secret.as_deref(), Some(BEARER));
+    store.close().await;
     assert_ne!(after[0], before[0], "sealed and hashed under the new key");
 
     let env_new = env(&new);

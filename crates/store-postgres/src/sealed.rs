@@ -29,7 +29,7 @@ impl PostgresStore {
         let Some(sealer) = self.sealer.clone() else {
             return Ok(0);
         };
-        let mut sealed = 0u64;
+        let mut sealed = self.seal_existing_http_targets(&sealer).await?;
         loop {
             let rows = sqlx::query(
                 "SELECT id, url, secret FROM endpoints WHERE secret_hash IS NULL LIMIT $1",
@@ -104,6 +104,43 @@ impl PostgresStore {
                 .await
                 .map_err(|e| map_err("re-sealing an endpoint secret", e))?;
         }
+        let targets = sqlx::query("SELECT id, headers, secret FROM http_targets")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| map_err("reading http targets", e))?;
+        for row in &targets {
+            let get = |c: &str| {
+                row.try_get::<String, _>(c)
+                    .map_err(|e| map_err("reading http targets", e))
+            };
+            let id = get("id")?;
+            let headers: serde_json::Value = row
+                .try_get("headers")
+                .map_err(|e| map_err("reading http targets", e))?;
+            let headers = kairos_store::sealing::http_headers_from_store(self.sealer(), headers)?;
+            let secret: Option<String> = row
+                .try_get("secret")
+                .map_err(|e| map_err("reading http targets", e))?;
+            let secret = kairos_store::sealing::http_secret_from_store(self.sealer(), secret)?;
+            // The keyed fingerprint cannot be recomputed under the new key: the row gets a
+            // unique one, so a new identical definition is stored as a new row.
+            sqlx::query(
+                "UPDATE http_targets SET headers = $2, secret = $3, fingerprint = $4 WHERE id = $1",
+            )
+            .bind(&id)
+            .bind(kairos_store::sealing::http_headers_to_store(
+                Some(new),
+                &headers,
+            ))
+            .bind(kairos_store::sealing::http_secret_to_store(
+                Some(new),
+                secret.as_deref(),
+            ))
+            .bind(format!("rotated:{id}"))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("re-sealing an http target", e))?;
+        }
         sqlx::query(
             "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
@@ -117,6 +154,64 @@ impl PostgresStore {
         tx.commit()
             .await
             .map_err(|e| map_err("re-sealing secrets", e))?;
-        Ok(rows.len() as u64)
+        Ok((rows.len() + targets.len()) as u64)
+    }
+
+    /// The http-target part of [`Self::seal_existing_secrets`]: headers and secret sealed,
+    /// fingerprint replaced by its keyed hash, for every row whose headers are not sealed yet.
+    async fn seal_existing_http_targets(&self, sealer: &Sealer) -> Result<u64> {
+        let mut sealed = 0u64;
+        loop {
+            let rows = sqlx::query(
+                "SELECT id, fingerprint, headers, secret FROM http_targets WHERE jsonb_typeof(headers) <> 'string' LIMIT $1",
+            )
+            .bind(BATCH)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| map_err("reading plaintext http targets", e))?;
+            if rows.is_empty() {
+                return Ok(sealed);
+            }
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(|e| map_err("sealing http targets", e))?;
+            for row in &rows {
+                let get_s = |c: &str| {
+                    row.try_get::<String, _>(c)
+                        .map_err(|e| map_err("reading plaintext http targets", e))
+                };
+                let headers: serde_json::Value = row
+                    .try_get("headers")
+                    .map_err(|e| map_err("reading http targets", e))?;
+                let headers =
+                    kairos_store::sealing::http_headers_from_store(Some(sealer), headers)?;
+                let secret: Option<String> = row
+                    .try_get("secret")
+                    .map_err(|e| map_err("reading plaintext http targets", e))?;
+                let secret = kairos_store::sealing::http_secret_from_store(Some(sealer), secret)?;
+                let fingerprint = get_s("fingerprint")?;
+                let fingerprint = if fingerprint.starts_with("hmac:") {
+                    fingerprint
+                } else {
+                    kairos_store::sealing::http_fingerprint_to_store(Some(sealer), &fingerprint)
+                };
+                sqlx::query(
+                    "UPDATE http_targets SET headers = $2, secret = $3, fingerprint = $4 WHERE id = $1",
+                )
+                .bind(get_s("id")?)
+                .bind(kairos_store::sealing::http_headers_to_store(Some(sealer), &headers))
+                .bind(kairos_store::sealing::http_secret_to_store(Some(sealer), secret.as_deref()))
+                .bind(fingerprint)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| map_err("sealing an http target", e))?;
+                sealed += 1;
+            }
+            tx.commit()
+                .await
+                .map_err(|e| map_err("sealing http targets", e))?;
+        }
     }
 }

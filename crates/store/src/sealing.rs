@@ -173,17 +173,103 @@ pub fn endpoint_secret_from_store(
     sealer: Option<&Sealer>,
     stored: String,
 ) -> crate::Result<String> {
+    open_stored(sealer, stored, ENDPOINT_SECRET_AAD)
+}
+
+/// A stored value opened: sealed values with the sealer (`aad` is also the column named in
+/// errors), plaintext ones as they are.
+fn open_stored(sealer: Option<&Sealer>, stored: String, aad: &str) -> crate::Result<String> {
     if !Sealer::is_sealed(&stored) {
         return Ok(stored);
     }
     let Some(s) = sealer else {
         return Err(crate::Error::new(
             crate::ErrorKind::Corrupt,
-            "endpoints.secret is sealed, and this store was opened without the secret key (KAIROS_SECRET_KEY)",
+            format!(
+                "{aad} is sealed, and this store was opened without the secret key (KAIROS_SECRET_KEY)"
+            ),
         ));
     };
-    s.open(&stored, ENDPOINT_SECRET_AAD)
-        .map_err(|e| crate::Error::new(crate::ErrorKind::Corrupt, format!("endpoints.secret: {e}")))
+    s.open(&stored, aad)
+        .map_err(|e| crate::Error::new(crate::ErrorKind::Corrupt, format!("{aad}: {e}")))
+}
+
+/// The associated data an http target's headers are sealed with.
+pub const HTTP_HEADERS_AAD: &str = "http_targets.headers";
+/// The associated data an http target's secret (bearer token or signing secret) is sealed
+/// with.
+pub const HTTP_SECRET_AAD: &str = "http_targets.secret";
+
+/// What an http target stores for its headers: with a sealer, a JSON string holding the
+/// sealed JSON object; without one, the object.
+pub fn http_headers_to_store(
+    sealer: Option<&Sealer>,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Value {
+    let object = serde_json::to_value(headers).unwrap_or_else(|_| serde_json::json!({}));
+    match sealer {
+        Some(s) => serde_json::Value::String(s.seal(&object.to_string(), HTTP_HEADERS_AAD)),
+        None => object,
+    }
+}
+
+/// Whether stored http target headers are sealed (a JSON string, not an object).
+pub fn http_headers_are_sealed(stored: &serde_json::Value) -> bool {
+    stored.as_str().is_some_and(Sealer::is_sealed)
+}
+
+/// An http target's headers from their stored value (sealed or a plaintext object).
+pub fn http_headers_from_store(
+    sealer: Option<&Sealer>,
+    stored: serde_json::Value,
+) -> crate::Result<std::collections::BTreeMap<String, String>> {
+    let object = match stored {
+        serde_json::Value::String(s) => {
+            let text = open_stored(sealer, s, HTTP_HEADERS_AAD)?;
+            serde_json::from_str(&text).map_err(|e| {
+                crate::Error::new(crate::ErrorKind::Corrupt, "http_targets.headers").with_source(e)
+            })?
+        }
+        v => v,
+    };
+    serde_json::from_value(object).map_err(|e| {
+        crate::Error::new(
+            crate::ErrorKind::Corrupt,
+            "stored http target headers cannot be read",
+        )
+        .with_source(e)
+    })
+}
+
+/// What an http target stores as its fingerprint (the unique hash of its whole definition,
+/// headers and secret included): with a sealer, `hmac:` + the keyed lookup hash of the
+/// engine's fingerprint, so that it says nothing about the definition without the key.
+pub fn http_fingerprint_to_store(sealer: Option<&Sealer>, fingerprint: &str) -> String {
+    match sealer {
+        Some(s) => format!(
+            "hmac:{}",
+            s.lookup_hash(&["http_targets.fingerprint", fingerprint])
+        ),
+        None => fingerprint.to_string(),
+    }
+}
+
+/// What an http target stores for its secret: sealed with a sealer, else as it is.
+pub fn http_secret_to_store(sealer: Option<&Sealer>, secret: Option<&str>) -> Option<String> {
+    secret.map(|v| match sealer {
+        Some(s) => s.seal(v, HTTP_SECRET_AAD),
+        None => v.to_string(),
+    })
+}
+
+/// An http target's secret from its stored value (sealed or plaintext).
+pub fn http_secret_from_store(
+    sealer: Option<&Sealer>,
+    stored: Option<String>,
+) -> crate::Result<Option<String>> {
+    stored
+        .map(|v| open_stored(sealer, v, HTTP_SECRET_AAD))
+        .transpose()
 }
 
 #[cfg(test)]
