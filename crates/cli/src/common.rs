@@ -157,14 +157,51 @@ impl Db {
     }
 }
 
+/// Open (creating and migrating) the configured database with the secret key: the key is
+/// checked against the database (`key::checked_secret_key`: refused without one on
+/// PostgreSQL, or with another one), stored secrets are sealed under it from now on, and
+/// endpoint secrets still stored in plaintext are sealed now (a one-time pass).
+pub async fn open_store(cfg: &Config) -> CliResult<Db> {
+    let db = open_plain_store(cfg).await?;
+    let key = match crate::key::checked_secret_key(cfg, &db, &SystemClock).await {
+        Ok(k) => k,
+        Err(e) => {
+            db.close().await;
+            return Err(e);
+        }
+    };
+    let sealer = Arc::new(kairos_store::sealing::Sealer::new(key.bytes()));
+    let (db, sealed) = match db {
+        Db::Sqlite(s) => {
+            let s = s.with_sealer(sealer);
+            let n = s.seal_existing_secrets().await;
+            (Db::Sqlite(s), n)
+        }
+        Db::Postgres(s, url) => {
+            let s = s.with_sealer(sealer);
+            let n = s.seal_existing_secrets().await;
+            (Db::Postgres(s, url), n)
+        }
+    };
+    match sealed {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(endpoints = n, "sealed endpoint secrets stored in plaintext"),
+        Err(e) => {
+            db.close().await;
+            return Err(CliError::runtime("sealing stored secrets", &e));
+        }
+    }
+    Ok(db)
+}
+
 /// Open (creating and migrating) the configured database: the one place where the kind of
 /// store is chosen, by the scheme of `database_url` (see [`Config::database`]).
-pub async fn open_store(cfg: &Config) -> CliResult<Db> {
+async fn open_plain_store(cfg: &Config) -> CliResult<Db> {
     let db = cfg.database()?;
     match &db {
         Database::Sqlite(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                kairos_server::config::create_private_dir(dir).map_err(|e| {
                     CliError::runtime(
                         &format!("could not create the directory {}", dir.display()),
                         &e,

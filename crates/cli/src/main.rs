@@ -13,6 +13,7 @@ mod cron;
 mod dlq;
 mod endpoint;
 mod job;
+mod key;
 mod maintenance;
 mod schedule;
 mod serve;
@@ -54,6 +55,9 @@ enum Cmd {
     /// The dead-letter queue.
     #[command(subcommand)]
     Dlq(dlq::DlqCmd),
+    /// The secret key stored secrets are kept under (`KAIROS_SECRET_KEY`).
+    #[command(subcommand)]
+    Key(key::KeyCmd),
     /// Print the OpenAPI document (`kairos openapi > docs/openapi.json`).
     Openapi,
     /// Measure throughput.
@@ -88,6 +92,7 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Worker => serve::worker(g).await,
         Cmd::Migrate => serve::migrate(g).await,
         Cmd::Cron(c) => cron::run(c),
+        Cmd::Key(c) => key::run(g, c).await,
         Cmd::Schedule(c) => schedule::run(g, c).await,
         Cmd::Job(c) => job::run(g, c).await,
         Cmd::Dlq(c) => dlq::run(g, c).await,

@@ -36,6 +36,13 @@ pub fn init_logging(format: LogFormat) {
     };
 }
 
+/// Warn when the existing data directory is open to other users (kairos creates it 0700).
+fn warn_open_data_dir(cfg: &Config) {
+    if let Some(w) = kairos_server::config::open_dir_warning(&cfg.data_dir) {
+        tracing::warn!("{w}");
+    }
+}
+
 fn engine_config(cfg: &Config) -> EngineConfig {
     let node = cfg.node_name();
     let mut ec = EngineConfig::default().with_node(&node);
@@ -203,6 +210,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(args.listen)?;
     init_logging(cfg.log_format);
+    warn_open_data_dir(&cfg);
     let (token, source) = api_token(&cfg)?;
     if source == TokenSource::Generated {
         // The path, never the token: stderr ends up in journals and CI logs.
@@ -276,6 +284,7 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(None)?;
     init_logging(cfg.log_format);
+    warn_open_data_dir(&cfg);
     let (db, engine, kairos) = build(&cfg).await?;
     let cancel = CancellationToken::new();
     let mut side_tasks = start_multi_node(&db, &engine, &cancel);

@@ -22,6 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
+/// The secret key every node is given (`kairos key generate`).
+const SECRET_KEY: &str = "q2LrM0zJ6n0Qy8d0k1vR3sT5uW7xZ9aBcDeFgHiJkLM=";
 const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 /// One-shot jobs enqueued.
 const JOBS: usize = 5000;
@@ -130,6 +132,7 @@ async fn three_nodes_5000_jobs_and_a_schedule_survive_a_sigkill() {
             ("KAIROS_LEASE_SECS", "10"),
             ("KAIROS_CONCURRENCY", concurrency.as_str()),
             ("KAIROS_NODE", name.as_str()),
+            ("KAIROS_SECRET_KEY", SECRET_KEY),
         ];
         nodes.push(Some(
             Server::start_with(dir.path(), Some(TOKEN), &env).await,

@@ -2,6 +2,7 @@
 //! file; the differences are said where they are.
 
 use crate::{PostgresStore, map_err};
+use kairos_store::sealing::Sealer;
 use kairos_store::*;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -10,17 +11,12 @@ use std::collections::BTreeMap;
 const TARGET_COLS: &str =
     "id, fingerprint, url, method, headers, body, timeout_ms, auth, secret, created_at";
 
-fn target_from_row(row: &PgRow) -> Result<HttpTarget> {
+fn target_from_row(row: &PgRow, sealer: Option<&Sealer>) -> Result<HttpTarget> {
     let e = |c: &str, e| map_err(&format!("http target {c}"), e);
     // Differs from SQLite: headers are jsonb, read as a value.
     let headers: serde_json::Value = row.try_get("headers").map_err(|x| e("headers", x))?;
-    let headers: BTreeMap<String, String> = serde_json::from_value(headers).map_err(|x| {
-        Error::new(
-            ErrorKind::Corrupt,
-            "stored http target headers cannot be read",
-        )
-        .with_source(x)
-    })?;
+    let headers: BTreeMap<String, String> =
+        kairos_store::sealing::http_headers_from_store(sealer, headers)?;
     Ok(HttpTarget {
         id: row.try_get("id").map_err(|x| e("id", x))?,
         fingerprint: row
@@ -32,14 +28,19 @@ fn target_from_row(row: &PgRow) -> Result<HttpTarget> {
         body: row.try_get("body").map_err(|x| e("body", x))?,
         timeout_ms: row.try_get("timeout_ms").map_err(|x| e("timeout_ms", x))?,
         auth: HttpAuth::parse(&row.try_get::<String, _>("auth").map_err(|x| e("auth", x))?),
-        secret: row.try_get("secret").map_err(|x| e("secret", x))?,
+        secret: kairos_store::sealing::http_secret_from_store(
+            sealer,
+            row.try_get("secret").map_err(|x| e("secret", x))?,
+        )?,
         created_at: row.try_get("created_at").map_err(|x| e("created_at", x))?,
     })
 }
 
 impl PostgresStore {
     pub(crate) async fn http_target_upsert_impl(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
-        let headers = serde_json::to_value(&p.headers).unwrap_or_else(|_| serde_json::json!({}));
+        let headers = kairos_store::sealing::http_headers_to_store(self.sealer(), &p.headers);
+        let secret =
+            kairos_store::sealing::http_secret_to_store(self.sealer(), p.secret.as_deref());
         // The no-op update makes RETURNING answer with the existing row on a conflict.
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO http_targets ({TARGET_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -47,19 +48,22 @@ impl PostgresStore {
              RETURNING {TARGET_COLS}"
         )))
         .bind(&p.id)
-        .bind(&p.fingerprint)
+        .bind(kairos_store::sealing::http_fingerprint_to_store(
+            self.sealer(),
+            &p.fingerprint,
+        ))
         .bind(&p.url)
         .bind(&p.method)
         .bind(headers)
         .bind(&p.body)
         .bind(p.timeout_ms)
         .bind(p.auth.as_str())
-        .bind(&p.secret)
+        .bind(&secret)
         .bind(p.now)
         .fetch_one(&self.pool)
         .await
         .map_err(|e| map_err("http target upsert", e))?;
-        target_from_row(&row)
+        target_from_row(&row, self.sealer())
     }
 
     pub(crate) async fn http_target_get_impl(&self, id: &str) -> Result<Option<HttpTarget>> {
@@ -70,7 +74,9 @@ impl PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| map_err("http target get", e))?;
-        row.as_ref().map(target_from_row).transpose()
+        row.as_ref()
+            .map(|r| target_from_row(r, self.sealer()))
+            .transpose()
     }
 
     pub(crate) async fn job_prune_impl(&self, p: JobPrune) -> Result<JobPruned> {

@@ -53,6 +53,7 @@ mod listen;
 mod migrate;
 mod rows;
 mod schedules;
+mod sealed;
 mod search;
 mod slo;
 mod tx;
@@ -74,6 +75,8 @@ pub struct PostgresStore {
     schema: String,
     /// The erasure key, once read (`erasure.rs`).
     keys: std::sync::Arc<kairos_store::KeyCache>,
+    /// Seals stored secrets under the secret key (`with_sealer`); `None`: plaintext.
+    sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
 }
 
 impl PostgresStore {
@@ -103,6 +106,7 @@ impl PostgresStore {
             pool,
             schema: schema.to_string(),
             keys: Default::default(),
+            sealer: None,
         };
         migrate::run(&store.pool, &store.schema).await?;
         Ok(store)

@@ -60,6 +60,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "admin_sessions",
         include_str!("../migrations/0016_admin_sessions.sql"),
     ),
+    (
+        17,
+        "sealed_secrets",
+        include_str!("../migrations/0017_sealed_secrets.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

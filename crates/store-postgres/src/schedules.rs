@@ -34,6 +34,14 @@ fn def_binds(
     )
 }
 
+impl PostgresStore {
+    /// `e` with its secret opened (a plaintext one is kept as it is).
+    fn open_endpoint(&self, mut e: Endpoint) -> Result<Endpoint> {
+        e.secret = kairos_store::sealing::endpoint_secret_from_store(self.sealer(), e.secret)?;
+        Ok(e)
+    }
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     async fn migrate(&self) -> Result<()> {
@@ -41,21 +49,34 @@ impl Store for PostgresStore {
     }
 
     async fn endpoint_upsert(&self, p: EndpointUpsert) -> Result<Endpoint> {
+        let (secret, hash) =
+            kairos_store::sealing::endpoint_secret_to_store(self.sealer(), &p.url, &p.secret);
         // The no-op `DO UPDATE` (rather than DO NOTHING) makes RETURNING yield the existing
-        // row; PostgreSQL and SQLite share this statement apart from `$n` placeholders.
-        let row = sqlx::query(sql(
-            "INSERT INTO endpoints (id, url, secret, created_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
-             RETURNING {endpoint_cols}",
-        ))
-        .bind(&p.id)
-        .bind(&p.url)
-        .bind(&p.secret)
-        .bind(p.now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| map_err("endpoint upsert", e))?;
-        endpoint_from_row(&row)
+        // row. Sealed: found by the lookup hash (the sealed value differs every time).
+        let q = if hash.is_some() {
+            sqlx::query(sql(
+                "INSERT INTO endpoints (id, url, secret, secret_hash, created_at)
+                 VALUES ($1, $2, $3, $5, $4)
+                 ON CONFLICT (secret_hash) WHERE secret_hash IS NOT NULL
+                 DO UPDATE SET url = excluded.url
+                 RETURNING {endpoint_cols}",
+            ))
+        } else {
+            sqlx::query(sql(
+                "INSERT INTO endpoints (id, url, secret, created_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
+                 RETURNING {endpoint_cols}",
+            ))
+        };
+        let mut q = q.bind(&p.id).bind(&p.url).bind(&secret).bind(p.now);
+        if let Some(h) = &hash {
+            q = q.bind(h);
+        }
+        let row = q
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| map_err("endpoint upsert", e))?;
+        self.open_endpoint(endpoint_from_row(&row)?)
     }
 
     async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
@@ -64,7 +85,9 @@ impl Store for PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("endpoint get", e))?;
-        row.as_ref().map(endpoint_from_row).transpose()
+        row.as_ref()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .transpose()
     }
 
     async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()> {

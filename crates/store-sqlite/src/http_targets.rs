@@ -2,6 +2,7 @@
 
 use crate::{SqliteStore, map_err};
 use kairos_core::clock::{from_millis, to_millis};
+use kairos_store::sealing::Sealer;
 use kairos_store::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -10,16 +11,18 @@ use std::collections::BTreeMap;
 const TARGET_COLS: &str =
     "id, fingerprint, url, method, headers, body, timeout_ms, auth, secret, created_at";
 
-fn target_from_row(row: &SqliteRow) -> Result<HttpTarget> {
+fn target_from_row(row: &SqliteRow, sealer: Option<&Sealer>) -> Result<HttpTarget> {
     let e = |c: &str, e| map_err(&format!("http target {c}"), e);
     let headers: String = row.try_get("headers").map_err(|x| e("headers", x))?;
-    let headers: BTreeMap<String, String> = serde_json::from_str(&headers).map_err(|x| {
+    let headers: serde_json::Value = serde_json::from_str(&headers).map_err(|x| {
         Error::new(
             ErrorKind::Corrupt,
             "stored http target headers cannot be read",
         )
         .with_source(x)
     })?;
+    let headers: BTreeMap<String, String> =
+        kairos_store::sealing::http_headers_from_store(sealer, headers)?;
     Ok(HttpTarget {
         id: row.try_get("id").map_err(|x| e("id", x))?,
         fingerprint: row
@@ -31,14 +34,20 @@ fn target_from_row(row: &SqliteRow) -> Result<HttpTarget> {
         body: row.try_get("body").map_err(|x| e("body", x))?,
         timeout_ms: row.try_get("timeout_ms").map_err(|x| e("timeout_ms", x))?,
         auth: HttpAuth::parse(&row.try_get::<String, _>("auth").map_err(|x| e("auth", x))?),
-        secret: row.try_get("secret").map_err(|x| e("secret", x))?,
+        secret: kairos_store::sealing::http_secret_from_store(
+            sealer,
+            row.try_get("secret").map_err(|x| e("secret", x))?,
+        )?,
         created_at: from_millis(row.try_get("created_at").map_err(|x| e("created_at", x))?),
     })
 }
 
 impl SqliteStore {
     pub(crate) async fn http_target_upsert_impl(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
-        let headers = serde_json::to_string(&p.headers).unwrap_or_else(|_| "{}".into());
+        let headers =
+            kairos_store::sealing::http_headers_to_store(self.sealer(), &p.headers).to_string();
+        let secret =
+            kairos_store::sealing::http_secret_to_store(self.sealer(), p.secret.as_deref());
         // The no-op update makes RETURNING answer with the existing row on a conflict.
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO http_targets ({TARGET_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -46,19 +55,22 @@ impl SqliteStore {
              RETURNING {TARGET_COLS}"
         )))
         .bind(&p.id)
-        .bind(&p.fingerprint)
+        .bind(kairos_store::sealing::http_fingerprint_to_store(
+            self.sealer(),
+            &p.fingerprint,
+        ))
         .bind(&p.url)
         .bind(&p.method)
         .bind(headers)
         .bind(&p.body)
         .bind(p.timeout_ms)
         .bind(p.auth.as_str())
-        .bind(&p.secret)
+        .bind(&secret)
         .bind(to_millis(p.now))
         .fetch_one(&self.write)
         .await
         .map_err(|e| map_err("http target upsert", e))?;
-        target_from_row(&row)
+        target_from_row(&row, self.sealer())
     }
 
     pub(crate) async fn http_target_get_impl(&self, id: &str) -> Result<Option<HttpTarget>> {
@@ -69,7 +81,9 @@ impl SqliteStore {
         .fetch_optional(&self.read)
         .await
         .map_err(|e| map_err("http target get", e))?;
-        row.as_ref().map(target_from_row).transpose()
+        row.as_ref()
+            .map(|r| target_from_row(r, self.sealer()))
+            .transpose()
     }
 
     pub(crate) async fn job_prune_impl(&self, p: JobPrune) -> Result<JobPruned> {

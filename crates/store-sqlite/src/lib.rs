@@ -39,6 +39,7 @@ mod artifacts;
 mod audience;
 mod bulk;
 mod erasure;
+mod files;
 mod http_targets;
 mod inbound;
 mod jobs;
@@ -46,6 +47,7 @@ mod migrate;
 mod native;
 mod rows;
 mod schedules;
+mod sealed;
 mod search;
 mod slo;
 mod writer;
@@ -66,10 +68,13 @@ pub struct SqliteStore {
     hot: writer::Writer,
     /// The erasure key, once read (`erasure.rs`).
     keys: std::sync::Arc<kairos_store::KeyCache>,
+    /// Seals stored secrets under the secret key (`with_sealer`); `None`: plaintext.
+    sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
 }
 
 impl SqliteStore {
-    /// Open (creating if needed) the database file at `path` and apply migrations.
+    /// Open (creating if needed) the database file at `path` and apply migrations. The file and
+    /// its `-wal`/`-shm` companions are mode 0600 (see `files.rs`).
     pub async fn open(path: &Path) -> Result<Self, Error> {
         let url = format!("sqlite://{}", path.display());
         Self::connect(&url).await
@@ -87,12 +92,20 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true)
             .pragma("temp_store", "memory")
+            // Overwrite deleted content inside a page (no extra I/O): a value replaced by its
+            // sealed form leaves no plaintext behind in the page's free space.
+            .pragma("secure_delete", "fast")
             .pragma("cache_size", "-262144")
             // Map the file: page reads without a syscall each (a hot queue fits in memory).
             .pragma("mmap_size", "1073741824")
             // Claims return hundreds of rows; the default channel of 50 rows makes the
             // worker thread and the reader hand over every 50 rows.
             .row_buffer_size(4096);
+        // Owner-only file modes (`files.rs`), before SQLite creates anything.
+        let file = opts.get_filename();
+        if !file.as_os_str().is_empty() && file.as_os_str() != ":memory:" {
+            files::restrict(file)?;
+        }
         // One writer: SQLite serializes writers anyway; doing it in the pool avoids BUSY errors
         // and lock-upgrade failures between our own connections.
         let write = SqlitePoolOptions::new()
@@ -125,6 +138,7 @@ impl SqliteStore {
             read,
             hot,
             keys: Default::default(),
+            sealer: None,
         })
     }
 

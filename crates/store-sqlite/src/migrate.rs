@@ -55,6 +55,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "admin_sessions",
         include_str!("../migrations/0016_admin_sessions.sql"),
     ),
+    (
+        17,
+        "sealed_secrets",
+        include_str!("../migrations/0017_sealed_secrets.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {

@@ -24,6 +24,14 @@ fn def_binds(d: &ScheduleCreate) -> (String, String, Option<String>) {
     )
 }
 
+impl SqliteStore {
+    /// `e` with its secret opened (a plaintext one is kept as it is).
+    fn open_endpoint(&self, mut e: Endpoint) -> Result<Endpoint> {
+        e.secret = kairos_store::sealing::endpoint_secret_from_store(self.sealer(), e.secret)?;
+        Ok(e)
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn migrate(&self) -> Result<()> {
@@ -31,19 +39,37 @@ impl Store for SqliteStore {
     }
 
     async fn endpoint_upsert(&self, p: EndpointUpsert) -> Result<Endpoint> {
-        let row = sqlx::query(
-            "INSERT INTO endpoints (id, url, secret, created_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
-             RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
-        )
-        .bind(&p.id)
-        .bind(&p.url)
-        .bind(&p.secret)
-        .bind(to_millis(p.now))
-        .fetch_one(&self.write)
-        .await
-        .map_err(|e| map_err("endpoint upsert", e))?;
-        endpoint_from_row(&row)
+        let (secret, hash) =
+            kairos_store::sealing::endpoint_secret_to_store(self.sealer(), &p.url, &p.secret);
+        // Sealed: found by the lookup hash (the sealed value differs every time).
+        let q = if hash.is_some() {
+            sqlx::query(
+                "INSERT INTO endpoints (id, url, secret, secret_hash, created_at)
+                 VALUES (?1, ?2, ?3, ?5, ?4)
+                 ON CONFLICT (secret_hash) WHERE secret_hash IS NOT NULL
+                 DO UPDATE SET url = excluded.url
+                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
+            )
+        } else {
+            sqlx::query(
+                "INSERT INTO endpoints (id, url, secret, created_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
+                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
+            )
+        };
+        let mut q = q
+            .bind(&p.id)
+            .bind(&p.url)
+            .bind(&secret)
+            .bind(to_millis(p.now));
+        if let Some(h) = &hash {
+            q = q.bind(h);
+        }
+        let row = q
+            .fetch_one(&self.write)
+            .await
+            .map_err(|e| map_err("endpoint upsert", e))?;
+        self.open_endpoint(endpoint_from_row(&row)?)
     }
 
     async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
@@ -55,7 +81,9 @@ impl Store for SqliteStore {
         .fetch_optional(&self.read)
         .await
         .map_err(|e| map_err("endpoint get", e))?;
-        row.as_ref().map(endpoint_from_row).transpose()
+        row.as_ref()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .transpose()
     }
 
     async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()> {

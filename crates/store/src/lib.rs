@@ -26,6 +26,7 @@ mod inbound;
 mod leader;
 mod params;
 mod retention;
+pub mod sealing;
 mod slo;
 mod types;
 

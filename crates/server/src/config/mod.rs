@@ -10,15 +10,22 @@ use serde::{Deserialize, Serialize};
 use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
+mod dirs;
 mod error;
 mod node;
 mod parse;
+mod secret;
 mod token;
 
+pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
 use parse::{flex_bool, flex_duration, valid_schema};
 pub use parse::{parse_retention, parse_window};
+pub use secret::{
+    SECRET_KEY_BYTES, SECRET_KEY_CHECK_SETTING, SECRET_KEY_FILE, SecretKey, SecretKeySource,
+    secret_key,
+};
 pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
@@ -28,6 +35,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "database_url",
     "database_schema",
     "api_token",
+    "secret_key",
     "allow_private_targets",
     "node",
     "node_id",
@@ -152,6 +160,11 @@ pub struct Config {
     /// into `<data_dir>/api-token`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_token: Option<String>,
+    /// The key stored secrets are kept under (`KAIROS_SECRET_KEY`, 32 random bytes in base64;
+    /// `kairos key generate` prints one). SQLite default: generated into
+    /// `<data_dir>/secret-key`. PostgreSQL: required, the same on every node. A secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_key: Option<String>,
     /// Allow webhook targets on private and loopback addresses
     /// (`KAIROS_ALLOW_PRIVATE_TARGETS=1`).
     #[serde(deserialize_with = "flex_bool")]
@@ -330,6 +343,7 @@ impl Default for Config {
             database_url: None,
             database_schema: "kairos".into(),
             api_token: None,
+            secret_key: None,
             allow_private_targets: false,
             node: None,
             node_id: None,

@@ -73,7 +73,7 @@ pub fn api_token(cfg: &Config) -> Result<(String, TokenSource), ConfigError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("could not read", &path, e)),
     }
-    std::fs::create_dir_all(&cfg.data_dir)
+    super::create_private_dir(&cfg.data_dir)
         .map_err(|e| io_err("could not create the data directory", &cfg.data_dir, e))?;
     let token = generate_token();
     let mut opts = std::fs::OpenOptions::new();
