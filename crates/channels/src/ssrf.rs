@@ -69,7 +69,7 @@ impl fmt::Display for TargetError {
             TargetError::Resolve(reason) => write!(f, "could not resolve the host: {reason}"),
             TargetError::LocalhostName(name) => write!(
                 f,
-                "target host {name} is a localhost name; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow"
+                "target host {name} (a localhost name) is private; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow"
             ),
         }
     }

@@ -307,6 +307,9 @@ pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
     // PostgreSQL at once: inserting a job notifies the nodes).
     Ok(Kairos::new(store, clock, Arc::new(Notify::new()), kinds)
         .allow_private_targets(cfg.allow_private_targets)
+        .with_digest_attempt_timeout(std::time::Duration::from_secs(
+            cfg.feed_timeout_secs + cfg.model_timeout_secs + 5,
+        ))
         .with_outbox(cfg.data_dir.join("outbox")))
 }
 

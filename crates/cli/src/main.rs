@@ -11,6 +11,7 @@ mod bench_email;
 mod common;
 mod cron;
 mod dlq;
+mod endpoint;
 mod job;
 mod key;
 mod maintenance;
@@ -64,6 +65,9 @@ enum Cmd {
     /// The suppression list: list, add, remove, export (seed 003).
     #[command(subcommand)]
     Suppression(suppression::SuppressionCmd),
+    /// Webhook endpoints: list (disabled state, last failure), enable.
+    #[command(subcommand)]
+    Endpoint(endpoint::EndpointCmd),
     /// Maintenance mode: on, off, status (S3-13).
     #[command(subcommand)]
     Maintenance(maintenance::MaintenanceCmd),
@@ -98,6 +102,7 @@ async fn run(cli: Cli) -> CliResult {
         }
         Cmd::Slo => slo::run(g).await,
         Cmd::Suppression(c) => suppression::run(g, c).await,
+        Cmd::Endpoint(c) => endpoint::run(g, c).await,
         Cmd::Maintenance(c) => maintenance::run(g, c).await,
         Cmd::Template(c) => template::run(g, c).await,
         Cmd::Recipient(c) => audience::run_recipient(g, c).await,

@@ -114,6 +114,9 @@ async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
     engine = engine.with_maintenance(maintenance.clone());
     let kairos = Kairos::new(store, clock, engine.wake(), kinds)
         .allow_private_targets(cfg.allow_private_targets)
+        .with_digest_attempt_timeout(std::time::Duration::from_secs(
+            cfg.feed_timeout_secs + cfg.model_timeout_secs + 5,
+        ))
         .with_outbox(cfg.data_dir.join("outbox"))
         .with_maintenance(maintenance);
     Ok((db, engine, kairos))

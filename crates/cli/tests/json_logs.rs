@@ -138,6 +138,36 @@ async fn serve_logs_one_json_line_per_attempt_and_firing_without_personal_data()
     let firing = firing.expect("a firing line");
     assert!(firing["fields"]["fire_at"].is_string(), "{firing}");
 
+    // The access log: one line per request, with the route pattern (no ids, no query), the
+    // status and the latency.
+    let (status, _) = api(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/jobs/{job_id}?probe={}", "q-value-7"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut access = None;
+    for _ in 0..100 {
+        access = find(&parsed(&raw), |l| {
+            l["target"] == "kairos::access" && l["fields"]["route"] == "/v1/jobs/{id}"
+        });
+        if access.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let access = access.expect("an access log line for GET /v1/jobs/{id}");
+    assert_eq!(access["fields"]["method"], "GET", "{access}");
+    assert_eq!(access["fields"]["status"], 200, "{access}");
+    assert!(access["fields"]["latency_ms"].is_u64(), "{access}");
+    let created = find(&parsed(&raw), |l| {
+        l["target"] == "kairos::access" && l["fields"]["route"] == "/v1/jobs"
+    })
+    .expect("an access line for POST /v1/jobs");
+    assert_eq!(created["fields"]["status"], 201, "{created}");
+
     let res = http
         .get(format!("{base}/metrics"))
         .send()
@@ -158,6 +188,12 @@ async fn serve_logs_one_json_line_per_attempt_and_firing_without_personal_data()
     let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
     let all = raw.lock().expect("log").join("\n");
     assert!(!all.contains(EMAIL), "personal data in the logs");
+    assert!(!all.contains(TOKEN), "the API token in the logs");
+    assert!(!all.contains("q-value-7"), "a query value in the logs");
+    assert!(
+        !all.contains(&job_id.replace("job_", "/v1/jobs/job_")),
+        "a path with an id in the access log"
+    );
     assert!(
         !all.contains(&receiver.url("/hook")),
         "a target URL in the logs"

@@ -101,3 +101,130 @@ async fn slo_exits_2_when_the_store_is_unreachable() {
     assert!(stderr.contains("cannot reach the store"), "{stderr}");
     assert!(out.stdout.is_empty(), "no report on stdout");
 }
+
+/// A data dir with a daily schedule whose run died two hours ago (HTTP 500 until its attempts
+/// ran out).
+async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
+    use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+    use kairos_store::{Attempt, JobClaim, JobComplete, ScheduleCreate, Transition};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open");
+    let now = SystemClock.now();
+    let died = now - Duration::hours(2);
+    let s = store
+        .schedule_create(ScheduleCreate {
+            id: new_id(IdPrefix::Schedule, died),
+            name: "nightly-export".into(),
+            kind: JobKind("http".into()),
+            spec: ScheduleSpec::Cron {
+                expr: "0 6 * * *".into(),
+            },
+            timezone: "UTC".into(),
+            period: PeriodUnit::Day,
+            misfire: Misfire::Skip,
+            payload: serde_json::json!({}),
+            endpoint_id: None,
+            retry: None,
+            channels: Vec::new(),
+            paused: true,
+            next_fire_at: None,
+            now: died,
+        })
+        .await
+        .expect("schedule");
+    store
+        .job_insert(JobInsert {
+            id: new_id(IdPrefix::Job, died),
+            kind: JobKind("http".into()),
+            payload: serde_json::json!({}),
+            endpoint_id: None,
+            schedule_id: Some(s.id.clone()),
+            fire_at: Some(died),
+            period_key: Some("2026-11-30".into()),
+            channel: Some("http".into()),
+            dedupe_key: None,
+            retry: RetryPolicy::notification(),
+            run_at: died,
+            now: died,
+        })
+        .await
+        .expect("insert");
+    let claimed = store
+        .job_claim(JobClaim {
+            now: died,
+            limit: 1,
+            node: "n".into(),
+            lease_token: "lease".into(),
+            lease_until: died + Duration::seconds(30),
+        })
+        .await
+        .expect("claim");
+    let j = &claimed[0];
+    store
+        .job_complete_many(vec![JobComplete {
+            id: j.id.clone(),
+            lease_token: "lease".into(),
+            attempt: Attempt {
+                job_id: j.id.clone(),
+                attempt: j.attempt,
+                started_at: died,
+                finished_at: died,
+                outcome: "failed".into(),
+                error_class: Some("transient".into()),
+                status_code: Some(500),
+                error: Some("HTTP 500 Internal Server Error".into()),
+                response: None,
+                provider_id: None,
+                node: Some("n".into()),
+            },
+            transition: Transition::Dead,
+        }])
+        .await
+        .expect("complete");
+    store.close().await;
+    (dir, s.id)
+}
+
+/// `kairos slo --json` shows the `dead_runs` warning `GET /v1/slo` shows; the window is
+/// `KAIROS_SLO_DEAD_RUNS_WINDOW`: a death older than it is not listed.
+#[tokio::test]
+async fn slo_json_shows_dead_runs_within_its_window() {
+    let (dir, schedule_id) = dead_run_data_dir().await;
+    let run = |window: Option<&str>| {
+        let mut cmd = kairos_cmd();
+        cmd.args(["slo", "--json", "--data-dir"]).arg(dir.path());
+        if let Some(w) = window {
+            cmd.env("KAIROS_SLO_DEAD_RUNS_WINDOW", w);
+        }
+        let out = cmd.output().expect("run kairos slo");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        v["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .filter(|c| c["check"] == "dead_runs")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let dead = run(None);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0]["status"], "warning");
+    assert_eq!(dead[0]["subject"], schedule_id.as_str());
+    let msg = dead[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("nightly-export") && msg.contains("HTTP 500"),
+        "{msg}"
+    );
+    assert!(
+        run(Some("1h")).is_empty(),
+        "a death 2 h ago is outside a 1 h window"
+    );
+}

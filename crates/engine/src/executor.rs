@@ -226,12 +226,43 @@ pub fn completion_for(
             }
         }
     };
+    let transition = within_deadline(job, transition, &mut attempt);
     JobComplete {
         id: job.id.clone(),
         lease_token: job.lease_token.clone().unwrap_or_default(),
         attempt,
         transition,
     }
+}
+
+/// A kind with a deadline (S4-7: `digest`, 15 minutes) never starts an attempt past it,
+/// counted from the job's firing (or its creation, if later: a catch-up): a retry that would
+/// start later — a long `Retry-After`, a policy saved before the node's timeouts grew — ends
+/// the job `dead` instead, and the attempt says why. The save-time budget check keeps this
+/// rare; this makes it hold.
+fn within_deadline(job: &Job, t: Transition, attempt: &mut Attempt) -> Transition {
+    let Transition::Retry { run_at, .. } = &t else {
+        return t;
+    };
+    let Some(deadline) = kairos_core::budget::kind_deadline(job.kind.as_str()) else {
+        return t;
+    };
+    let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
+    let end = after(start, deadline);
+    if *run_at <= end {
+        return t;
+    }
+    let note = format!(
+        "given up: the retry at {} would start after the kind's {} deadline ({})",
+        run_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        kairos_core::retry::format_duration(deadline),
+        end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    attempt.error = Some(match attempt.error.take() {
+        Some(e) => format!("{e}; {note}"),
+        None => note,
+    });
+    Transition::Dead
 }
 
 /// How long a job may keep waiting out rate limits without spending attempts. Past it, a
@@ -649,5 +680,32 @@ mod tests {
         f.disable_endpoint = true;
         let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.0);
         assert_eq!(c.transition, Transition::Dead);
+    }
+
+    /// S4-7 at run time: a digest's retry that would start after its 15-minute deadline (here
+    /// a 14-minute `Retry-After` after a failure at minute 2) ends the job dead, saying why;
+    /// one that starts within it is a retry; kinds without a deadline are not affected.
+    #[test]
+    fn digest_retry_past_its_deadline_is_dead_s4_7() {
+        let mut j = job(RetryPolicy::http_call());
+        j.kind = JobKind("digest".into());
+        j.fire_at = Some(j.created_at);
+        let at = j.created_at + chrono::Duration::minutes(2);
+        let mut f = Failure::transient("HTTP 503");
+        f.retry_after = Some(Duration::from_secs(14 * 60));
+        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        assert_eq!(c.transition, Transition::Dead);
+        let error = c.attempt.error.unwrap_or_default();
+        assert!(error.starts_with("HTTP 503; given up"), "{error}");
+        assert!(error.contains("15m deadline"), "{error}");
+        // Within the deadline: a retry.
+        f.retry_after = Some(Duration::from_secs(60));
+        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
+        // Another kind with the same wait: a retry, no deadline.
+        j.kind = JobKind::webhook();
+        f.retry_after = Some(Duration::from_secs(14 * 60));
+        let c = completion_for(&j, Outcome::Failed(f), at, at, "n", 0.0);
+        assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
     }
 }

@@ -12,6 +12,11 @@
 //!   after their last catch-up (S4-10).
 //! - `dead_runs`: for each schedule, the jobs of its occurrences that ended `dead` in the
 //!   window: a daily job that dies is one warning, not "insufficient data".
+//! - `skip_rate`: for each schedule (or topic of `email` jobs without one), more than half of
+//!   its decided jobs in the window skipped for one reason (a wrong entitlement URL skips
+//!   everyone as `not_entitled`, and skips are outside the failure rate).
+//! - `expansions_stuck`: audience expansions not done that have not advanced for longer than
+//!   a threshold (one that fails on every tick never advances).
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
@@ -51,6 +56,10 @@ pub mod names {
     pub const MISSING_ARTIFACTS: &str = "missing_artifacts";
     /// Schedules whose occurrences ended with a dead job.
     pub const DEAD_RUNS: &str = "dead_runs";
+    /// Schedules or topics whose jobs were mostly skipped for one reason.
+    pub const SKIP_RATE: &str = "skip_rate";
+    /// Audience expansions that stopped advancing.
+    pub const EXPANSIONS_STUCK: &str = "expansions_stuck";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -59,6 +68,8 @@ pub mod names {
         MISSED_FIRINGS,
         MISSING_ARTIFACTS,
         DEAD_RUNS,
+        SKIP_RATE,
+        EXPANSIONS_STUCK,
     ];
 }
 
@@ -86,6 +97,16 @@ pub struct MonitorConfig {
     pub max_schedules: usize,
     /// The dead-runs window: a schedule's job that died this recently warns. Default 24 h.
     pub dead_runs_window: Duration,
+    /// The skip-rate window. Default 24 h.
+    pub skip_window: Duration,
+    /// Fewest skips for one reason before the skip rate can warn. Default 5.
+    pub skip_min: u64,
+    /// Skip reasons the skip rate does not count as a problem (e.g. `unsubscribed`, for
+    /// topics most of whose subscribers left). Default none.
+    pub skip_ignore: Vec<String>,
+    /// An audience expansion not done and not advanced for this long is stuck. Default
+    /// 15 min.
+    pub expansion_stuck_after: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -103,6 +124,10 @@ impl Default for MonitorConfig {
             missed_grace: Duration::from_secs(300),
             max_schedules: 1000,
             dead_runs_window: Duration::from_secs(24 * 3600),
+            skip_window: Duration::from_secs(24 * 3600),
+            skip_min: 5,
+            skip_ignore: Vec::new(),
+            expansion_stuck_after: Duration::from_secs(15 * 60),
             disabled: Vec::new(),
         }
     }
@@ -118,6 +143,8 @@ impl MonitorConfig {
             ("monitor.stuck_after", self.stuck_after),
             ("monitor.missed_window", self.missed_window),
             ("monitor.dead_runs_window", self.dead_runs_window),
+            ("monitor.skip_window", self.skip_window),
+            ("monitor.expansion_stuck_after", self.expansion_stuck_after),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
@@ -128,6 +155,9 @@ impl MonitorConfig {
                 "monitor.failure_rate",
                 "must be between 0 and 1",
             ));
+        }
+        if self.skip_min == 0 {
+            return Err(Error::invalid("monitor.skip_min", "must be at least 1"));
         }
         if self.max_schedules == 0 {
             return Err(Error::invalid(
@@ -332,6 +362,12 @@ impl Monitor {
         }
         if self.cfg.enabled(names::DEAD_RUNS) {
             checks.extend(runs::dead_runs(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::SKIP_RATE) {
+            checks.extend(runs::skip_rate(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::EXPANSIONS_STUCK) {
+            checks.extend(runs::expansions_stuck(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

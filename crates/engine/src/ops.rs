@@ -18,6 +18,7 @@ mod audience;
 mod bulk;
 mod channels;
 mod digest;
+mod endpoints;
 mod erasure;
 mod http;
 mod inbound;
@@ -156,6 +157,9 @@ const MAX_NAME: usize = 200;
 const MAX_KEY: usize = 255;
 const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
 
+/// One `digest` attempt's bound with the default settings: feeds 30 s + model 120 s + 5 s.
+pub const DEFAULT_DIGEST_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(155);
+
 /// The facade. Cheap to clone.
 #[derive(Clone)]
 pub struct Kairos {
@@ -168,6 +172,9 @@ pub struct Kairos {
     maintenance: crate::maintenance::Maintenance,
     /// The `file` email transport's directory, scrubbed by erasure (`ops/erasure.rs`).
     outbox: Option<std::path::PathBuf>,
+    /// The longest one `digest` attempt can take (feed timeout + model timeout + 5 s): what
+    /// the save-time budget check counts per attempt.
+    digest_attempt_timeout: std::time::Duration,
 }
 
 impl std::fmt::Debug for Kairos {
@@ -216,7 +223,16 @@ impl Kairos {
             allow_private_targets: false,
             maintenance: Default::default(),
             outbox: None,
+            digest_attempt_timeout: DEFAULT_DIGEST_ATTEMPT_TIMEOUT,
         }
+    }
+
+    /// The longest one `digest` attempt can take on this node: the feed timeout plus the model
+    /// timeout plus 5 s, as the digest handler bounds it. A digest's retry policy must fit its
+    /// deadline with this per attempt. Default [`DEFAULT_DIGEST_ATTEMPT_TIMEOUT`].
+    pub fn with_digest_attempt_timeout(mut self, d: std::time::Duration) -> Self {
+        self.digest_attempt_timeout = d;
+        self
     }
 
     /// Share `m` (the engine's maintenance flag) so that the API and the engine agree.
@@ -416,7 +432,8 @@ impl Kairos {
             .as_ref()
             .map(|r| r.to_policy(&RetryPolicy::default_for_kind(kind.as_str())))
             .transpose()?;
-        let payload = Self::kind_payload(&kind, req.digest.as_ref(), req.payload, retry.as_ref())?;
+        let payload = self.kind_payload(&kind, req.digest.as_ref(), req.payload, retry.as_ref())?;
+        self.check_digest_feeds(&kind, &payload, "digest")?;
         let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
         let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
         if !catch_up.is_empty() && kind.as_str() == "email" {

@@ -604,3 +604,73 @@ async fn two_schedulers_create_one_catch_up_job() {
         .count();
     assert_eq!(catch_ups, 1);
 }
+
+/// Issue 12, finding 1: feed URLs come from the API like webhook URLs, so without the
+/// private allowance a loopback or localhost feed is refused when the job or schedule is
+/// saved, naming the feed (the send-time guard is authoritative and stays).
+#[tokio::test]
+async fn private_feed_urls_are_refused_at_save_without_the_allowance() {
+    let w = World::new(t("2026-10-20T00:00:00Z"), no_model()).await;
+    let strict = w.kairos.clone().allow_private_targets(false);
+    let field = |e: kairos_engine::OpsError| match e.kind() {
+        kairos_engine::OpsErrorKind::Invalid { field, reason } => {
+            assert!(reason.contains("KAIROS_ALLOW_PRIVATE_TARGETS"), "{reason}");
+            field.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    let e = strict
+        .job_enqueue(NewJob {
+            kind: Some("digest".into()),
+            payload: Some(serde_json::json!({
+                "name": "ai-news", "period": "2026-10-20",
+                "feeds": ["https://example.com/rss", "http://localhost./feed"],
+            })),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(field(e), "payload.feeds[1]");
+    let sched: NewSchedule = serde_json::from_value(serde_json::json!({
+        "name": "news", "kind": "digest", "cron": "0 6 * * *",
+        "digest": {"name": "ai-news", "feeds": ["http://169.254.169.254/latest"]},
+    }))
+    .unwrap();
+    let e = strict.schedule_create(sched).await.unwrap_err();
+    assert_eq!(field(e), "digest.feeds[0]");
+}
+
+/// S4-7 with the node's real attempt bound: the save-time budget counts feed timeout + model
+/// timeout + 5 s per attempt, not a fixed 2 minutes. The default policy fits the default
+/// 155 s (4 × 2m 35s + waits = 13m 35s); with 10-minute feed and model timeouts a digest with
+/// the default policy is refused with the arithmetic, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_budget_counts_the_nodes_feed_and_model_timeouts_s4_7() {
+    let w = World::new(t("2026-11-29T00:00:00Z"), no_model()).await;
+    let payload = serde_json::json!({
+        "name": "ai-news", "feeds": ["https://feeds.example/a.xml"], "summarizer": "extractive",
+        "period": "2026-11-29",
+    });
+    let new = |p: serde_json::Value| NewJob {
+        kind: Some("digest".into()),
+        payload: Some(p),
+        ..Default::default()
+    };
+    let slow = w
+        .kairos
+        .clone()
+        .with_digest_attempt_timeout(Duration::from_secs(600 + 600 + 5));
+    let e = slow.job_enqueue(new(payload.clone())).await.unwrap_err();
+    assert!(
+        matches!(e.kind(), kairos_engine::OpsErrorKind::Invalid { field, .. } if field == "retry"),
+        "{e}"
+    );
+    assert!(e.message().contains("4 attempts × 20m 5s timeout"), "{e}");
+    assert!(e.message().contains("exceeds the deadline of 15m"), "{e}");
+    let (_, created) = w
+        .kairos
+        .job_enqueue(new(payload))
+        .await
+        .expect("default fits");
+    assert!(created);
+}

@@ -14,6 +14,7 @@ use kairos_engine::monitor::{
 use kairos_store::JobClaim;
 use kairos_testkit::Reply;
 use kairos_testkit::TestReceiver;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
@@ -535,4 +536,201 @@ async fn dead_runs_window_is_a_setting() {
     };
     let err = zero.validate().unwrap_err();
     assert_eq!(err.field(), "monitor.dead_runs_window");
+}
+
+/// A handler whose outcome is the payload's `"skip"` reason, or success without one.
+fn skipping() -> Arc<TestHandler> {
+    TestHandler::new(|job, _| match job.payload["skip"].as_str() {
+        Some(reason) => Outcome::Skipped(reason.to_string()),
+        None => Outcome::ok(),
+    })
+}
+
+async fn enqueue_n(h: &Harness, n: usize, payload: serde_json::Value) {
+    for _ in 0..n {
+        h.enqueue("email", payload.clone(), None, None).await;
+    }
+}
+
+/// A topic whose jobs are mostly skipped for one reason (a wrong entitlement URL makes every
+/// recipient `not_entitled`) is a `skip_rate` warning naming the topic and the reason; at
+/// exactly half, with fewer than 5 skips, or with the skips split between reasons, it is not.
+#[tokio::test]
+async fn skip_rate_warns_when_most_decided_jobs_of_a_topic_skip_for_one_reason() {
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("email", skipping()), ("hook", skipping())]).await;
+    // "weekly": 5 of 10 skipped as not_entitled: exactly half, no warning yet.
+    enqueue_n(&h, 5, json!({"topic": "weekly", "skip": "not_entitled"})).await;
+    enqueue_n(&h, 5, json!({"topic": "weekly"})).await;
+    // "tiny": 4 of 4 skipped: above half, but fewer than 5 skips.
+    enqueue_n(&h, 4, json!({"topic": "tiny", "skip": "suppressed"})).await;
+    // "mixed": 6 of 7 skipped, but 3 for each of two reasons.
+    enqueue_n(&h, 3, json!({"topic": "mixed", "skip": "suppressed"})).await;
+    enqueue_n(&h, 3, json!({"topic": "mixed", "skip": "unsubscribed"})).await;
+    enqueue_n(&h, 1, json!({"topic": "mixed"})).await;
+    // No topic and no schedule: not a subject.
+    enqueue_n(&h, 6, json!({"skip": "not_entitled"})).await;
+    // Another kind's payload `topic` is the caller's data, not an audience topic.
+    for _ in 0..6 {
+        h.enqueue(
+            "hook",
+            json!({"topic": "orders", "skip": "endpoint_disabled"}),
+            None,
+            None,
+        )
+        .await;
+    }
+    h.exec(t0).await;
+
+    let m = monitor(&h, MonitorConfig::default());
+    let below = m.evaluate(t0 + mins(1)).await.unwrap();
+    assert!(
+        below.checks.iter().all(|c| c.check != names::SKIP_RATE),
+        "{below:#?}"
+    );
+
+    // One more not_entitled skip: 6 of 11, more than half.
+    enqueue_n(&h, 1, json!({"topic": "weekly", "skip": "not_entitled"})).await;
+    h.exec(t0 + mins(2)).await;
+    let report = m.evaluate(t0 + mins(3)).await.unwrap();
+    let skips: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| c.check == names::SKIP_RATE)
+        .collect();
+    assert_eq!(skips.len(), 1, "{skips:#?}");
+    let r = skips[0];
+    assert_eq!(r.subject.as_deref(), Some("weekly"));
+    assert_eq!(r.status, CheckStatus::Warning);
+    assert_eq!(r.sample, Some(11));
+    assert!(r.message.starts_with("not_entitled"), "{}", r.message);
+    assert!(r.message.contains("6 of 11"), "{}", r.message);
+
+    // The minimum is a setting; an ignored reason does not count.
+    let four = MonitorConfig {
+        skip_min: 4,
+        ..Default::default()
+    };
+    let report = monitor(&h, four.clone())
+        .evaluate(t0 + mins(3))
+        .await
+        .unwrap();
+    let tiny = find(&report, names::SKIP_RATE, Some("tiny"));
+    assert!(tiny.message.starts_with("suppressed"), "{}", tiny.message);
+    let ignoring = MonitorConfig {
+        skip_ignore: vec!["suppressed".into()],
+        ..four
+    };
+    let report = monitor(&h, ignoring).evaluate(t0 + mins(3)).await.unwrap();
+    assert!(
+        report
+            .checks
+            .iter()
+            .all(|c| !(c.check == names::SKIP_RATE && c.subject.as_deref() == Some("tiny")))
+    );
+    // Outside the window (24 h) the skips are forgotten.
+    let later = m.evaluate(t0 + mins(24 * 60 + 5)).await.unwrap();
+    assert!(later.checks.iter().all(|c| c.check != names::SKIP_RATE));
+}
+
+/// A schedule whose runs are mostly skipped for one reason warns with the schedule as the
+/// subject and its name in the message.
+#[tokio::test]
+async fn skip_rate_warns_per_schedule() {
+    let t0 = t("2026-11-29T05:55:00Z");
+    let h = Harness::new(t0, &[("mail", skipping())]).await;
+    let mut req = new_schedule("every-ten-minutes", "mail");
+    req.cron = Some("*/10 * * * *".into());
+    req.payload = Some(serde_json::json!({"skip": "not_entitled"}));
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let first = t("2026-11-29T06:00:00Z");
+    for i in 0..5 {
+        let at = first + mins(10 * i);
+        h.sched(at).await;
+        h.exec(at).await;
+    }
+    let m = monitor(&h, MonitorConfig::default());
+    let report = m.evaluate(first + mins(45)).await.unwrap();
+    let r = find(&report, names::SKIP_RATE, Some(&s.id));
+    assert_eq!(r.status, CheckStatus::Warning);
+    assert_eq!((r.value, r.sample), (Some(1.0), Some(5)));
+    assert!(r.message.contains("every-ten-minutes"), "{}", r.message);
+    assert!(r.message.starts_with("not_entitled"), "{}", r.message);
+}
+
+/// An audience expansion that does not advance (the expander fails on it at every tick, or
+/// does not run) is an `expansions_stuck` warning for its schedule after the threshold, not
+/// before; one that advances is not stuck, and a finished one never is.
+#[tokio::test]
+async fn expansion_not_advancing_past_the_threshold_is_stuck() {
+    use kairos_store::{ExpansionAdvance, ExpansionBegin};
+    let t0 = t("2026-11-29T09:00:00Z");
+    let h = Harness::new(t0, &[("mail", skipping())]).await;
+    let mut req = new_schedule("weekly-summary", "mail");
+    req.cron = Some("0 9 * * 1".into());
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    let begin = |period: &str| ExpansionBegin {
+        schedule_id: s.id.clone(),
+        period_key: period.into(),
+        fire_at: t0,
+        now: t0,
+    };
+    h.store.expansion_begin(begin("2026-W48")).await.unwrap();
+    h.store.expansion_begin(begin("2026-W47")).await.unwrap();
+    // W47 advances one page at +10 min and finishes at +12 min: never stuck.
+    let step = |cursor: Option<&str>, next: &str, done: bool, now| ExpansionAdvance {
+        schedule_id: s.id.clone(),
+        period_key: "2026-W47".into(),
+        expected_cursor: cursor.map(str::to_string),
+        cursor: Some(next.to_string()),
+        done,
+        jobs: vec![],
+        now,
+    };
+    h.store
+        .expansion_advance(step(None, "rcp_1", false, t0 + mins(10)))
+        .await
+        .unwrap()
+        .expect("advanced");
+
+    let m = monitor(&h, MonitorConfig::default()); // 15 min
+    let before = m.evaluate(t0 + mins(14)).await.unwrap();
+    assert!(
+        before
+            .checks
+            .iter()
+            .all(|c| c.check != names::EXPANSIONS_STUCK),
+        "{before:#?}"
+    );
+    let after = m.evaluate(t0 + mins(16)).await.unwrap();
+    let r = find(&after, names::EXPANSIONS_STUCK, Some(&s.id));
+    assert_eq!(r.status, CheckStatus::Warning);
+    assert_eq!(r.value, Some(1.0), "W47 advanced at +10 min: {}", r.message);
+    for needle in ["weekly-summary", "2026-W48"] {
+        assert!(r.message.contains(needle), "{needle:?} in {}", r.message);
+    }
+    // At +26 min W47 has not advanced for 16 min either; then it finishes.
+    let both = m.evaluate(t0 + mins(26)).await.unwrap();
+    assert_eq!(
+        find(&both, names::EXPANSIONS_STUCK, Some(&s.id)).value,
+        Some(2.0)
+    );
+    h.store
+        .expansion_advance(step(Some("rcp_1"), "rcp_1", true, t0 + mins(27)))
+        .await
+        .unwrap()
+        .expect("finished");
+    let later = m.evaluate(t0 + mins(60)).await.unwrap();
+    assert_eq!(
+        find(&later, names::EXPANSIONS_STUCK, Some(&s.id)).value,
+        Some(1.0)
+    );
+
+    // The threshold is a setting.
+    let patient = MonitorConfig {
+        expansion_stuck_after: StdDuration::from_secs(2 * 3600),
+        ..Default::default()
+    };
+    let r = monitor(&h, patient).evaluate(t0 + mins(60)).await.unwrap();
+    assert!(r.checks.iter().all(|c| c.check != names::EXPANSIONS_STUCK));
 }

@@ -15,6 +15,7 @@
 //! - [`openapi`]: the OpenAPI document, generated from the code with utoipa.
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod admin;
 pub mod auth;
 pub mod config;
@@ -98,6 +99,7 @@ pub fn app(state: AppState) -> Router {
         .nest("/subscriptions", routes::subscriptions::router())
         .nest("/occurrences", routes::occurrences::router())
         .nest("/suppressions", routes::suppressions::router())
+        .nest("/endpoints", routes::endpoints::router())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
@@ -129,5 +131,7 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         // Outside the body limit and every route: their plain-text errors become problems.
         .layer(axum::middleware::from_fn(problem::plain_errors_as_problems))
+        // Outermost: every request is logged once, with the status the client got.
+        .layer(axum::middleware::from_fn(access::log))
         .with_state(state)
 }

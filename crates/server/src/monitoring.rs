@@ -49,12 +49,13 @@ pub fn metrics_recorder() -> Option<&'static PrometheusHandle> {
 
 /// The monitor's settings from `cfg`; errors name the `slo_…` field.
 pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
-    let disabled: Vec<String> = cfg
-        .slo_disabled
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let list = |s: &str| -> Vec<String> {
+        s.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let disabled = list(&cfg.slo_disabled);
     let m = MonitorConfig {
         interval: Duration::from_secs(cfg.slo_interval_secs),
         window: Duration::from_secs(cfg.slo_window_secs),
@@ -65,6 +66,13 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
         missed_window: Duration::from_secs(cfg.slo_missed_window_secs),
         missed_grace: Duration::from_secs(cfg.slo_missed_grace_secs),
         dead_runs_window: parse_window("slo_dead_runs_window", &cfg.slo_dead_runs_window)?,
+        skip_window: parse_window("slo_skip_rate_window", &cfg.slo_skip_rate_window)?,
+        skip_min: cfg.slo_skip_rate_min,
+        skip_ignore: list(&cfg.slo_skip_rate_ignore),
+        expansion_stuck_after: parse_window(
+            "slo_expansions_stuck_after",
+            &cfg.slo_expansions_stuck_after,
+        )?,
         disabled,
         ..MonitorConfig::default()
     };
@@ -76,6 +84,9 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.stuck_after" => "slo_stuck_secs",
             "monitor.missed_window" => "slo_missed_window_secs",
             "monitor.dead_runs_window" => "slo_dead_runs_window",
+            "monitor.skip_window" => "slo_skip_rate_window",
+            "monitor.skip_min" => "slo_skip_rate_min",
+            "monitor.expansion_stuck_after" => "slo_expansions_stuck_after",
             "monitor.disabled" => "slo_disabled",
             other => other,
         };

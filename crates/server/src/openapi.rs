@@ -6,8 +6,8 @@ use crate::problem::Problem;
 use crate::routes::artifacts::{ArtifactList, ArtifactSummary, ArtifactView};
 use crate::routes::slo::{CheckView, SloView};
 use crate::routes::{
-    artifacts, dlq, health, hooks, jobs, metrics, occurrences, recipients, schedules, slo,
-    subscriptions, suppressions, topics, unsubscribe,
+    artifacts, dlq, endpoints, health, hooks, jobs, metrics, occurrences, recipients, schedules,
+    slo, subscriptions, suppressions, topics, unsubscribe,
 };
 use crate::views::*;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -37,6 +37,7 @@ use utoipa::{Modify, OpenApi};
         occurrences::list,
         hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
         suppressions::list, suppressions::add, suppressions::remove,
+        endpoints::list, endpoints::show, endpoints::enable,
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
@@ -51,6 +52,7 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::NewSuppression, kairos_engine::ops::InboundReceipt,
         suppressions::SuppressionView, suppressions::SuppressionPage, suppressions::SuppressionAdded,
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
+        endpoints::EndpointView, endpoints::EndpointPage,
     )),
     modifiers(&BearerAuth),
     tags(
@@ -61,6 +63,7 @@ use utoipa::{Modify, OpenApi};
         (name = "artifacts", description = "Products of periodic jobs (daily digests)"),
         (name = "slo", description = "SLO checks: warnings, never failures"),
         (name = "audiences", description = "Recipients, topics, subscriptions and occurrences (weekly summaries)"),
+        (name = "endpoints", description = "Webhook endpoints: disabled state, last failure, enabling again"),
         (name = "inbound", description = "Provider webhooks, suppressions and one-click unsubscribe (no token on /hooks and /unsubscribe)"),
     )
 )]

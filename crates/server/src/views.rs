@@ -17,7 +17,8 @@ pub fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
+/// [`ts`] of an optional instant.
+pub fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
     t.map(ts)
 }
 
@@ -62,8 +63,12 @@ pub struct WebhookView {
     pub endpoint_id: String,
     /// The URL posted to.
     pub url: String,
-    /// When the endpoint was disabled (after HTTP 410), if it was.
+    /// When the endpoint was disabled (after HTTP 410), if it was. A disabled endpoint is
+    /// reused, still disabled, when the same URL and secret are given again: jobs to it are
+    /// skipped (`endpoint_disabled`) until `POST /v1/endpoints/{id}/enable`.
     pub disabled_at: Option<String>,
+    /// Why it was disabled (`HTTP 410 Gone`).
+    pub disabled_reason: Option<String>,
 }
 
 impl WebhookView {
@@ -73,6 +78,7 @@ impl WebhookView {
             endpoint_id: e.id.clone(),
             url: e.url.clone(),
             disabled_at: ts_opt(e.disabled_at),
+            disabled_reason: e.disabled_reason.clone(),
         }
     }
 }
@@ -299,6 +305,10 @@ pub struct JobView {
     pub idempotency_key: Option<String>,
     /// The webhook endpoint (`ep_…`).
     pub endpoint_id: Option<String>,
+    /// The webhook endpoint's URL and state (on single-job responses of webhook jobs): a
+    /// `disabled_at` says the job will be skipped until the endpoint is enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookView>,
     /// The last error, if the last attempt failed.
     pub last_error: Option<String>,
     /// Why it was skipped or cancelled.
@@ -336,12 +346,19 @@ impl JobView {
                 .and_then(|k| k.strip_prefix("idem:"))
                 .map(str::to_string),
             endpoint_id: j.endpoint_id.clone(),
+            webhook: None,
             last_error: j.last_error.clone(),
             reason: j.reason.clone(),
             payload: j.payload.clone(),
             retry: serde_json::to_value(&j.retry).unwrap_or(serde_json::Value::Null),
             attempts: None,
         }
+    }
+
+    /// With its endpoint's view.
+    pub fn with_webhook(mut self, endpoint: Option<&Endpoint>) -> Self {
+        self.webhook = endpoint.map(WebhookView::new);
+        self
     }
 
     /// With its attempts.

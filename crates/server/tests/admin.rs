@@ -513,6 +513,164 @@ async fn admin_occurrences_show_each_firing_with_its_derived_status() {
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
 
+/// The job list's bulk actions: ticked jobs are cancelled at once; "all matching this
+/// filter" first shows a confirmation with the count (and changes nothing), then acts on
+/// every match; the list says how many jobs were acted on. A forged form changes nothing.
+#[tokio::test]
+async fn admin_jobs_bulk_cancels_selected_and_retries_all_matching_after_confirming_the_count() {
+    let mut ui = Ui::start().await;
+    ui.login().await;
+    let dead: Vec<String> = [ui.job(400).await, ui.job(400).await, ui.job(400).await].into();
+    let waiting: Vec<String> = {
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let (job, _) = ui
+                .kairos
+                .job_enqueue(kairos_engine::ops::NewJob {
+                    webhook: Some(kairos_engine::ops::WebhookTarget {
+                        url: ui.receiver.url("/later"),
+                        secret: SECRET.into(),
+                    }),
+                    run_at: Some("2027-01-01T00:00:00Z".into()),
+                    ..Default::default()
+                })
+                .await
+                .expect("enqueue");
+            ids.push(job.id);
+        }
+        ids
+    };
+    let page = ui.get("/admin/jobs").await;
+    assert!(
+        page.body.contains("id=\"cancel-selected\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains(&format!("name=\"ids\" value=\"{}\"", waiting[0]))
+    );
+    let csrf = Ui::csrf_of(&page);
+
+    // Without the session's CSRF token: nothing.
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[
+                ("csrf", "forged"),
+                ("action", "cancel-selected"),
+                ("ids", &waiting[0]),
+            ],
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::FORBIDDEN);
+    let (job, _) = ui.kairos.job_get(&waiting[0]).await.expect("job");
+    assert_eq!(job.state.as_str(), "available");
+
+    // Cancel selected: two ticked waiting jobs and a dead one (not cancellable: not counted).
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[
+                ("csrf", &csrf),
+                ("action", "cancel-selected"),
+                ("ids", &waiting[0]),
+                ("ids", &waiting[1]),
+                ("ids", &dead[0]),
+                ("kind", "webhook"),
+            ],
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::SEE_OTHER, "{}", p.body);
+    let to = p.location.expect("redirect");
+    assert_eq!(to, "/admin/jobs?kind=webhook&notice=bulk-cancelled&done=2");
+    assert!(ui.get(&to).await.body.contains("Cancelled 2 job(s)."));
+    for (id, want) in [
+        (&waiting[0], "cancelled"),
+        (&waiting[1], "cancelled"),
+        (&waiting[2], "available"),
+        (&dead[0], "dead"),
+    ] {
+        let (job, _) = ui.kairos.job_get(id).await.expect("job");
+        assert_eq!(job.state.as_str(), want, "{id}");
+    }
+
+    // Retry all matching state=dead: a confirmation with the count first, nothing changed.
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[
+                ("csrf", &csrf),
+                ("action", "retry-matching"),
+                ("state", "dead"),
+            ],
+        )
+        .await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.body);
+    assert!(
+        p.body
+            .contains("<strong>3</strong> job(s) will be queued again"),
+        "{}",
+        p.body
+    );
+    assert!(p.body.contains("name=\"confirmed\" value=\"1\""));
+    assert!(p.body.contains("name=\"state\" value=\"dead\""));
+    let (job, _) = ui.kairos.job_get(&dead[1]).await.expect("job");
+    assert_eq!(
+        job.state.as_str(),
+        "dead",
+        "the confirmation page changes nothing"
+    );
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[
+                ("csrf", &csrf),
+                ("action", "retry-matching"),
+                ("state", "dead"),
+                ("confirmed", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        p.location.as_deref(),
+        Some("/admin/jobs?state=dead&notice=bulk-retried&done=3")
+    );
+    for id in &dead {
+        let (job, _) = ui.kairos.job_get(id).await.expect("job");
+        assert_eq!(job.state.as_str(), "available", "{id}");
+    }
+
+    // Cancel all matching with no filter: the count is every unfinished job.
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[("csrf", &csrf), ("action", "cancel-matching")],
+        )
+        .await;
+    assert!(
+        p.body
+            .contains("<strong>4</strong> job(s) will be cancelled"),
+        "{}",
+        p.body
+    );
+    // A bad filter names the field and acts on nothing.
+    let p = ui
+        .post_form(
+            "/admin/jobs/bulk",
+            &[
+                ("csrf", &csrf),
+                ("action", "cancel-matching"),
+                ("from", "someday"),
+                ("confirmed", "1"),
+            ],
+        )
+        .await;
+    assert!(p.body.contains("from:"), "{}", p.body);
+    let (job, _) = ui.kairos.job_get(&waiting[2]).await.expect("job");
+    assert_eq!(job.state.as_str(), "available");
+}
+
 #[tokio::test]
 async fn admin_logout_revokes_the_session_so_the_old_cookie_and_csrf_replay_nothing() {
     let mut ui = Ui::start().await;

@@ -125,7 +125,7 @@ async fn digest_schedule_contract_and_field_errors() {
     assert_eq!(v["field"], "retry");
     let detail = v["detail"].as_str().unwrap_or_default();
     assert!(detail.contains("exceeds the deadline of 15m"), "{v}");
-    assert!(detail.contains("4 attempts × 2m timeout"), "{v}");
+    assert!(detail.contains("4 attempts × 2m 35s timeout"), "{v}");
     let (_, _, list) = api.get("/v1/schedules", None).await;
     let list: Value = serde_json::from_str(&list).unwrap();
     assert_eq!(

@@ -54,7 +54,11 @@ impl Api {
             store.clone(),
             dyn_clock.clone(),
             transport,
-            EmailConfig::default(),
+            // Entitlement URLs on a local test server.
+            EmailConfig {
+                allow_private_targets: true,
+                ..EmailConfig::default()
+            },
         )
         .unwrap();
         let kinds = registry.kinds();
@@ -65,7 +69,9 @@ impl Api {
             registry,
         )
         .unwrap();
-        let kairos = Kairos::new(store, dyn_clock, engine.wake(), kinds);
+        // Entitlement URLs on a local test server pass the save-time check too.
+        let kairos =
+            Kairos::new(store, dyn_clock, engine.wake(), kinds).allow_private_targets(true);
         let router = app(AppState::new(kairos, ApiToken::new(TOKEN)));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -372,4 +378,87 @@ async fn weekly_email_schedule_fires_once_per_subscriber_and_occurrences_show_it
         .call(Method::GET, "/v1/occurrences?schedule=sch_nope", None)
         .await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+}
+
+/// Seed 003's silent failure: a topic whose entitlement URL is wrong (it answers 404, which
+/// reads as "not entitled") skips every subscriber — no failure, so the failure rate stays
+/// quiet — and `GET /v1/slo` shows a `skip_rate` warning for the schedule, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_entitlement_url_skips_everyone_and_slo_shows_skip_rate() {
+    let rx = kairos_testkit::TestReceiver::start().await;
+    rx.set_default(kairos_testkit::Reply::status(404));
+    let api = Api::start().await;
+    let (s, r) = api
+        .call(
+            Method::PUT,
+            "/v1/topics/news",
+            Some(json!({"subject": "News", "text": "Hello",
+                        "entitlement_url": rx.url("/wrong/entitled")})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    for i in 0..6 {
+        let id = format!("n{i}");
+        api.call(
+            Method::PUT,
+            &format!("/v1/recipients/{id}"),
+            Some(json!({"email": format!("{id}@example.com"), "timezone": "UTC"})),
+        )
+        .await;
+        api.call(
+            Method::PUT,
+            &format!("/v1/subscriptions/{id}/news"),
+            Some(json!({"channels": ["email"], "enabled": true})),
+        )
+        .await;
+    }
+    let (s, sch) = api
+        .call(
+            Method::POST,
+            "/v1/schedules",
+            Some(json!({"name": "news", "kind": "email",
+            "topic": "news", "period": "iso_week", "cron": "0 9 * * 1", "timezone": "UTC"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{sch}");
+    let id = sch["id"].as_str().unwrap().to_string();
+    let (_, r) = api
+        .call(Method::POST, &format!("/v1/schedules/{id}/fire"), None)
+        .await;
+    assert_eq!(r["created"], 6, "{r}");
+    let skip_rate = |slo: &Value| -> Vec<Value> {
+        slo["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["check"] == "skip_rate")
+            .cloned()
+            .collect()
+    };
+    let (_, slo) = api.call(Method::GET, "/v1/slo", None).await;
+    assert!(skip_rate(&slo).is_empty(), "{slo}");
+
+    api.drain(t("2026-11-29T03:00:01Z")).await;
+    assert!(rx.count() >= 6, "every recipient's entitlement was asked");
+    let (s, slo) = api.call(Method::GET, "/v1/slo", None).await;
+    assert_eq!(s, StatusCode::OK);
+    let warnings = skip_rate(&slo);
+    assert_eq!(warnings.len(), 1, "{slo}");
+    let w = &warnings[0];
+    assert_eq!(w["status"], "warning");
+    assert_eq!(w["subject"], id.as_str());
+    assert!(
+        w["message"].as_str().unwrap().starts_with("not_entitled"),
+        "{w}"
+    );
+    assert_eq!(w["sample"], 6);
+    // The failure rate has nothing to say: skips are not failures.
+    assert!(
+        slo["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["check"] != "failure_rate" || c["status"] != "warning"),
+        "{slo}"
+    );
 }

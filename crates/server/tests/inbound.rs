@@ -625,13 +625,28 @@ async fn one_click_unsubscribe_get_changes_nothing_post_unsubscribes_forged_is_4
     let res = api.http.post(&url).body("").send().await.unwrap();
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     assert!(api.enabled("r1", "weekly").await);
-    // The one-click POST: 200, never a redirect; again: 200, nothing more.
-    for _ in 0..2 {
+    // A malformed multipart body (no closing boundary, no such part) is not a one-click.
+    let res = api
+        .http
+        .post(&url)
+        .header("content-type", "multipart/form-data; boundary=B")
+        .body("--B\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(api.enabled("r1", "weekly").await);
+    // The one-click POST: 200, never a redirect; again (percent-encoded, with another field,
+    // as some clients write it): 200, nothing more.
+    for body in [
+        "List-Unsubscribe=One-Click",
+        "other=1&List%2DUnsubscribe=One%2DClick",
+    ] {
         let res = api
             .http
             .post(&url)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body("List-Unsubscribe=One-Click")
+            .body(body)
             .send()
             .await
             .unwrap();

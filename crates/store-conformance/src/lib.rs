@@ -97,6 +97,7 @@ macro_rules! store_conformance {
             schedule_fire_finishes_one_shot,
             schedule_next_fire_at_ignores_paused,
             endpoint_upsert_reuses_and_disable_records,
+            endpoint_list_enable_and_last_failure,
         );
         $crate::store_conformance!(@channels $factory;
             schedule_channels_roundtrip_and_replace,
@@ -134,6 +135,7 @@ macro_rules! store_conformance {
             job_count_by_state_kind_and_backlog,
             job_count_finished_counts_final_states_in_window,
             job_dead_scheduled_lists_latest_death_per_schedule,
+            job_count_decided_groups_by_schedule_or_topic_and_reason,
             schedule_fire_times_lists_distinct_firings,
             slo_alert_put_replaces_by_key,
             migration_pending_is_empty_after_migrate,

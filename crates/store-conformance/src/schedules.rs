@@ -264,3 +264,124 @@ pub async fn endpoint_upsert_reuses_and_disable_records(s: S) {
     assert_eq!(d.disabled_reason.as_deref(), Some("HTTP 410 Gone"));
     assert!(s.endpoint_get("ep_none").await.unwrap().is_none());
 }
+
+/// Endpoints are listed by id (keyset, disabled or enabled only on request) with their last
+/// failure; enabling clears the disabled state (an unknown id is `None`); the same URL and
+/// secret added again reuse the row still disabled.
+pub async fn endpoint_list_enable_and_last_failure(s: S) {
+    let up = |id: &str, secret: &str| EndpointUpsert {
+        id: id.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        secret: secret.into(),
+        now: t0(),
+    };
+    for (id, secret) in [
+        ("ep_1", "whsec_a"),
+        ("ep_2", "whsec_b"),
+        ("ep_3", "whsec_c"),
+    ] {
+        s.endpoint_upsert(up(id, secret)).await.unwrap();
+    }
+    let fresh = s.endpoint_get("ep_2").await.unwrap().unwrap();
+    assert_eq!((fresh.last_failure_at, fresh.last_failure), (None, None));
+    s.endpoint_failure_record(EndpointFailureRecord {
+        id: "ep_2".into(),
+        error: "HTTP 500".into(),
+        now: t0() + chrono::Duration::seconds(1),
+    })
+    .await
+    .unwrap();
+    s.endpoint_failure_record(EndpointFailureRecord {
+        id: "ep_2".into(),
+        error: "endpoint answered 410 Gone; disabling it".into(),
+        now: t0() + chrono::Duration::seconds(2),
+    })
+    .await
+    .unwrap();
+    s.endpoint_failure_record(EndpointFailureRecord {
+        id: "ep_none".into(),
+        error: "x".into(),
+        now: t0(),
+    })
+    .await
+    .unwrap();
+    s.endpoint_disable(EndpointDisable {
+        id: "ep_2".into(),
+        reason: "HTTP 410 Gone".into(),
+        now: t0() + chrono::Duration::seconds(2),
+    })
+    .await
+    .unwrap();
+
+    let ids = |v: Vec<Endpoint>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    let all = s.endpoint_list(EndpointList::default()).await.unwrap();
+    assert_eq!(ids(all.clone()), vec!["ep_1", "ep_2", "ep_3"]);
+    let two = &all[1];
+    assert_eq!(two.disabled_at, Some(t0() + chrono::Duration::seconds(2)));
+    assert_eq!(
+        two.last_failure_at,
+        Some(t0() + chrono::Duration::seconds(2))
+    );
+    assert_eq!(
+        two.last_failure.as_deref(),
+        Some("endpoint answered 410 Gone; disabling it"),
+        "the latest failure wins"
+    );
+    let page = s
+        .endpoint_list(EndpointList {
+            after: Some("ep_1".into()),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(page), vec!["ep_2"]);
+    let disabled = s
+        .endpoint_list(EndpointList {
+            disabled: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(disabled), vec!["ep_2"]);
+    let enabled = s
+        .endpoint_list(EndpointList {
+            disabled: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(enabled), vec!["ep_1", "ep_3"]);
+
+    // The same URL and secret again: the disabled row, still disabled.
+    let again = s.endpoint_upsert(up("ep_9", "whsec_b")).await.unwrap();
+    assert_eq!(again.id, "ep_2");
+    assert!(again.disabled_at.is_some());
+
+    let on = s
+        .endpoint_enable(EndpointEnable { id: "ep_2".into() })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((on.disabled_at, on.disabled_reason), (None, None));
+    assert_eq!(
+        on.last_failure.as_deref(),
+        Some("endpoint answered 410 Gone; disabling it")
+    );
+    assert!(
+        s.endpoint_get("ep_2")
+            .await
+            .unwrap()
+            .unwrap()
+            .disabled_at
+            .is_none()
+    );
+    assert!(
+        s.endpoint_enable(EndpointEnable {
+            id: "ep_none".into()
+        })
+        .await
+        .unwrap()
+        .is_none()
+    );
+}

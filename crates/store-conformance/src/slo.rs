@@ -257,6 +257,123 @@ pub async fn job_dead_scheduled_lists_latest_death_per_schedule(s: S) {
     assert!(v.iter().all(|r| r.schedule_id != "sch_gone"), "{v:?}");
 }
 
+/// The `skip_rate` check's source: decided jobs (succeeded, skipped, dead) finished in the
+/// window, per schedule — or per `payload.topic` for `email` jobs without a schedule — state
+/// and skip reason. Jobs with neither, cancelled and pending jobs and jobs outside the window are not
+/// counted.
+pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
+    let mk = |schedule: Option<&str>, payload: serde_json::Value| {
+        let mut p = job(t0());
+        p.kind = JobKind("email".into());
+        p.schedule_id = schedule.map(str::to_string);
+        p.payload = payload;
+        p
+    };
+    let topic = |t: &str| serde_json::json!({ "topic": t });
+    // A webhook job's payload `topic` is the caller's data, not an audience topic.
+    let webhook_with_topic = || {
+        let mut p = job(t0());
+        p.payload = topic("orders");
+        p
+    };
+    let plan: Vec<(JobInsert, &str)> = vec![
+        (mk(Some("sch_a"), topic("ignored")), "skip:not_entitled"),
+        (
+            mk(Some("sch_a"), serde_json::json!({})),
+            "skip:not_entitled",
+        ),
+        (
+            mk(Some("sch_a"), serde_json::json!({})),
+            "skip:not_entitled",
+        ),
+        (mk(Some("sch_a"), serde_json::json!({})), "skip:suppressed"),
+        (mk(Some("sch_a"), serde_json::json!({})), "ok"),
+        (mk(Some("sch_a"), serde_json::json!({})), "dead"),
+        (mk(Some("sch_a"), serde_json::json!({})), "late"),
+        (mk(None, topic("weekly")), "skip:suppressed"),
+        (mk(None, topic("weekly")), "skip:suppressed"),
+        (mk(None, topic("weekly")), "ok"),
+        (mk(None, serde_json::json!({"topic": 5})), "skip:suppressed"),
+        (mk(None, serde_json::json!({})), "skip:suppressed"),
+        (webhook_with_topic(), "skip:endpoint_disabled"),
+    ];
+    let mut by_id = std::collections::HashMap::new();
+    for (p, what) in plan {
+        by_id.insert(p.id.clone(), what);
+        s.job_insert(p).await.unwrap();
+    }
+    // A cancelled job of the schedule: finished, but not decided.
+    let mut c = mk(Some("sch_a"), serde_json::json!({}));
+    c.run_at = t0() + Duration::hours(1);
+    let cancelled = c.id.clone();
+    s.job_insert(c).await.unwrap();
+    s.job_cancel(JobCancel {
+        id: cancelled,
+        reason: "by hand".into(),
+        now: t0() + Duration::minutes(1),
+    })
+    .await
+    .unwrap();
+    let claimed = s.job_claim(claim(t0(), 20, "n")).await.unwrap();
+    assert_eq!(claimed.len(), 13);
+    let at = t0() + Duration::minutes(1);
+    let done_all: Vec<JobComplete> = claimed
+        .iter()
+        .map(|j| match by_id[&j.id] {
+            "ok" => done(j, Transition::Succeeded, at),
+            "dead" => done(j, Transition::Dead, at),
+            "late" => done(
+                j,
+                Transition::Skipped("not_entitled".into()),
+                t0() + Duration::hours(3),
+            ),
+            skip => done(
+                j,
+                Transition::Skipped(skip.trim_start_matches("skip:").into()),
+                at,
+            ),
+        })
+        .collect();
+    s.job_complete_many(done_all).await.unwrap();
+
+    let mut v = s
+        .job_count_decided(JobCountDecided {
+            since: t0(),
+            until: t0() + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    v.sort_by(|a, b| {
+        (&a.schedule_id, &a.topic, &a.state, &a.reason).cmp(&(
+            &b.schedule_id,
+            &b.topic,
+            &b.state,
+            &b.reason,
+        ))
+    });
+    let row =
+        |schedule: Option<&str>, topic: Option<&str>, state: &str, reason: Option<&str>, n: i64| {
+            DecidedCount {
+                schedule_id: schedule.map(str::to_string),
+                topic: topic.map(str::to_string),
+                state: state.to_string(),
+                reason: reason.map(str::to_string),
+                count: n,
+            }
+        };
+    assert_eq!(
+        v,
+        vec![
+            row(None, Some("weekly"), "skipped", Some("suppressed"), 2),
+            row(None, Some("weekly"), "succeeded", None, 1),
+            row(Some("sch_a"), None, "dead", None, 1),
+            row(Some("sch_a"), None, "skipped", Some("not_entitled"), 3),
+            row(Some("sch_a"), None, "skipped", Some("suppressed"), 1),
+            row(Some("sch_a"), None, "succeeded", None, 1),
+        ]
+    );
+}
+
 /// Missed firings' source (S4-10): distinct materialized firings of one schedule in a window.
 pub async fn schedule_fire_times_lists_distinct_firings(s: S) {
     let fires = [

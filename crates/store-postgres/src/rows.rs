@@ -17,7 +17,8 @@ pub(crate) const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedu
 
 pub(crate) const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels";
 
-pub(crate) const ENDPOINT_COLS: &str = "id, url, secret, disabled_at, disabled_reason, created_at";
+pub(crate) const ENDPOINT_COLS: &str =
+    "id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at";
 
 pub(crate) const ATTEMPT_COLS: &str = "job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node";
 
@@ -102,6 +103,8 @@ pub(crate) fn endpoint_from_row(row: &PgRow) -> Result<Endpoint, Error> {
         secret: get(row, "secret")?,
         disabled_at: get(row, "disabled_at")?,
         disabled_reason: get(row, "disabled_reason")?,
+        last_failure_at: get(row, "last_failure_at")?,
+        last_failure: get(row, "last_failure")?,
         created_at: get(row, "created_at")?,
     })
 }

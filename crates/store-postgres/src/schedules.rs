@@ -103,6 +103,47 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>> {
+        let rows = sqlx::query(sql("SELECT {endpoint_cols} FROM endpoints
+             WHERE ($1::text IS NULL OR id > $1)
+               AND ($2::boolean IS NULL OR (disabled_at IS NOT NULL) = $2)
+             ORDER BY id LIMIT $3"))
+        .bind(&p.after)
+        .bind(p.disabled)
+        .bind(p.limit.unwrap_or(100).max(0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("endpoint list", e))?;
+        rows.iter()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .collect()
+    }
+
+    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>> {
+        let row = sqlx::query(sql(
+            "UPDATE endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = $1
+             RETURNING {endpoint_cols}",
+        ))
+        .bind(&p.id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| map_err("endpoint enable", e))?;
+        row.as_ref()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .transpose()
+    }
+
+    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
+        sqlx::query("UPDATE endpoints SET last_failure_at = $2, last_failure = $3 WHERE id = $1")
+            .bind(&p.id)
+            .bind(p.now)
+            .bind(&p.error)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| map_err("endpoint failure record", e))?;
+        Ok(())
+    }
+
     async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule> {
         let (spec, payload, retry) = def_binds(&p);
         let state = if p.paused { "paused" } else { "active" };
@@ -356,6 +397,9 @@ impl Store for PostgresStore {
     }
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
         self.job_dead_scheduled_impl(p).await
+    }
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
+        self.job_count_decided_impl(p).await
     }
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         self.schedule_fire_times_impl(p).await

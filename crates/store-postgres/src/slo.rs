@@ -123,6 +123,46 @@ impl PostgresStore {
             .collect()
     }
 
+    pub(crate) async fn job_count_decided_impl(
+        &self,
+        p: JobCountDecided,
+    ) -> Result<Vec<DecidedCount>> {
+        // As on SQLite; jsonb payloads are always valid JSON.
+        let rows = sqlx::query(
+            "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
+                SELECT schedule_id,
+                       CASE WHEN schedule_id IS NULL AND kind = 'email'
+                             AND jsonb_typeof(payload -> 'topic') = 'string'
+                            THEN payload ->> 'topic' END AS topic,
+                       state,
+                       CASE WHEN state = 'skipped' THEN reason END AS reason
+                FROM jobs
+                WHERE finished_at >= $1 AND finished_at < $2
+                  AND state IN ('succeeded', 'skipped', 'dead')
+             ) d
+             WHERE schedule_id IS NOT NULL OR topic IS NOT NULL
+             GROUP BY schedule_id, topic, state, reason
+             ORDER BY schedule_id, topic, state, reason",
+        )
+        .bind(p.since)
+        .bind(p.until)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| map_err("job count decided", e))?;
+        rows.iter()
+            .map(|r| {
+                let e = |e| map_err("job count decided", e);
+                Ok(DecidedCount {
+                    schedule_id: r.try_get("schedule_id").map_err(e)?,
+                    topic: r.try_get("topic").map_err(e)?,
+                    state: r.try_get("state").map_err(e)?,
+                    reason: r.try_get("reason").map_err(e)?,
+                    count: r.try_get("n").map_err(e)?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn schedule_fire_times_impl(
         &self,
         p: ScheduleFireTimes,

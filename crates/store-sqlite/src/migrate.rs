@@ -41,6 +41,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0012_slo_dead_runs.sql"),
     ),
     (
+        13,
+        "endpoint_failures",
+        include_str!("../migrations/0013_endpoint_failures.sql"),
+    ),
+    (
         14,
         "erasure",
         include_str!("../migrations/0014_erasure.sql"),

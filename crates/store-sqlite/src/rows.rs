@@ -113,6 +113,8 @@ pub(crate) fn endpoint_from_row(row: &SqliteRow) -> Result<Endpoint, Error> {
         secret: get(row, "secret")?,
         disabled_at: ts_opt(row, "disabled_at")?,
         disabled_reason: get(row, "disabled_reason")?,
+        last_failure_at: ts_opt(row, "last_failure_at")?,
+        last_failure: get(row, "last_failure")?,
         created_at: ts(row, "created_at")?,
     })
 }

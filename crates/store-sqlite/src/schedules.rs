@@ -48,13 +48,13 @@ impl Store for SqliteStore {
                  VALUES (?1, ?2, ?3, ?5, ?4)
                  ON CONFLICT (secret_hash) WHERE secret_hash IS NOT NULL
                  DO UPDATE SET url = excluded.url
-                 RETURNING id, url, secret, disabled_at, disabled_reason, created_at",
+                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
             )
         } else {
             sqlx::query(
                 "INSERT INTO endpoints (id, url, secret, created_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
-                 RETURNING id, url, secret, disabled_at, disabled_reason, created_at",
+                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
             )
         };
         let mut q = q
@@ -74,7 +74,8 @@ impl Store for SqliteStore {
 
     async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
         let row = sqlx::query(
-            "SELECT id, url, secret, disabled_at, disabled_reason, created_at FROM endpoints WHERE id = ?1",
+            "SELECT id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at
+             FROM endpoints WHERE id = ?1",
         )
         .bind(id)
         .fetch_optional(&self.read)
@@ -95,6 +96,50 @@ impl Store for SqliteStore {
         .execute(&self.write)
         .await
         .map_err(|e| map_err("endpoint disable", e))?;
+        Ok(())
+    }
+
+    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>> {
+        let rows = sqlx::query(
+            "SELECT id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at
+             FROM endpoints
+             WHERE (?1 IS NULL OR id > ?1)
+               AND (?2 IS NULL OR (disabled_at IS NOT NULL) = ?2)
+             ORDER BY id LIMIT ?3",
+        )
+        .bind(&p.after)
+        .bind(p.disabled)
+        .bind(p.limit.unwrap_or(100).max(0))
+        .fetch_all(&self.read)
+        .await
+        .map_err(|e| map_err("endpoint list", e))?;
+        rows.iter()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .collect()
+    }
+
+    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>> {
+        let row = sqlx::query(
+            "UPDATE endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = ?1
+             RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
+        )
+        .bind(&p.id)
+        .fetch_optional(&self.write)
+        .await
+        .map_err(|e| map_err("endpoint enable", e))?;
+        row.as_ref()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .transpose()
+    }
+
+    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
+        sqlx::query("UPDATE endpoints SET last_failure_at = ?2, last_failure = ?3 WHERE id = ?1")
+            .bind(&p.id)
+            .bind(to_millis(p.now))
+            .bind(&p.error)
+            .execute(&self.write)
+            .await
+            .map_err(|e| map_err("endpoint failure record", e))?;
         Ok(())
     }
 
@@ -338,6 +383,9 @@ impl Store for SqliteStore {
     }
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
         self.job_dead_scheduled_impl(p).await
+    }
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
+        self.job_count_decided_impl(p).await
     }
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         self.schedule_fire_times_impl(p).await

@@ -122,6 +122,52 @@ impl SqliteStore {
             .collect()
     }
 
+    pub(crate) async fn job_count_decided_impl(
+        &self,
+        p: JobCountDecided,
+    ) -> Result<Vec<DecidedCount>> {
+        // The window reads the jobs_finished index, like the failure rate. The topic is read
+        // from the payload of `email` jobs without a schedule only (a webhook payload's
+        // `topic` is the caller's data, and the webhook firehose is not parsed); CASE
+        // evaluates in order, so a payload that is not JSON reads as no topic instead of
+        // failing the query.
+        let rows = sqlx::query(
+            "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
+                SELECT schedule_id,
+                       CASE WHEN schedule_id IS NOT NULL THEN NULL
+                            WHEN kind <> 'email' THEN NULL
+                            WHEN NOT json_valid(payload) THEN NULL
+                            WHEN json_type(payload, '$.topic') = 'text'
+                            THEN json_extract(payload, '$.topic') END AS topic,
+                       state,
+                       CASE WHEN state = 'skipped' THEN reason END AS reason
+                FROM jobs
+                WHERE finished_at >= ?1 AND finished_at < ?2
+                  AND state IN ('succeeded', 'skipped', 'dead')
+             ) d
+             WHERE schedule_id IS NOT NULL OR topic IS NOT NULL
+             GROUP BY schedule_id, topic, state, reason
+             ORDER BY schedule_id, topic, state, reason",
+        )
+        .bind(to_millis(p.since))
+        .bind(to_millis(p.until))
+        .fetch_all(&self.read)
+        .await
+        .map_err(|e| map_err("job count decided", e))?;
+        rows.iter()
+            .map(|r| {
+                let e = |e| map_err("job count decided", e);
+                Ok(DecidedCount {
+                    schedule_id: r.try_get("schedule_id").map_err(e)?,
+                    topic: r.try_get("topic").map_err(e)?,
+                    state: r.try_get("state").map_err(e)?,
+                    reason: r.try_get("reason").map_err(e)?,
+                    count: r.try_get("n").map_err(e)?,
+                })
+            })
+            .collect()
+    }
+
     pub(crate) async fn schedule_fire_times_impl(
         &self,
         p: ScheduleFireTimes,

@@ -60,6 +60,13 @@ pub trait Store: Send + Sync + 'static {
     async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>>;
     /// Disable an endpoint (HTTP 410); later jobs to it are skipped.
     async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()>;
+    /// Endpoints by id after `after`, optionally only disabled (or only enabled) ones.
+    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>>;
+    /// Enable an endpoint again (clear `disabled_at` and its reason); `None` if it does not
+    /// exist. Jobs skipped while it was disabled stay skipped.
+    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>>;
+    /// Record the latest failed send to an endpoint; an unknown id changes nothing.
+    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()>;
 
     /// Create a schedule.
     async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule>;
@@ -134,6 +141,10 @@ pub trait Store: Send + Sync + 'static {
     /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
     /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
+    /// Jobs that reached `succeeded`, `skipped` or `dead` in a window, per schedule (or
+    /// `payload.topic` of `email` jobs without a schedule), state and skip reason (the
+    /// `skip_rate` check). Jobs with neither are not counted.
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>>;
     /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
     /// ascending: the firings materialized (missed firings, S4-10).
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;

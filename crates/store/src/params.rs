@@ -28,6 +28,36 @@ pub struct EndpointDisable {
     pub now: DateTime<Utc>,
 }
 
+/// `endpoint_list`: endpoints by id (keyset), optionally only the disabled or the enabled
+/// ones.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointList {
+    /// Only ids after this one.
+    pub after: Option<String>,
+    /// `Some(true)`: only disabled endpoints; `Some(false)`: only enabled ones.
+    pub disabled: Option<bool>,
+    /// At most this many (default 100).
+    pub limit: Option<i64>,
+}
+
+/// `endpoint_enable`: clear an endpoint's disabled state.
+#[derive(Debug, Clone)]
+pub struct EndpointEnable {
+    /// The endpoint.
+    pub id: String,
+}
+
+/// `endpoint_failure_record`: remember a failed send to an endpoint (the latest one wins).
+#[derive(Debug, Clone)]
+pub struct EndpointFailureRecord {
+    /// The endpoint.
+    pub id: String,
+    /// What failed.
+    pub error: String,
+    /// When.
+    pub now: DateTime<Utc>,
+}
+
 /// `schedule_create`.
 #[derive(Debug, Clone)]
 pub struct ScheduleCreate {

@@ -121,3 +121,30 @@ pub struct DeadScheduledRun {
     /// When it died.
     pub finished_at: DateTime<Utc>,
 }
+
+/// `job_count_decided`: jobs of schedules or topics that reached `succeeded`, `skipped` or
+/// `dead` in `[since, until)`, counted per schedule (or, for `email` jobs without a schedule,
+/// per `payload.topic`), state and skip reason (the `skip_rate` check).
+#[derive(Debug, Clone)]
+pub struct JobCountDecided {
+    /// Start of the window (inclusive), by `finished_at`.
+    pub since: DateTime<Utc>,
+    /// End of the window (exclusive).
+    pub until: DateTime<Utc>,
+}
+
+/// A number of decided jobs of one schedule or topic in one state (and skip reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecidedCount {
+    /// The schedule that created them; `None` for jobs enqueued directly.
+    pub schedule_id: Option<String>,
+    /// `payload.topic` of `email` jobs without a schedule; `None` for jobs of a schedule and
+    /// jobs of other kinds.
+    pub topic: Option<String>,
+    /// `succeeded`, `skipped` or `dead`.
+    pub state: String,
+    /// The skip reason (skipped jobs only).
+    pub reason: Option<String>,
+    /// How many.
+    pub count: i64,
+}

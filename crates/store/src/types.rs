@@ -19,6 +19,10 @@ pub struct Endpoint {
     pub disabled_at: Option<DateTime<Utc>>,
     /// Why it was disabled.
     pub disabled_reason: Option<String>,
+    /// When a send to it last failed, if one did.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    /// What that failure was (`HTTP 500`, a connection error, …).
+    pub last_failure: Option<String>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
 }

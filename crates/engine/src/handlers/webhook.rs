@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use kairos_channels::WebhookSender;
 use kairos_channels::signing::WebhookSecret;
 use kairos_core::{Clock, Failure, Job, Outcome};
-use kairos_store::{EndpointDisable, Store};
+use kairos_store::{EndpointDisable, EndpointFailureRecord, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,6 +82,23 @@ pub(crate) async fn post_to_endpoint(
         }
     };
     let outcome = sender.send(&ep.url, &secret, job_id, now, body).await;
+    if let Outcome::Failed(f) = &outcome {
+        // What `GET /v1/endpoints` shows as the endpoint's last failure.
+        let error = match f.status_code {
+            Some(code) if !f.message.contains(&code.to_string()) => {
+                format!("HTTP {code}: {}", f.message)
+            }
+            _ => f.message.clone(),
+        };
+        let record = EndpointFailureRecord {
+            id: ep.id.clone(),
+            error,
+            now: clock.now(),
+        };
+        if let Err(e) = store.endpoint_failure_record(record).await {
+            tracing::warn!(endpoint_id = %ep.id, error = %e, "recording the endpoint's failure failed");
+        }
+    }
     if let Outcome::Failed(f) = &outcome
         && f.disable_endpoint
     {

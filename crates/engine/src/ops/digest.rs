@@ -9,18 +9,47 @@ use kairos_core::budget;
 use kairos_core::{JobKind, RetryPolicy};
 use kairos_store::{Artifact, ArtifactKey, ArtifactList, CatchUp, CatchUpSet, Schedule};
 
-/// S4-7: a digest's retry policy must fit the kind's deadline (15 min) with the model call's
-/// timeout (2 min) per attempt; the error shows the arithmetic.
-fn check_digest_budget(retry: &RetryPolicy) -> Result<(), OpsError> {
-    let timeout = budget::kind_call_timeout("digest").unwrap_or(budget::DEFAULT_CALL_TIMEOUT);
-    budget::check_budget(retry, timeout, budget::kind_deadline("digest"))?;
+/// S4-7: a digest's retry policy must fit the kind's deadline (15 min) with what one attempt
+/// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
+/// error shows the arithmetic.
+fn check_digest_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
+    budget::check_budget(retry, attempt, budget::kind_deadline("digest"))?;
     Ok(())
 }
 
 impl Kairos {
+    /// Refuse feed URLs of a digest `payload` that plainly target a private or loopback
+    /// address, unless private targets are allowed — the save-time check webhook URLs get
+    /// (the send-time guard resolves names and is authoritative). `prefix` is the field the
+    /// definition came in (`digest`, `payload`).
+    pub(super) fn check_digest_feeds(
+        &self,
+        kind: &JobKind,
+        payload: &serde_json::Value,
+        prefix: &str,
+    ) -> Result<(), OpsError> {
+        if kind.as_str() != "digest" || self.allow_private_targets {
+            return Ok(());
+        }
+        let feeds = payload.get("feeds").and_then(|f| f.as_array());
+        for (i, f) in feeds.into_iter().flatten().enumerate() {
+            let Some(url) = f.as_str().and_then(|u| url::Url::parse(u).ok()) else {
+                continue;
+            };
+            if super::is_obviously_private(&url) {
+                return Err(OpsError::invalid(
+                    format!("{prefix}.feeds[{i}]"),
+                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
     /// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
     pub(super) fn kind_payload(
+        &self,
         kind: &JobKind,
         digest: Option<&DigestSpec>,
         payload: Option<serde_json::Value>,
@@ -43,7 +72,7 @@ impl Kairos {
                     ));
                 }
                 let default = RetryPolicy::default_for_kind("digest");
-                check_digest_budget(retry.unwrap_or(&default))?;
+                check_digest_budget(retry.unwrap_or(&default), self.digest_attempt_timeout)?;
                 Ok(spec.to_payload())
             }
             ("digest", None) => Err(OpsError::invalid(
@@ -61,6 +90,7 @@ impl Kairos {
     /// The payload of a directly enqueued job: for `digest`, the payload must be a digest
     /// definition with its `period` (a job outside a schedule has no period of its own).
     pub(super) fn job_payload(
+        &self,
         kind: &JobKind,
         payload: Option<serde_json::Value>,
         retry: &RetryPolicy,
@@ -68,7 +98,7 @@ impl Kairos {
         if kind.as_str() != "digest" {
             return Self::check_payload(payload);
         }
-        check_digest_budget(retry)?;
+        check_digest_budget(retry, self.digest_attempt_timeout)?;
         let p = payload.unwrap_or_default();
         let spec: DigestSpec = serde_json::from_value(p).map_err(|e| {
             OpsError::invalid(

@@ -32,7 +32,8 @@ impl Kairos {
             Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
             None => RetryPolicy::default_for_kind(kind.as_str()),
         };
-        let payload = Self::job_payload(&kind, req.payload, &retry)?;
+        let payload = self.job_payload(&kind, req.payload, &retry)?;
+        self.check_digest_feeds(&kind, &payload, "payload")?;
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
         let payload = self
             .http_payload(&kind, req.http.as_ref(), payload, Some(&retry))

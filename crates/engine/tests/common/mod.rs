@@ -408,6 +408,24 @@ impl Store for CountingStore {
     async fn endpoint_disable(&self, p: EndpointDisable) -> kairos_store::Result<()> {
         self.inner.endpoint_disable(p).await
     }
+    async fn endpoint_list(
+        &self,
+        p: kairos_store::EndpointList,
+    ) -> kairos_store::Result<Vec<Endpoint>> {
+        self.inner.endpoint_list(p).await
+    }
+    async fn endpoint_enable(
+        &self,
+        p: kairos_store::EndpointEnable,
+    ) -> kairos_store::Result<Option<Endpoint>> {
+        self.inner.endpoint_enable(p).await
+    }
+    async fn endpoint_failure_record(
+        &self,
+        p: kairos_store::EndpointFailureRecord,
+    ) -> kairos_store::Result<()> {
+        self.inner.endpoint_failure_record(p).await
+    }
     async fn schedule_create(&self, p: ScheduleCreate) -> kairos_store::Result<Schedule> {
         self.inner.schedule_create(p).await
     }
@@ -526,6 +544,12 @@ impl Store for CountingStore {
         p: kairos_store::JobDeadScheduled,
     ) -> kairos_store::Result<Vec<kairos_store::DeadScheduledRun>> {
         self.inner.job_dead_scheduled(p).await
+    }
+    async fn job_count_decided(
+        &self,
+        p: kairos_store::JobCountDecided,
+    ) -> kairos_store::Result<Vec<kairos_store::DecidedCount>> {
+        self.inner.job_count_decided(p).await
     }
     async fn schedule_fire_times(
         &self,

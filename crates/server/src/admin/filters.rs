@@ -42,6 +42,9 @@ pub struct JobFilters {
     /// A notice code from a redirect.
     #[serde(default)]
     pub notice: Option<String>,
+    /// How many jobs a bulk action just acted on (with `notice`).
+    #[serde(default)]
+    pub done: Option<u64>,
 }
 
 /// A trimmed, non-empty value, or `None`: an empty form field is no filter.
@@ -103,6 +106,49 @@ impl JobFilters {
         f.before = Some(before.to_string());
         f.notice = None;
         serde_urlencoded_pairs(&f)
+    }
+}
+
+impl JobFilters {
+    /// The query string of these filters alone (no cursor, no notice).
+    pub fn query(&self) -> String {
+        let mut f = self.clone();
+        f.before = None;
+        serde_urlencoded_pairs(&f)
+    }
+
+    /// The non-empty filters as (form field, value) pairs, for hidden inputs.
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        [
+            ("state", &self.state),
+            ("kind", &self.kind),
+            ("schedule", &self.schedule),
+            ("period", &self.period),
+            ("topic", &self.topic),
+            ("recipient", &self.recipient),
+            ("from", &self.from),
+            ("to", &self.to),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| blank(v).map(|v| (k, v)))
+        .collect()
+    }
+
+    /// Set a filter from a form field; `false` if the field is not a filter.
+    pub fn set(&mut self, field: &str, value: String) -> bool {
+        let slot = match field {
+            "state" => &mut self.state,
+            "kind" => &mut self.kind,
+            "schedule" => &mut self.schedule,
+            "period" => &mut self.period,
+            "topic" => &mut self.topic,
+            "recipient" => &mut self.recipient,
+            "from" => &mut self.from,
+            "to" => &mut self.to,
+            _ => return false,
+        };
+        *slot = Some(value);
+        true
     }
 }
 

@@ -1,4 +1,5 @@
-//! Admin pages for jobs: the filtered list, one job with its attempts, dead jobs, and the
+//! Admin pages for jobs: the filtered list with its bulk actions (cancel/retry the selected
+//! jobs or all matching the filter), one job with its attempts, dead jobs, and the
 //! replay/cancel actions.
 
 use crate::AppState;
@@ -30,8 +31,14 @@ pub async fn list(
         .then(|| rows.last().map(|j| f.query_with_before(&j.id)))
         .flatten();
     let rows: Vec<JobRow> = rows.iter().map(JobRow::from).collect();
-    op.page(&state, "jobs.html", context! { rows, f, error, next })
-        .await
+    let notice = bulk_notice(&f);
+    let filter_pairs = f.pairs();
+    op.page(
+        &state,
+        "jobs.html",
+        context! { rows, f, error, next, notice, filter_pairs },
+    )
+    .await
 }
 
 /// `GET /admin/jobs/{id}`: one job and every attempt.
@@ -245,4 +252,207 @@ pub async fn dead_replay(
         to.push_str(&format!("&kind={}", urlencode(&k)));
     }
     Redirect::to(&to).into_response()
+}
+
+/// The most jobs "… selected" takes at once (the API's limit on ids).
+const MAX_SELECTED: usize = kairos_engine::ops::MAX_BULK_IDS;
+
+/// A bulk action of the job list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BulkAction {
+    Cancel,
+    Retry,
+}
+
+impl BulkAction {
+    /// The states the action applies to (the API's rules).
+    fn states(self) -> &'static [&'static str] {
+        match self {
+            BulkAction::Cancel => &["available", "running"],
+            BulkAction::Retry => &["dead", "cancelled"],
+        }
+    }
+
+    async fn run(self, state: &AppState, ids: Vec<String>) -> Result<u64, kairos_engine::OpsError> {
+        let req = kairos_engine::ops::JobBulkRequest {
+            ids: Some(ids),
+            reason: (self == BulkAction::Cancel).then(|| "cancelled in the admin UI".to_string()),
+            ..Default::default()
+        };
+        match self {
+            BulkAction::Cancel => state.kairos.job_bulk_cancel(req).await,
+            BulkAction::Retry => state.kairos.job_bulk_retry(req).await,
+        }
+    }
+}
+
+/// The job list's bulk form: the action, the ticked ids, the list's filters, and whether the
+/// operator confirmed an action on every match.
+#[derive(Debug, Default)]
+struct BulkForm {
+    csrf: String,
+    action: String,
+    ids: Vec<String>,
+    filters: JobFilters,
+    confirmed: bool,
+}
+
+impl BulkForm {
+    /// Read the form body (`ids` repeats, which serde's form decoding does not take).
+    fn parse(body: &[u8]) -> BulkForm {
+        let mut f = BulkForm::default();
+        for (k, v) in url::form_urlencoded::parse(body) {
+            let v = v.into_owned();
+            match k.as_ref() {
+                "csrf" => f.csrf = v,
+                "action" => f.action = v,
+                "ids" => f.ids.push(v),
+                "confirmed" => f.confirmed = v == "1",
+                other => {
+                    f.filters.set(other, v);
+                }
+            }
+        }
+        f
+    }
+}
+
+/// Every job of `f` in a state `action` applies to, newest first, read page by page (1,000
+/// ids a page): what "… all matching this filter" acts on.
+async fn matching_ids(
+    state: &AppState,
+    f: &JobFilters,
+    action: BulkAction,
+) -> Result<Result<Vec<String>, String>, kairos_store::Error> {
+    let base = match f.to_search() {
+        Ok(q) => q,
+        Err(msg) => return Ok(Err(msg)),
+    };
+    let states: Vec<String> = match &base.state {
+        Some(s) if action.states().contains(&s.as_str()) => vec![s.clone()],
+        Some(_) => Vec::new(),
+        None => action.states().iter().map(|s| s.to_string()).collect(),
+    };
+    let mut ids = Vec::new();
+    for st in states {
+        let mut q = JobSearch {
+            state: Some(st),
+            before_id: None,
+            limit: 1000,
+            ..base.clone()
+        };
+        loop {
+            let page = state.kairos.store().job_search(q.clone()).await?;
+            let full = page.len() == 1000;
+            q.before_id = page.last().map(|j| j.id.clone());
+            ids.extend(page.into_iter().map(|j| j.id));
+            if !full {
+                break;
+            }
+        }
+    }
+    Ok(Ok(ids))
+}
+
+/// `POST /admin/jobs/bulk`: "cancel/retry selected" acts on the ticked jobs; "… all matching
+/// this filter" first shows a confirmation with the count, and acts once confirmed. Every
+/// action goes through the API's bulk cancel and retry (batches of 1,000, the same state
+/// rules), and comes back to the list with a notice of how many jobs were acted on.
+pub async fn bulk(
+    op: Operator,
+    State(state): State<AppState>,
+    body: axum::body::Bytes,
+) -> Response {
+    let form = BulkForm::parse(&body);
+    if !op.csrf_ok(&form.csrf) {
+        return csrf_refused();
+    }
+    let (action, matching) = match form.action.as_str() {
+        "cancel-selected" => (BulkAction::Cancel, false),
+        "retry-selected" => (BulkAction::Retry, false),
+        "cancel-matching" => (BulkAction::Cancel, true),
+        "retry-matching" => (BulkAction::Retry, true),
+        _ => return (axum::http::StatusCode::BAD_REQUEST, "unknown action").into_response(),
+    };
+    let verb = match action {
+        BulkAction::Cancel => "cancelled",
+        BulkAction::Retry => "retried",
+    };
+    let back = |notice: &str, done: u64| {
+        let q = form.filters.query();
+        let sep = if q.is_empty() { "" } else { "&" };
+        Redirect::to(&format!("/admin/jobs?{q}{sep}notice={notice}&done={done}")).into_response()
+    };
+    if !matching {
+        if form.ids.is_empty() {
+            return back("bulk-none", 0);
+        }
+        if form.ids.len() > MAX_SELECTED {
+            return back("bulk-too-many", form.ids.len() as u64);
+        }
+        return match action.run(&state, form.ids).await {
+            Ok(n) => {
+                tracing::info!(
+                    jobs = n,
+                    action = verb,
+                    "bulk action on selected jobs from the admin UI"
+                );
+                back(&format!("bulk-{verb}"), n)
+            }
+            Err(e) => store_error(&op, &state, e).await,
+        };
+    }
+    let ids = match matching_ids(&state, &form.filters, action).await {
+        Ok(Ok(ids)) => ids,
+        Ok(Err(msg)) => {
+            let f = &form.filters;
+            return op
+                .page(&state, "jobs.html", context! { rows => Vec::<JobRow>::new(), f, error => msg, filter_pairs => f.pairs() })
+                .await;
+        }
+        Err(e) => return store_error(&op, &state, e).await,
+    };
+    if !form.confirmed {
+        return op
+            .page(
+                &state,
+                "bulk_confirm.html",
+                context! {
+                    count => ids.len(),
+                    action => form.action,
+                    verb => match action { BulkAction::Cancel => "Cancel", BulkAction::Retry => "Retry" },
+                    states => action.states(),
+                    filter_pairs => form.filters.pairs(),
+                    back => form.filters.query(),
+                },
+            )
+            .await;
+    }
+    let mut done = 0;
+    for chunk in ids.chunks(MAX_SELECTED) {
+        match action.run(&state, chunk.to_vec()).await {
+            Ok(n) => done += n,
+            Err(e) => return store_error(&op, &state, e).await,
+        }
+    }
+    tracing::info!(
+        jobs = done,
+        action = verb,
+        "bulk action on every matching job from the admin UI"
+    );
+    back(&format!("bulk-{verb}"), done)
+}
+
+/// The list's notice after a bulk action.
+fn bulk_notice(f: &JobFilters) -> Option<String> {
+    let n = f.done.unwrap_or(0);
+    Some(match f.notice.as_deref()? {
+        "bulk-cancelled" => format!("Cancelled {n} job(s)."),
+        "bulk-retried" => format!("Queued {n} job(s) again."),
+        "bulk-none" => "No job was selected.".to_string(),
+        "bulk-too-many" => format!(
+            "{n} jobs selected: at most {MAX_SELECTED} at once; use \"all matching this filter\"."
+        ),
+        _ => return None,
+    })
 }

@@ -4,7 +4,9 @@
 //!
 //! - `/admin` — jobs by state, the SLO panel and a banner while a warning is active.
 //! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, schedule, period,
-//!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs.
+//!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs;
+//!   cancel or retry the ticked jobs, or all matching the filter after a confirmation with the
+//!   count (`POST /admin/jobs/bulk`).
 //! - `/admin/jobs/{id}` — the job with every attempt; replay and cancel.
 //! - `/admin/dead` — dead jobs; replay one, or all matching a kind.
 //! - `/admin/schedules` — schedules with their next five firings in their zone and in UTC;
@@ -56,6 +58,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("login.html", include_str!("templates/login.html")),
     ("dashboard.html", include_str!("templates/dashboard.html")),
     ("jobs.html", include_str!("templates/jobs.html")),
+    (
+        "bulk_confirm.html",
+        include_str!("templates/bulk_confirm.html"),
+    ),
     ("job.html", include_str!("templates/job.html")),
     ("dead.html", include_str!("templates/dead.html")),
     ("schedules.html", include_str!("templates/schedules.html")),
@@ -131,6 +137,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
         .route("/jobs", get(jobs::list))
+        .route("/jobs/bulk", post(jobs::bulk))
         .route("/jobs/{id}", get(jobs::show))
         .route("/jobs/{id}/replay", post(jobs::replay))
         .route("/jobs/{id}/cancel", post(jobs::cancel))

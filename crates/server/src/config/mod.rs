@@ -67,6 +67,10 @@ pub const ENV_FIELDS: &[&str] = &[
     "slo_missed_grace_secs",
     "slo_disabled",
     "slo_dead_runs_window",
+    "slo_skip_rate_window",
+    "slo_skip_rate_min",
+    "slo_skip_rate_ignore",
+    "slo_expansions_stuck_after",
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
@@ -250,6 +254,19 @@ pub struct Config {
     /// (`KAIROS_SLO_DEAD_RUNS_WINDOW`, default `24h`; a bare number is seconds).
     #[serde(deserialize_with = "flex_duration")]
     pub slo_dead_runs_window: String,
+    /// The skip-rate window (`KAIROS_SLO_SKIP_RATE_WINDOW`, default `24h`).
+    #[serde(deserialize_with = "flex_duration")]
+    pub slo_skip_rate_window: String,
+    /// Fewest skips for one reason before `skip_rate` warns (`KAIROS_SLO_SKIP_RATE_MIN`,
+    /// default 5).
+    pub slo_skip_rate_min: u64,
+    /// Skip reasons `skip_rate` ignores, comma-separated (`KAIROS_SLO_SKIP_RATE_IGNORE`, e.g.
+    /// `unsubscribed`; default none).
+    pub slo_skip_rate_ignore: String,
+    /// An audience expansion not advanced for this long is an `expansions_stuck` warning
+    /// (`KAIROS_SLO_EXPANSIONS_STUCK_AFTER`, default `15m`).
+    #[serde(deserialize_with = "flex_duration")]
+    pub slo_expansions_stuck_after: String,
     /// Where SLO warnings and recoveries are posted (`KAIROS_ALERT_WEBHOOK_URL`; none: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert_webhook_url: Option<String>,
@@ -358,6 +375,10 @@ impl Default for Config {
             slo_missed_grace_secs: 300,
             slo_disabled: String::new(),
             slo_dead_runs_window: "24h".into(),
+            slo_skip_rate_window: "24h".into(),
+            slo_skip_rate_min: 5,
+            slo_skip_rate_ignore: String::new(),
+            slo_expansions_stuck_after: "15m".into(),
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),
@@ -516,6 +537,11 @@ impl Config {
         self.retention_artifacts()?;
         self.retention_events()?;
         parse_window("slo_dead_runs_window", &self.slo_dead_runs_window)?;
+        parse_window("slo_skip_rate_window", &self.slo_skip_rate_window)?;
+        parse_window(
+            "slo_expansions_stuck_after",
+            &self.slo_expansions_stuck_after,
+        )?;
         self.validate_email()?;
         crate::routes::hooks::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {

@@ -338,6 +338,30 @@ fn slo_windows_come_from_the_environment() {
             load().expect_err("not a duration").field,
             "slo_dead_runs_window"
         );
+        jail.set_env("KAIROS_SLO_DEAD_RUNS_WINDOW", "24h");
+        jail.set_env("KAIROS_SLO_SKIP_RATE_WINDOW", "2h");
+        jail.set_env("KAIROS_SLO_SKIP_RATE_MIN", "10");
+        jail.set_env("KAIROS_SLO_SKIP_RATE_IGNORE", "unsubscribed, suppressed");
+        let m = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(m.skip_window, std::time::Duration::from_secs(2 * 3600));
+        assert_eq!(m.skip_min, 10);
+        assert_eq!(m.skip_ignore, vec!["unsubscribed", "suppressed"]);
+        assert_eq!(
+            m.expansion_stuck_after,
+            std::time::Duration::from_secs(15 * 60)
+        );
+        jail.set_env("KAIROS_SLO_EXPANSIONS_STUCK_AFTER", "1h");
+        let m = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(
+            m.expansion_stuck_after,
+            std::time::Duration::from_secs(3600)
+        );
+        jail.set_env("KAIROS_SLO_SKIP_RATE_MIN", "0");
+        let e = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .expect_err("zero");
+        assert_eq!(e.field, "slo_skip_rate_min");
         Ok(())
     });
 }

@@ -50,7 +50,32 @@ pub async fn enqueue(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(JobView::new(&job).with_attempts(&attempts))))
+    let webhook = endpoint_of(&state, &job).await?;
+    Ok((
+        status,
+        Json(
+            JobView::new(&job)
+                .with_webhook(webhook.as_ref())
+                .with_attempts(&attempts),
+        ),
+    ))
+}
+
+/// The endpoint a webhook job posts to: a disabled one (reused by a re-added URL and secret)
+/// shows in the response, so that a job that will be skipped does not look healthy.
+async fn endpoint_of(
+    state: &AppState,
+    job: &kairos_core::Job,
+) -> ApiResult<Option<kairos_store::Endpoint>> {
+    match &job.endpoint_id {
+        Some(id) => Ok(state
+            .kairos
+            .store()
+            .endpoint_get(id)
+            .await
+            .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))?),
+        None => Ok(None),
+    }
 }
 
 /// Filters of a job list.
@@ -120,7 +145,12 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<JobView>> {
     let (job, attempts) = state.kairos.job_get(&id).await?;
-    Ok(Json(JobView::new(&job).with_attempts(&attempts)))
+    let webhook = endpoint_of(&state, &job).await?;
+    Ok(Json(
+        JobView::new(&job)
+            .with_webhook(webhook.as_ref())
+            .with_attempts(&attempts),
+    ))
 }
 
 /// Run a job again now: replay a dead, cancelled or skipped job, or hurry one waiting for a

@@ -2,6 +2,7 @@
 
 pub mod artifacts;
 pub mod dlq;
+pub mod endpoints;
 pub mod health;
 pub mod hooks;
 pub mod jobs;

@@ -21,9 +21,12 @@ pub fn router() -> Router<AppState> {
 /// One check's result on one subject.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CheckView {
-    /// `failure_rate`, `stuck_due`, `lease_expired`, `missed_firings`, or an added check.
+    /// The check's name: `failure_rate`, `stuck_due`, `lease_expired`, `missed_firings`,
+    /// `missing_artifacts`, `dead_runs`, … (docs/operations.md lists every check), or an
+    /// added check.
     pub check: String,
-    /// A job kind (failure rate), a schedule id (missed firings), or null (engine-wide).
+    /// What it is about: a job kind (failure rate), a schedule id (missed firings, dead
+    /// runs), a topic, or null (engine-wide).
     pub subject: Option<String>,
     /// `ok`, `warning`, `insufficient_data` or `error`.
     pub status: String,

@@ -106,73 +106,57 @@ pub async fn show(State(state): State<AppState>, Query(q): Query<TokenQuery>) ->
     )
 }
 
-/// The value of the `List-Unsubscribe` field of a form body (urlencoded or multipart).
-fn one_click(headers: &HeaderMap, body: &[u8]) -> bool {
+/// Whether a form body (urlencoded or multipart) carries `List-Unsubscribe=One-Click`.
+async fn one_click(headers: &HeaderMap, body: Bytes) -> bool {
     let ctype = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
-        .to_ascii_lowercase();
-    if ctype.starts_with("multipart/form-data") {
-        return multipart_one_click(&ctype, body);
+        .to_string();
+    if ctype
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        return multipart_one_click(ctype, body).await;
     }
     // application/x-www-form-urlencoded (also when a client omits the content type).
-    form_urlencoded_pairs(body).any(|(k, v)| k == "List-Unsubscribe" && v == "One-Click")
+    form_pairs(&body).any(|(k, v)| k == "List-Unsubscribe" && v.trim() == "One-Click")
 }
 
-fn form_urlencoded_pairs(body: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
-    body.split(|b| *b == b'&').filter_map(|pair| {
-        let s = std::str::from_utf8(pair).ok()?;
-        let (k, v) = s.split_once('=')?;
-        let dec = |x: &str| {
-            let x = x.replace('+', " ");
-            percent_decode(&x)
-        };
-        Some((dec(k)?, dec(v)?.trim().to_string()))
-    })
+/// The pairs of an urlencoded form body (`url`'s WHATWG decoder; bad escapes are kept as
+/// written, so they never match).
+fn form_pairs(body: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
+    url::form_urlencoded::parse(body).map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// A minimal multipart/form-data reader: the part named `List-Unsubscribe` is `One-Click`.
-fn multipart_one_click(ctype: &str, body: &[u8]) -> bool {
-    if !ctype.contains("boundary=") {
-        return false;
-    }
-    // Parts are separated by `--boundary` lines; each part's headers end at a blank line.
-    let Ok(text) = std::str::from_utf8(body) else {
+/// The part named `List-Unsubscribe` of a multipart body is `One-Click` (axum's multipart
+/// reader, multer, does the parsing).
+async fn multipart_one_click(ctype: String, body: Bytes) -> bool {
+    use axum::extract::{FromRequest, Multipart};
+    let Ok(req) = axum::http::Request::builder()
+        .header(header::CONTENT_TYPE, ctype)
+        .body(axum::body::Body::from(body))
+    else {
         return false;
     };
-    text.split("\r\n--")
-        .chain(text.split("\n--"))
-        .filter_map(|part| {
-            let (head, value) = part
-                .split_once("\r\n\r\n")
-                .or_else(|| part.split_once("\n\n"))?;
-            let named = head.lines().any(|l| {
-                let l = l.to_ascii_lowercase();
-                l.starts_with("content-disposition:")
-                    && (l.contains("name=\"list-unsubscribe\"")
-                        || l.contains("name=list-unsubscribe"))
-            });
-            named.then(|| value.trim().to_string())
-        })
-        .any(|v| v == "One-Click")
+    let Ok(mut form) = Multipart::from_request(req, &()).await else {
+        return false;
+    };
+    // Bounded: a form of more than 16 parts is not a mail client's one-click request.
+    for _ in 0..16 {
+        match form.next_field().await {
+            Ok(Some(field)) => {
+                let named = field
+                    .name()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("List-Unsubscribe"));
+                if named {
+                    return field.text().await.is_ok_and(|v| v.trim() == "One-Click");
+                }
+            }
+            Ok(None) | Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// The one-click unsubscribe (RFC 8058): 200, never a redirect.
@@ -190,14 +174,14 @@ pub async fn confirm(
     body: Bytes,
 ) -> Response {
     let token = q.token.clone().or_else(|| {
-        form_urlencoded_pairs(&body)
+        form_pairs(&body)
             .find(|(k, _)| k == "token")
             .map(|(_, v)| v)
     });
     let Some((recipient, topic)) = check(&state, token.as_deref()) else {
         return bad_token();
     };
-    if !one_click(&headers, &body) {
+    if !one_click(&headers, body).await {
         return page(
             StatusCode::BAD_REQUEST,
             "Not unsubscribed",

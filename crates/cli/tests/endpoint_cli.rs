@@ -1,0 +1,95 @@
+//! `kairos endpoint list|enable` against the real binary: a webhook endpoint disabled by a
+//! 410 is listed with `disabled_at` and its last failure, and enabled again; an unknown id is
+//! an error naming it.
+
+mod common;
+
+use chrono::Duration;
+use common::kairos_cmd;
+use kairos_core::{Clock, SystemClock};
+use kairos_store::{EndpointDisable, EndpointFailureRecord, EndpointUpsert, Store};
+use kairos_store_sqlite::SqliteStore;
+
+fn run(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = kairos_cmd()
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .expect("run kairos");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn endpoint_list_shows_disabled_and_last_failure_and_enable_clears_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open");
+    let now = SystemClock.now() - Duration::minutes(5);
+    for (id, secret) in [
+        ("ep_gone", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        ("ep_fine", "whsec_AAAA9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+    ] {
+        store
+            .endpoint_upsert(EndpointUpsert {
+                id: id.into(),
+                url: format!("https://example.com/{id}"),
+                secret: secret.into(),
+                now,
+            })
+            .await
+            .expect("upsert");
+    }
+    store
+        .endpoint_failure_record(EndpointFailureRecord {
+            id: "ep_gone".into(),
+            error: "endpoint answered 410 Gone; disabling it".into(),
+            now,
+        })
+        .await
+        .expect("failure");
+    store
+        .endpoint_disable(EndpointDisable {
+            id: "ep_gone".into(),
+            reason: "HTTP 410 Gone".into(),
+            now,
+        })
+        .await
+        .expect("disable");
+    store.close().await;
+
+    let (code, out, err) = run(dir.path(), &["--json", "endpoint", "list", "--disabled"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let rows = v.as_array().expect("array");
+    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows[0]["id"], "ep_gone");
+    assert!(rows[0]["disabled_at"].is_string(), "{v}");
+    assert!(
+        rows[0]["last_failure"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("410"),
+        "{v}"
+    );
+    assert!(!out.contains("whsec_"), "no secret: {out}");
+
+    let (code, out, err) = run(dir.path(), &["endpoint", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("ep_gone") && out.contains("ep_fine"), "{out}");
+
+    let (code, out, err) = run(dir.path(), &["endpoint", "enable", "ep_gone"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("enabled ep_gone"), "{out}");
+    let (_, out, _) = run(dir.path(), &["--json", "endpoint", "list", "--disabled"]);
+    assert_eq!(out.trim(), "[]");
+
+    let (code, _, err) = run(dir.path(), &["endpoint", "enable", "ep_nope"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("ep_nope"), "{err}");
+}
