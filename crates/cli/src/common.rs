@@ -185,7 +185,10 @@ pub async fn open_store(cfg: &Config) -> CliResult<Db> {
     };
     match sealed {
         Ok(0) => {}
-        Ok(n) => tracing::info!(endpoints = n, "sealed endpoint secrets stored in plaintext"),
+        Ok(n) => tracing::info!(
+            rows = n,
+            "sealed secrets stored in plaintext (endpoints, http targets)"
+        ),
         Err(e) => {
             db.close().await;
             return Err(CliError::runtime("sealing stored secrets", &e));

@@ -491,7 +491,7 @@ async fn sqlite_stores_webhook_and_http_target_secrets_sealed_and_still_uses_the
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_seals_a_plaintext_endpoint_secret_on_first_start_once() {
+async fn sqlite_seals_plaintext_endpoints_and_http_targets_on_first_start_once() {
     init_crypto();
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
@@ -511,25 +511,51 @@ async fn sqlite_seals_a_plaintext_endpoint_secret_on_first_start_once() {
             })
             .await
             .expect("upsert");
+        store
+            .http_target_upsert(HttpTargetUpsert {
+                id: "ht_legacy".into(),
+                fingerprint: "legacy-fingerprint".into(),
+                url: receiver.url("/api"),
+                method: "POST".into(),
+                headers: [("x-api-key".to_string(), API_KEY.to_string())].into(),
+                body: None,
+                timeout_ms: 10_000,
+                auth: HttpAuth::Bearer,
+                secret: Some(BEARER.into()),
+                now: chrono::Utc::now(),
+            })
+            .await
+            .expect("http target upsert");
         store.close().await;
     }
-    assert!(
-        sqlite_files_contain(&data, secret_body()),
-        "stored in plaintext first"
-    );
+    for needle in [secret_body(), BEARER, API_KEY] {
+        assert!(
+            sqlite_files_contain(&data, needle),
+            "{needle} in plaintext first"
+        );
+    }
     let server = Server::start(&data, Some(TOKEN)).await;
     two_signed_deliveries(&server, &receiver, 2).await;
     let server_log = server.stderr();
-    assert!(server.terminate(Duration::from_secs(30)).await.success());
     assert!(
-        !sqlite_files_contain(&data, secret_body()),
-        "sealed on start: {:?} {}",
-        DB_FILES.map(|f| data.join(f).exists()),
-        server_log
+        server_log.contains("sealed secrets stored in plaintext"),
+        "{server_log}"
     );
+    assert!(server.terminate(Duration::from_secs(30)).await.success());
+    for needle in [secret_body(), BEARER, API_KEY] {
+        assert!(
+            !sqlite_files_contain(&data, needle),
+            "{needle} sealed on start:\n{server_log}"
+        );
+    }
     // A second start finds nothing to seal and still opens it.
     let again = Server::start(&data, Some(TOKEN)).await;
-    assert!(!again.stderr().contains("sealed endpoint secrets"));
+    assert!(
+        !again
+            .stderr()
+            .contains("sealed secrets stored in plaintext"),
+        "nothing left to seal"
+    );
     assert!(again.terminate(Duration::from_secs(30)).await.success());
 }
 

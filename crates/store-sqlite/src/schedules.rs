@@ -113,7 +113,9 @@ impl Store for SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(|e| map_err("endpoint list", e))?;
-        rows.iter().map(endpoint_from_row).collect()
+        rows.iter()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .collect()
     }
 
     async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>> {
@@ -125,7 +127,9 @@ impl Store for SqliteStore {
         .fetch_optional(&self.write)
         .await
         .map_err(|e| map_err("endpoint enable", e))?;
-        row.as_ref().map(endpoint_from_row).transpose()
+        row.as_ref()
+            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
+            .transpose()
     }
 
     async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
