@@ -11,11 +11,12 @@ log() { printf '[schemathesis] %s\n' "$*"; }
 # `cargo test --workspace` builds target/debug/kairos (the CLI tests run it); build it only when
 # it is missing, since `cargo build -p kairos` alone unifies features differently and would
 # recompile dependencies.
-[ -x target/debug/kairos ] || cargo build -q -p kairos
+bin="${CARGO_TARGET_DIR:-target}/debug/kairos"
+[ -x "$bin" ] || cargo build -q -p kairos
 data="$(mktemp -d)"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 token="kairos_schemathesis_$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-KAIROS_API_TOKEN="$token" target/debug/kairos serve --listen "127.0.0.1:$port" --data-dir "$data" \
+KAIROS_API_TOKEN="$token" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
   >"$data/serve.log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"; }
