@@ -20,3 +20,26 @@ fn committed_openapi_document_matches_the_code() {
         assert!(doc["paths"].get(p).is_some(), "missing path {p}");
     }
 }
+
+/// Every operation has its own `operationId` (`<resource>_<action>`): client generators name
+/// methods after them, and duplicates (`list` nine times) made them unusable.
+#[test]
+fn operation_ids_are_unique() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&kairos_server::openapi::openapi_json()).expect("JSON");
+    let mut seen = std::collections::HashSet::new();
+    let mut n = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let Some(id) = op.get("operationId").and_then(|v| v.as_str()) else {
+                panic!("{method} {path} has no operationId");
+            };
+            assert!(
+                seen.insert(id.to_string()),
+                "{id} is used twice ({method} {path})"
+            );
+            n += 1;
+        }
+    }
+    assert!(n > 40, "only {n} operations");
+}

@@ -109,7 +109,7 @@ pub struct ArtifactQuery {
 }
 
 /// List artifacts, newest period first.
-#[utoipa::path(get, path = "/v1/artifacts", tag = "artifacts", params(ArtifactQuery),
+#[utoipa::path(operation_id = "artifacts_list", get, path = "/v1/artifacts", tag = "artifacts", params(ArtifactQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Artifacts", body = ArtifactList),
@@ -129,7 +129,7 @@ pub async fn list(
 }
 
 /// One artifact: JSON, or an HTML page when `Accept` prefers `text/html`.
-#[utoipa::path(get, path = "/v1/artifacts/{name}/{period}", tag = "artifacts",
+#[utoipa::path(operation_id = "artifacts_show", get, path = "/v1/artifacts/{name}/{period}", tag = "artifacts",
     params(
         ("name" = String, Path, description = "Artifact name"),
         ("period" = String, Path, description = "Period key (`2026-10-20`)"),

@@ -36,7 +36,7 @@ pub struct DlqQuery {
 }
 
 /// Dead jobs, newest first.
-#[utoipa::path(get, path = "/v1/dlq", tag = "dlq", params(DlqQuery),
+#[utoipa::path(operation_id = "dlq_list", get, path = "/v1/dlq", tag = "dlq", params(DlqQuery),
     security(("bearer" = [])),
     responses((status = 200, description = "A page of dead jobs", body = JobPage)))]
 pub async fn list(
@@ -71,7 +71,7 @@ pub async fn replay_ids(kairos: &Kairos, ids: &[String]) -> ReplayView {
 
 /// Replay dead jobs: `{"ids": [...]}` or `{"all": true, "kind": "webhook"}`. Each becomes
 /// available now with a fresh set of attempts.
-#[utoipa::path(post, path = "/v1/dlq/replay", tag = "dlq", request_body = ReplayBody,
+#[utoipa::path(operation_id = "dlq_replay", post, path = "/v1/dlq/replay", tag = "dlq", request_body = ReplayBody,
     security(("bearer" = [])),
     responses(
         (status = 200, description = "What was replayed", body = ReplayView),

@@ -80,7 +80,7 @@ pub struct ListQuery {
 }
 
 /// Webhook endpoints by id, with their disabled state and last failure.
-#[utoipa::path(get, path = "/v1/endpoints", tag = "endpoints", params(ListQuery),
+#[utoipa::path(operation_id = "endpoints_list", get, path = "/v1/endpoints", tag = "endpoints", params(ListQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Endpoints", body = EndpointPage),
@@ -105,7 +105,7 @@ pub async fn list(
 }
 
 /// One endpoint.
-#[utoipa::path(get, path = "/v1/endpoints/{id}", tag = "endpoints",
+#[utoipa::path(operation_id = "endpoints_show", get, path = "/v1/endpoints/{id}", tag = "endpoints",
     params(("id" = String, Path, description = "Endpoint id (`ep_…`)")),
     security(("bearer" = [])),
     responses(
@@ -122,7 +122,7 @@ pub async fn show(
 /// Enable an endpoint again (after an HTTP 410 disabled it): later jobs to it are sent.
 /// Jobs skipped while it was disabled stay skipped (`POST /v1/jobs/{id}/retry` sends one).
 /// Enabling an enabled endpoint changes nothing.
-#[utoipa::path(post, path = "/v1/endpoints/{id}/enable", tag = "endpoints",
+#[utoipa::path(operation_id = "endpoints_enable", post, path = "/v1/endpoints/{id}/enable", tag = "endpoints",
     params(("id" = String, Path, description = "Endpoint id (`ep_…`)")),
     security(("bearer" = [])),
     responses(

@@ -17,7 +17,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "health",
+#[utoipa::path(operation_id = "health_healthz", get, path = "/healthz", tag = "health",
     responses((status = 200, description = "The process is up", body = Status)))]
 pub async fn healthz() -> Json<Status> {
     Json(Status {
@@ -28,7 +28,7 @@ pub async fn healthz() -> Json<Status> {
 /// Readiness: not in maintenance mode (S3-13), the database answers, and its schema is
 /// current (no embedded migration is pending — a node of a newer version waits until
 /// `kairos migrate` ran).
-#[utoipa::path(get, path = "/readyz", tag = "health",
+#[utoipa::path(operation_id = "health_readyz", get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready: the database answers and is migrated", body = Status),
         (status = 503, description = "In maintenance mode, the database does not answer, or migrations are pending",

@@ -197,7 +197,7 @@ fn not_enabled(what: &str) -> Problem {
 }
 
 /// A Resend event (Svix-signed).
-#[utoipa::path(post, path = "/hooks/resend", tag = "inbound",
+#[utoipa::path(operation_id = "hooks_resend", post, path = "/hooks/resend", tag = "inbound",
     request_body(content = Object, description = "Resend's event: {type, created_at, data}"),
     params(
         ("svix-id" = String, Header, description = "The event id (stored once)"),
@@ -226,7 +226,7 @@ pub async fn resend(
 }
 
 /// An event of another provider, signed per Standard Webhooks.
-#[utoipa::path(post, path = "/hooks/standard/{source}", tag = "inbound",
+#[utoipa::path(operation_id = "hooks_standard", post, path = "/hooks/standard/{source}", tag = "inbound",
     request_body(content = Object, description = "The event: {type, data}"),
     params(
         ("source" = String, Path, description = "The source, as named in KAIROS_INBOUND_SECRETS"),

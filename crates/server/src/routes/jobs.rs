@@ -27,7 +27,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Enqueue a job. With an `idempotency_key` that exists, the existing job is returned with 200.
-#[utoipa::path(post, path = "/v1/jobs", tag = "jobs", request_body = JobBody,
+#[utoipa::path(operation_id = "jobs_enqueue", post, path = "/v1/jobs", tag = "jobs", request_body = JobBody,
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = JobView),
@@ -119,7 +119,7 @@ pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> A
 }
 
 /// List jobs, newest first.
-#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", params(JobQuery),
+#[utoipa::path(operation_id = "jobs_list", get, path = "/v1/jobs", tag = "jobs", params(JobQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "A page of jobs", body = JobPage),
@@ -133,7 +133,7 @@ pub async fn list(
 }
 
 /// A job and its attempts.
-#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+#[utoipa::path(operation_id = "jobs_show", get, path = "/v1/jobs/{id}", tag = "jobs",
     params(("id" = String, Path, description = "Job id (`job_…`)")),
     security(("bearer" = [])),
     responses(
@@ -155,7 +155,7 @@ pub async fn show(
 
 /// Run a job again now: replay a dead, cancelled or skipped job, or hurry one waiting for a
 /// retry. A succeeded or running job is a conflict (it would send twice).
-#[utoipa::path(post, path = "/v1/jobs/{id}/retry", tag = "jobs",
+#[utoipa::path(operation_id = "jobs_retry", post, path = "/v1/jobs/{id}/retry", tag = "jobs",
     params(("id" = String, Path, description = "Job id (`job_…`)")),
     security(("bearer" = [])),
     responses(
@@ -171,7 +171,7 @@ pub async fn retry(
 }
 
 /// Cancel a job that has not finished.
-#[utoipa::path(post, path = "/v1/jobs/{id}/cancel", tag = "jobs", request_body(content = Option<CancelBody>),
+#[utoipa::path(operation_id = "jobs_cancel", post, path = "/v1/jobs/{id}/cancel", tag = "jobs", request_body(content = Option<CancelBody>),
     params(("id" = String, Path, description = "Job id (`job_…`)")),
     security(("bearer" = [])),
     responses(
@@ -201,7 +201,7 @@ pub struct BulkView {
 /// Cancel in bulk: every job named by `ids` (at most 1000) or matched by the filter that has
 /// not finished (`available` or `running`). Works in batches of at most 1000 jobs, each its
 /// own transaction, and answers when every matching job is cancelled.
-#[utoipa::path(post, path = "/v1/jobs/cancel", tag = "jobs", request_body = JobBulkRequest,
+#[utoipa::path(operation_id = "jobs_bulk_cancel", post, path = "/v1/jobs/cancel", tag = "jobs", request_body = JobBulkRequest,
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Every matching job is cancelled", body = BulkView),
@@ -221,7 +221,7 @@ pub async fn bulk_cancel(
 /// Retry in bulk: every `dead` or `cancelled` job named by `ids` (at most 1000) or matched by
 /// the filter is queued again now with a fresh set of attempts. Works in batches of at most
 /// 1000 jobs, each its own transaction, and answers when every matching job is queued.
-#[utoipa::path(post, path = "/v1/jobs/retry", tag = "jobs", request_body = JobBulkRequest,
+#[utoipa::path(operation_id = "jobs_bulk_retry", post, path = "/v1/jobs/retry", tag = "jobs", request_body = JobBulkRequest,
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Every matching job is queued again", body = BulkView),

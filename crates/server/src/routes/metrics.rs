@@ -104,7 +104,7 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
 }
 
 /// The metrics.
-#[utoipa::path(get, path = "/metrics", tag = "health",
+#[utoipa::path(operation_id = "metrics_metrics", get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", body = String,
         content_type = "text/plain; version=0.0.4")))]
 pub async fn metrics(State(state): State<AppState>) -> Response {

@@ -145,7 +145,7 @@ pub fn group(schedule_id: &str, counts: Vec<OccurrenceCount>) -> Vec<OccurrenceV
 }
 
 /// A schedule's occurrences with per-channel job states and derived status.
-#[utoipa::path(get, path = "/v1/occurrences", tag = "audiences", params(ListQuery),
+#[utoipa::path(operation_id = "occurrences_list", get, path = "/v1/occurrences", tag = "audiences", params(ListQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Occurrences, newest first", body = OccurrenceList),

@@ -93,7 +93,7 @@ pub struct BulkView {
 }
 
 /// Create or replace a recipient.
-#[utoipa::path(put, path = "/v1/recipients/{id}", tag = "audiences", request_body = NewRecipient,
+#[utoipa::path(operation_id = "recipients_put", put, path = "/v1/recipients/{id}", tag = "audiences", request_body = NewRecipient,
     params(("id" = String, Path, description = "Your id for the recipient")),
     security(("bearer" = [])),
     responses(
@@ -109,7 +109,7 @@ pub async fn put(
 }
 
 /// Create or replace many recipients in one transaction (all or nothing).
-#[utoipa::path(post, path = "/v1/recipients/bulk", tag = "audiences", request_body = BulkBody,
+#[utoipa::path(operation_id = "recipients_bulk", post, path = "/v1/recipients/bulk", tag = "audiences", request_body = BulkBody,
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Upserted", body = BulkView),
@@ -124,7 +124,7 @@ pub async fn bulk(
 }
 
 /// A recipient.
-#[utoipa::path(get, path = "/v1/recipients/{id}", tag = "audiences",
+#[utoipa::path(operation_id = "recipients_show", get, path = "/v1/recipients/{id}", tag = "audiences",
     params(("id" = String, Path, description = "Recipient id")),
     security(("bearer" = [])),
     responses(
@@ -142,7 +142,7 @@ pub async fn show(
 /// pending jobs cancelled (reason `erased`), and their address removed from stored inbound
 /// events, job logs and outbox files; a suppression of the address stays, stored as a keyed
 /// hash (listed as `"email": null, "erased": true`). See docs/privacy.md.
-#[utoipa::path(delete, path = "/v1/recipients/{id}", tag = "audiences",
+#[utoipa::path(operation_id = "recipients_erase", delete, path = "/v1/recipients/{id}", tag = "audiences",
     params(("id" = String, Path, description = "Recipient id")),
     security(("bearer" = [])),
     responses(
@@ -165,7 +165,7 @@ pub struct ListQuery {
 }
 
 /// Recipients by id.
-#[utoipa::path(get, path = "/v1/recipients", tag = "audiences", params(ListQuery),
+#[utoipa::path(operation_id = "recipients_list", get, path = "/v1/recipients", tag = "audiences", params(ListQuery),
     security(("bearer" = [])),
     responses((status = 200, description = "Recipients", body = RecipientList)))]
 pub async fn list(

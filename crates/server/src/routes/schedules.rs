@@ -45,7 +45,7 @@ pub async fn full_view(state: &AppState, s: &Schedule) -> ApiResult<ScheduleView
 }
 
 /// Create a schedule. Its first firing is the first at or after now.
-#[utoipa::path(post, path = "/v1/schedules", tag = "schedules", request_body = ScheduleBody,
+#[utoipa::path(operation_id = "schedules_create", post, path = "/v1/schedules", tag = "schedules", request_body = ScheduleBody,
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Created", body = ScheduleView),
@@ -72,7 +72,7 @@ pub struct ListQuery {
 }
 
 /// List schedules, newest first.
-#[utoipa::path(get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
+#[utoipa::path(operation_id = "schedules_list", get, path = "/v1/schedules", tag = "schedules", params(ListQuery),
     security(("bearer" = [])),
     responses((status = 200, description = "Schedules", body = ScheduleList)))]
 pub async fn list(
@@ -105,7 +105,7 @@ pub async fn list(
 }
 
 /// A schedule with its next firings.
-#[utoipa::path(get, path = "/v1/schedules/{id}", tag = "schedules",
+#[utoipa::path(operation_id = "schedules_show", get, path = "/v1/schedules/{id}", tag = "schedules",
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(
@@ -121,7 +121,7 @@ pub async fn show(
 }
 
 /// Replace a schedule's definition; its next firing is recomputed from now.
-#[utoipa::path(put, path = "/v1/schedules/{id}", tag = "schedules", request_body = ScheduleBody,
+#[utoipa::path(operation_id = "schedules_replace", put, path = "/v1/schedules/{id}", tag = "schedules", request_body = ScheduleBody,
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(
@@ -139,7 +139,7 @@ pub async fn replace(
 }
 
 /// Pause a schedule: it does not fire until resumed.
-#[utoipa::path(post, path = "/v1/schedules/{id}/pause", tag = "schedules",
+#[utoipa::path(operation_id = "schedules_pause", post, path = "/v1/schedules/{id}/pause", tag = "schedules",
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(
@@ -156,7 +156,7 @@ pub async fn pause(
 
 /// Resume a schedule. What was missed while paused is not fired: the next firing is the first
 /// from now.
-#[utoipa::path(post, path = "/v1/schedules/{id}/resume", tag = "schedules",
+#[utoipa::path(operation_id = "schedules_resume", post, path = "/v1/schedules/{id}/resume", tag = "schedules",
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(
@@ -172,7 +172,7 @@ pub async fn resume(
 }
 
 /// Delete a schedule; its jobs stay.
-#[utoipa::path(delete, path = "/v1/schedules/{id}", tag = "schedules",
+#[utoipa::path(operation_id = "schedules_delete", delete, path = "/v1/schedules/{id}", tag = "schedules",
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(
@@ -189,7 +189,7 @@ pub async fn delete(
 
 /// Fire now for the current period (a manual re-run). A repeat creates nothing: the period's
 /// jobs exist once.
-#[utoipa::path(post, path = "/v1/schedules/{id}/fire", tag = "schedules",
+#[utoipa::path(operation_id = "schedules_fire", post, path = "/v1/schedules/{id}/fire", tag = "schedules",
     params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
     security(("bearer" = [])),
     responses(

@@ -91,7 +91,7 @@ impl From<&SloReport> for SloView {
 }
 
 /// The SLO report now.
-#[utoipa::path(get, path = "/v1/slo", tag = "slo",
+#[utoipa::path(operation_id = "slo_show", get, path = "/v1/slo", tag = "slo",
     security(("bearer" = [])),
     responses(
         (status = 200, description = "Every check's result; warnings included", body = SloView),

@@ -60,7 +60,7 @@ pub struct SubscriptionList {
 }
 
 /// Create or replace the subscription of a recipient to a topic.
-#[utoipa::path(put, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+#[utoipa::path(operation_id = "subscriptions_put", put, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
     request_body = NewSubscription,
     params(("recipient_id" = String, Path, description = "Recipient id"),
            ("topic" = String, Path, description = "Topic name")),
@@ -85,7 +85,7 @@ pub async fn put(
 }
 
 /// A subscription.
-#[utoipa::path(get, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+#[utoipa::path(operation_id = "subscriptions_show", get, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
     params(("recipient_id" = String, Path, description = "Recipient id"),
            ("topic" = String, Path, description = "Topic name")),
     security(("bearer" = [])),
@@ -123,7 +123,7 @@ pub struct ListQuery {
 }
 
 /// Subscriptions by (recipient, topic).
-#[utoipa::path(get, path = "/v1/subscriptions", tag = "audiences", params(ListQuery),
+#[utoipa::path(operation_id = "subscriptions_list", get, path = "/v1/subscriptions", tag = "audiences", params(ListQuery),
     security(("bearer" = [])),
     responses((status = 200, description = "Subscriptions", body = SubscriptionList)))]
 pub async fn list(
@@ -147,7 +147,7 @@ pub async fn list(
 }
 
 /// Delete a subscription.
-#[utoipa::path(delete, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
+#[utoipa::path(operation_id = "subscriptions_delete", delete, path = "/v1/subscriptions/{recipient_id}/{topic}", tag = "audiences",
     params(("recipient_id" = String, Path, description = "Recipient id"),
            ("topic" = String, Path, description = "Topic name")),
     security(("bearer" = [])),

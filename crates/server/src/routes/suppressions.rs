@@ -83,7 +83,7 @@ pub struct ListQuery {
 }
 
 /// The suppression list, by address.
-#[utoipa::path(get, path = "/v1/suppressions", tag = "inbound", params(ListQuery),
+#[utoipa::path(operation_id = "suppressions_list", get, path = "/v1/suppressions", tag = "inbound", params(ListQuery),
     security(("bearer" = [])),
     responses((status = 200, description = "Suppressions", body = SuppressionPage)))]
 pub async fn list(
@@ -102,7 +102,7 @@ pub async fn list(
 }
 
 /// Suppress an address; every subscription of every recipient with it is disabled (S3-12).
-#[utoipa::path(post, path = "/v1/suppressions", tag = "inbound", request_body = NewSuppression,
+#[utoipa::path(operation_id = "suppressions_add", post, path = "/v1/suppressions", tag = "inbound", request_body = NewSuppression,
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Added", body = SuppressionAdded),
@@ -130,7 +130,7 @@ pub async fn add(
 }
 
 /// Take an address off the list, recording why. Its subscriptions stay disabled.
-#[utoipa::path(delete, path = "/v1/suppressions/{address}", tag = "inbound",
+#[utoipa::path(operation_id = "suppressions_remove", delete, path = "/v1/suppressions/{address}", tag = "inbound",
     params(("address" = String, Path, description = "The address"), RemoveSuppression),
     security(("bearer" = [])),
     responses(

@@ -92,7 +92,7 @@ pub struct TopicList {
 }
 
 /// Create or replace a topic.
-#[utoipa::path(put, path = "/v1/topics/{name}", tag = "audiences", request_body = NewTopic,
+#[utoipa::path(operation_id = "topics_put", put, path = "/v1/topics/{name}", tag = "audiences", request_body = NewTopic,
     params(("name" = String, Path, description = "Topic name (`[a-z0-9_-]`)")),
     security(("bearer" = [])),
     responses(
@@ -108,7 +108,7 @@ pub async fn put(
 }
 
 /// A topic.
-#[utoipa::path(get, path = "/v1/topics/{name}", tag = "audiences",
+#[utoipa::path(operation_id = "topics_show", get, path = "/v1/topics/{name}", tag = "audiences",
     params(("name" = String, Path, description = "Topic name")),
     security(("bearer" = [])),
     responses(
@@ -123,7 +123,7 @@ pub async fn show(
 }
 
 /// All topics.
-#[utoipa::path(get, path = "/v1/topics", tag = "audiences",
+#[utoipa::path(operation_id = "topics_list", get, path = "/v1/topics", tag = "audiences",
     security(("bearer" = [])),
     responses((status = 200, description = "Topics", body = TopicList)))]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TopicList>> {
@@ -134,7 +134,7 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Json<TopicList>> {
 }
 
 /// Delete a topic and every subscription to it.
-#[utoipa::path(delete, path = "/v1/topics/{name}", tag = "audiences",
+#[utoipa::path(operation_id = "topics_delete", delete, path = "/v1/topics/{name}", tag = "audiences",
     params(("name" = String, Path, description = "Topic name")),
     security(("bearer" = [])),
     responses(

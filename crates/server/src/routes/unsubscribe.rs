@@ -82,7 +82,7 @@ fn check(state: &AppState, token: Option<&str>) -> Option<(String, String)> {
 }
 
 /// The confirmation page (changes nothing).
-#[utoipa::path(get, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
+#[utoipa::path(operation_id = "unsubscribe_show", get, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
     responses(
         (status = 200, description = "A page with a button that POSTs the one-click form", content_type = "text/html"),
         (status = 400, description = "A forged or tampered token", content_type = "text/html"),
@@ -160,7 +160,7 @@ async fn multipart_one_click(ctype: String, body: Bytes) -> bool {
 }
 
 /// The one-click unsubscribe (RFC 8058): 200, never a redirect.
-#[utoipa::path(post, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
+#[utoipa::path(operation_id = "unsubscribe_confirm", post, path = "/unsubscribe", tag = "inbound", params(TokenQuery),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
         description = "`List-Unsubscribe=One-Click` (multipart/form-data is accepted too)"),
     responses(
