@@ -58,19 +58,7 @@ impl std::fmt::Display for CliError {
 }
 
 /// An error and its causes on one line.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let next = c.to_string();
-        if !s.ends_with(&next) {
-            s.push_str(": ");
-            s.push_str(&next);
-        }
-        cur = c.source();
-    }
-    s
-}
+pub use kairos_core::error_chain as chain;
 
 impl From<ConfigError> for CliError {
     fn from(e: ConfigError) -> Self {

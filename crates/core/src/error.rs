@@ -57,3 +57,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An error and its `source()` chain on one line (`a: b: c`); a cause whose text the line
+/// already ends with (an error that repeats its source) is not repeated.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let next = c.to_string();
+        if !s.ends_with(&next) {
+            s.push_str(": ");
+            s.push_str(&next);
+        }
+        cur = c.source();
+    }
+    s
+}

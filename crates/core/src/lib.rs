@@ -23,7 +23,7 @@ pub mod retry;
 pub mod schedule;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, error_chain};
 pub use id::{IdPrefix, new_id};
 pub use job::{ErrorClass, Failure, Job, JobKind, JobState, Outcome};
 pub use retry::RetryPolicy;

@@ -235,7 +235,7 @@ pub fn completion_for(
     }
 }
 
-/// A kind with a deadline (S4-7: `digest`, 15 minutes) never starts an attempt past it,
+/// A kind with a deadline (`digest`, 15 minutes) never starts an attempt past it,
 /// counted from the job's firing (or its creation, if later: a catch-up): a retry that would
 /// start later — a long `Retry-After`, a policy saved before the node's timeouts grew — ends
 /// the job `dead` instead, and the attempt says why. The save-time budget check keeps this
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(c.transition, Transition::Dead);
     }
 
-    /// S4-7 at run time: a digest's retry that would start after its 15-minute deadline (here
+    /// The deadline at run time: a digest's retry that would start after its 15-minute deadline (here
     /// a 14-minute `Retry-After` after a failure at minute 2) ends the job dead, saying why;
     /// one that starts within it is a retry; kinds without a deadline are not affected.
     #[test]

@@ -640,7 +640,7 @@ async fn private_feed_urls_are_refused_at_save_without_the_allowance() {
     assert_eq!(field(e), "digest.feeds[0]");
 }
 
-/// S4-7 with the node's real attempt bound: the save-time budget counts feed timeout + model
+/// The budget with the node's real attempt bound: the save-time budget counts feed timeout + model
 /// timeout + 5 s per attempt, not a fixed 2 minutes. The default policy fits the default
 /// 155 s (4 × 2m 35s + waits = 13m 35s); with 10-minute feed and model timeouts a digest with
 /// the default policy is refused with the arithmetic, and nothing is stored.

@@ -189,18 +189,6 @@ pub async fn plain_errors_as_problems(
     Response::from_parts(parts, problem_body)
 }
 
-/// Print an error and its `source()` chain on one line (for logs only).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 impl From<OpsError> for Problem {
     fn from(e: OpsError) -> Self {
         match e.kind() {
@@ -212,7 +200,7 @@ impl From<OpsError> for Problem {
                 Problem::new(StatusCode::CONFLICT, "conflict", "Conflict", e.message())
             }
             OpsErrorKind::Unavailable => {
-                tracing::warn!(error = %chain(&e), "database unavailable");
+                tracing::warn!(error = %kairos_core::error_chain(&e), "database unavailable");
                 Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
@@ -221,7 +209,7 @@ impl From<OpsError> for Problem {
                 )
             }
             _ => {
-                tracing::error!(error = %chain(&e), "internal error");
+                tracing::error!(error = %kairos_core::error_chain(&e), "internal error");
                 Problem::internal()
             }
         }

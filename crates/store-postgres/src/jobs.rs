@@ -166,7 +166,7 @@ impl PostgresStore {
                     .bind(&id)
                     .bind(&p.lease_token)
                     .bind(p.now)
-                    .bind(full_error(&e))
+                    .bind(kairos_core::error_chain(&e))
                     .execute(&self.pool)
                     .await
                     .map_err(|e| map_err("job dead corrupt", e))?;
@@ -411,16 +411,4 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
-}
-
-/// An error with its sources, one line (what the job's `last_error` shows).
-fn full_error(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        src = s.source();
-    }
-    out
 }

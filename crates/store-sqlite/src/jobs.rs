@@ -108,7 +108,7 @@ impl SqliteStore {
                 Ok(job) => jobs.push(job),
                 Err(e) => {
                     tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
-                    bad.push((id, token, full_error(&e)));
+                    bad.push((id, token, kairos_core::error_chain(&e)));
                 }
             }
         }
@@ -228,16 +228,4 @@ async fn fetch_job(
         .await
         .map_err(|e| map_err("job get", e))?;
     row.as_ref().map(job_from_row).transpose()
-}
-
-/// An error with its sources, one line (what the job's `last_error` shows).
-fn full_error(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        src = s.source();
-    }
-    out
 }

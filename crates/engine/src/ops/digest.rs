@@ -9,7 +9,7 @@ use kairos_core::budget;
 use kairos_core::{JobKind, RetryPolicy};
 use kairos_store::{Artifact, ArtifactKey, ArtifactList, CatchUp, CatchUpSet, Schedule};
 
-/// S4-7: a digest's retry policy must fit the kind's deadline (15 min) with what one attempt
+/// A digest's retry policy must fit the kind's deadline (15 min) with what one attempt
 /// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
 /// error shows the arithmetic.
 fn check_digest_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
