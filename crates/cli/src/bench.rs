@@ -5,6 +5,8 @@
 //! (which the claim query must not scan); measures enqueue and processing rates.
 //! Phase 2 (lateness): jobs spread over two seconds into the future at a rate the engine can
 //! keep up with; measures how late each starts after its `run_at` (p50/p99).
+//! With `--webhook` every job is a signed webhook delivered to a receiver in this process that
+//! verifies each signature (see [`crate::bench_webhook`]).
 //! The last line on stdout is one JSON object.
 
 use async_trait::async_trait;
@@ -48,6 +50,11 @@ pub struct BenchArgs {
     /// --jobs recipients get one mail each through the real `email` handler.
     #[arg(long)]
     pub email: Option<String>,
+    /// Benchmark signed webhook deliveries instead of no-op jobs: every job is a real `webhook`
+    /// job sent to a receiver on 127.0.0.1 in this process, which verifies every signature
+    /// (adds `deliveries_per_sec` and `verified` to the result).
+    #[arg(long)]
+    pub webhook: bool,
 }
 
 /// The store under test and how to clean it up.
@@ -87,10 +94,14 @@ impl BenchDb {
     }
 }
 
-/// Records how late each job started, and counts the jobs it saw.
+/// Records how late each job started and counts the jobs it saw; runs `inner` (the real
+/// webhook handler with `--webhook`) or does nothing.
 struct NoopHandler {
     lateness_ms: Mutex<Vec<f64>>,
     handled: AtomicU64,
+    inner: Option<Arc<dyn Handler>>,
+    /// The first failed outcome of `inner`: the bench stops on it rather than wait for retries.
+    failure: Mutex<Option<String>>,
 }
 
 #[async_trait]
@@ -101,17 +112,41 @@ impl Handler for NoopHandler {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(late);
+        let outcome = match &self.inner {
+            Some(h) => h.handle(job, ctx).await,
+            None => Outcome::ok(),
+        };
+        if let Outcome::Failed(f) = &outcome {
+            self.failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| crate::bench_webhook::describe(f));
+        }
         self.handled.fetch_add(1, Ordering::Relaxed);
-        Outcome::ok()
+        outcome
+    }
+
+    fn timeout(&self) -> Duration {
+        self.inner
+            .as_ref()
+            .map_or(Duration::from_secs(10), |h| h.timeout())
     }
 }
 
-fn job(now: DateTime<Utc>, run_at: DateTime<Utc>) -> JobInsert {
+/// A job due at `run_at`: a no-op `bench` job, or a `webhook` job to `endpoint`.
+fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> JobInsert {
     JobInsert {
         id: new_id(IdPrefix::Job, now),
-        kind: JobKind("bench".into()),
+        kind: JobKind(
+            if endpoint.is_some() {
+                "webhook"
+            } else {
+                "bench"
+            }
+            .into(),
+        ),
         payload: serde_json::json!({"n": 1}),
-        endpoint_id: None,
+        endpoint_id: endpoint.map(str::to_string),
         schedule_id: None,
         fire_at: None,
         period_key: None,
@@ -157,6 +192,14 @@ async fn wait_done(
     loop {
         let handled = handler.handled.load(Ordering::Relaxed) as i64;
         bar.set_position(handled.max(0) as u64);
+        if let Some(f) = handler
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Err(format!("a job failed: {f}").into());
+        }
         if handled >= target && succeeded(store).await? >= target {
             return Ok(());
         }
@@ -204,12 +247,24 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         };
     let store = db.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let hook = if args.webhook {
+        Some(crate::bench_webhook::Hook::start(store.clone(), clock.clone()).await?)
+    } else {
+        None
+    };
+    let endpoint = hook.as_ref().map(|h| h.endpoint_id.clone());
+    let endpoint = endpoint.as_deref();
     let handler = Arc::new(NoopHandler {
         lateness_ms: Mutex::new(Vec::new()),
         handled: AtomicU64::new(0),
+        inner: hook.as_ref().map(|h| h.handler.clone()),
+        failure: Mutex::new(None),
     });
     let mut registry = HandlerRegistry::new();
-    registry.register("bench", handler.clone());
+    registry.register(
+        if hook.is_some() { "webhook" } else { "bench" },
+        handler.clone(),
+    );
     let cfg = EngineConfig {
         executor: ExecutorConfig {
             concurrency: args.concurrency,
@@ -229,7 +284,7 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let now = clock.now();
     if args.backlog > 0 {
         let far = now + chrono::Duration::days(365);
-        let backlog: Vec<_> = (0..args.backlog).map(|_| job(now, far)).collect();
+        let backlog: Vec<_> = (0..args.backlog).map(|_| job(now, far, endpoint)).collect();
         store.job_insert_many(backlog).await?;
     }
 
@@ -241,7 +296,7 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(5_000) {
         let now = clock.now();
         store
-            .job_insert_many(chunk.iter().map(|_| job(now, now)).collect())
+            .job_insert_many(chunk.iter().map(|_| job(now, now, endpoint)).collect())
             .await?;
         bar.inc(chunk.len() as u64);
     }
@@ -267,6 +322,10 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     .await?;
     let process_secs = t.elapsed().as_secs_f64();
     bar.finish_and_clear();
+    // Every phase-1 delivery reached the receiver before its job's outcome was committed.
+    let verified = hook
+        .as_ref()
+        .map(|h| h.counts.verified.load(Ordering::Relaxed));
 
     // Phase 2: lateness. Jobs due over the next two seconds, starting 200 ms from now.
     handler
@@ -281,7 +340,7 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let spread: Vec<_> = (0..late_n)
         .map(|i| {
             let offset = 200 + (2_000 * i / late_n.max(1)) as i64;
-            job(now, now + chrono::Duration::milliseconds(offset))
+            job(now, now + chrono::Duration::milliseconds(offset), endpoint)
         })
         .collect();
     store.job_insert_many(spread).await?;
@@ -308,7 +367,7 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         .clone();
     late.sort_by(|a, b| a.total_cmp(b));
     let early = late.iter().filter(|l| **l < 0.0).count();
-    let result = serde_json::json!({
+    let mut result = serde_json::json!({
         "jobs": args.jobs,
         "backlog": args.backlog,
         "concurrency": args.concurrency,
@@ -319,6 +378,12 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         "p99_lateness_ms": (percentile(&late, 0.99) * 100.0).round() / 100.0,
         "started_early": early,
     });
+    if let (Some(hook), Some(verified)) = (hook, verified) {
+        result["deliveries_per_sec"] = (verified as f64 / process_secs).round().into();
+        result["verified"] = verified.into();
+        result["rejected"] = hook.counts.rejected.load(Ordering::Relaxed).into();
+        hook.stop().await;
+    }
     drop(engine);
     drop(store);
     db.close().await;

@@ -8,6 +8,7 @@
 mod audience;
 mod bench;
 mod bench_email;
+mod bench_webhook;
 mod common;
 mod cron;
 mod dlq;

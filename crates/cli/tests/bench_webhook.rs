@@ -1,0 +1,67 @@
+//! `kairos bench --webhook`: every job is a real signed webhook, delivered through the executor
+//! to the bench's own receiver on 127.0.0.1, which verifies each signature. The result line
+//! keeps every field of `kairos bench` and adds `deliveries_per_sec` and `verified`.
+
+mod common;
+
+use common::kairos_cmd;
+use serde_json::Value;
+
+#[test]
+fn bench_webhook_delivers_and_verifies_every_signature() {
+    const N: u64 = 40;
+    // No KAIROS_ALLOW_PRIVATE_TARGETS: the bench allows its own receiver by itself.
+    let out = kairos_cmd()
+        .args(["bench", "--webhook", "--jobs", &N.to_string()])
+        .args(["--concurrency", "10", "--lateness-jobs", "10"])
+        .output()
+        .expect("run kairos bench --webhook");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().expect("a result line");
+    let r: Value = serde_json::from_str(last).expect("the last line is JSON");
+    for field in [
+        "process_per_sec",
+        "enqueue_per_sec",
+        "p50_lateness_ms",
+        "p99_lateness_ms",
+        "started_early",
+        "database",
+        "concurrency",
+        "jobs",
+        "backlog",
+        "deliveries_per_sec",
+        "verified",
+    ] {
+        assert!(r.get(field).is_some(), "no {field} in {r}");
+    }
+    assert_eq!(r["verified"], N, "{r}");
+    assert_eq!(r["rejected"], 0, "{r}");
+    assert_eq!(r["jobs"], N, "{r}");
+    assert_eq!(r["database"], "sqlite", "{r}");
+    assert_eq!(r["started_early"], 0, "{r}");
+    assert!(r["deliveries_per_sec"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+}
+
+#[test]
+fn bench_without_webhook_keeps_its_fields_and_adds_none() {
+    let out = kairos_cmd()
+        .args(["bench", "--jobs", "20", "--concurrency", "10"])
+        .args(["--lateness-jobs", "10"])
+        .output()
+        .expect("run kairos bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r: Value = serde_json::from_str(stdout.lines().last().expect("a line")).expect("JSON");
+    assert_eq!(r["jobs"], 20, "{r}");
+    assert!(r.get("process_per_sec").is_some(), "{r}");
+    assert!(r.get("verified").is_none(), "{r}");
+}
