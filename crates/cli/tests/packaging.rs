@@ -13,7 +13,8 @@ use common::{BIN, SECRET, Server, TOKEN, api};
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
 use kairos_core::{Clock, JobKind, SystemClock};
-use kairos_store::{ScheduleCreate, Store};
+use kairos_store::ScheduleCreate;
+use kairos_store::prelude::*;
 use kairos_store_sqlite::SqliteStore;
 use kairos_testkit::{Reply, TestReceiver, init_crypto};
 use serde_json::{Value, json};
@@ -103,7 +104,7 @@ async fn data_dir_with_missed_firings() -> tempfile::TempDir {
         .schedule_create(ScheduleCreate {
             id: new_id(IdPrefix::Schedule, created),
             name: "hourly-missed".into(),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("webhook"),
             spec: ScheduleSpec::Every {
                 every_ms: 3_600_000,
                 anchor: created,

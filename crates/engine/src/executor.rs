@@ -6,6 +6,7 @@
 //! [`Executor::run_once`] for tests on a manual clock, [`Executor::run`] for the loop.
 
 use crate::handler::{HandlerRegistry, JobContext};
+use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use kairos_core::id::{IdPrefix, new_id};
@@ -177,6 +178,8 @@ pub fn completion_for(
         provider_id: None,
         node: Some(node.to_string()),
     };
+    let kind = Kinds::builtin().get(job.kind.as_str());
+    let policy = Kinds::builtin().retry_of(job);
     let transition = match outcome {
         Outcome::Delivered {
             provider_id,
@@ -209,14 +212,14 @@ pub fn completion_for(
                 let wait = f
                     .retry_after
                     .unwrap_or(Duration::from_secs(1))
-                    .min(job.retry.retry_after_cap);
+                    .min(policy.retry_after_cap);
                 Transition::Retry {
                     run_at: after(finished, wait),
                     refund_attempt: true,
                 }
             } else {
                 let n = u32::try_from(job.attempt.max(1)).unwrap_or(1);
-                match job.retry.decide(n, f.class, f.retry_after, jitter) {
+                match policy.decide(n, f.class, f.retry_after, jitter) {
                     RetryDecision::RetryIn(d) => Transition::Retry {
                         run_at: after(finished, d),
                         refund_attempt: false,
@@ -232,6 +235,7 @@ pub fn completion_for(
         lease_token: job.lease_token.clone().unwrap_or_default(),
         attempt,
         transition,
+        record_exposure: kind.records_exposure(),
     }
 }
 
@@ -244,7 +248,7 @@ fn within_deadline(job: &Job, t: Transition, attempt: &mut Attempt) -> Transitio
     let Transition::Retry { run_at, .. } = &t else {
         return t;
     };
-    let Some(deadline) = kairos_core::budget::kind_deadline(job.kind.as_str()) else {
+    let Some(deadline) = Kinds::builtin().get(job.kind.as_str()).deadline() else {
         return t;
     };
     let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
@@ -603,7 +607,7 @@ mod tests {
             .unwrap();
         Job {
             id: "job_1".into(),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("webhook"),
             state: JobState::Running,
             payload: serde_json::json!({}),
             endpoint_id: None,
@@ -613,7 +617,7 @@ mod tests {
             channel: None,
             dedupe_key: None,
             attempt: 1,
-            retry,
+            retry: Some(retry),
             run_at: t0,
             created_at: t0,
             finished_at: None,
@@ -703,7 +707,7 @@ mod tests {
         let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
         assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
         // Another kind with the same wait: a retry, no deadline.
-        j.kind = JobKind::webhook();
+        j.kind = JobKind::new("webhook");
         f.retry_after = Some(Duration::from_secs(14 * 60));
         let c = completion_for(&j, Outcome::Failed(f), at, at, "n", 0.0);
         assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");

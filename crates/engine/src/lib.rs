@@ -18,6 +18,8 @@
 //! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
 //!   optional alert webhook; leader-only too.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
+//! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
+//!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the registry.
 //!
 //! [`Engine`] runs them together and wakes at the earliest due time it knows, on a local
 //! enqueue (or, on PostgreSQL, another node's, through `LISTEN`), and at a short poll
@@ -35,6 +37,7 @@ pub mod expand;
 pub mod handler;
 pub mod handlers;
 pub mod inbound;
+pub mod kinds;
 pub mod maintenance;
 pub mod monitor;
 pub mod ops;
@@ -42,8 +45,10 @@ pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;
 pub mod telemetry;
+pub mod zone;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::{OpsError, OpsErrorKind};
 pub use handler::{Handler, HandlerRegistry, JobContext};
+pub use kinds::{Kind, Kinds};
 pub use ops::Kairos;

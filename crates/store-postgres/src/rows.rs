@@ -47,13 +47,10 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job, Error> {
         channel: get(row, "channel")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get(row, "attempt")?,
-        retry: kairos_store::batch::stored_retry_or_default(
-            &kind,
-            retry
-                .map(serde_json::from_value::<RetryPolicy>)
-                .transpose()
-                .map_err(|e| corrupt("job retry policy", e))?,
-        ),
+        retry: retry
+            .map(serde_json::from_value::<RetryPolicy>)
+            .transpose()
+            .map_err(|e| corrupt("job retry policy", e))?,
         kind: JobKind(kind),
         run_at: get(row, "run_at")?,
         created_at: get(row, "created_at")?,
