@@ -7,7 +7,8 @@ use chrono::Duration;
 use common::kairos_cmd;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Clock, JobKind, RetryPolicy, SystemClock};
-use kairos_store::{JobInsert, Store};
+use kairos_store::JobInsert;
+use kairos_store::prelude::*;
 use kairos_store_sqlite::SqliteStore;
 
 /// A data dir whose database holds one job due two hours ago and never claimed.
@@ -21,7 +22,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
     store
         .job_insert(JobInsert {
             id: new_id(IdPrefix::Job, due),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("webhook"),
             payload: serde_json::json!({}),
             endpoint_id: None,
             schedule_id: None,
@@ -30,6 +31,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             channel: None,
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at: due,
             now: due,
         })
@@ -146,6 +148,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             channel: Some("http".into()),
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at: died,
             now: died,
         })
@@ -180,6 +183,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
                 node: Some("n".into()),
             },
             transition: Transition::Dead,
+            record_exposure: false,
         }])
         .await
         .expect("complete");

@@ -26,7 +26,7 @@ fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Err
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
 }
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+pub(crate) fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
     row: &'r PgRow,
     col: &str,
 ) -> Result<T, Error> {
@@ -47,13 +47,10 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job, Error> {
         channel: get(row, "channel")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get(row, "attempt")?,
-        retry: kairos_store::batch::stored_retry_or_default(
-            &kind,
-            retry
-                .map(serde_json::from_value::<RetryPolicy>)
-                .transpose()
-                .map_err(|e| corrupt("job retry policy", e))?,
-        ),
+        retry: retry
+            .map(serde_json::from_value::<RetryPolicy>)
+            .transpose()
+            .map_err(|e| corrupt("job retry policy", e))?,
         kind: JobKind(kind),
         run_at: get(row, "run_at")?,
         created_at: get(row, "created_at")?,

@@ -17,7 +17,7 @@ fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Err
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
 }
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
+pub(crate) fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
     row: &'r SqliteRow,
     col: &str,
 ) -> Result<T, Error> {
@@ -51,13 +51,10 @@ pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job, Error> {
         channel: get(row, "channel")?,
         dedupe_key: get(row, "dedupe_key")?,
         attempt: get::<i64>(row, "attempt")? as i32,
-        retry: kairos_store::batch::stored_retry_or_default(
-            &kind,
-            retry
-                .map(|r| serde_json::from_str::<RetryPolicy>(&r))
-                .transpose()
-                .map_err(|e| corrupt("job retry policy", e))?,
-        ),
+        retry: retry
+            .map(|r| serde_json::from_str::<RetryPolicy>(&r))
+            .transpose()
+            .map_err(|e| corrupt("job retry policy", e))?,
         kind: JobKind(kind),
         run_at: ts(row, "run_at")?,
         created_at: ts(row, "created_at")?,

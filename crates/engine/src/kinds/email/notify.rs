@@ -1,0 +1,108 @@
+//! The `webhook` channel of audience notifications: a subscriber whose subscription lists
+//! `"webhook"` gets each period's notification POSTed to the recipient's own webhook, signed
+//! (Standard Webhooks), beside (not instead of) the mail.
+//!
+//! An audience job of this channel is a `webhook` job whose payload names a `topic` and a
+//! `recipient_id` (ids only, S3-8). It goes through the same checks as the mail at send time
+//! (recipient, suppression, subscription, entitlement: [`EmailHandler::prepare`]), then posts
+//! `{"id", "type": "notification", "topic", "period_key", "recipient_id", "subject", "text",
+//! "variant", "schedule_id", "fire_at"}` — never the address. The endpoint is the recipient's
+//! as it is when the job runs; a recipient without one is skipped (`no_webhook`).
+
+use super::handler::{EmailHandler, Prepared};
+use crate::handler::{Handler, JobContext};
+use crate::kinds::webhook::handler::post_to_endpoint;
+use async_trait::async_trait;
+use kairos_channels::WebhookSender;
+use kairos_core::{Clock, Job, Outcome};
+use kairos_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether `job` is an audience notification (rather than a plain webhook job).
+pub fn is_notification(job: &Job) -> bool {
+    let p = &job.payload;
+    p.get("recipient_id").is_some_and(|v| v.is_string())
+        && p.get("topic").is_some_and(|v| v.is_string())
+        && job.channel.is_some()
+}
+
+/// The `webhook` kind once audiences are configured: notifications go to the recipient's
+/// webhook, every other job to the plain webhook handler.
+pub struct WebhookChannel {
+    plain: Arc<dyn Handler>,
+    notifier: Arc<EmailHandler>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    sender: WebhookSender,
+}
+
+impl WebhookChannel {
+    /// Route notifications through `notifier`'s checks and `sender`, others to `plain`.
+    pub fn new(
+        plain: Arc<dyn Handler>,
+        notifier: Arc<EmailHandler>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        sender: WebhookSender,
+    ) -> Self {
+        WebhookChannel {
+            plain,
+            notifier,
+            store,
+            clock,
+            sender,
+        }
+    }
+
+    async fn notify(&self, job: &Job, ctx: &JobContext) -> Outcome {
+        let n = match self.notifier.prepare(job).await {
+            Err(f) => return Outcome::Failed(f),
+            Ok(Prepared::Skip(reason)) => return Outcome::Skipped(reason),
+            Ok(Prepared::Ready(n)) => n,
+        };
+        let Some(ep_id) = n.recipient.endpoint_id.as_deref() else {
+            return Outcome::Skipped("no_webhook".into());
+        };
+        let body = serde_json::json!({
+            "id": job.id,
+            "type": "notification",
+            "topic": n.topic,
+            "period_key": job.period_key,
+            "recipient_id": n.recipient.id,
+            "subject": n.subject,
+            "text": n.text,
+            "variant": n.variant,
+            "schedule_id": job.schedule_id,
+            "fire_at": job.fire_at.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        })
+        .to_string();
+        post_to_endpoint(
+            self.store.as_ref(),
+            self.clock.as_ref(),
+            &self.sender,
+            ep_id,
+            &job.id,
+            ctx.now,
+            body.as_bytes(),
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl Handler for WebhookChannel {
+    async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome {
+        if is_notification(job) {
+            self.notify(job, ctx).await
+        } else {
+            self.plain.handle(job, ctx).await
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.plain
+            .timeout()
+            .max(self.notifier.timeout() + self.sender.config().timeout)
+    }
+}
