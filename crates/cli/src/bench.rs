@@ -153,7 +153,7 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> Job
         channel: None,
         dedupe_key: None,
         retry: RetryPolicy::notification(),
-        // A kind nobody registered: a plain notification's policy is its default.
+        // `bench` is a kind nobody else registers, and `webhook`'s default is this policy too.
         retry_is_kind_default: true,
         run_at,
         now,
