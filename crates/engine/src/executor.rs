@@ -7,10 +7,18 @@
 //! [`Executor::run`], keeps its own worker pool but waits with the services' pieces
 //! ([`sleep_or_wake`], [`Backoff`]). One attempt — the handler call and the mapping of its
 //! outcome to a completion — is [`attempt`]; the completer and the lease renewer are in
-//! `pool`.
+//! `pool`; the local queue and the handler slots in `queue`.
+//!
+//! Claims run ahead of the handlers: jobs claimed but not started yet wait in a local queue
+//! (under their lease, renewed like running ones), so that a few handler slots stay busy
+//! while the next claim and the last completions travel to the database. How far ahead is
+//! measured, not guessed: about [`PREFETCH_HORIZON`] of work at the handlers' recent speed,
+//! at most `prefetch` jobs — fast handlers get a deep queue, slow ones (and a node that just
+//! started) hardly any, so a node does not hoard work another could start sooner.
 
 pub mod attempt;
 mod pool;
+mod queue;
 
 pub use attempt::{AttemptOutcome, completion_for};
 
@@ -19,9 +27,12 @@ use crate::service::{Backoff, ServiceConfig, Woken, sleep_or_wake};
 use attempt::{execute, log_completion, tally, to_chrono};
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
+use kairos_core::Job;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_store::{JobClaim, JobComplete, Store};
 use pool::{completer, renewer};
+pub use queue::PREFETCH_HORIZON;
+use queue::{Pace, dispatch};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -46,6 +57,12 @@ pub struct ExecutorConfig {
     pub poll_interval: Duration,
     /// Most completions recorded in one transaction. Default 1000.
     pub complete_batch: usize,
+    /// How long a completion may wait for others to share its transaction (unless
+    /// `complete_batch` are ready sooner). Default 2 ms; at most 1 s.
+    pub complete_delay: Duration,
+    /// Most jobs claimed ahead of the handlers, waiting in the local queue. Default 500; 0
+    /// claims only for free handler slots.
+    pub prefetch: usize,
     /// On shutdown, how long running jobs may take to finish. Default 30 s (S0-12).
     pub shutdown_grace: Duration,
 }
@@ -60,6 +77,8 @@ impl Default for ExecutorConfig {
             renew_every: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
             complete_batch: 1000,
+            complete_delay: Duration::from_millis(2),
+            prefetch: 500,
             shutdown_grace: Duration::from_secs(30),
         }
     }
@@ -94,6 +113,18 @@ impl ExecutorConfig {
             return Err(Error::invalid(
                 "executor.renew_every",
                 "must be more than 0 and less than the lease",
+            ));
+        }
+        if self.complete_delay > Duration::from_secs(1) {
+            return Err(Error::invalid(
+                "executor.complete_delay",
+                "must be at most 1s",
+            ));
+        }
+        if self.prefetch > 100_000 {
+            return Err(Error::invalid(
+                "executor.prefetch",
+                "must be at most 100000",
             ));
         }
         if self.poll_interval.is_zero() {
@@ -217,47 +248,70 @@ impl Executor {
         Ok(report)
     }
 
-    /// Run until `cancel`, then drain: stop claiming, let running jobs finish within the
-    /// shutdown grace, record their outcomes. What cannot finish is returned by its lease.
+    /// Run until `cancel`, then drain: stop claiming, let queued and running jobs finish
+    /// within the shutdown grace, record their outcomes. What cannot finish is returned by its
+    /// lease.
     pub async fn run(&self, wake: Arc<Notify>, cancel: CancellationToken) {
-        let sem = Arc::new(Semaphore::new(self.cfg.concurrency));
+        let cap = self.cfg.concurrency + self.cfg.prefetch;
+        // A permit of `held` for every job in hand — queued, running, or waiting for its
+        // outcome to be recorded. It travels with the completion and comes back only once the
+        // outcome is committed, so at most `cap` jobs hold leases however far the writer lags.
+        let held = Arc::new(Semaphore::new(cap));
         let running: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        // A completion travels with its job's slot: the slot is free again only once the
-        // outcome is recorded. Otherwise jobs whose outcome waits for the completer would not
-        // count against `concurrency`, and more jobs than that would hold leases (and be sent
-        // again after a crash) whenever the writer lags.
+        let freed = Arc::new(Notify::new());
+        let pace = Arc::new(Pace::default());
         let (tx, rx) = mpsc::unbounded_channel::<(JobComplete, Option<OwnedSemaphorePermit>)>();
         let completer = tokio::spawn(completer(
             self.store.clone(),
             rx,
-            self.cfg.complete_batch,
+            (self.cfg.complete_batch, self.cfg.complete_delay),
             running.clone(),
+            freed.clone(),
         ));
         let renew_stop = CancellationToken::new();
         let renewer = tokio::spawn(renewer(self.clone(), running.clone(), renew_stop.clone()));
-        // The running attempts, so that those still running when the shutdown grace ends can
-        // be stopped (each holds a sender of the completer's channel).
-        let mut tasks = tokio::task::JoinSet::new();
+        // The local queue: claimed jobs, oldest first, waiting for a handler slot.
+        let (queue, queued) = mpsc::unbounded_channel::<(Job, OwnedSemaphorePermit)>();
+        let stop_now = CancellationToken::new();
+        let dispatcher = tokio::spawn(dispatch(
+            self.clone(),
+            queued,
+            tx,
+            pace.clone(),
+            stop_now.clone(),
+        ));
         let mut backoff = Backoff::default();
         loop {
-            while tasks.try_join_next().is_some() {}
-            // Wait for a free slot, then take as many as are free (up to a batch).
             let first = tokio::select! {
                 _ = cancel.cancelled() => break,
-                p = sem.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+                p = held.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
             };
+            // Hold the handler slots' worth of jobs and what they finish within the horizon
+            // at their recent speed.
+            let limit = self.cfg.concurrency + pace.ahead(self.cfg.concurrency, self.cfg.prefetch);
+            let in_hand = cap - held.available_permits() - 1;
+            let room = limit.saturating_sub(in_hand).min(self.cfg.max_batch);
+            if room == 0 {
+                drop(first);
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = freed.notified() => continue,
+                    _ = tokio::time::sleep(self.cfg.poll_interval) => continue,
+                }
+            }
             let mut permits = vec![first];
-            // Under load slots come back one at a time; claiming one job per round trip would
-            // spend the writer on tiny claims. Gather slots for up to 2 ms (or until half the
-            // slots are free), so claims stay batched. When idle, all slots are free at once.
-            let want = (self.cfg.concurrency / 2).clamp(1, self.cfg.max_batch);
+            // Under load permits come back one batch of completions at a time; claiming a few
+            // jobs per round trip would spend the database on tiny claims. Gather permits for
+            // up to 2 ms (or until half the limit is free), so claims stay batched. When idle,
+            // all are free at once.
+            let want = (limit / 2).clamp(1, room);
             let gather_until = tokio::time::Instant::now() + Duration::from_millis(2);
-            while permits.len() < self.cfg.max_batch {
-                match sem.clone().try_acquire_owned() {
+            while permits.len() < room {
+                match held.clone().try_acquire_owned() {
                     Ok(p) => permits.push(p),
                     Err(_) if permits.len() >= want => break,
                     Err(_) => {
-                        match tokio::time::timeout_at(gather_until, sem.clone().acquire_owned())
+                        match tokio::time::timeout_at(gather_until, held.clone().acquire_owned())
                             .await
                         {
                             Ok(Ok(p)) => permits.push(p),
@@ -303,46 +357,30 @@ impl Executor {
                 }
             }
             for job in claimed {
-                let permit = permits.pop();
-                let (registry, clock, tx, node) = (
-                    self.registry.clone(),
-                    self.clock.clone(),
-                    tx.clone(),
-                    self.cfg.node.clone(),
-                );
-                tasks.spawn(async move {
-                    let started = clock.now();
-                    let ctx = JobContext {
-                        now: started,
-                        node: node.clone(),
-                    };
-                    let outcome = execute(&registry, &job, &ctx).await;
-                    let c =
-                        completion_for(&job, outcome, started, clock.now(), &node, rand::random());
-                    log_completion(&job, &c);
-                    let _ = tx.send((c, permit));
-                });
+                // A claim returns at most as many jobs as it was asked for.
+                let Some(permit) = permits.pop() else { break };
+                let _ = queue.send((job, permit));
             }
             drop(permits);
             if got == 0 {
                 self.idle_wait(&wake, &cancel).await;
             }
         }
-        // Drain: wait for every slot to come back, within the grace period.
-        let all = u32::try_from(self.cfg.concurrency).unwrap_or(u32::MAX);
-        if tokio::time::timeout(self.cfg.shutdown_grace, sem.acquire_many(all))
+        drop(queue);
+        // Drain: wait for every job in hand to come back, within the grace period.
+        let all = u32::try_from(cap).unwrap_or(u32::MAX);
+        if tokio::time::timeout(self.cfg.shutdown_grace, held.acquire_many(all))
             .await
             .is_err()
         {
             tracing::warn!(
-                "shutdown grace ended with jobs still running; their leases will return them"
+                "shutdown grace ended with jobs still running or queued; their leases will return them"
             );
             // Stop them: otherwise their senders keep the completer (and this call) waiting
             // for as long as they run.
-            tasks.abort_all();
+            stop_now.cancel();
         }
-        while tasks.join_next().await.is_some() {}
-        drop(tx);
+        let _ = dispatcher.await;
         let _ = completer.await;
         renew_stop.cancel();
         let _ = renewer.await;

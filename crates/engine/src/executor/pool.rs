@@ -7,20 +7,33 @@ use kairos_store::{JobComplete, JobLeaseRenew, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 
-/// Records completions in batches: whatever has arrived while the last batch was written
-/// goes into the next transaction (group commit). The jobs' executor slots are released once
-/// their batch is written (or given up on).
+/// Records completions in batches: whatever has arrived while the last batch was written,
+/// and what arrives within `delay` of the first (up to `max`), goes into the next
+/// transaction (group commit). The jobs' permits are released once their batch is written
+/// (or given up on), and `freed` is told.
 pub(super) async fn completer(
     store: Arc<dyn Store>,
     mut rx: mpsc::UnboundedReceiver<(JobComplete, Option<OwnedSemaphorePermit>)>,
-    max: usize,
+    (max, delay): (usize, Duration),
     running: Arc<Mutex<HashMap<String, String>>>,
+    freed: Arc<Notify>,
 ) {
     let mut batch = Vec::with_capacity(max);
     while rx.recv_many(&mut batch, max).await > 0 {
+        if batch.len() < max && !delay.is_zero() {
+            let until = tokio::time::Instant::now() + delay;
+            while batch.len() < max {
+                let left = max - batch.len();
+                let more = rx.recv_many(&mut batch, left);
+                match tokio::time::timeout_at(until, more).await {
+                    Ok(n) if n > 0 => {}
+                    _ => break,
+                }
+            }
+        }
         let completions: Vec<JobComplete> = batch.iter().map(|(c, _)| c.clone()).collect();
         let mut tries = 0;
         loop {
@@ -51,8 +64,9 @@ pub(super) async fn completer(
             r.remove(&c.id);
         }
         drop(r);
-        // Frees the slots.
+        // Frees the permits.
         batch.clear();
+        freed.notify_one();
     }
 }
 
