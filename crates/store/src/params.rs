@@ -135,6 +135,15 @@ pub struct ScheduleDue {
     pub node: String,
 }
 
+/// `schedule_release`.
+#[derive(Debug, Clone)]
+pub struct ScheduleRelease {
+    /// The node whose claims are released.
+    pub node: String,
+    /// Now: only claims still in force (`locked_until > now`) are touched.
+    pub now: DateTime<Utc>,
+}
+
 /// `schedule_fire`.
 #[derive(Debug, Clone)]
 pub struct ScheduleFire {

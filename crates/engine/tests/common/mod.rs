@@ -18,7 +18,7 @@ use kairos_store::{
     Attempt, CompleteReport, Endpoint, EndpointDisable, EndpointUpsert, JobCancel, JobClaim,
     JobComplete, JobInsert, JobInserted, JobLeaseRenew, JobList, JobRescue, JobRetry, Schedule,
     ScheduleCreate, ScheduleDue, ScheduleFire, ScheduleFired, ScheduleList, SchedulePause,
-    ScheduleUpdate, Store,
+    ScheduleRelease, ScheduleUpdate, Store,
 };
 use kairos_store_sqlite::SqliteStore;
 use std::collections::HashMap;
@@ -487,6 +487,10 @@ impl ScheduleStore for CountingStore {
     async fn schedule_delete(&self, id: &str) -> kairos_store::Result<bool> {
         self.inner.schedule_delete(id).await
     }
+    async fn schedule_release(&self, p: ScheduleRelease) -> kairos_store::Result<u64> {
+        self.inner.schedule_release(p).await
+    }
+
     async fn schedule_due(&self, p: ScheduleDue) -> kairos_store::Result<Vec<Schedule>> {
         self.schedule_due_calls.fetch_add(1, Ordering::SeqCst);
         self.inner.schedule_due(p).await
