@@ -227,6 +227,6 @@ impl DeliveryStore for PostgresStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter().map(|r| rows::exposure_count(&Pg(&r))).collect()
+        rows.iter().map(|r| rows::exposure_count(&Pg(r))).collect()
     }
 }

@@ -201,7 +201,7 @@ impl JobAdminStore for PostgresStore {
         .await
         .map_err(|e| map_err("occurrence list", e))?;
         rows.iter()
-            .map(|r| rows::occurrence_count(&Pg(&r)))
+            .map(|r| rows::occurrence_count(&Pg(r)))
             .collect()
     }
 }

@@ -114,7 +114,7 @@ impl InsightStore for PostgresStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("job dead scheduled", e);
-                rows::dead_scheduled_run(&Pg(&r))
+                rows::dead_scheduled_run(&Pg(r))
             })
             .collect()
     }
@@ -145,7 +145,7 @@ impl InsightStore for PostgresStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("job count decided", e);
-                rows::decided_count(&Pg(&r))
+                rows::decided_count(&Pg(r))
             })
             .collect()
     }
@@ -181,7 +181,7 @@ impl InsightStore for PostgresStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("slo alert list", e);
-                rows::slo_alert(&Pg(&r))
+                rows::slo_alert(&Pg(r))
             })
             .collect()
     }

@@ -206,6 +206,6 @@ impl DeliveryStore for SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter().map(|r| rows::exposure_count(&Sq(&r))).collect()
+        rows.iter().map(|r| rows::exposure_count(&Sq(r))).collect()
     }
 }

@@ -188,7 +188,7 @@ impl JobAdminStore for SqliteStore {
         .await
         .map_err(|e| map_err("occurrence list", e))?;
         rows.iter()
-            .map(|r| rows::occurrence_count(&Sq(&r)))
+            .map(|r| rows::occurrence_count(&Sq(r)))
             .collect()
     }
 }

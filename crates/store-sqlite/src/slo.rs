@@ -113,7 +113,7 @@ impl InsightStore for SqliteStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("job dead scheduled", e);
-                rows::dead_scheduled_run(&Sq(&r))
+                rows::dead_scheduled_run(&Sq(r))
             })
             .collect()
     }
@@ -150,7 +150,7 @@ impl InsightStore for SqliteStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("job count decided", e);
-                rows::decided_count(&Sq(&r))
+                rows::decided_count(&Sq(r))
             })
             .collect()
     }
@@ -186,7 +186,7 @@ impl InsightStore for SqliteStore {
         rows.iter()
             .map(|r| {
                 let _e = |e| map_err("slo alert list", e);
-                rows::slo_alert(&Sq(&r))
+                rows::slo_alert(&Sq(r))
             })
             .collect()
     }
