@@ -118,6 +118,8 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>) -> JobInsert {
         channel: None,
         dedupe_key: None,
         retry: RetryPolicy::notification(),
+        // A kind nobody registered: a plain notification's policy is its default.
+        retry_is_kind_default: true,
         run_at,
         now,
     }

@@ -22,7 +22,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
     store
         .job_insert(JobInsert {
             id: new_id(IdPrefix::Job, due),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("webhook"),
             payload: serde_json::json!({}),
             endpoint_id: None,
             schedule_id: None,
@@ -31,6 +31,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             channel: None,
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at: due,
             now: due,
         })
@@ -147,6 +148,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             channel: Some("http".into()),
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at: died,
             now: died,
         })
@@ -181,6 +183,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
                 node: Some("n".into()),
             },
             transition: Transition::Dead,
+            record_exposure: false,
         }])
         .await
         .expect("complete");

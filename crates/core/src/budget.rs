@@ -1,43 +1,21 @@
-//! Hard timeouts and the time budget of a job kind (S4-7).
+//! Hard timeouts and time budgets.
 //!
-//! Every external call has a timeout, so a silent hang becomes a retryable failure. A job kind
-//! may declare a *deadline*: the longest a job of that kind may take from its first attempt to
-//! its last, waits included (15 minutes for `digest`, as in the seed; `http` has none unless
-//! the request gives one). A retry policy whose worst case — attempts × timeout + the sum of
-//! the waits — exceeds the deadline is rejected when the job or schedule is saved, with the
-//! arithmetic in the error, instead of being discovered at 06:15 on a bad day.
+//! Every external call has a timeout, so a silent hang becomes a retryable failure. A job may
+//! have a *deadline* (its kind declares one, or the request gives one): the longest it may take
+//! from its first attempt to its last, waits included. A retry policy whose worst case —
+//! attempts × timeout + the sum of the waits — exceeds the deadline is rejected when the job or
+//! schedule is saved, with the arithmetic in the error, instead of being discovered at 06:15 on
+//! a bad day. Which kind has which deadline is the engine's kind layer's business.
 
 use crate::error::Error;
 use crate::retry::{RetryPolicy, format_duration};
 use std::time::Duration;
 
-/// The default timeout of one external call of the `http` and `digest` kinds (and of model
-/// calls): 2 minutes (S4-7).
+/// The default timeout of one external call (an HTTP call, a model call): 2 minutes.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The longest timeout a job may ask for one call: 10 minutes.
 pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// The deadline of the `digest` kind: 15 minutes (the seed's run limit, S4-7).
-pub const DIGEST_DEADLINE: Duration = Duration::from_secs(15 * 60);
-
-/// The deadline a job kind declares, if any: `digest` 15 minutes; every other kind none (an
-/// `http` job may give its own, see [`check_budget`]).
-pub fn kind_deadline(kind: &str) -> Option<Duration> {
-    match kind {
-        "digest" => Some(DIGEST_DEADLINE),
-        _ => None,
-    }
-}
-
-/// The default timeout of one attempt's external call for a job kind, if the kind has one:
-/// `http` and `digest` 2 minutes.
-pub fn kind_call_timeout(kind: &str) -> Option<Duration> {
-    match kind {
-        "http" | "digest" => Some(DEFAULT_CALL_TIMEOUT),
-        _ => None,
-    }
-}
 
 /// Reject `policy` if its worst case with `timeout` per attempt exceeds `deadline` (no
 /// deadline: nothing to check). The error names the field `retry` and shows the arithmetic,
@@ -91,22 +69,15 @@ mod tests {
         Duration::from_secs(n)
     }
 
-    #[test]
-    fn digest_has_a_15_minute_deadline_and_http_none_s4_7() {
-        assert_eq!(kind_deadline("digest"), Some(s(900)));
-        assert_eq!(kind_deadline("http"), None);
-        assert_eq!(kind_deadline("webhook"), None);
-        assert_eq!(kind_call_timeout("http"), Some(s(120)));
-        assert_eq!(kind_call_timeout("digest"), Some(s(120)));
-        assert_eq!(kind_call_timeout("webhook"), None);
-    }
+    /// The seed's run limit of a daily digest.
+    const FIFTEEN_MINUTES: Duration = Duration::from_secs(15 * 60);
 
     /// The seed's own numbers fit: 4 × 2 min + 15 s + 45 s + 135 s = 11 min 15 s ≤ 15 min.
     #[test]
     fn default_http_policy_fits_the_digest_deadline_s4_7() {
         let p = RetryPolicy::http_call();
         assert_eq!(
-            check_budget(&p, DEFAULT_CALL_TIMEOUT, Some(DIGEST_DEADLINE)),
+            check_budget(&p, DEFAULT_CALL_TIMEOUT, Some(FIFTEEN_MINUTES)),
             Ok(())
         );
         assert_eq!(p.worst_case(DEFAULT_CALL_TIMEOUT).0, s(675));
@@ -117,7 +88,7 @@ mod tests {
     #[test]
     fn budget_rejection_shows_the_arithmetic_s4_7() {
         let p = RetryPolicy::http_call();
-        let e = check_budget(&p, s(300), Some(DIGEST_DEADLINE)).unwrap_err();
+        let e = check_budget(&p, s(300), Some(FIFTEEN_MINUTES)).unwrap_err();
         assert_eq!(e.field(), "retry");
         let why = e.reason();
         for part in [

@@ -108,16 +108,16 @@ impl<'de> Deserialize<'de> for JobState {
     }
 }
 
-/// The kind of a job: which handler runs it. Built-in kinds are `webhook`, `email`, `http`,
-/// `digest`; an embedding application registers its own names.
+/// The kind of a job: which handler runs it. The engine's kind layer defines the built-in
+/// kinds; an embedding application registers its own names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JobKind(pub String);
 
 impl JobKind {
-    /// The `webhook` kind.
-    pub fn webhook() -> Self {
-        JobKind("webhook".into())
+    /// The kind named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        JobKind(name.into())
     }
     /// The kind's name.
     pub fn as_str(&self) -> &str {
@@ -165,8 +165,9 @@ pub struct Job {
     pub dedupe_key: Option<String>,
     /// Attempts started so far.
     pub attempt: i32,
-    /// Retry policy (delays per class, maximum attempts).
-    pub retry: crate::RetryPolicy,
+    /// Retry policy (delays per class, maximum attempts); `None`: its kind's default, which
+    /// the engine's kind layer resolves (the store does not know kinds).
+    pub retry: Option<crate::RetryPolicy>,
     /// When the job is next due.
     pub run_at: DateTime<Utc>,
     /// When it was created.

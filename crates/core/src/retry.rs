@@ -90,14 +90,6 @@ impl RetryPolicy {
         }
     }
 
-    /// The default policy for a job kind.
-    pub fn default_for_kind(kind: &str) -> Self {
-        match kind {
-            "http" | "digest" => RetryPolicy::http_call(),
-            _ => RetryPolicy::notification(),
-        }
-    }
-
     /// A policy with the same delays and maximum for both classes.
     pub fn uniform(delays: Vec<Duration>, max_attempts: u32) -> Self {
         let class = ClassPolicy {
@@ -562,12 +554,6 @@ mod tests {
         assert_eq!(
             p.decide(4, ErrorClass::RateLimited, None, 0.0),
             RetryDecision::Dead
-        );
-        assert_eq!(RetryPolicy::default_for_kind("digest"), p);
-        assert_eq!(RetryPolicy::default_for_kind("http"), p);
-        assert_eq!(
-            RetryPolicy::default_for_kind("webhook"),
-            RetryPolicy::notification()
         );
     }
 

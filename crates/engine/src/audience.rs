@@ -14,10 +14,11 @@
 //! - The A/B variant is assigned here, deterministically from (recipient, period) (S3-19), so a
 //!   re-run assigns the same one; exposures are recorded when the send succeeds.
 
+use crate::kinds::{Kinds, TopicUse};
 use chrono::{DateTime, Utc};
+use kairos_core::JobKind;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::schedule::period_key;
-use kairos_core::{JobKind, RetryPolicy};
 use kairos_store::{
     ExpansionAdvance, ExpansionBegin, JobInsert, Schedule, Store, SubscriptionList, Topic, Variant,
 };
@@ -27,18 +28,19 @@ use std::sync::Arc;
 /// The channels an audience job can go to (one job kind each).
 pub const CHANNELS: &[&str] = &["email", "webhook"];
 
-/// The topic of an audience schedule: kind `email` with `payload.topic`.
+/// The topic of an audience schedule: a kind whose topic is an audience (`email`) with
+/// `payload.topic`.
 pub fn topic_of(s: &Schedule) -> Option<&str> {
-    (s.kind.as_str() == "email")
+    (Kinds::builtin().get(s.kind.as_str()).topic() == TopicUse::Audience)
         .then(|| s.payload.get("topic").and_then(|t| t.as_str()))
         .flatten()
 }
 
-/// The topic a digest schedule's artifacts fan out to (S4-9): kind `digest` with
-/// `payload.topic`. Its firings build the artifact; the artifact's creation starts the
+/// The topic a schedule's product fans out to: a kind whose topic is a fan-out (`digest`)
+/// with `payload.topic`. Its firings build the product; the product's creation starts the
 /// expansion (the digest handler calls [`begin`]), not the firing.
 pub fn fan_out_topic(s: &Schedule) -> Option<&str> {
-    (s.kind.as_str() == "digest")
+    (Kinds::builtin().get(s.kind.as_str()).topic() == TopicUse::FanOut)
         .then(|| s.payload.get("topic").and_then(|t| t.as_str()))
         .flatten()
 }
@@ -134,8 +136,8 @@ pub async fn expand_page(
     // like any notification; an email schedule's policy is its own.
     let fan_out = fan_out_topic(s).is_some();
     let retry_for = |channel: &str| match (&s.retry, fan_out) {
-        (Some(r), false) => r.clone(),
-        _ => RetryPolicy::default_for_kind(channel),
+        (Some(r), false) => (r.clone(), false),
+        _ => (Kinds::builtin().default_retry(channel), true),
     };
     let base = if fan_out {
         serde_json::json!({"artifact": {"name": s.payload.get("name"), "period_key": key}})
@@ -152,6 +154,7 @@ pub async fn expand_page(
             .iter()
             .filter(|c| CHANNELS.contains(&c.as_str()))
         {
+            let (retry, retry_is_kind_default) = retry_for(channel);
             let mut payload = base.clone();
             if let Some(o) = payload.as_object_mut() {
                 o.insert("topic".into(), topic_name.into());
@@ -172,7 +175,8 @@ pub async fn expand_page(
                 period_key: Some(key.clone()),
                 channel: Some(channel.clone()),
                 dedupe_key: Some(dedupe_key(&s.id, &sub.recipient_id, &target, &key, channel)),
-                retry: retry_for(channel),
+                retry,
+                retry_is_kind_default,
                 run_at: fire_at,
                 now,
             });
@@ -364,7 +368,7 @@ impl Expander {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };
-        let (Some(topic_name), Ok(tz)) = (audience_topic(&s), crate::ops::tz_of(&s)) else {
+        let (Some(topic_name), Ok(tz)) = (audience_topic(&s), crate::zone::tz_of(&s)) else {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };

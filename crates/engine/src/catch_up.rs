@@ -19,6 +19,7 @@
 //! hour runs once).
 
 use crate::expand::jobs_for_firing;
+use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use kairos_core::JobState;
@@ -131,12 +132,12 @@ pub async fn need(
     s: &Schedule,
     period: &str,
 ) -> Result<Need, kairos_store::Error> {
-    if s.kind.as_str() == "digest"
-        && let Some(name) = s.payload.get("name").and_then(|n| n.as_str())
-    {
+    // The product of a period: its kind's artifact, or else a succeeded job.
+    let artifact = Kinds::builtin().artifact_of(s);
+    if let Some(name) = &artifact {
         let a = store
             .artifact_get(ArtifactKey {
-                name: name.to_string(),
+                name: name.clone(),
                 period_key: period.to_string(),
             })
             .await?;
@@ -152,7 +153,7 @@ pub async fn need(
             ..Default::default()
         })
         .await?;
-    if s.kind.as_str() != "digest" && jobs.iter().any(|j| j.state == JobState::Succeeded) {
+    if artifact.is_none() && jobs.iter().any(|j| j.state == JobState::Succeeded) {
         return Ok(Need::Present);
     }
     if jobs

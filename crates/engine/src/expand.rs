@@ -6,9 +6,9 @@
 //! or a manual re-run create each channel's job once (S3-3), and a channel that fails retries
 //! on its own: a sibling that succeeded is never sent again (S0-6, S0-7).
 
+use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use kairos_core::RetryPolicy;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::schedule::period_key;
 use kairos_store::{JobInsert, Schedule, ScheduleChannel};
@@ -57,7 +57,8 @@ pub fn jobs_for_firing(
                 .retry
                 .clone()
                 .or_else(|| s.retry.clone())
-                .unwrap_or_else(|| RetryPolicy::default_for_kind(ch.kind.as_str())),
+                .unwrap_or_else(|| Kinds::builtin().default_retry(ch.kind.as_str())),
+            retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
             // Never before its nominal time; a catch-up firing is due at once and sorts with
             // the oldest work first.
             run_at: fire_at,

@@ -1,7 +1,8 @@
 //! # kairos-engine
 //!
-//! The engine is a set of small services of one shape — a config with defaults and
-//! `validate()`, `run_once(now) -> Result<Report>`, and a loop with a cancellation token:
+//! The engine is a set of small services of one shape ([`service::Service`]) — a config
+//! with defaults and `validate()`, `run_once(now) -> Result<Report>` — run by one loop,
+//! [`service::Runner`] (wake-ups, cancellation, back-off, the leader gate):
 //!
 //! - [`scheduler`]: claims due schedules, plans firings per misfire policy, expands each
 //!   firing into jobs with unique dedupe keys and advances `next_fire_at` in one transaction.
@@ -13,11 +14,14 @@
 //!   a per-kind timeout, catches panics, renews leases, completes outcomes in batches.
 //! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`; runs
 //!   only on the leader ([`Engine::with_leader`]).
+//! - [`service`]: the service shape and its runner.
 //! - [`pruner`]: retention — deletes finished jobs and their attempts older than their
 //!   configured ages (dead letters kept longer), in bounded batches (S4-8); leader-only.
 //! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
 //!   optional alert webhook; leader-only too.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
+//! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
+//!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the registry.
 //!
 //! [`Engine`] runs them together and wakes at the earliest due time it knows, on a local
 //! enqueue (or, on PostgreSQL, another node's, through `LISTEN`), and at a short poll
@@ -35,15 +39,19 @@ pub mod expand;
 pub mod handler;
 pub mod handlers;
 pub mod inbound;
+pub mod kinds;
 pub mod maintenance;
 pub mod monitor;
 pub mod ops;
 pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;
+pub mod service;
 pub mod telemetry;
+pub mod zone;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::{OpsError, OpsErrorKind};
 pub use handler::{Handler, HandlerRegistry, JobContext};
+pub use kinds::{Kind, Kinds};
 pub use ops::Kairos;

@@ -949,6 +949,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
         channel: None,
         dedupe_key: Some("rerun".into()),
         retry: kairos_core::RetryPolicy::http_call(),
+        retry_is_kind_default: false,
         run_at: seven + chrono::Duration::hours(6),
         now: seven,
     };

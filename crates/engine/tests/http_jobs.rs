@@ -70,7 +70,9 @@ async fn http_503_503_then_200_succeeds_with_3_attempts_and_statuses_recorded() 
     let h = Harness::new(t0, &[]).await;
     let job = enqueue(&h.kairos, spec(&rx.url("/api/cron/digest")), None).await;
     assert_eq!(
-        job.retry.max_attempts(),
+        kairos_engine::Kinds::builtin()
+            .retry_of(&job)
+            .max_attempts(),
         4,
         "the http kind's default policy"
     );

@@ -327,12 +327,13 @@ pub struct JobView {
 impl JobView {
     /// The view of a job (without attempts).
     pub fn new(j: &Job) -> Self {
+        let retry = kairos_engine::Kinds::builtin().retry_of(j);
         JobView {
             id: j.id.clone(),
             kind: j.kind.to_string(),
             state: j.state.to_string(),
             attempt: j.attempt,
-            max_attempts: j.retry.max_attempts(),
+            max_attempts: retry.max_attempts(),
             run_at: ts(j.run_at),
             created_at: ts(j.created_at),
             finished_at: ts_opt(j.finished_at),
@@ -350,7 +351,7 @@ impl JobView {
             last_error: j.last_error.clone(),
             reason: j.reason.clone(),
             payload: j.payload.clone(),
-            retry: serde_json::to_value(&j.retry).unwrap_or(serde_json::Value::Null),
+            retry: serde_json::to_value(&retry).unwrap_or(serde_json::Value::Null),
             attempts: None,
         }
     }

@@ -43,7 +43,7 @@ fn jobs(n: usize, channel: &str) -> Vec<JobInsert> {
     (0..n)
         .map(|_| JobInsert {
             id: new_id(IdPrefix::Job, t0()),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("webhook"),
             payload: json!({"n": 1}),
             endpoint_id: None,
             schedule_id: None,
@@ -52,6 +52,7 @@ fn jobs(n: usize, channel: &str) -> Vec<JobInsert> {
             channel: Some(channel.to_string()),
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at: t0() + Duration::days(1),
             now: t0(),
         })

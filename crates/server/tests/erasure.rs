@@ -61,6 +61,7 @@ async fn email_job(app: &TestApp, recipient: &str, run_at: DateTime<Utc>) -> Str
             channel: None,
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            retry_is_kind_default: false,
             run_at,
             now: t0(),
         })

@@ -219,6 +219,7 @@ impl Api {
                 channel: None,
                 dedupe_key: None,
                 retry: RetryPolicy::notification(),
+                retry_is_kind_default: false,
                 run_at: self.clock.now(),
                 now: self.clock.now(),
             })

@@ -310,11 +310,20 @@ fn done(j: &Job, t: Transition) -> JobComplete {
             node: None,
         },
         transition: t,
+        record_exposure: false,
     }
 }
 
-/// Exposures are recorded with the completion, only for succeeded email jobs that carry a
-/// variant: skipped, retried and non-email jobs record none (S3-19).
+/// A completion that asks for the job's A/B exposure (what the engine's `email` kind does).
+fn done_exposed(j: &Job, t: Transition) -> JobComplete {
+    JobComplete {
+        record_exposure: true,
+        ..done(j, t)
+    }
+}
+
+/// Exposures are recorded with the completion, only for succeeded jobs whose completion asks
+/// for one and that carry a variant: skipped, retried and other jobs record none (S3-19).
 pub async fn exposure_recorded_only_for_succeeded_email_jobs(s: S) {
     let keys = ["e1", "e2", "e3", "e4", "e5"];
     let variants = [Some("a"), Some("a"), Some("b"), Some("b"), None];
@@ -333,17 +342,17 @@ pub async fn exposure_recorded_only_for_succeeded_email_jobs(s: S) {
     });
     let later = t0() + Duration::minutes(1);
     let cs = vec![
-        done(&jobs[0], Transition::Succeeded),
-        done(&jobs[1], Transition::Skipped("suppressed".into())),
-        done(&jobs[2], Transition::Succeeded),
-        done(
+        done_exposed(&jobs[0], Transition::Succeeded),
+        done_exposed(&jobs[1], Transition::Skipped("suppressed".into())),
+        done_exposed(&jobs[2], Transition::Succeeded),
+        done_exposed(
             &jobs[3],
             Transition::Retry {
                 run_at: later,
                 refund_attempt: false,
             },
         ),
-        done(&jobs[4], Transition::Succeeded),
+        done_exposed(&jobs[4], Transition::Succeeded),
         done(&jobs[5], Transition::Succeeded), // the webhook job
     ];
     let r = s.job_complete_many(cs.clone()).await.unwrap();
@@ -366,6 +375,35 @@ pub async fn exposure_recorded_only_for_succeeded_email_jobs(s: S) {
     let r = s.job_complete_many(cs).await.unwrap();
     assert_eq!(r.applied, 0);
     assert_eq!(s.exposure_counts("weekly").await.unwrap().len(), 2);
+}
+
+/// The store does not know which kinds record exposures: a completion decides. A job of any
+/// kind whose completion asks records its exposure; an `email` job whose completion does not
+/// ask records none.
+pub async fn exposure_follows_the_completion_not_the_kind(s: S) {
+    let mut other = job(t0());
+    other.kind = JobKind("notice".into());
+    other.payload = json!({"topic": "weekly", "recipient_id": "r1", "variant": "a"});
+    s.job_insert(other).await.unwrap();
+    s.job_insert(email_job("e9", Some("b"))).await.unwrap();
+    let mut jobs = run_to(&s, 2).await;
+    jobs.sort_by_key(|j| j.kind.as_str().to_string());
+    assert_eq!(jobs[0].kind.as_str(), "email");
+    let r = s
+        .job_complete_many(vec![
+            done(&jobs[0], Transition::Succeeded),
+            done_exposed(&jobs[1], Transition::Succeeded),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(r.applied, 2);
+    assert_eq!(
+        s.exposure_counts("weekly").await.unwrap(),
+        vec![ExposureCount {
+            variant: "a".into(),
+            count: 1
+        }]
+    );
 }
 
 /// The occurrence view counts a schedule's jobs per period, channel and state.

@@ -38,6 +38,7 @@ async fn finish(s: &S, j: &Job, transition: Transition) {
                 node: Some("node-a".into()),
             },
             transition,
+            record_exposure: false,
         }])
         .await
         .unwrap();

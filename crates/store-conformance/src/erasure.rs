@@ -83,6 +83,7 @@ async fn dead_job_quoting(s: &S, rid: &str, error: &str) -> String {
             node: None,
         },
         transition: Transition::Dead,
+        record_exposure: false,
     }])
     .await
     .unwrap();

@@ -17,7 +17,7 @@ pub fn t0() -> DateTime<Utc> {
 pub fn job(run_at: DateTime<Utc>) -> JobInsert {
     JobInsert {
         id: new_id(IdPrefix::Job, run_at),
-        kind: JobKind::webhook(),
+        kind: JobKind::new("webhook"),
         payload: serde_json::json!({"hello": "world", "n": 1}),
         endpoint_id: None,
         schedule_id: None,
@@ -26,6 +26,7 @@ pub fn job(run_at: DateTime<Utc>) -> JobInsert {
         channel: None,
         dedupe_key: None,
         retry: RetryPolicy::notification(),
+        retry_is_kind_default: false,
         run_at,
         now: t0(),
     }
@@ -47,7 +48,7 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
     ScheduleCreate {
         id: new_id(IdPrefix::Schedule, t0()),
         name: name.to_string(),
-        kind: JobKind::webhook(),
+        kind: JobKind::new("webhook"),
         spec: ScheduleSpec::Cron {
             expr: "0 9 * * *".into(),
         },

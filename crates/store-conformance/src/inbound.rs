@@ -138,6 +138,7 @@ pub async fn inbound_event_matches_job_by_provider_message_id(s: S) {
             node: Some("n1".into()),
         },
         transition: Transition::Succeeded,
+        record_exposure: false,
     }])
     .await
     .unwrap();

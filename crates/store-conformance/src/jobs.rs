@@ -36,6 +36,7 @@ fn complete(j: &Job, transition: Transition) -> JobComplete {
         lease_token: j.lease_token.clone().unwrap_or_default(),
         attempt: attempt(j, outcome, error),
         transition,
+        record_exposure: false,
     }
 }
 
@@ -57,12 +58,23 @@ pub async fn job_insert_and_get_roundtrips_fields(s: S) {
     assert_eq!(j.state, JobState::Available);
     assert_eq!(j.run_at, run_at, "run_at keeps milliseconds");
     assert_eq!(j.payload, p.payload);
-    assert_eq!(j.retry, p.retry);
+    assert_eq!(j.retry, Some(p.retry.clone()));
     assert_eq!(j.period_key.as_deref(), Some("2026-W48"));
     assert_eq!(j.fire_at, Some(t0()));
     assert_eq!(j.attempt, 0);
     assert_eq!(r.job, j);
     assert!(s.job_get("job_missing").await.unwrap().is_none());
+}
+
+/// A policy marked as its kind's default is stored as NULL and read back (and claimed) as
+/// `None`: the engine's kind layer resolves it, the store does not know kinds.
+pub async fn job_retry_kind_default_reads_back_as_none(s: S) {
+    let mut d = job(t0());
+    d.retry_is_kind_default = true;
+    s.job_insert(d.clone()).await.unwrap();
+    assert_eq!(get(&s, &d.id).await.retry, None);
+    let claimed = s.job_claim(crate::fixtures::claim(t0(), 1, "n1")).await;
+    assert_eq!(claimed.unwrap()[0].retry, None);
 }
 
 /// S3-3: an existing idempotency key returns the existing job and creates nothing.

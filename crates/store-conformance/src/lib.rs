@@ -53,6 +53,7 @@ macro_rules! store_conformance {
     ($factory:path) => {
         $crate::store_conformance!(@jobs $factory;
             job_insert_and_get_roundtrips_fields,
+            job_retry_kind_default_reads_back_as_none,
             job_idempotency_key_returns_existing_job,
             job_insert_many_skips_existing_dedupe_keys,
             job_claim_drains_backlog_oldest_first_in_batches,
@@ -116,6 +117,7 @@ macro_rules! store_conformance {
             suppression_add_is_idempotent_and_normalized,
             expansion_cursor_resumes_and_fences,
             exposure_recorded_only_for_succeeded_email_jobs,
+            exposure_follows_the_completion_not_the_kind,
             occurrence_list_counts_by_period_channel_state,
         );
         $crate::store_conformance!(@inbound $factory;

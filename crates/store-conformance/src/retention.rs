@@ -41,6 +41,7 @@ async fn finish(s: &S, transition: Transition, finished: DateTime<Utc>) -> Strin
             lease_token: j.lease_token.clone().unwrap_or_default(),
             attempt,
             transition,
+            record_exposure: false,
         }])
         .await
         .unwrap();

@@ -31,6 +31,7 @@ fn done(j: &Job, transition: Transition, finished: chrono::DateTime<chrono::Utc>
             node: Some("n".into()),
         },
         transition,
+        record_exposure: false,
     }
 }
 
@@ -340,6 +341,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         .job_count_decided(JobCountDecided {
             since: t0(),
             until: t0() + Duration::hours(1),
+            topic_kinds: vec!["email".into()],
         })
         .await
         .unwrap();
@@ -372,6 +374,36 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
             row(Some("sch_a"), None, "succeeded", None, 1),
         ]
     );
+
+    // Which kinds carry an audience topic is the caller's to say, not the store's: with the
+    // webhook kind listed too, its job's topic counts; with none listed, no topic counts.
+    let count = |topic_kinds: Vec<String>| {
+        let s = &s;
+        async move {
+            s.job_count_decided(JobCountDecided {
+                since: t0(),
+                until: t0() + Duration::hours(1),
+                topic_kinds,
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.schedule_id.is_none())
+            .map(|r| (r.topic.unwrap_or_default(), r.count))
+            .collect::<Vec<_>>()
+        }
+    };
+    let mut both = count(vec!["email".into(), "webhook".into()]).await;
+    both.sort();
+    assert_eq!(
+        both,
+        vec![
+            ("orders".to_string(), 1),
+            ("weekly".to_string(), 1),
+            ("weekly".to_string(), 2)
+        ]
+    );
+    assert_eq!(count(Vec::new()).await, vec![]);
 }
 
 /// Missed firings' source (S4-10): distinct materialized firings of one schedule in a window.

@@ -211,7 +211,7 @@ impl JobStore for PostgresStore {
                      id text, token text, state text, run_at timestamptz, refund integer,
                      reason text, started_at timestamptz, finished_at timestamptz, outcome text,
                      error_class text, status_code integer, error text, response text,
-                     provider_id text, node text)
+                     provider_id text, node text, expose boolean)
              ),
              done AS (
                  UPDATE jobs SET state = c.state,
@@ -225,19 +225,20 @@ impl JobStore for PostgresStore {
                  RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
                            c.response, c.provider_id, c.node,
-                           c.state AS new_state, jobs.kind, jobs.payload, jobs.period_key
+                           c.state AS new_state, c.expose, jobs.payload, jobs.period_key
              ),
              logged AS (
                  INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
                  SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
                  FROM done
              ),
-             -- A/B exposures of succeeded email jobs, in the completion's statement (S3-19).
+             -- A/B exposures of succeeded jobs whose completion asks for them, in the
+             -- completion's statement.
              exposed AS (
                  INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
                  SELECT job_id, payload ->> 'topic', payload ->> 'variant', payload ->> 'recipient_id', period_key, finished_at
                  FROM done
-                 WHERE new_state = 'succeeded' AND kind = 'email'
+                 WHERE new_state = 'succeeded' AND expose
                    AND payload ->> 'variant' IS NOT NULL AND payload ->> 'topic' IS NOT NULL
                  ON CONFLICT (job_id) DO NOTHING
              )

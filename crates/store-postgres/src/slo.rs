@@ -124,7 +124,7 @@ impl InsightStore for PostgresStore {
         let rows = sqlx::query(
             "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
                 SELECT schedule_id,
-                       CASE WHEN schedule_id IS NULL AND kind = 'email'
+                       CASE WHEN schedule_id IS NULL AND kind = ANY($3)
                              AND jsonb_typeof(payload -> 'topic') = 'string'
                             THEN payload ->> 'topic' END AS topic,
                        state,
@@ -139,6 +139,7 @@ impl InsightStore for PostgresStore {
         )
         .bind(p.since)
         .bind(p.until)
+        .bind(&p.topic_kinds)
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("job count decided", e))?;

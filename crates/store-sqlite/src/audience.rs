@@ -70,12 +70,12 @@ impl SqliteStore {
     }
 }
 
-/// Record A/B exposures for the email jobs of `applied` (a JSON array of job ids) that just
-/// succeeded: called inside the completion's transaction (S3-19).
+/// Record A/B exposures for the jobs of `applied` (a JSON array of ids of succeeded jobs whose
+/// completion asked for it): called inside the completion's transaction.
 pub(crate) const EXPOSE_SUCCEEDED: &str = "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
      SELECT j.id, j.payload ->> 'topic', j.payload ->> 'variant', j.payload ->> 'recipient_id', j.period_key, j.finished_at
      FROM json_each(?1) AS a CROSS JOIN jobs j
-     WHERE j.id = a.value AND j.state = 'succeeded' AND j.kind = 'email'
+     WHERE j.id = a.value AND j.state = 'succeeded'
        AND j.payload ->> 'variant' IS NOT NULL AND j.payload ->> 'topic' IS NOT NULL
      ON CONFLICT (job_id) DO NOTHING";
 

@@ -194,11 +194,11 @@ pub(crate) fn dead_undecodable(
     Ok(())
 }
 
-/// The job as its live lease holds it: its attempt number (for the attempt row) and kind.
+/// The job as its live lease holds it: its attempt number (for the attempt row).
 /// A separate lookup instead of `UPDATE … RETURNING`: RETURNING builds a temporary b-tree on
 /// every execution, which cost more than this primary-key read of a page already in cache.
 const HELD: &str =
-    "SELECT attempt, kind FROM jobs WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
+    "SELECT attempt FROM jobs WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
 
 /// The state change, under the same condition (fencing).
 const COMPLETE: &str = "UPDATE jobs SET state = ?3,
@@ -225,8 +225,8 @@ pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<Comp
         .prepare_cached(ATTEMPT)
         .map_err(|e| map_native("job complete (attempts)", e))?;
     let mut report = CompleteReport::default();
-    // Succeeded email jobs, for their A/B exposures (S3-19).
-    let mut emails: Vec<&str> = Vec::new();
+    // Succeeded jobs whose success is an A/B exposure.
+    let mut exposed: Vec<&str> = Vec::new();
     for c in p {
         let (state, run_at, refund, reason) = match &c.transition {
             Transition::Succeeded => ("succeeded", None, 0_i64, None),
@@ -243,11 +243,11 @@ pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<Comp
             Transition::Dead => ("dead", None, 0, None),
         };
         let a = &c.attempt;
-        let done: Option<(i64, String)> = held
-            .query_row(params![c.id, c.lease_token], |r| Ok((r.get(0)?, r.get(1)?)))
+        let done: Option<i64> = held
+            .query_row(params![c.id, c.lease_token], |r| r.get(0))
             .optional()
             .map_err(|e| map_native("job complete", e))?;
-        let Some((before, kind)) = done else {
+        let Some(before) = done else {
             // Another node holds the job now (or it was finished or cancelled meanwhile).
             report.stale.push(c.id.clone());
             continue;
@@ -280,13 +280,13 @@ pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<Comp
             ])
             .map_err(|e| map_native("job complete (attempts)", e))?;
         report.applied += 1;
-        if state == "succeeded" && kind == "email" {
-            emails.push(&c.id);
+        if c.record_exposure && state == "succeeded" {
+            exposed.push(&c.id);
         }
     }
-    if !emails.is_empty() {
+    if !exposed.is_empty() {
         conn.prepare_cached(crate::audience::EXPOSE_SUCCEEDED)
-            .and_then(|mut s| s.execute([serde_json::json!(emails).to_string()]))
+            .and_then(|mut s| s.execute([serde_json::json!(exposed).to_string()]))
             .map_err(|e| map_native("job complete (exposures)", e))?;
     }
     Ok(report)
@@ -443,7 +443,7 @@ impl StoredJob {
             .map_err(|e| corrupt("job retry policy", e))?;
         Ok(Job {
             payload: serde_json::from_str(&self.payload).map_err(|e| corrupt("job payload", e))?,
-            retry: kairos_store::batch::stored_retry_or_default(&self.kind, retry),
+            retry,
             state: JobState::parse(&self.state),
             kind: JobKind(self.kind),
             id: self.id,

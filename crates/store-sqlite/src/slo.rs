@@ -120,15 +120,15 @@ impl InsightStore for SqliteStore {
 
     async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
         // The window reads the jobs_finished index, like the failure rate. The topic is read
-        // from the payload of `email` jobs without a schedule only (a webhook payload's
-        // `topic` is the caller's data, and the webhook firehose is not parsed); CASE
+        // from the payload of jobs of the topic kinds without a schedule only (another job's
+        // `topic` is the caller's data, and that firehose is not parsed); CASE
         // evaluates in order, so a payload that is not JSON reads as no topic instead of
         // failing the query.
         let rows = sqlx::query(
             "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
                 SELECT schedule_id,
                        CASE WHEN schedule_id IS NOT NULL THEN NULL
-                            WHEN kind <> 'email' THEN NULL
+                            WHEN kind NOT IN (SELECT value FROM json_each(?3)) THEN NULL
                             WHEN NOT json_valid(payload) THEN NULL
                             WHEN json_type(payload, '$.topic') = 'text'
                             THEN json_extract(payload, '$.topic') END AS topic,
@@ -144,6 +144,7 @@ impl InsightStore for SqliteStore {
         )
         .bind(to_millis(p.since))
         .bind(to_millis(p.until))
+        .bind(serde_json::json!(p.topic_kinds).to_string())
         .fetch_all(&self.read)
         .await
         .map_err(|e| map_err("job count decided", e))?;

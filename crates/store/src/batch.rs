@@ -29,14 +29,9 @@ impl BatchEncoding {
 }
 
 /// The retry policy as stored: `None` when it is the kind's default (stored as NULL: smaller
-/// rows, nothing to parse on every claim). Readers use [`stored_retry_or_default`].
+/// rows, nothing to parse on every claim); readers report NULL as `retry: None`.
 pub fn stored_retry(j: &JobInsert) -> Option<&RetryPolicy> {
-    (j.retry != RetryPolicy::default_for_kind(j.kind.as_str())).then_some(&j.retry)
-}
-
-/// The policy of a stored job: its own, or its kind's default when none was stored.
-pub fn stored_retry_or_default(kind: &str, stored: Option<RetryPolicy>) -> RetryPolicy {
-    stored.unwrap_or_else(|| RetryPolicy::default_for_kind(kind))
+    (!j.retry_is_kind_default).then_some(&j.retry)
 }
 
 /// Jobs to insert, as a JSON array of objects.
@@ -103,6 +98,7 @@ pub fn completions_batch(completions: &[JobComplete], enc: BatchEncoding) -> Val
                     "response": a.response,
                     "provider_id": a.provider_id,
                     "node": a.node,
+                    "expose": c.record_exposure,
                 })
             })
             .collect(),
@@ -114,11 +110,11 @@ mod tests {
     use super::*;
     use kairos_core::JobKind;
 
-    fn job(retry: RetryPolicy) -> JobInsert {
+    fn job(retry: RetryPolicy, retry_is_kind_default: bool) -> JobInsert {
         let t = DateTime::<Utc>::from_timestamp_millis(1_700_000_000_123).unwrap_or_default();
         JobInsert {
             id: "job_1".into(),
-            kind: JobKind::webhook(),
+            kind: JobKind::new("k"),
             payload: json!({"a": 1}),
             endpoint_id: None,
             schedule_id: None,
@@ -127,6 +123,7 @@ mod tests {
             channel: None,
             dedupe_key: None,
             retry,
+            retry_is_kind_default,
             run_at: t,
             now: t,
         }
@@ -138,14 +135,15 @@ mod tests {
     };
 
     #[test]
-    fn default_retry_is_stored_as_null_and_read_back_as_default() {
-        let b = jobs_batch(&[job(RetryPolicy::notification())], MS);
+    fn default_retry_is_stored_as_null() {
+        let b = jobs_batch(&[job(RetryPolicy::notification(), true)], MS);
         assert_eq!(b[0]["retry"], Value::Null);
+        assert_eq!(b[0]["max_attempts"], json!(3));
         assert_eq!(b[0]["payload"], json!("{\"a\":1}"));
         assert_eq!(b[0]["run_at"], json!(1_700_000_000_123_i64));
         let custom = RetryPolicy::uniform(vec![std::time::Duration::from_secs(1)], 2);
         let b = jobs_batch(
-            &[job(custom.clone())],
+            &[job(custom.clone(), false)],
             BatchEncoding {
                 json_as_text: false,
                 ..MS
@@ -153,9 +151,8 @@ mod tests {
         );
         let back: RetryPolicy = serde_json::from_value(b[0]["retry"].clone()).unwrap();
         assert_eq!(back, custom);
-        assert_eq!(
-            stored_retry_or_default("webhook", None),
-            RetryPolicy::notification()
-        );
+        // A policy that is not marked as the kind's default is stored, whatever it is.
+        let b = jobs_batch(&[job(RetryPolicy::notification(), false)], MS);
+        assert_ne!(b[0]["retry"], Value::Null);
     }
 }

@@ -173,8 +173,12 @@ pub struct JobInsert {
     pub channel: Option<String>,
     /// Unique key (idempotency key or the expansion key).
     pub dedupe_key: Option<String>,
-    /// Retry policy.
+    /// Retry policy (resolved: its maximum of attempts is stored with the job).
     pub retry: RetryPolicy,
+    /// Whether `retry` is its kind's default: then it is stored as NULL (smaller rows,
+    /// nothing to parse on every claim) and read back as `retry: None`, which the engine
+    /// resolves through its kind layer.
+    pub retry_is_kind_default: bool,
     /// When due.
     pub run_at: DateTime<Utc>,
     /// Now.
@@ -249,6 +253,9 @@ pub struct JobComplete {
     pub attempt: crate::Attempt,
     /// Where the job goes.
     pub transition: Transition,
+    /// After a success, record the job's A/B exposure (its payload's `topic`, `variant` and
+    /// `recipient_id`) in the same transaction. Set by the kinds whose success is an exposure.
+    pub record_exposure: bool,
 }
 
 /// `job_cancel`.

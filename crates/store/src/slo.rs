@@ -123,14 +123,17 @@ pub struct DeadScheduledRun {
 }
 
 /// `job_count_decided`: jobs of schedules or topics that reached `succeeded`, `skipped` or
-/// `dead` in `[since, until)`, counted per schedule (or, for `email` jobs without a schedule,
-/// per `payload.topic`), state and skip reason (the `skip_rate` check).
+/// `dead` in `[since, until)`, counted per schedule (or, for jobs without a schedule of the
+/// `topic_kinds`, per `payload.topic`), state and skip reason (the `skip_rate` check).
 #[derive(Debug, Clone)]
 pub struct JobCountDecided {
     /// Start of the window (inclusive), by `finished_at`.
     pub since: DateTime<Utc>,
     /// End of the window (exclusive).
     pub until: DateTime<Utc>,
+    /// The kinds whose payload `topic` names an audience topic (the engine's kind layer says
+    /// which); any other job's `topic` is the caller's data and is not read.
+    pub topic_kinds: Vec<String>,
 }
 
 /// A number of decided jobs of one schedule or topic in one state (and skip reason).

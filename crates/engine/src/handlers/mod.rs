@@ -1,10 +1,11 @@
-//! Built-in handlers.
+//! The built-in kinds' handlers, registered by kind name on the nodes that run them. Each
+//! handler lives with its kind ([`crate::kinds`]); the modules here are their public paths.
 
-pub mod digest;
-pub mod email;
-pub mod http;
-pub mod notify;
-pub mod webhook;
+pub use crate::kinds::digest::handler as digest;
+pub use crate::kinds::email::handler as email;
+pub use crate::kinds::email::notify;
+pub use crate::kinds::http::handler as http;
+pub use crate::kinds::webhook::handler as webhook;
 
 use crate::handler::HandlerRegistry;
 use kairos_channels::digest::{DigestConfig, Digester};
@@ -33,7 +34,7 @@ pub fn default_registry(
     };
     let sender = WebhookSender::new(webhook)?;
     r.register(
-        "http",
+        crate::kinds::http::NAME,
         Arc::new(http::HttpHandler::new(
             store.clone(),
             HttpCaller::new(http)?,
@@ -41,7 +42,7 @@ pub fn default_registry(
     );
     register_digest(&mut r, store.clone(), clock.clone(), digest)?;
     r.register(
-        "webhook",
+        crate::kinds::webhook::NAME,
         Arc::new(webhook::WebhookHandler::new(store, clock, sender)),
     );
     Ok(r)
@@ -56,7 +57,7 @@ pub fn register_digest(
 ) -> Result<(), kairos_channels::Error> {
     let digester = Digester::new(config)?;
     r.register(
-        "digest",
+        crate::kinds::digest::NAME,
         Arc::new(digest::DigestHandler::new(store, clock, digester)),
     );
     Ok(())
@@ -72,16 +73,16 @@ pub fn register_email(
 ) -> Result<(), kairos_channels::Error> {
     let allow_private_targets = config.allow_private_targets;
     let h = Arc::new(email::EmailHandler::new(store.clone(), transport, config)?);
-    r.register("email", h.clone());
+    r.register(crate::kinds::email::NAME, h.clone());
     // The `webhook` channel of audience notifications shares the mail's checks and
     // templates; plain webhook jobs keep their handler.
-    if let Some(plain) = r.get("webhook").cloned() {
+    if let Some(plain) = r.get(crate::kinds::webhook::NAME).cloned() {
         let sender = WebhookSender::new(WebhookConfig {
             allow_private_targets,
             ..WebhookConfig::default()
         })?;
         r.register(
-            "webhook",
+            crate::kinds::webhook::NAME,
             Arc::new(notify::WebhookChannel::new(plain, h, store, clock, sender)),
         );
     }

@@ -6,6 +6,7 @@
 use super::checks::{MAX_EXPECTED_FIRINGS, dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use crate::catch_up;
+use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
 use kairos_core::schedule::{parse_timezone, period_key};
 use kairos_store::{ArtifactKey, Schedule, ScheduleList, Store};
@@ -27,7 +28,10 @@ fn due_by(
         .filter(|t| period_key(s.period, tz, *t) == period)
         .max()
         .unwrap_or(fire_at);
-    let run = kairos_core::budget::kind_deadline(s.kind.as_str()).unwrap_or_default();
+    let run = Kinds::builtin()
+        .get(s.kind.as_str())
+        .deadline()
+        .unwrap_or_default();
     last_try + dur(run) + dur(cfg.missed_grace)
 }
 
@@ -44,13 +48,12 @@ pub(super) async fn missing_artifacts(
         })
         .await?;
     let mut out = Vec::new();
-    for s in schedules
-        .into_iter()
-        .filter(|s| s.kind.as_str() == "digest")
-    {
-        let Some(name) = s.payload.get("name").and_then(|n| n.as_str()) else {
+    for s in schedules {
+        // Only schedules whose kind's product is an artifact.
+        let Some(name) = Kinds::builtin().artifact_of(&s) else {
             continue;
         };
+        let name = name.as_str();
         let subject = Some(s.id.clone());
         let tz = match parse_timezone(&s.timezone) {
             Ok(tz) => tz,

@@ -102,6 +102,7 @@ pub(super) async fn skip_rate(
         .job_count_decided(JobCountDecided {
             since: now - dur(cfg.skip_window),
             until: now + chrono::Duration::milliseconds(1),
+            topic_kinds: crate::kinds::Kinds::builtin().topic_kinds(),
         })
         .await?;
     // (is a schedule, subject) -> counts

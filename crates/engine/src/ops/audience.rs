@@ -4,6 +4,7 @@
 
 use super::{Kairos, tz_of};
 use crate::error::OpsError;
+use crate::kinds::{Kinds, TopicUse};
 use chrono::{DateTime, Utc};
 use kairos_core::JobKind;
 use kairos_core::schedule::parse_timezone;
@@ -210,7 +211,7 @@ impl Kairos {
         match w {
             None => Ok(None),
             Some(w) => self
-                .endpoint_for(&JobKind::webhook(), Some(w))
+                .endpoint_for(&JobKind::new(crate::kinds::webhook::NAME), Some(w))
                 .await
                 .map_err(|e| if field.is_empty() { e } else { e.under(field) }),
         }
@@ -499,31 +500,42 @@ impl Kairos {
             .await?)
     }
 
-    /// The payload of a schedule of `kind` with `topic`: an `email` schedule with a topic is
-    /// an audience schedule (its payload carries the topic); a topic on another kind is an
-    /// error.
+    /// The payload of a schedule of `kind` with `topic`: a schedule of an audience kind
+    /// (`email`) with a topic is an audience schedule, a fan-out kind's (`digest`) topic is the
+    /// audience its product goes to (its payload carries the topic); a topic on another kind
+    /// is an error.
     pub(super) fn audience_payload(
         kind: &JobKind,
         topic: Option<&str>,
         mut payload: serde_json::Value,
     ) -> Result<serde_json::Value, OpsError> {
+        let uses = Kinds::builtin().get(kind.as_str()).topic();
         let Some(topic) = topic else {
-            // An email schedule mails a topic's audience: without a topic it has nobody to
+            // An audience schedule mails a topic's audience: without a topic it has nobody to
             // mail (a payload naming one recipient and topic is a single-recipient schedule).
-            if kind.as_str() == "email" && payload.get("topic").and_then(|t| t.as_str()).is_none() {
+            if uses == TopicUse::Audience && payload.get("topic").and_then(|t| t.as_str()).is_none()
+            {
                 return Err(OpsError::invalid(
                     "topic",
-                    "required for kind \"email\": the topic whose subscribers each firing mails",
+                    format!(
+                        "required for kind {:?}: the topic whose subscribers each firing mails",
+                        kind.as_str()
+                    ),
                 ));
             }
             return Ok(payload);
         };
-        // A digest schedule's topic is the audience its artifact fans out to (S4-9).
-        if !matches!(kind.as_str(), "email" | "digest") {
+        if uses == TopicUse::None {
+            let takers: Vec<String> = Kinds::builtin()
+                .topic_takers()
+                .iter()
+                .map(|k| format!("{k:?}"))
+                .collect();
             return Err(OpsError::invalid(
                 "topic",
                 format!(
-                    "only for kinds \"email\" and \"digest\", not {:?}",
+                    "only for kinds {}, not {:?}",
+                    takers.join(" and "),
                     kind.as_str()
                 ),
             ));

@@ -7,8 +7,8 @@
 
 use super::{HttpSpec, Kairos, WebhookTarget};
 use crate::error::OpsError;
+use crate::kinds::{Kinds, http};
 use kairos_core::retry::RetrySpec;
-use kairos_core::{JobKind, RetryPolicy};
 use kairos_store::ScheduleChannel;
 use serde::Deserialize;
 
@@ -92,24 +92,37 @@ impl Kairos {
                     format!("{:?} is listed twice: channel names are unique", c.name),
                 ));
             }
-            match c.kind.as_str() {
-                "webhook" | "http" => {}
-                "email" => {
+            match Kinds::builtin().find(&c.kind) {
+                Some(k) if k.is_channel() => {}
+                Some(k) if k.delivers_to_topic() => {
                     return Err(OpsError::invalid(
                         format!("channels[{i}].kind"),
-                        "mail goes to a topic's subscribers: create an audience schedule \
-                         (\"kind\": \"email\", \"topic\": …) and list the channels on each \
-                         subscription",
+                        format!(
+                            "mail goes to a topic's subscribers: create an audience schedule \
+                             (\"kind\": {:?}, \"topic\": …) and list the channels on each \
+                             subscription",
+                            k.name()
+                        ),
                     ));
                 }
-                other => {
+                _ => {
                     // The kind must exist at all; a known kind that is not a channel (a
                     // digest builds an artifact, it does not deliver) is refused too.
-                    self.check_kind(Some(other))
+                    self.check_kind(Some(&c.kind))
                         .map_err(|e| e.under(&format!("channels[{i}]")))?;
+                    let usable: Vec<String> = Kinds::builtin()
+                        .names()
+                        .into_iter()
+                        .filter(|k| Kinds::builtin().get(k).is_channel())
+                        .map(|k| format!("{k:?}"))
+                        .collect();
                     return Err(OpsError::invalid(
                         format!("channels[{i}].kind"),
-                        format!("{other:?} is not a channel kind; use \"webhook\" or \"http\""),
+                        format!(
+                            "{:?} is not a channel kind; use {}",
+                            c.kind,
+                            usable.join(" or ")
+                        ),
                     ));
                 }
             }
@@ -124,7 +137,8 @@ impl Kairos {
         for (i, c) in channels.iter().enumerate() {
             let at = format!("channels[{i}]");
             let kind = self.check_kind(Some(&c.kind)).map_err(|e| e.under(&at))?;
-            let default = RetryPolicy::default_for_kind(kind.as_str());
+            let k = Kinds::builtin().get(kind.as_str());
+            let default = k.default_retry();
             let retry = c
                 .retry
                 .as_ref()
@@ -140,12 +154,12 @@ impl Kairos {
                 .endpoint_for(&kind, c.webhook.as_ref())
                 .await
                 .map_err(|e| e.under(&at))?;
-            let payload = if kind == JobKind("http".into()) {
+            let payload = if k.name() == http::NAME {
                 // An http channel's request is its `http` definition; the stored payload
                 // names the target (its secrets stay in `http_targets`).
                 let base = payload.clone().unwrap_or_else(|| serde_json::json!({}));
                 Some(
-                    self.http_payload(&kind, c.http.as_ref(), base, retry.as_ref())
+                    http::request::payload(&self.env(), k, c.http.as_ref(), base, retry.as_ref())
                         .await
                         .map_err(|e| e.under(&at))?,
                 )

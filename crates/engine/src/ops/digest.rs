@@ -1,123 +1,12 @@
-//! The facade's digest, catch-up and artifact operations (S4-1, S4-4, S4-5): validation shared
-//! by the API and the CLI.
+//! The facade's catch-up and artifact operations: validation shared by the API and the CLI.
 
 use super::{Kairos, tz_of};
 use crate::catch_up;
 use crate::error::OpsError;
-use crate::handlers::digest::{DigestSpec, valid_key};
-use kairos_core::budget;
-use kairos_core::{JobKind, RetryPolicy};
+use crate::kinds::digest::handler::valid_key;
 use kairos_store::{Artifact, ArtifactKey, ArtifactList, CatchUp, CatchUpSet, Schedule};
 
-/// A digest's retry policy must fit the kind's deadline (15 min) with what one attempt
-/// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
-/// error shows the arithmetic.
-fn check_digest_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
-    budget::check_budget(retry, attempt, budget::kind_deadline("digest"))?;
-    Ok(())
-}
-
 impl Kairos {
-    /// Refuse feed URLs of a digest `payload` that plainly target a private or loopback
-    /// address, unless private targets are allowed — the save-time check webhook URLs get
-    /// (the send-time guard resolves names and is authoritative). `prefix` is the field the
-    /// definition came in (`digest`, `payload`).
-    pub(super) fn check_digest_feeds(
-        &self,
-        kind: &JobKind,
-        payload: &serde_json::Value,
-        prefix: &str,
-    ) -> Result<(), OpsError> {
-        if kind.as_str() != "digest" || self.allow_private_targets {
-            return Ok(());
-        }
-        let feeds = payload.get("feeds").and_then(|f| f.as_array());
-        for (i, f) in feeds.into_iter().flatten().enumerate() {
-            let Some(url) = f.as_str().and_then(|u| url::Url::parse(u).ok()) else {
-                continue;
-            };
-            if super::is_obviously_private(&url) {
-                return Err(OpsError::invalid(
-                    format!("{prefix}.feeds[{i}]"),
-                    "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
-    /// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
-    pub(super) fn kind_payload(
-        &self,
-        kind: &JobKind,
-        digest: Option<&DigestSpec>,
-        payload: Option<serde_json::Value>,
-        retry: Option<&RetryPolicy>,
-    ) -> Result<serde_json::Value, OpsError> {
-        match (kind.as_str(), digest) {
-            ("digest", Some(d)) => {
-                if payload.is_some() {
-                    return Err(OpsError::invalid(
-                        "payload",
-                        "not for kind \"digest\": the \"digest\" definition is its payload",
-                    ));
-                }
-                let spec = d.validate()?;
-                if spec.period.is_some() {
-                    return Err(OpsError::invalid(
-                        "digest.period",
-                        "only for a digest job outside a schedule: a schedule's jobs carry \
-                         their period",
-                    ));
-                }
-                let default = RetryPolicy::default_for_kind("digest");
-                check_digest_budget(retry.unwrap_or(&default), self.digest_attempt_timeout)?;
-                Ok(spec.to_payload())
-            }
-            ("digest", None) => Err(OpsError::invalid(
-                "digest",
-                "required for kind \"digest\": {\"name\", \"feeds\": [url…], \"summarizer\"}",
-            )),
-            (other, Some(_)) => Err(OpsError::invalid(
-                "digest",
-                format!("only for kind \"digest\", not {other:?}"),
-            )),
-            _ => Self::check_payload(payload),
-        }
-    }
-
-    /// The payload of a directly enqueued job: for `digest`, the payload must be a digest
-    /// definition with its `period` (a job outside a schedule has no period of its own).
-    pub(super) fn job_payload(
-        &self,
-        kind: &JobKind,
-        payload: Option<serde_json::Value>,
-        retry: &RetryPolicy,
-    ) -> Result<serde_json::Value, OpsError> {
-        if kind.as_str() != "digest" {
-            return Self::check_payload(payload);
-        }
-        check_digest_budget(retry, self.digest_attempt_timeout)?;
-        let p = payload.unwrap_or_default();
-        let spec: DigestSpec = serde_json::from_value(p).map_err(|e| {
-            OpsError::invalid(
-                "payload",
-                format!("a digest job's payload is {{\"name\", \"feeds\", \"summarizer\", \"period\"}}: {e}"),
-            )
-        })?;
-        let spec = spec
-            .validate()
-            .map_err(|e| OpsError::invalid(e.field().replace("digest.", "payload."), e.reason()))?;
-        if spec.period.is_none() {
-            return Err(OpsError::invalid(
-                "payload.period",
-                "required for a digest job outside a schedule (e.g. \"2026-10-20\")",
-            ));
-        }
-        Ok(spec.to_payload())
-    }
-
     /// Replace the catch-up times of `s` (already validated), each next due at its first
     /// instant after now.
     pub(super) async fn catch_up_set(

@@ -3,8 +3,9 @@
 
 use super::{Kairos, MAX_KEY, NewJob, parse_instant};
 use crate::error::OpsError;
+use crate::kinds::{Kinds, digest, http};
 use kairos_core::id::{IdPrefix, new_id};
-use kairos_core::{Job, JobState, RetryPolicy};
+use kairos_core::{Job, JobState};
 use kairos_store::*;
 
 impl Kairos {
@@ -28,16 +29,19 @@ impl Kairos {
                 format!("must be 1 to {MAX_KEY} bytes without control characters"),
             ));
         }
+        let k = Kinds::builtin().get(kind.as_str());
         let retry = match &req.retry {
-            Some(r) => r.to_policy(&RetryPolicy::default_for_kind(kind.as_str()))?,
-            None => RetryPolicy::default_for_kind(kind.as_str()),
+            Some(r) => r.to_policy(&k.default_retry())?,
+            None => k.default_retry(),
         };
-        let payload = self.job_payload(&kind, req.payload, &retry)?;
-        self.check_digest_feeds(&kind, &payload, "payload")?;
+        let payload =
+            digest::request::job_payload(k, req.payload, &retry, self.digest_attempt_timeout)?;
+        digest::request::check_feeds(self.allow_private_targets, k, &payload, "payload")?;
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
-        let payload = self
-            .http_payload(&kind, req.http.as_ref(), payload, Some(&retry))
-            .await?;
+        let payload =
+            http::request::payload(&self.env(), k, req.http.as_ref(), payload, Some(&retry))
+                .await?;
+        let retry_is_kind_default = retry == k.default_retry();
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind,
@@ -50,6 +54,7 @@ impl Kairos {
             // Namespaced so a user key can never collide with an expansion key.
             dedupe_key: req.idempotency_key.as_ref().map(|k| format!("idem:{k}")),
             retry,
+            retry_is_kind_default,
             run_at,
             now,
         })

@@ -40,7 +40,7 @@ impl From<&Job> for JobRow {
             schedule_id: j.schedule_id.clone(),
             period_key: j.period_key.clone(),
             attempt: j.attempt,
-            max_attempts: j.retry.max_attempts(),
+            max_attempts: kairos_engine::Kinds::builtin().retry_of(j).max_attempts(),
             run_at: fmt_t(j.run_at),
             created_at: fmt_t(j.created_at),
             finished_at: j.finished_at.map(fmt_t),

@@ -16,7 +16,6 @@ fn typed<T: DeserializeOwned>(what: &str, v: Value) -> Result<T> {
 
 /// A job ([`super::JOB_COLS`]).
 pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
-    let kind = r.text("kind")?;
     let retry = r
         .opt_json("retry")?
         .map(|v| typed::<RetryPolicy>("job retry policy", v))
@@ -32,8 +31,8 @@ pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
         channel: r.opt_text("channel")?,
         dedupe_key: r.opt_text("dedupe_key")?,
         attempt: r.int("attempt")? as i32,
-        retry: crate::batch::stored_retry_or_default(&kind, retry),
-        kind: JobKind(kind),
+        retry,
+        kind: JobKind(r.text("kind")?),
         run_at: r.ts("run_at")?,
         created_at: r.ts("created_at")?,
         finished_at: r.opt_ts("finished_at")?,

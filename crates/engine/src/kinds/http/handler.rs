@@ -6,8 +6,8 @@
 //! the attempt (S4-2) and is retried by class (S4-3). Each call has its own hard timeout
 //! (S4-7). Every attempt's result is logged as one JSON line (S4-6).
 
+use super::HTTP_TARGET_KEY;
 use crate::handler::{Handler, JobContext};
-use crate::ops::HTTP_TARGET_KEY;
 use async_trait::async_trait;
 use kairos_channels::http::{HttpCall, HttpCallAuth, HttpCaller};
 use kairos_channels::signing::WebhookSecret;
@@ -172,7 +172,7 @@ mod tests {
             channel: None,
             dedupe_key: None,
             attempt: 2,
-            retry: RetryPolicy::http_call(),
+            retry: Some(RetryPolicy::http_call()),
             run_at: t,
             created_at: t,
             finished_at: None,

@@ -15,10 +15,11 @@
 //! the payload, and are never in a response or a log line.
 
 use crate::handler::{Handler, JobContext};
+use crate::kinds::Kinds;
 use async_trait::async_trait;
 use kairos_channels::digest::{Digester, Summarizer};
 use kairos_core::id::{IdPrefix, new_id};
-use kairos_core::{Clock, Failure, Job, JobKind, Outcome, RetryPolicy};
+use kairos_core::{Clock, Failure, Job, JobKind, Outcome};
 use kairos_store::{Artifact, ArtifactKey, ArtifactPut, JobInsert, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -145,7 +146,7 @@ pub fn digest_created_job(
 ) -> JobInsert {
     JobInsert {
         id: new_id(IdPrefix::Job, now),
-        kind: JobKind::webhook(),
+        kind: JobKind::new(crate::kinds::webhook::NAME),
         payload: json!({
             "type": "digest.created",
             "name": a.name,
@@ -159,7 +160,8 @@ pub fn digest_created_job(
         period_key: Some(a.period_key.clone()),
         channel: None,
         dedupe_key: Some(format!("digest.created:{}:{}", a.name, a.period_key)),
-        retry: RetryPolicy::default_for_kind("webhook"),
+        retry: Kinds::builtin().default_retry(crate::kinds::webhook::NAME),
+        retry_is_kind_default: true,
         run_at: now,
         now,
     }
@@ -206,7 +208,7 @@ impl DigestHandler {
         if crate::audience::fan_out_topic(&s).is_none() {
             return Ok(());
         }
-        let tz = crate::ops::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;
+        let tz = crate::zone::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;
         let fire_at = job.fire_at.unwrap_or(job.run_at);
         let key = crate::audience::begin(self.store.as_ref(), &s, tz, fire_at, self.clock.now())
             .await

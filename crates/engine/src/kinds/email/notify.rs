@@ -9,9 +9,9 @@
 //! "variant", "schedule_id", "fire_at"}` — never the address. The endpoint is the recipient's
 //! as it is when the job runs; a recipient without one is skipped (`no_webhook`).
 
-use super::email::{EmailHandler, Prepared};
-use super::webhook::post_to_endpoint;
+use super::handler::{EmailHandler, Prepared};
 use crate::handler::{Handler, JobContext};
+use crate::kinds::webhook::handler::post_to_endpoint;
 use async_trait::async_trait;
 use kairos_channels::WebhookSender;
 use kairos_core::{Clock, Job, Outcome};

@@ -1,0 +1,62 @@
+//! The `digest` kind: build one period's digest artifact from feeds and a summarizer, then its
+//! follow-ups (the `digest.created` webhook, the fan-out to a topic). Its product is the
+//! artifact, which catch-ups look for and the monitor expects; it has a 15-minute deadline.
+
+pub mod handler;
+pub mod request;
+
+use super::TopicUse;
+use super::{EndpointUse, Kind};
+use kairos_core::RetryPolicy;
+use kairos_core::budget::DEFAULT_CALL_TIMEOUT;
+use kairos_store::Schedule;
+use std::time::Duration;
+
+/// The kind's name.
+pub const NAME: &str = "digest";
+
+/// The deadline of a digest run: 15 minutes from its firing to its last attempt.
+pub const DEADLINE: Duration = Duration::from_secs(15 * 60);
+
+/// The `digest` kind.
+#[derive(Debug, Clone, Copy)]
+pub struct Digest;
+
+impl Kind for Digest {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn topic(&self) -> TopicUse {
+        TopicUse::FanOut
+    }
+
+    fn default_retry(&self) -> RetryPolicy {
+        RetryPolicy::http_call()
+    }
+
+    fn deadline(&self) -> Option<Duration> {
+        Some(DEADLINE)
+    }
+
+    fn call_timeout(&self) -> Option<Duration> {
+        Some(DEFAULT_CALL_TIMEOUT)
+    }
+
+    // Where its `digest.created` events go; optional.
+    fn endpoint(&self) -> EndpointUse {
+        EndpointUse::Optional
+    }
+
+    // A digest builds an artifact; it does not deliver.
+    fn is_channel(&self) -> bool {
+        false
+    }
+
+    fn artifact_of(&self, s: &Schedule) -> Option<String> {
+        s.payload
+            .get("name")
+            .and_then(|n| n.as_str())
+            .map(str::to_string)
+    }
+}

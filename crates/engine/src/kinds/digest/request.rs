@@ -1,0 +1,119 @@
+//! The `digest` kind's request: the `digest` definition of a schedule, or the payload of a
+//! digest job enqueued directly, validated, and its retry policy checked against the kind's
+//! deadline.
+
+use super::handler::DigestSpec;
+use super::{DEADLINE, NAME};
+use crate::error::OpsError;
+use crate::kinds::{Kind, check_payload};
+use kairos_core::RetryPolicy;
+
+/// A digest's retry policy must fit the kind's deadline (15 min) with what one attempt
+/// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
+/// error shows the arithmetic.
+fn check_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
+    kairos_core::budget::check_budget(retry, attempt, Some(DEADLINE))?;
+    Ok(())
+}
+
+/// Refuse feed URLs of a digest `payload` that plainly target a private or loopback
+/// address, unless private targets are allowed — the save-time check webhook URLs get
+/// (the send-time guard resolves names and is authoritative). `prefix` is the field the
+/// definition came in (`digest`, `payload`).
+pub fn check_feeds(
+    allow_private_targets: bool,
+    kind: &dyn Kind,
+    payload: &serde_json::Value,
+    prefix: &str,
+) -> Result<(), OpsError> {
+    if kind.name() != NAME || allow_private_targets {
+        return Ok(());
+    }
+    let feeds = payload.get("feeds").and_then(|f| f.as_array());
+    for (i, f) in feeds.into_iter().flatten().enumerate() {
+        let Some(url) = f.as_str().and_then(|u| url::Url::parse(u).ok()) else {
+            continue;
+        };
+        if kairos_channels::ssrf::is_obviously_private(&url) {
+            return Err(OpsError::invalid(
+                format!("{prefix}.feeds[{i}]"),
+                "targets a private or loopback address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
+/// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
+pub fn schedule_payload(
+    kind: &dyn Kind,
+    digest: Option<&DigestSpec>,
+    payload: Option<serde_json::Value>,
+    retry: Option<&RetryPolicy>,
+    attempt_timeout: std::time::Duration,
+) -> Result<serde_json::Value, OpsError> {
+    match (kind.name() == NAME, digest) {
+        (true, Some(d)) => {
+            if payload.is_some() {
+                return Err(OpsError::invalid(
+                    "payload",
+                    "not for kind \"digest\": the \"digest\" definition is its payload",
+                ));
+            }
+            let spec = d.validate()?;
+            if spec.period.is_some() {
+                return Err(OpsError::invalid(
+                    "digest.period",
+                    "only for a digest job outside a schedule: a schedule's jobs carry \
+                     their period",
+                ));
+            }
+            let default = kind.default_retry();
+            check_budget(retry.unwrap_or(&default), attempt_timeout)?;
+            Ok(spec.to_payload())
+        }
+        (true, None) => Err(OpsError::invalid(
+            "digest",
+            "required for kind \"digest\": {\"name\", \"feeds\": [url…], \"summarizer\"}",
+        )),
+        (false, Some(_)) => Err(OpsError::invalid(
+            "digest",
+            format!("only for kind \"digest\", not {:?}", kind.name()),
+        )),
+        (false, None) => check_payload(payload),
+    }
+}
+
+/// The payload of a directly enqueued job: for `digest`, the payload must be a digest
+/// definition with its `period` (a job outside a schedule has no period of its own).
+pub fn job_payload(
+    kind: &dyn Kind,
+    payload: Option<serde_json::Value>,
+    retry: &RetryPolicy,
+    attempt_timeout: std::time::Duration,
+) -> Result<serde_json::Value, OpsError> {
+    if kind.name() != NAME {
+        return check_payload(payload);
+    }
+    check_budget(retry, attempt_timeout)?;
+    let p = payload.unwrap_or_default();
+    let spec: DigestSpec = serde_json::from_value(p).map_err(|e| {
+        OpsError::invalid(
+            "payload",
+            format!(
+                "a digest job's payload is {{\"name\", \"feeds\", \"summarizer\", \"period\"}}: {e}"
+            ),
+        )
+    })?;
+    let spec = spec
+        .validate()
+        .map_err(|e| OpsError::invalid(e.field().replace("digest.", "payload."), e.reason()))?;
+    if spec.period.is_none() {
+        return Err(OpsError::invalid(
+            "payload.period",
+            "required for a digest job outside a schedule (e.g. \"2026-10-20\")",
+        ));
+    }
+    Ok(spec.to_payload())
+}

@@ -1,0 +1,290 @@
+//! The kind layer: everything that differs between job kinds lives here, one module (folder)
+//! per kind, each implementing [`Kind`]; nothing below the engine (`kairos-core`, the stores)
+//! names a kind.
+//!
+//! A kind owns its request validation (the `webhook`, `http`, `digest` bodies), its default
+//! retry policy, its deadline and per-call timeout, its handler, what a success means besides
+//! the job's state (an A/B exposure for `email`, the artifact's follow-ups for `digest`), the
+//! product a catch-up looks for and the one the monitor expects.
+//!
+//! [`Kinds::builtin`] is the registry, built once. Adding a kind is one module implementing
+//! [`Kind`] plus one line in [`Kinds::builtin`] (and its handler registered on the nodes that
+//! run it, see [`crate::handlers`]). A kind name nobody registered (an embedding application's
+//! own handler) gets [`Plain`]'s behaviour.
+
+pub mod digest;
+pub mod email;
+pub mod http;
+pub mod webhook;
+
+use crate::error::OpsError;
+use chrono::{DateTime, Utc};
+use kairos_core::{Job, RetryPolicy};
+use kairos_store::{Schedule, Store};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// Whether a kind posts to a webhook endpoint (`"webhook": {"url", "secret"}` in a request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointUse {
+    /// The kind does not post to an endpoint: a `webhook` target is refused.
+    None,
+    /// An endpoint is optional (a digest's `digest.created` events).
+    Optional,
+    /// An endpoint is required.
+    Required,
+}
+
+/// The largest payload a job may carry.
+pub const MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// A plain payload: `{}` when none is given, at most [`MAX_PAYLOAD_BYTES`].
+pub fn check_payload(p: Option<serde_json::Value>) -> Result<serde_json::Value, OpsError> {
+    let p = p.unwrap_or_else(|| serde_json::json!({}));
+    if p.to_string().len() > MAX_PAYLOAD_BYTES {
+        return Err(OpsError::invalid(
+            "payload",
+            format!("larger than {MAX_PAYLOAD_BYTES} bytes"),
+        ));
+    }
+    Ok(p)
+}
+
+/// What a kind's request validation may use.
+#[derive(Clone, Copy)]
+pub struct RequestEnv<'a> {
+    /// The store (targets are stored when a request is accepted).
+    pub store: &'a dyn Store,
+    /// Now.
+    pub now: DateTime<Utc>,
+    /// Accept targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
+    pub allow_private_targets: bool,
+}
+
+/// What a schedule's `topic` means for a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicUse {
+    /// The kind takes no topic.
+    None,
+    /// An audience schedule: each firing expands into one job per subscriber and channel; the
+    /// topic is required.
+    Audience,
+    /// The product of each period fans out to the topic's subscribers; optional.
+    FanOut,
+}
+
+/// One job kind. Every method but [`Kind::name`] has the behaviour of a plain notification as
+/// its default.
+pub trait Kind: Send + Sync + 'static {
+    /// The kind's name, as stored in `jobs.kind`.
+    fn name(&self) -> &'static str;
+
+    /// The retry policy of its jobs when the request gives none.
+    fn default_retry(&self) -> RetryPolicy {
+        RetryPolicy::notification()
+    }
+
+    /// The longest a job may take from its firing to its last attempt, waits included; a
+    /// retry that would start later ends the job `dead`, and a policy whose worst case exceeds
+    /// it is refused when saved. `None`: no deadline.
+    fn deadline(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The default timeout of one external call of an attempt, if the kind makes one whose
+    /// timeout the request may set.
+    fn call_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether its jobs post to a webhook endpoint.
+    fn endpoint(&self) -> EndpointUse {
+        EndpointUse::None
+    }
+
+    /// What a schedule's `topic` means for this kind.
+    fn topic(&self) -> TopicUse {
+        TopicUse::None
+    }
+
+    /// After a success, record the job's A/B exposure (in the completion's transaction).
+    fn records_exposure(&self) -> bool {
+        false
+    }
+
+    /// Whether a job of this kind without a schedule delivers to the audience topic named in
+    /// its payload (its skips count towards that topic's skip rate).
+    fn delivers_to_topic(&self) -> bool {
+        false
+    }
+
+    /// Whether it can be one of a schedule's `channels`.
+    fn is_channel(&self) -> bool {
+        true
+    }
+
+    /// Whether a schedule of this kind may have catch-up times.
+    fn allows_catch_up(&self) -> bool {
+        true
+    }
+
+    /// The artifact a period of schedule `s` produces, by name, when the kind's product is an
+    /// artifact rather than a succeeded job: what a catch-up looks for before running a period
+    /// again, and what the monitor's `missing_artifacts` check expects.
+    fn artifact_of(&self, _s: &Schedule) -> Option<String> {
+        None
+    }
+}
+
+/// The behaviour of a kind nobody registered here: a plain notification.
+#[derive(Debug)]
+pub struct Plain;
+
+impl Kind for Plain {
+    fn name(&self) -> &'static str {
+        ""
+    }
+}
+
+/// The registry of kinds. Built once ([`Kinds::builtin`]); cheap to share.
+pub struct Kinds {
+    kinds: Vec<Box<dyn Kind>>,
+}
+
+impl std::fmt::Debug for Kinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.kinds.iter().map(|k| k.name()))
+            .finish()
+    }
+}
+
+static BUILTIN: LazyLock<Kinds> = LazyLock::new(|| {
+    Kinds::new(vec![
+        Box::new(webhook::Webhook),
+        Box::new(http::Http),
+        Box::new(email::Email),
+        Box::new(digest::Digest),
+    ])
+});
+
+impl Kinds {
+    /// A registry of `kinds` (a later kind of the same name replaces an earlier one).
+    pub fn new(kinds: Vec<Box<dyn Kind>>) -> Self {
+        let mut out: Vec<Box<dyn Kind>> = Vec::with_capacity(kinds.len());
+        for k in kinds {
+            out.retain(|o| o.name() != k.name());
+            out.push(k);
+        }
+        Kinds { kinds: out }
+    }
+
+    /// The built-in kinds: `webhook`, `http`, `email`, `digest`.
+    pub fn builtin() -> &'static Kinds {
+        &BUILTIN
+    }
+
+    /// The kind named `name`, if registered.
+    pub fn find(&self, name: &str) -> Option<&dyn Kind> {
+        self.kinds
+            .iter()
+            .find(|k| k.name() == name)
+            .map(|k| k.as_ref())
+    }
+
+    /// The kind named `name`; [`Plain`] when none is registered.
+    pub fn get(&self, name: &str) -> &dyn Kind {
+        self.find(name).unwrap_or(&Plain)
+    }
+
+    /// The registered names, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.kinds.iter().map(|k| k.name()).collect()
+    }
+
+    /// The default retry policy of kind `name`.
+    pub fn default_retry(&self, name: &str) -> RetryPolicy {
+        self.get(name).default_retry()
+    }
+
+    /// A job's retry policy: its own, or its kind's default when it was stored without one.
+    pub fn retry_of(&self, job: &Job) -> RetryPolicy {
+        job.retry
+            .clone()
+            .unwrap_or_else(|| self.default_retry(job.kind.as_str()))
+    }
+
+    /// Whether `policy` is the default of kind `name` (then it is stored as NULL).
+    pub fn is_default_retry(&self, name: &str, policy: &RetryPolicy) -> bool {
+        *policy == self.default_retry(name)
+    }
+
+    /// The names of the kinds whose jobs without a schedule deliver to a payload's topic.
+    pub fn topic_kinds(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .filter(|k| k.delivers_to_topic())
+            .map(|k| k.name().to_string())
+            .collect()
+    }
+
+    /// The names of the kinds that take a schedule `topic`.
+    pub fn topic_takers(&self) -> Vec<&'static str> {
+        self.kinds
+            .iter()
+            .filter(|k| k.topic() != TopicUse::None)
+            .map(|k| k.name())
+            .collect()
+    }
+
+    /// The artifact a period of `s` produces, if its kind's product is one.
+    pub fn artifact_of(&self, s: &Schedule) -> Option<String> {
+        self.get(s.kind.as_str()).artifact_of(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_kinds_own_their_defaults() {
+        let k = Kinds::builtin();
+        assert_eq!(k.names(), ["webhook", "http", "email", "digest"]);
+        assert_eq!(k.default_retry("http"), RetryPolicy::http_call());
+        assert_eq!(k.default_retry("digest"), RetryPolicy::http_call());
+        assert_eq!(k.default_retry("webhook"), RetryPolicy::notification());
+        assert_eq!(k.default_retry("email"), RetryPolicy::notification());
+        // A kind nobody registered behaves as a plain notification.
+        assert_eq!(k.default_retry("bench"), RetryPolicy::notification());
+        assert_eq!(k.get("digest").deadline(), Some(Duration::from_secs(900)));
+        assert_eq!(k.get("http").deadline(), None);
+        assert_eq!(k.get("webhook").deadline(), None);
+        assert_eq!(k.get("http").call_timeout(), Some(Duration::from_secs(120)));
+        assert_eq!(
+            k.get("digest").call_timeout(),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(k.get("webhook").call_timeout(), None);
+        assert!(k.get("email").records_exposure());
+        assert!(!k.get("webhook").records_exposure());
+        assert_eq!(k.topic_kinds(), ["email"]);
+        assert_eq!(k.topic_takers(), ["email", "digest"]);
+    }
+
+    #[test]
+    fn a_later_registration_replaces_an_earlier_one() {
+        struct Slow;
+        impl Kind for Slow {
+            fn name(&self) -> &'static str {
+                "webhook"
+            }
+            fn deadline(&self) -> Option<Duration> {
+                Some(Duration::from_secs(1))
+            }
+        }
+        let k = Kinds::new(vec![Box::new(webhook::Webhook), Box::new(Slow)]);
+        assert_eq!(k.names(), ["webhook"]);
+        assert_eq!(k.get("webhook").deadline(), Some(Duration::from_secs(1)));
+    }
+}
