@@ -1,16 +1,11 @@
 //! What every command shares: the error type and exit codes, configuration, opening the
 //! store and the facade, and output (tables or JSON).
 
-use kairos_core::{Clock, SystemClock};
 use kairos_engine::{Kairos, OpsError, OpsErrorKind};
-use kairos_server::config::{Config, ConfigError, Database, Overrides};
-use kairos_store::Store;
-use kairos_store_postgres::PostgresStore;
-use kairos_store_sqlite::SqliteStore;
+use kairos_server::config::{Config, ConfigError, Overrides};
+use kairos_server::node::{NodeBuilder, NodeError};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Arc;
-use tokio::sync::Notify;
 
 /// A command's failure: a usage error (exit 2) names the field; a runtime error (exit 1) says
 /// what failed.
@@ -66,6 +61,15 @@ impl From<ConfigError> for CliError {
     }
 }
 
+impl From<NodeError> for CliError {
+    fn from(e: NodeError) -> Self {
+        match e {
+            NodeError::Usage { field, reason } => CliError::Usage { field, reason },
+            NodeError::Runtime(m) => CliError::Runtime(m),
+        }
+    }
+}
+
 impl From<kairos_core::Error> for CliError {
     fn from(e: kairos_core::Error) -> Self {
         CliError::usage(e.field(), e.reason())
@@ -117,191 +121,21 @@ impl GlobalArgs {
     }
 }
 
-/// An open database: the store the engine and the commands use, and what only one kind of
-/// database offers (PostgreSQL: wake-ups across nodes and leader election).
-#[derive(Clone)]
-pub enum Db {
-    /// An SQLite file.
-    Sqlite(SqliteStore),
-    /// A PostgreSQL schema, and the URL to open its dedicated connections (LISTEN, leader lock).
-    Postgres(PostgresStore, String),
-}
+/// An open database (see [`kairos_server::node::Db`]).
+pub use kairos_server::node::Db;
 
-impl Db {
-    /// The store, for the engine and the facade.
-    pub fn store(&self) -> Arc<dyn Store> {
-        match self {
-            Db::Sqlite(s) => Arc::new(s.clone()),
-            Db::Postgres(s, _) => Arc::new(s.clone()),
-        }
-    }
-
-    /// Close the connections, waiting for them.
-    pub async fn close(&self) {
-        match self {
-            Db::Sqlite(s) => s.close().await,
-            Db::Postgres(s, _) => s.close().await,
-        }
-    }
-}
-
-/// Open (creating and migrating) the configured database with the secret key: the key is
-/// checked against the database (`key::checked_secret_key`: refused without one on
-/// PostgreSQL, or with another one), stored secrets are sealed under it from now on, and
-/// endpoint secrets still stored in plaintext are sealed now (a one-time pass).
+/// Open (creating and migrating) the configured database with the secret key checked and
+/// applied: the node builder's first step, shared by every command.
 pub async fn open_store(cfg: &Config) -> CliResult<Db> {
-    let db = open_plain_store(cfg).await?;
-    let key = match crate::key::checked_secret_key(cfg, &db, &SystemClock).await {
-        Ok(k) => k,
-        Err(e) => {
-            db.close().await;
-            return Err(e);
-        }
-    };
-    let sealer = Arc::new(kairos_store::sealing::Sealer::new(key.bytes()));
-    let (db, sealed) = match db {
-        Db::Sqlite(s) => {
-            let s = s.with_sealer(sealer);
-            let n = s.seal_existing_secrets().await;
-            (Db::Sqlite(s), n)
-        }
-        Db::Postgres(s, url) => {
-            let s = s.with_sealer(sealer);
-            let n = s.seal_existing_secrets().await;
-            (Db::Postgres(s, url), n)
-        }
-    };
-    match sealed {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(
-            rows = n,
-            "sealed secrets stored in plaintext (endpoints, http targets)"
-        ),
-        Err(e) => {
-            db.close().await;
-            return Err(CliError::runtime("sealing stored secrets", &e));
-        }
-    }
-    Ok(db)
-}
-
-/// Open (creating and migrating) the configured database: the one place where the kind of
-/// store is chosen, by the scheme of `database_url` (see [`Config::database`]).
-async fn open_plain_store(cfg: &Config) -> CliResult<Db> {
-    let db = cfg.database()?;
-    match &db {
-        Database::Sqlite(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                kairos_server::config::create_private_dir(dir).map_err(|e| {
-                    CliError::runtime(
-                        &format!("could not create the directory {}", dir.display()),
-                        &e,
-                    )
-                })?;
-            }
-            let store = SqliteStore::open(path).await.map_err(|e| {
-                CliError::runtime(
-                    &format!("could not open the database {}", path.display()),
-                    &e,
-                )
-            })?;
-            Ok(Db::Sqlite(store))
-        }
-        Database::Postgres { url, schema } => {
-            let store = PostgresStore::connect(url, schema).await.map_err(|e| {
-                CliError::runtime(
-                    &format!("could not open the database {}", db.describe()),
-                    &e,
-                )
-            })?;
-            Ok(Db::Postgres(store, url.clone()))
-        }
-    }
-}
-
-/// The webhook settings of `cfg`.
-pub fn webhook_config(cfg: &Config) -> kairos_channels::WebhookConfig {
-    kairos_channels::WebhookConfig {
-        timeout: std::time::Duration::from_secs(cfg.webhook_timeout_secs),
-        allow_private_targets: cfg.allow_private_targets,
-        ..Default::default()
-    }
-}
-
-/// The digest settings of `cfg`: model API URLs, keys and timeouts (S4-1, S4-7).
-pub fn digest_config(cfg: &Config) -> kairos_channels::digest::DigestConfig {
-    let mut d = kairos_channels::digest::DigestConfig {
-        feed_timeout: std::time::Duration::from_secs(cfg.feed_timeout_secs),
-        model_timeout: std::time::Duration::from_secs(cfg.model_timeout_secs),
-        allow_private_targets: cfg.allow_private_targets,
-        ..Default::default()
-    };
-    let set = |api: &mut kairos_channels::digest::ModelApi,
-               url: &Option<String>,
-               key: &Option<String>,
-               model: &Option<String>| {
-        if let Some(u) = url {
-            api.url = u.clone();
-        }
-        api.api_key = key.clone().filter(|k| !k.trim().is_empty());
-        if let Some(m) = model {
-            api.model = m.clone();
-        }
-    };
-    set(
-        &mut d.gemini,
-        &cfg.gemini_api_url,
-        &cfg.gemini_api_key,
-        &cfg.gemini_model,
-    );
-    set(
-        &mut d.openai,
-        &cfg.openai_api_url,
-        &cfg.openai_api_key,
-        &cfg.openai_model,
-    );
-    d
-}
-
-/// The built-in handlers for `store`.
-pub fn registry(
-    cfg: &Config,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-) -> CliResult<kairos_engine::HandlerRegistry> {
-    let mut r = kairos_engine::handlers::default_registry(
-        store.clone(),
-        clock.clone(),
-        webhook_config(cfg),
-    )
-    .map_err(|e| CliError::runtime("could not set up the handlers", &e))?;
-    kairos_engine::handlers::register_digest(
-        &mut r,
-        store.clone(),
-        clock.clone(),
-        digest_config(cfg),
-    )
-    .map_err(|e| CliError::runtime("could not set up the digest handler", &e))?;
-    let (transport, email) = crate::template::email_setup(cfg)?;
-    kairos_engine::handlers::register_email(&mut r, store, clock, transport, email)
-        .map_err(|e| CliError::runtime("could not set up the email handler", &e))?;
-    Ok(r)
+    Ok(NodeBuilder::new(cfg.clone()).open_db().await?)
 }
 
 /// The facade over the configured database, for commands that work on it directly (with or
-/// without a server running: SQLite WAL and a busy timeout, or PostgreSQL, make that safe).
+/// without a server running), built by the same node builder as `kairos serve`, without an
+/// engine.
 pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
-    let store: Arc<dyn Store> = open_store(cfg).await?.store();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let kinds = registry(cfg, store.clone(), clock.clone())?.kinds();
-    // No engine in this process: a running node picks the work up at its next poll (on
-    // PostgreSQL at once: inserting a job notifies the nodes).
-    Ok(Kairos::new(store, clock, Arc::new(Notify::new()), kinds)
-        .allow_private_targets(cfg.allow_private_targets)
-        .with_digest_attempt_timeout(std::time::Duration::from_secs(
-            cfg.feed_timeout_secs + cfg.model_timeout_secs + 5,
-        ))
-        .with_outbox(cfg.data_dir.join("outbox")))
+    let (_db, kairos) = NodeBuilder::new(cfg.clone()).open_kairos().await?;
+    Ok(kairos)
 }
 
 /// Print `v` as pretty JSON on stdout.

@@ -1,13 +1,10 @@
 //! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
 
-use crate::common::{CliError, CliResult, Db, GlobalArgs, open_store, registry, webhook_config};
-use kairos_core::{Clock, SystemClock};
-use kairos_engine::{Engine, EngineConfig, Kairos};
+use crate::common::{CliError, CliResult, GlobalArgs, open_store};
 use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
-use kairos_server::{ApiToken, AppState, app};
-use kairos_store::{Leader, Store};
+use kairos_server::node::NodeBuilder;
+use kairos_server::{ApiToken, app};
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -41,127 +38,6 @@ fn warn_open_data_dir(cfg: &Config) {
     if let Some(w) = kairos_server::config::open_dir_warning(&cfg.data_dir) {
         tracing::warn!("{w}");
     }
-}
-
-fn engine_config(cfg: &Config) -> EngineConfig {
-    let node = cfg.node_name();
-    let mut ec = EngineConfig::default().with_node(&node);
-    // A node's id is kept across restarts (or configured), so its previous process's jobs
-    // are its own to take back at start; a `<hostname>-<pid>` id matches none.
-    ec.rescuer.restarted_node = Some(node);
-    let lease = Duration::from_secs(cfg.lease_secs);
-    let poll = Duration::from_millis(cfg.poll_interval_ms);
-    ec.executor.concurrency = cfg.concurrency;
-    ec.executor.lease = lease;
-    ec.executor.renew_every = lease / 3;
-    ec.executor.poll_interval = poll;
-    ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
-    ec.scheduler.poll_interval = poll;
-    // Retention (S4-8). `Config::load` validated the ages, so this always matches.
-    if let Ok((succeeded, dead)) = cfg.retention() {
-        ec.pruner.succeeded = succeeded;
-        ec.pruner.dead = dead;
-    }
-    if let Ok(artifacts) = cfg.retention_artifacts() {
-        ec.pruner.artifacts = artifacts;
-    }
-    if let Ok(events) = cfg.retention_events() {
-        ec.pruner.events = events;
-    }
-    ec
-}
-
-/// The engine config with the monitor's settings (`KAIROS_SLO_…`).
-fn engine_config_with_monitor(cfg: &Config) -> CliResult<EngineConfig> {
-    let mut ec = engine_config(cfg);
-    ec.monitor = kairos_server::monitoring::monitor_config(cfg)?;
-    Ok(ec)
-}
-
-/// How often a node that is not the leader tries to take the leader lock (and the leader
-/// checks its connection): a dead leader is replaced within about this long.
-const LEADER_RETRY: Duration = Duration::from_secs(3);
-
-/// The engine and the facade over one store.
-async fn build(cfg: &Config) -> CliResult<(Db, Engine, Kairos)> {
-    let db = open_store(cfg).await?;
-    let store: Arc<dyn Store> = db.store();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let registry = registry(cfg, store.clone(), clock.clone())?;
-    let kinds = registry.kinds();
-    let leader = match &db {
-        Db::Sqlite(_) => Leader::always(),
-        Db::Postgres(..) => Leader::follower(),
-    };
-    // Installed before the engine runs, so its first attempts are counted on /metrics.
-    let _ = kairos_server::monitoring::metrics_recorder();
-    let mut engine = Engine::new(
-        engine_config_with_monitor(cfg)?,
-        store.clone(),
-        clock.clone(),
-        registry,
-    )?
-    .with_leader(leader);
-    if let Some(sink) = kairos_server::monitoring::alert_sink(cfg, webhook_config(cfg))? {
-        engine = engine.with_alerts(sink);
-    }
-    // Maintenance mode (S3-13): one flag shared by the engine and the API, forced by
-    // KAIROS_MAINTENANCE or read from the database (`kairos maintenance on`).
-    let maintenance = kairos_engine::maintenance::Maintenance::new(cfg.maintenance);
-    if let Err(e) = maintenance.refresh(store.as_ref()).await {
-        tracing::warn!(error = %e, "reading the maintenance setting failed");
-    }
-    engine = engine.with_maintenance(maintenance.clone());
-    let kairos = Kairos::new(store, clock, engine.wake(), kinds)
-        .allow_private_targets(cfg.allow_private_targets)
-        .with_digest_attempt_timeout(std::time::Duration::from_secs(
-            cfg.feed_timeout_secs + cfg.model_timeout_secs + 5,
-        ))
-        .with_outbox(cfg.data_dir.join("outbox"))
-        .with_maintenance(maintenance);
-    Ok((db, engine, kairos))
-}
-
-/// Start what only PostgreSQL needs next to the engine: wake-ups from other nodes' inserts
-/// (`LISTEN kairos_jobs`) and leader election for the leader-only services. Both stop on
-/// `cancel`; on SQLite there is nothing to start.
-fn start_multi_node(
-    db: &Db,
-    engine: &Engine,
-    cancel: &CancellationToken,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    let Db::Postgres(store, url) = db else {
-        return Vec::new();
-    };
-    let schema = store.schema().to_string();
-    vec![
-        tokio::spawn(kairos_store_postgres::listen_wakeups(
-            url.clone(),
-            schema.clone(),
-            engine.wake(),
-            cancel.clone(),
-        )),
-        tokio::spawn(kairos_store_postgres::run_leader_election(
-            url.clone(),
-            schema,
-            engine.leader().clone(),
-            LEADER_RETRY,
-            cancel.clone(),
-        )),
-    ]
-}
-
-/// Follow the stored maintenance setting (S3-13) every poll interval until `cancel`.
-fn watch_maintenance(
-    cfg: &Config,
-    kairos: &Kairos,
-    cancel: &CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(kairos.maintenance().clone().watch(
-        kairos.store().clone(),
-        Duration::from_millis(cfg.poll_interval_ms),
-        cancel.clone(),
-    ))
 }
 
 /// SIGTERM / Ctrl-C, listened for from creation on: created before the "listening" line, so
@@ -220,25 +96,16 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
             cfg.data_dir.join(TOKEN_FILE).display()
         );
     }
-    let (db, engine, kairos) = build(&cfg).await?;
+    let node = NodeBuilder::new(cfg.clone()).build().await?;
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .map_err(|e| CliError::runtime(&format!("could not listen on {}", cfg.listen), &e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
-    let inbound = kairos_server::routes::hooks::InboundConfig::from_config(&cfg)?;
-    let state = AppState::new(kairos.clone(), ApiToken::new(token))
-        .with_monitor(kairos_server::monitoring::monitor_config(&cfg)?)
-        .with_inbound(inbound)
-        .with_secure_cookies(cfg.public_url_is_https());
+    let state = node.app_state(ApiToken::new(token))?;
     let cancel = CancellationToken::new();
-    let mut side_tasks = start_multi_node(&db, &engine, &cancel);
-    side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
-    let engine_task = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move { engine.run(cancel).await })
-    };
+    let running = node.start(&cancel);
     let limits = cfg.http_limits();
     let mut server = {
         let stop = cancel.clone();
@@ -264,11 +131,8 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
             }
         },
     };
-    let _ = engine_task.await;
-    for t in side_tasks {
-        let _ = t.await;
-    }
-    db.close().await;
+    running.join().await;
+    node.close().await;
     match served {
         Ok(Ok(())) => {
             tracing::info!("stopped");
@@ -285,23 +149,15 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     init_logging(cfg.log_format);
     warn_open_data_dir(&cfg);
-    let (db, engine, kairos) = build(&cfg).await?;
+    let node = NodeBuilder::new(cfg.clone()).build().await?;
     let cancel = CancellationToken::new();
-    let mut side_tasks = start_multi_node(&db, &engine, &cancel);
-    side_tasks.push(watch_maintenance(&cfg, &kairos, &cancel));
-    let task = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move { engine.run(cancel).await })
-    };
+    let running = node.start(&cancel);
     tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "worker started");
     signal.wait().await;
     tracing::info!("shutting down: draining running jobs");
     cancel.cancel();
-    let _ = task.await;
-    for t in side_tasks {
-        let _ = t.await;
-    }
-    db.close().await;
+    running.join().await;
+    node.close().await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -35,7 +35,7 @@ pub async fn run(global: &GlobalArgs) -> CliResult {
         }
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let monitor = Monitor::new(mcfg, db.store(), clock.clone())?;
+    let monitor = Monitor::new(mcfg, db.store())?;
     let report = monitor.report(clock.now()).await;
     db.close().await;
     let report = report.map_err(|e| unreachable(chain(&e)))?;

@@ -3,55 +3,11 @@
 //! sending it.
 
 use crate::common::*;
-use kairos_channels::email::resend::{DEFAULT_API_URL, ResendConfig};
-use kairos_channels::email::unsubscribe::UnsubscribeKey;
-use kairos_channels::email::{EmailTransport, TransportConfig, template};
-use kairos_engine::handlers::email::EmailConfig;
+use kairos_channels::email::template;
 use kairos_server::config::Config;
-use std::time::Duration;
 
-/// The configured transport and email settings.
-pub fn email_setup(cfg: &Config) -> CliResult<(EmailTransport, EmailConfig)> {
-    let timeout = Duration::from_secs(cfg.email_timeout_secs);
-    let transport = match cfg.email_transport.as_str() {
-        "smtp" => TransportConfig::Smtp {
-            url: cfg.smtp_url.clone().unwrap_or_default(),
-            timeout,
-        },
-        "resend" => TransportConfig::Resend(ResendConfig {
-            api_url: cfg
-                .resend_api_url
-                .clone()
-                .unwrap_or_else(|| DEFAULT_API_URL.into()),
-            timeout,
-            ..ResendConfig::new(cfg.resend_api_key.clone().unwrap_or_default())
-        }),
-        _ => TransportConfig::File {
-            dir: cfg.data_dir.join("outbox"),
-        },
-    };
-    let transport = EmailTransport::new(transport)
-        .map_err(|e| CliError::runtime("could not set up the email transport", &e))?;
-    let public_url = cfg
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", cfg.listen));
-    let email = EmailConfig {
-        from: cfg
-            .email_from
-            .clone()
-            .unwrap_or_else(|| EmailConfig::default().from),
-        public_url,
-        unsubscribe_key: cfg
-            .unsubscribe_secret
-            .as_deref()
-            .and_then(UnsubscribeKey::new),
-        settings_url: cfg.settings_url.clone(),
-        allow_private_targets: cfg.allow_private_targets,
-        ..Default::default()
-    };
-    Ok((transport, email))
-}
+/// The configured transport and email settings (built with the node's handlers).
+pub use kairos_server::node::email_setup;
 
 /// `kairos template …`.
 #[derive(Debug, clap::Subcommand)]
@@ -141,6 +97,7 @@ mod tests {
     use super::*;
     use kairos_channels::email::EmailMessage;
     use kairos_core::{ErrorClass, Outcome};
+    use std::time::Duration;
 
     /// `KAIROS_EMAIL_TIMEOUT_SECS` reaches the SMTP transport: a server that accepts the
     /// connection and never greets is given up on after 1 s as a transient failure (the old

@@ -1,4 +1,6 @@
-//! The engine: scheduler, executor, rescuer and monitor running together on one node.
+//! The engine: the services of one node running together — the executor with its worker
+//! pool, and the scheduler, rescuer, pruner and monitor, each run by a
+//! [`Runner`](crate::service::Runner) (the leader-only ones behind the node's [`Leader`]).
 
 use crate::executor::{Executor, ExecutorConfig};
 use crate::handler::HandlerRegistry;
@@ -6,6 +8,7 @@ use crate::monitor::{AlertSink, Monitor, MonitorConfig};
 use crate::pruner::{Pruner, PrunerConfig};
 use crate::rescuer::{Rescuer, RescuerConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
+use crate::service::Runner;
 use kairos_core::Clock;
 use kairos_store::{Leader, Store};
 use std::sync::Arc;
@@ -45,7 +48,7 @@ impl EngineConfig {
 }
 
 /// The services of one node.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Engine {
     scheduler: Scheduler,
     executor: Executor,
@@ -54,6 +57,20 @@ pub struct Engine {
     monitor: Monitor,
     wake: Arc<Notify>,
     leader: Leader,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("scheduler", &self.scheduler)
+            .field("executor", &self.executor)
+            .field("rescuer", &self.rescuer)
+            .field("pruner", &self.pruner)
+            .field("monitor", &self.monitor)
+            .field("leader", &self.leader.is_leader())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Engine {
@@ -70,19 +87,17 @@ impl Engine {
             scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?,
             executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
             rescuer: Rescuer::new(cfg.rescuer, store.clone(), clock.clone())?,
-            pruner: Pruner::new(cfg.pruner, store.clone(), clock.clone())?,
-            monitor: Monitor::new(cfg.monitor, store, clock)?,
+            pruner: Pruner::new(cfg.pruner, store.clone())?,
+            monitor: Monitor::new(cfg.monitor, store)?,
             wake: Arc::new(Notify::new()),
             leader: Leader::always(),
+            clock,
         })
     }
 
-    /// Run the leader-only services (the rescuer, the monitor) only while `leader` leads. Without this
-    /// the node always leads (one node on SQLite).
+    /// Run the leader-only services (the rescuer, the pruner, the monitor) only while
+    /// `leader` leads. Without this the node always leads (one node on SQLite).
     pub fn with_leader(mut self, leader: Leader) -> Self {
-        self.rescuer = self.rescuer.with_leader(leader.clone());
-        self.pruner = self.pruner.with_leader(leader.clone());
-        self.monitor = self.monitor.with_leader(leader.clone());
         self.leader = leader;
         self
     }
@@ -161,26 +176,27 @@ impl Engine {
                 }
             })
         };
+        let runner = Runner::new(self.clock.clone()).with_leader(self.leader.clone());
         let sched = {
-            let (s, w, e, c) = (
-                self.scheduler.clone(),
-                sched_wake.clone(),
-                exec_wake.clone(),
-                cancel.clone(),
-            );
-            tokio::spawn(async move { s.run(w, e, c).await })
+            let r = runner
+                .clone()
+                .with_wake(sched_wake)
+                .with_on_jobs(exec_wake.clone());
+            let (s, c) = (self.scheduler.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
         };
         let resc = {
-            let (r, e, c) = (self.rescuer.clone(), exec_wake.clone(), cancel.clone());
-            tokio::spawn(async move { r.run(e, c).await })
+            let r = runner.clone().with_on_jobs(exec_wake.clone());
+            let (s, c) = (self.rescuer.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
         };
         let prun = {
-            let (p, c) = (self.pruner.clone(), cancel.clone());
-            tokio::spawn(async move { p.run(c).await })
+            let (r, s, c) = (runner.clone(), self.pruner.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
         };
         let moni = {
-            let (m, c) = (self.monitor.clone(), cancel.clone());
-            tokio::spawn(async move { m.run(c).await })
+            let (r, s, c) = (runner, self.monitor.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
         };
         self.executor.run(exec_wake, cancel).await;
         let _ = sched.await;

@@ -1,7 +1,8 @@
 //! # kairos-engine
 //!
-//! The engine is a set of small services of one shape — a config with defaults and
-//! `validate()`, `run_once(now) -> Result<Report>`, and a loop with a cancellation token:
+//! The engine is a set of small services of one shape ([`service::Service`]) — a config
+//! with defaults and `validate()`, `run_once(now) -> Result<Report>` — run by one loop,
+//! [`service::Runner`] (wake-ups, cancellation, back-off, the leader gate):
 //!
 //! - [`scheduler`]: claims due schedules, plans firings per misfire policy, expands each
 //!   firing into jobs with unique dedupe keys and advances `next_fire_at` in one transaction.
@@ -13,6 +14,7 @@
 //!   a per-kind timeout, catches panics, renews leases, completes outcomes in batches.
 //! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`; runs
 //!   only on the leader ([`Engine::with_leader`]).
+//! - [`service`]: the service shape and its runner.
 //! - [`pruner`]: retention — deletes finished jobs and their attempts older than their
 //!   configured ages (dead letters kept longer), in bounded batches (S4-8); leader-only.
 //! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
@@ -44,6 +46,7 @@ pub mod ops;
 pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;
+pub mod service;
 pub mod telemetry;
 pub mod zone;
 

@@ -5,10 +5,14 @@
 //! It is on when forced by configuration (`KAIROS_MAINTENANCE=1`) or when the `maintenance`
 //! setting is stored in the database (`kairos maintenance on`), so every node sharing the
 //! database — and a server running while the CLI switches it — follows. Each node keeps the
-//! stored value in an atomic flag that [`Maintenance::watch`] refreshes every poll interval
+//! stored value in an atomic flag that [`Maintenance::watch`] (a [`Service`]) refreshes every
+//! poll interval
 //! and [`Kairos::maintenance_set`](crate::Kairos::maintenance_set) updates at once; the hot
 //! paths (a claim, an API request) read only the flag.
 
+use crate::service::{Runner, Service, ServiceConfig};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use kairos_store::{SETTING_MAINTENANCE, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,16 +69,69 @@ impl Maintenance {
     }
 
     /// Refresh every `every` until `cancel`. A failed read keeps the last value (a database
-    /// hiccup neither starts nor ends maintenance).
+    /// hiccup neither starts nor ends maintenance); the [`Runner`] logs it and backs off.
     pub async fn watch(self, store: Arc<dyn Store>, every: Duration, cancel: CancellationToken) {
-        loop {
-            if let Err(e) = self.refresh(store.as_ref()).await {
-                tracing::warn!(error = %e, "reading the maintenance setting failed; keeping the last value");
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(every.max(Duration::from_millis(10))) => {}
-            }
+        let watch = Watch {
+            flag: self,
+            store,
+            cfg: WatchConfig {
+                every: every.max(Duration::from_millis(10)),
+            },
+        };
+        Runner::new(Arc::new(kairos_core::SystemClock))
+            .run(&watch, cancel)
+            .await
+    }
+}
+
+/// Settings of [`Watch`].
+#[derive(Debug, Clone)]
+pub struct WatchConfig {
+    /// How often the stored setting is read. Default 1 s.
+    pub every: Duration,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            every: Duration::from_secs(1),
         }
+    }
+}
+
+impl ServiceConfig for WatchConfig {
+    fn validate(&self) -> Result<(), kairos_core::Error> {
+        if self.every.is_zero() {
+            return Err(kairos_core::Error::invalid(
+                "maintenance.every",
+                "must be more than 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The service that keeps a node's [`Maintenance`] flag in step with the database.
+struct Watch {
+    flag: Maintenance,
+    store: Arc<dyn Store>,
+    cfg: WatchConfig,
+}
+
+#[async_trait]
+impl Service for Watch {
+    type Report = bool;
+    type Config = WatchConfig;
+    fn name(&self) -> &'static str {
+        "maintenance"
+    }
+    fn config(&self) -> &WatchConfig {
+        &self.cfg
+    }
+    fn interval(&self) -> Duration {
+        self.cfg.every
+    }
+    async fn run_once(&self, _now: DateTime<Utc>) -> Result<bool, kairos_store::Error> {
+        self.flag.refresh(self.store.as_ref()).await
     }
 }

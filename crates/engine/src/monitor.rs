@@ -19,8 +19,10 @@
 //!   a threshold (one that fails on every tick never advances).
 //! - Further checks plug in through [`ExtraCheck`].
 //!
-//! A leader-only service of the usual shape: [`MonitorConfig`] with defaults and `validate()`,
-//! [`Monitor::run_once`], [`Monitor::run`]. A run evaluates the checks, records warning and
+//! A leader-only [`Service`]: [`MonitorConfig`] with defaults and `validate()`,
+//! [`Monitor::run_once`]; the [`Runner`](crate::service::Runner) runs it only while this node
+//! leads, and logs a failed run without stopping (a monitor must never take the engine down).
+//! A run evaluates the checks, records warning and
 //! recovery transitions in the store, logs them, counts them, and sends each once to the
 //! optional alert webhook ([`AlertSink`]). [`Monitor::report`] is the read-only evaluation the
 //! CLI (`kairos slo`) and the API (`GET /v1/slo`) show.
@@ -33,14 +35,13 @@ mod runs;
 pub use alerts::{AlertChanges, AlertSink};
 pub use checks::MAX_EXPECTED_FIRINGS;
 
+use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use kairos_core::Clock;
-use kairos_store::{Leader, Store};
+use kairos_store::Store;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// The built-in check names (the `check` label of `kairos_slo_warning`).
 pub mod names {
@@ -130,6 +131,12 @@ impl Default for MonitorConfig {
             expansion_stuck_after: Duration::from_secs(15 * 60),
             disabled: Vec::new(),
         }
+    }
+}
+
+impl ServiceConfig for MonitorConfig {
+    fn validate(&self) -> Result<(), kairos_core::Error> {
+        MonitorConfig::validate(self)
     }
 }
 
@@ -287,8 +294,6 @@ pub trait ExtraCheck: Send + Sync + 'static {
 pub struct Monitor {
     cfg: MonitorConfig,
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    leader: Leader,
     sink: Option<AlertSink>,
     extra: Vec<Arc<dyn ExtraCheck>>,
 }
@@ -304,27 +309,15 @@ impl std::fmt::Debug for Monitor {
 }
 
 impl Monitor {
-    /// A monitor over `store`, always leading, without an alert webhook.
-    pub fn new(
-        cfg: MonitorConfig,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, kairos_core::Error> {
+    /// A monitor over `store`, without an alert webhook. Fails if the config is not valid.
+    pub fn new(cfg: MonitorConfig, store: Arc<dyn Store>) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
         Ok(Monitor {
             cfg,
             store,
-            clock,
-            leader: Leader::always(),
             sink: None,
             extra: Vec::new(),
         })
-    }
-
-    /// Run (in [`Monitor::run`]) only while `leader` leads.
-    pub fn with_leader(mut self, leader: Leader) -> Self {
-        self.leader = leader;
-        self
     }
 
     /// Send warnings and recoveries to `sink`.
@@ -405,20 +398,25 @@ impl Monitor {
             alerts::reconcile(self.store.as_ref(), self.sink.as_ref(), &slo.checks, now).await?;
         Ok(MonitorReport { slo, alerts })
     }
+}
 
-    /// Run until `cancel`: every interval, a run if this node is the leader. A failed run is
-    /// logged and the loop goes on (a monitor must never take the engine down, S3-17).
-    pub async fn run(&self, cancel: CancellationToken) {
-        loop {
-            if self.leader.is_leader()
-                && let Err(e) = self.run_once(self.clock.now()).await
-            {
-                tracing::error!(error = %e, "monitor run failed");
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(self.cfg.interval) => {}
-            }
-        }
+#[async_trait]
+impl Service for Monitor {
+    type Report = MonitorReport;
+    type Config = MonitorConfig;
+    fn name(&self) -> &'static str {
+        "monitor"
+    }
+    fn config(&self) -> &MonitorConfig {
+        &self.cfg
+    }
+    fn leader_only(&self) -> bool {
+        true
+    }
+    fn interval(&self) -> Duration {
+        self.cfg.interval
+    }
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<MonitorReport, kairos_store::Error> {
+        Monitor::run_once(self, now).await
     }
 }

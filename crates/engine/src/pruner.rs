@@ -7,18 +7,19 @@
 //! replay, and get their own, longer age (default 30 days). A replayed job is unfinished
 //! again and is never taken from under the replay. Unfinished jobs are never pruned.
 //!
-//! A leader-only service of the rescuer's shape: [`PrunerConfig`] with defaults and
-//! `validate()`, [`Pruner::run_once`] for tests on a manual clock, [`Pruner::run`] for the
-//! loop, which runs only while this node is the [`Leader`]. Each batch is one short
+//! A leader-only [`Service`]: [`PrunerConfig`] with defaults and `validate()`,
+//! [`Pruner::run_once`] for tests on a manual clock; the [`Runner`](crate::service::Runner)
+//! runs it only while this node is the leader. Each batch is one short
 //! transaction; a run takes batches until one comes back short or `max_batches` is reached,
 //! so a large backlog is worked off over several runs without holding the writer.
 
+use crate::service::{Service, ServiceConfig};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use kairos_core::{Clock, JobState};
-use kairos_store::{ArtifactPrune, JobPrune, Leader, Store};
+use kairos_core::JobState;
+use kairos_store::{ArtifactPrune, JobPrune, Store};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// Pruner settings.
 #[derive(Debug, Clone)]
@@ -60,6 +61,12 @@ impl Default for PrunerConfig {
 
 /// The longest accepted retention age (100 years: "keep" is `None`).
 const MAX_AGE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+impl ServiceConfig for PrunerConfig {
+    fn validate(&self) -> Result<(), kairos_core::Error> {
+        PrunerConfig::validate(self)
+    }
+}
 
 impl PrunerConfig {
     /// Check the settings; the error names the field.
@@ -118,15 +125,12 @@ pub struct PrunerReport {
 pub struct Pruner {
     cfg: PrunerConfig,
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    leader: Leader,
 }
 
 impl std::fmt::Debug for Pruner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pruner")
             .field("cfg", &self.cfg)
-            .field("leader", &self.leader.is_leader())
             .finish_non_exhaustive()
     }
 }
@@ -137,25 +141,10 @@ fn cut_off(now: DateTime<Utc>, age: Duration) -> Option<DateTime<Utc>> {
 }
 
 impl Pruner {
-    /// A pruner over `store`, always leading until [`Pruner::with_leader`] says otherwise.
-    pub fn new(
-        cfg: PrunerConfig,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, kairos_core::Error> {
+    /// A pruner over `store`. Fails if the config is not valid.
+    pub fn new(cfg: PrunerConfig, store: Arc<dyn Store>) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Pruner {
-            cfg,
-            store,
-            clock,
-            leader: Leader::always(),
-        })
-    }
-
-    /// Run (in [`Pruner::run`]) only while `leader` leads.
-    pub fn with_leader(mut self, leader: Leader) -> Self {
-        self.leader = leader;
-        self
+        Ok(Pruner { cfg, store })
     }
 
     /// The settings.
@@ -257,20 +246,26 @@ impl Pruner {
         }
         Ok(report)
     }
+}
 
-    /// Run until `cancel`: every interval, a run if this node is the leader.
-    pub async fn run(&self, cancel: CancellationToken) {
-        loop {
-            if self.leader.is_leader()
-                && let Err(e) = self.run_once(self.clock.now()).await
-            {
-                tracing::error!(error = %e, "pruner run failed");
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(self.cfg.interval) => {}
-            }
-        }
+#[async_trait]
+impl Service for Pruner {
+    type Report = PrunerReport;
+    type Config = PrunerConfig;
+    fn name(&self) -> &'static str {
+        "pruner"
+    }
+    fn config(&self) -> &PrunerConfig {
+        &self.cfg
+    }
+    fn leader_only(&self) -> bool {
+        true
+    }
+    fn interval(&self) -> Duration {
+        self.cfg.interval
+    }
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<PrunerReport, kairos_store::Error> {
+        Pruner::run_once(self, now).await
     }
 }
 

@@ -1,18 +1,19 @@
 //! The rescuer: returns jobs whose lease expired — their node crashed or lost contact — to
 //! `available`, or to `dead` when their attempts are spent (S0-12).
 //!
-//! A leader-only service: its loop runs `run_once` only while this node is the
-//! [`Leader`] (always on SQLite; on PostgreSQL the holder of the schema's advisory lock). That
-//! only avoids several nodes scanning for the same expired leases: rescuing is a `SKIP LOCKED`
-//! conditional update, so two rescuers at once would still return each job once.
+//! A leader-only [`Service`]: the [`Runner`](crate::service::Runner) runs it only while this
+//! node is the [`Leader`](kairos_store::Leader) (always on SQLite; on PostgreSQL the holder of
+//! the schema's advisory lock). That only avoids several nodes scanning for the same expired
+//! leases: rescuing is a `SKIP LOCKED` conditional update, so two rescuers at once would still
+//! return each job once.
 
+use crate::service::{Service, ServiceConfig};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_store::{JobRescue, Leader, Store};
+use kairos_store::{JobRescue, Store};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Rescuer settings.
 #[derive(Debug, Clone)]
@@ -35,6 +36,12 @@ impl Default for RescuerConfig {
             batch: 1000,
             restarted_node: None,
         }
+    }
+}
+
+impl ServiceConfig for RescuerConfig {
+    fn validate(&self) -> Result<(), kairos_core::Error> {
+        RescuerConfig::validate(self)
     }
 }
 
@@ -70,38 +77,25 @@ pub struct Rescuer {
     cfg: RescuerConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    leader: Leader,
 }
 
 impl std::fmt::Debug for Rescuer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rescuer")
             .field("cfg", &self.cfg)
-            .field("leader", &self.leader.is_leader())
             .finish_non_exhaustive()
     }
 }
 
 impl Rescuer {
-    /// A rescuer over `store`, always leading until [`Rescuer::with_leader`] says otherwise.
+    /// A rescuer over `store`. Fails if the config is not valid.
     pub fn new(
         cfg: RescuerConfig,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Rescuer {
-            cfg,
-            store,
-            clock,
-            leader: Leader::always(),
-        })
-    }
-
-    /// Run (in [`Rescuer::run`]) only while `leader` leads.
-    pub fn with_leader(mut self, leader: Leader) -> Self {
-        self.leader = leader;
-        self
+        Ok(Rescuer { cfg, store, clock })
     }
 
     /// One run at `now`.
@@ -159,22 +153,29 @@ impl Rescuer {
         }
         Ok(RescuerReport { rescued })
     }
+}
 
-    /// Run until `cancel`: every interval, a run if this node is the leader. `on_jobs` is
-    /// notified when jobs were returned.
-    pub async fn run(&self, on_jobs: Arc<Notify>, cancel: CancellationToken) {
-        loop {
-            if self.leader.is_leader() {
-                match self.run_once(self.clock.now()).await {
-                    Ok(r) if r.rescued > 0 => on_jobs.notify_one(),
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "rescuer run failed"),
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = tokio::time::sleep(self.cfg.interval) => {}
-            }
-        }
+#[async_trait]
+impl Service for Rescuer {
+    type Report = RescuerReport;
+    type Config = RescuerConfig;
+    fn name(&self) -> &'static str {
+        "rescuer"
+    }
+    fn config(&self) -> &RescuerConfig {
+        &self.cfg
+    }
+    fn leader_only(&self) -> bool {
+        true
+    }
+    fn interval(&self) -> Duration {
+        self.cfg.interval
+    }
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<RescuerReport, kairos_store::Error> {
+        Rescuer::run_once(self, now).await
+    }
+    /// Returned jobs are due: the executor looks at once.
+    fn made_jobs(&self, report: &RescuerReport) -> bool {
+        report.rescued > 0
     }
 }

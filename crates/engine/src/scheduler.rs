@@ -1,17 +1,18 @@
 //! The scheduler: claims due schedules (oldest first, bounded batch — S0-1, S0-2), plans their
 //! firings per misfire policy, expands each firing into jobs and advances `next_fire_at` in
-//! one transaction per schedule.
+//! one transaction per schedule. A [`Service`] run by the [`Runner`](crate::service::Runner)
+//! on every node: at the earliest known due time, on a wake-up, or at the poll interval.
 
 use crate::catch_up::{self, Need};
 use crate::expand::jobs_for_firing;
+use crate::service::{Next, Service, ServiceConfig};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
 use kairos_core::schedule::{parse_timezone, period_key, plan_firings};
 use kairos_store::{CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, Store};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -38,6 +39,12 @@ impl Default for SchedulerConfig {
             misfire_threshold: Duration::from_secs(60),
             poll_interval: Duration::from_secs(1),
         }
+    }
+}
+
+impl ServiceConfig for SchedulerConfig {
+    fn validate(&self) -> Result<(), kairos_core::Error> {
+        SchedulerConfig::validate(self)
     }
 }
 
@@ -316,47 +323,51 @@ impl Scheduler {
         }
         Ok(())
     }
+}
 
-    /// Run ticks until `cancel`: at the earliest known `next_fire_at`, on a wake-up, or at the
-    /// poll interval. `on_jobs` is notified when a tick created jobs.
-    pub async fn run(&self, wake: Arc<Notify>, on_jobs: Arc<Notify>, cancel: CancellationToken) {
-        loop {
-            let now = self.clock.now();
-            let mut full = false;
-            match self.run_once(now).await {
-                Ok(r) => {
-                    if r.jobs_created > 0 {
-                        on_jobs.notify_one();
-                    }
-                    full = r.schedules >= self.cfg.batch || r.expanding;
-                }
-                Err(e) => tracing::error!(error = %e, "scheduler tick failed"),
-            }
-            if full && !cancel.is_cancelled() {
-                continue; // a backlog: drain it at once, fairly, oldest first
-            }
-            let mut wait = self.cfg.poll_interval;
-            let next_catch_up = self.store.catch_up_next_at().await.ok().flatten();
-            let next_fire = self.store.schedule_next_fire_at().await.ok().flatten();
-            let next = match (next_fire, next_catch_up) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            if let Some(next) = next {
-                // A schedule that was due at this tick and is still there was not ours to
-                // fire: another node holds its lock, or firing it failed and its lock must
-                // expire first. Waking "at" its past due time would re-query every
-                // millisecond until then (S0-10), so only a firing after this tick shortens
-                // the poll interval.
-                if next > now {
-                    wait = wait.min((next - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => return,
-                _ = wake.notified() => {}
-                _ = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+#[async_trait]
+impl Service for Scheduler {
+    type Report = SchedulerReport;
+    type Config = SchedulerConfig;
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+    fn config(&self) -> &SchedulerConfig {
+        &self.cfg
+    }
+    fn interval(&self) -> Duration {
+        self.cfg.poll_interval
+    }
+    async fn run_once(&self, now: DateTime<Utc>) -> Result<SchedulerReport, kairos_store::Error> {
+        Scheduler::run_once(self, now).await
+    }
+    fn made_jobs(&self, report: &SchedulerReport) -> bool {
+        report.jobs_created > 0
+    }
+    /// At once while there is a backlog (a full batch, expansions with pages left: drained
+    /// fairly, oldest first); else at the earliest known firing or catch-up after this tick,
+    /// within the poll interval.
+    async fn next_run(&self, r: &SchedulerReport, now: DateTime<Utc>) -> Next {
+        if r.schedules >= self.cfg.batch || r.expanding {
+            return Next::Now;
+        }
+        let mut wait = self.cfg.poll_interval;
+        let next_catch_up = self.store.catch_up_next_at().await.ok().flatten();
+        let next_fire = self.store.schedule_next_fire_at().await.ok().flatten();
+        let next = match (next_fire, next_catch_up) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(next) = next {
+            // A schedule that was due at this tick and is still there was not ours to
+            // fire: another node holds its lock, or firing it failed and its lock must
+            // expire first. Waking "at" its past due time would re-query every
+            // millisecond until then, so only a firing after this tick shortens the poll
+            // interval.
+            if next > now {
+                wait = wait.min((next - self.clock.now()).to_std().unwrap_or(Duration::ZERO));
             }
         }
+        Next::In(wait.max(Duration::from_millis(1)))
     }
 }

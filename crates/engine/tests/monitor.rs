@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 fn monitor(h: &Harness, cfg: MonitorConfig) -> Monitor {
-    Monitor::new(cfg, h.store.clone(), h.clock.clone()).expect("monitor config")
+    Monitor::new(cfg, h.store.clone()).expect("monitor config")
 }
 
 fn find<'a>(r: &'a SloReport, check: &str, subject: Option<&str>) -> &'a CheckResult {

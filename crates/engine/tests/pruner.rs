@@ -171,6 +171,7 @@ async fn pruner_keeps_a_class_without_an_age() {
 #[tokio::test]
 async fn pruner_loop_runs_only_on_the_leader() {
     use kairos_engine::pruner::Pruner;
+    use kairos_engine::service::Runner;
     use kairos_store::Leader;
     use tokio_util::sync::CancellationToken;
     let t0 = t("2026-10-01T06:00:00Z");
@@ -185,13 +186,12 @@ async fn pruner_loop_runs_only_on_the_leader() {
         interval: Duration::from_millis(5),
         ..PrunerConfig::default()
     };
-    let pruner = Pruner::new(cfg, h.store.clone(), h.clock.clone())
-        .expect("pruner")
-        .with_leader(leader.clone());
+    let pruner = Pruner::new(cfg, h.store.clone()).expect("pruner");
+    let runner = Runner::new(h.clock.clone()).with_leader(leader.clone());
     let cancel = CancellationToken::new();
     let task = {
         let (p, c) = (pruner.clone(), cancel.clone());
-        tokio::spawn(async move { p.run(c).await })
+        tokio::spawn(async move { runner.run(&p, c).await })
     };
     // Several intervals as a follower: the job stays.
     tokio::time::sleep(Duration::from_millis(50)).await;

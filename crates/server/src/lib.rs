@@ -13,6 +13,8 @@
 //! - [`config`]: layered configuration (defaults, TOML file, `KAIROS_*`, flags) and the API
 //!   token.
 //! - [`openapi`]: the OpenAPI document, generated from the code with utoipa.
+//! - [`node`]: one node built in one place ([`node::NodeBuilder`]): store, secret key,
+//!   handlers, engine and facade, for `kairos serve` and every other command.
 #![deny(missing_docs)]
 
 pub mod access;
@@ -23,6 +25,7 @@ pub mod headers;
 pub mod http;
 pub mod maintenance;
 pub mod monitoring;
+pub mod node;
 pub mod openapi;
 pub mod problem;
 pub mod routes;

@@ -7,7 +7,6 @@ use kairos_core::Clock;
 use kairos_testkit::{Reply, TestReceiver};
 use reqwest::StatusCode;
 use serde_json::json;
-use std::sync::Arc;
 
 const TOKEN: &str = "admin-test-token-of-at-least-32-chars";
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -439,9 +438,7 @@ async fn admin_shows_slo_panel_and_a_banner_while_a_warning_is_active() {
     // The banner follows the leader monitor's stored alert state: after its run, every page
     // shows it.
     let store = ui.kairos.store().clone();
-    let clock: Arc<dyn Clock> = ui.clock.clone();
-    let monitor =
-        kairos_engine::monitor::Monitor::new(Default::default(), store, clock).expect("monitor");
+    let monitor = kairos_engine::monitor::Monitor::new(Default::default(), store).expect("monitor");
     monitor.run_once(ui.clock.now()).await.expect("monitor run");
     for path in ["/admin", "/admin/jobs", "/admin/schedules"] {
         let page = ui.get(path).await;

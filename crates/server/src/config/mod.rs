@@ -7,20 +7,22 @@
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
-use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 
+mod database;
 mod dirs;
 mod error;
 mod node;
 mod parse;
 mod secret;
 mod token;
+mod validate;
 
+pub use database::Database;
 pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
-use parse::{flex_bool, flex_duration, valid_schema};
+use parse::{flex_bool, flex_duration};
 pub use parse::{parse_retention, parse_window};
 pub use secret::{
     SECRET_KEY_BYTES, SECRET_KEY_CHECK_SETTING, SECRET_KEY_FILE, SecretKey, SecretKeySource,
@@ -99,38 +101,6 @@ pub const CONFIG_FILE: &str = "kairos.toml";
 pub const TOKEN_FILE: &str = "api-token";
 /// The name of the SQLite database file in the data directory.
 pub const DB_FILE: &str = "kairos.db";
-
-/// The database a node runs on, chosen by the scheme of `database_url`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Database {
-    /// An SQLite file: `sqlite://PATH`, a plain path, or `<data_dir>/kairos.db` by default.
-    Sqlite(PathBuf),
-    /// A PostgreSQL server (`postgres://…` or `postgresql://…`), with kairos's tables in
-    /// `schema`.
-    Postgres {
-        /// The connection URL (may hold a password: do not log it, see [`Database::describe`]).
-        url: String,
-        /// The schema holding kairos's tables.
-        schema: String,
-    },
-}
-
-impl Database {
-    /// A description for logs without credentials: the SQLite path, or
-    /// `postgres://host:port/db (schema s)`.
-    pub fn describe(&self) -> String {
-        match self {
-            Database::Sqlite(p) => p.display().to_string(),
-            Database::Postgres { url, schema } => {
-                // Drop `user:password@` and the query (which may carry a password too).
-                let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-                let rest = rest.rsplit_once('@').map(|(_, r)| r).unwrap_or(rest);
-                let rest = rest.split('?').next().unwrap_or_default();
-                format!("postgres://{rest} (schema {schema})")
-            }
-        }
-    }
-}
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -480,225 +450,6 @@ impl Config {
             .map_err(from_figment)?;
         cfg.validate()?;
         Ok(cfg)
-    }
-
-    /// The email settings: a known transport with what it needs (seed 003).
-    pub fn validate_email(&self) -> Result<(), ConfigError> {
-        let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
-        if !(1..=300).contains(&self.email_timeout_secs) {
-            return Err(ConfigError::new(
-                "email_timeout_secs",
-                "must be between 1 and 300",
-            ));
-        }
-        match self.email_transport.as_str() {
-            "file" => {}
-            "smtp" if set(&self.smtp_url) => {}
-            "smtp" => {
-                return Err(ConfigError::new(
-                    "smtp_url",
-                    "is required when email_transport is smtp (KAIROS_SMTP_URL=smtp://host:port)",
-                ));
-            }
-            "resend" if set(&self.resend_api_key) => {}
-            "resend" => {
-                return Err(ConfigError::new(
-                    "resend_api_key",
-                    "is required when email_transport is resend (KAIROS_RESEND_API_KEY)",
-                ));
-            }
-            other => {
-                return Err(ConfigError::new(
-                    "email_transport",
-                    format!("{other:?} is not a transport: use file, smtp or resend"),
-                ));
-            }
-        }
-        for (field, v) in [
-            ("public_url", &self.public_url),
-            ("resend_api_url", &self.resend_api_url),
-            ("settings_url", &self.settings_url),
-        ] {
-            if let Some(u) = v
-                && !(u.starts_with("http://") || u.starts_with("https://"))
-            {
-                return Err(ConfigError::new(
-                    field,
-                    "must be an http:// or https:// URL",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Check every field; the error names it.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.retention()?;
-        self.retention_artifacts()?;
-        self.retention_events()?;
-        parse_window("slo_dead_runs_window", &self.slo_dead_runs_window)?;
-        parse_window("slo_skip_rate_window", &self.slo_skip_rate_window)?;
-        parse_window(
-            "slo_expansions_stuck_after",
-            &self.slo_expansions_stuck_after,
-        )?;
-        self.validate_email()?;
-        crate::routes::hooks::InboundConfig::from_config(self)?;
-        if self.data_dir.as_os_str().is_empty() {
-            return Err(ConfigError::new("data_dir", "must not be empty"));
-        }
-        let resolved = self
-            .listen
-            .to_socket_addrs()
-            .map(|mut a| a.next().is_some());
-        match resolved {
-            Ok(true) => {}
-            _ => {
-                return Err(ConfigError::new(
-                    "listen",
-                    format!(
-                        "{:?} is not an address like 127.0.0.1:8080 (port 0 picks a free port)",
-                        self.listen
-                    ),
-                ));
-            }
-        }
-        self.database()?;
-        if let Some(t) = &self.api_token {
-            token::check_length(t.trim(), "the configured token (KAIROS_API_TOKEN)")?;
-        }
-        for (field, value) in [("node", &self.node), ("node_id", &self.node_id)] {
-            if let Some(n) = value
-                && (n.trim().is_empty() || n.len() > 200 || n.chars().any(char::is_control))
-            {
-                return Err(ConfigError::new(
-                    field,
-                    "must be 1 to 200 characters, none of them control characters",
-                ));
-            }
-        }
-        if self.concurrency == 0 || self.concurrency > 100_000 {
-            return Err(ConfigError::new(
-                "concurrency",
-                "must be between 1 and 100000",
-            ));
-        }
-        if !(3..=3600).contains(&self.lease_secs) {
-            return Err(ConfigError::new(
-                "lease_secs",
-                "must be between 3 and 3600 seconds",
-            ));
-        }
-        if !(1..=300).contains(&self.webhook_timeout_secs) {
-            return Err(ConfigError::new(
-                "webhook_timeout_secs",
-                "must be between 1 and 300 seconds",
-            ));
-        }
-        if self.shutdown_grace_secs > 3600 {
-            return Err(ConfigError::new(
-                "shutdown_grace_secs",
-                "must be at most 3600 seconds",
-            ));
-        }
-        if !(10..=60_000).contains(&self.poll_interval_ms) {
-            return Err(ConfigError::new(
-                "poll_interval_ms",
-                "must be between 10 and 60000 milliseconds",
-            ));
-        }
-        for (field, secs) in [
-            ("model_timeout_secs", self.model_timeout_secs),
-            ("feed_timeout_secs", self.feed_timeout_secs),
-        ] {
-            if !(1..=600).contains(&secs) {
-                return Err(ConfigError::new(field, "must be between 1 and 600 seconds"));
-            }
-        }
-        for (field, secs) in [
-            ("http_header_timeout_secs", self.http_header_timeout_secs),
-            ("http_body_timeout_secs", self.http_body_timeout_secs),
-            ("http_request_timeout_secs", self.http_request_timeout_secs),
-        ] {
-            if !(1..=3600).contains(&secs) {
-                return Err(ConfigError::new(
-                    field,
-                    "must be between 1 and 3600 seconds",
-                ));
-            }
-        }
-        for (field, n) in [
-            ("http_max_connections", self.http_max_connections),
-            ("http_max_requests", self.http_max_requests),
-        ] {
-            if !(1..=1_000_000).contains(&n) {
-                return Err(ConfigError::new(field, "must be between 1 and 1000000"));
-            }
-        }
-        for (field, url) in [
-            ("gemini_api_url", &self.gemini_api_url),
-            ("openai_api_url", &self.openai_api_url),
-        ] {
-            if let Some(u) = url
-                && !(u.starts_with("http://") || u.starts_with("https://"))
-            {
-                return Err(ConfigError::new(
-                    field,
-                    "must be an http:// or https:// base URL",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// The database, chosen by the scheme of `database_url` — the one place that decides:
-    /// unset → `<data_dir>/kairos.db`; `sqlite://PATH`, `sqlite:PATH` or a plain path →
-    /// SQLite; `postgres://…` or `postgresql://…` → PostgreSQL in `database_schema`.
-    pub fn database(&self) -> Result<Database, ConfigError> {
-        let Some(url) = &self.database_url else {
-            return Ok(Database::Sqlite(self.data_dir.join(DB_FILE)));
-        };
-        let url = url.trim();
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            if !valid_schema(&self.database_schema) {
-                return Err(ConfigError::new(
-                    "database_schema",
-                    format!(
-                        "{:?} is not a valid schema name: expected [a-z_][a-z0-9_]{{0,62}}, not starting with pg_",
-                        self.database_schema
-                    ),
-                ));
-            }
-            return Ok(Database::Postgres {
-                url: url.to_string(),
-                schema: self.database_schema.clone(),
-            });
-        }
-        let path = match url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-        {
-            Some(p) => p,
-            None if url.contains("://") => {
-                // Only the scheme is shown: the rest may hold a user and password.
-                let scheme = url.split("://").next().unwrap_or_default();
-                return Err(ConfigError::new(
-                    "database_url",
-                    format!(
-                        "the scheme {scheme:?} is not supported: use sqlite://PATH, a file path, or postgres://USER@HOST/DB"
-                    ),
-                ));
-            }
-            None => url,
-        };
-        let path = path.split('?').next().unwrap_or_default();
-        if path.is_empty() || path == ":memory:" {
-            return Err(ConfigError::new(
-                "database_url",
-                "needs a file path: sqlite://PATH",
-            ));
-        }
-        Ok(Database::Sqlite(PathBuf::from(path)))
     }
 
     /// The HTTP server's timeouts and caps (`KAIROS_HTTP_…`).

@@ -100,12 +100,8 @@ impl From<&SloReport> for SloView {
     ))]
 pub async fn show(State(state): State<AppState>) -> ApiResult<Json<SloView>> {
     let k = &state.kairos;
-    let monitor = Monitor::new(
-        state.monitor.as_ref().clone(),
-        k.store().clone(),
-        k.clock().clone(),
-    )
-    .map_err(|e| Problem::invalid(e.field(), e.reason()))?;
+    let monitor = Monitor::new(state.monitor.as_ref().clone(), k.store().clone())
+        .map_err(|e| Problem::invalid(e.field(), e.reason()))?;
     let report = monitor.report(k.clock().now()).await.map_err(|e| {
         tracing::warn!(error = %e, "SLO report: the database did not answer");
         Problem::new(

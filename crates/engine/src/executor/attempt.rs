@@ -1,0 +1,338 @@
+//! One attempt: running the handler (under its timeout, a panic caught) and turning its
+//! outcome into the completion to record. Pure apart from the handler call, so the retry
+//! decisions are tested without a store.
+
+use crate::handler::{HandlerRegistry, JobContext};
+use crate::kinds::Kinds;
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use kairos_core::retry::RetryDecision;
+use kairos_core::{ErrorClass, Failure, Job, Outcome};
+use kairos_store::{Attempt, JobComplete, Transition};
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use super::ExecutorReport;
+
+/// What an attempt ended as: the `outcome` column of an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// The handler delivered.
+    Succeeded,
+    /// The handler decided not to send (a reason is recorded).
+    Skipped,
+    /// The handler failed (an error class is recorded).
+    Failed,
+}
+
+impl AttemptOutcome {
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Succeeded => "succeeded",
+            AttemptOutcome::Skipped => "skipped",
+            AttemptOutcome::Failed => "failed",
+        }
+    }
+
+    /// The recorded outcome of a handler's outcome.
+    pub fn of(outcome: &Outcome) -> Self {
+        match outcome {
+            Outcome::Delivered { .. } => AttemptOutcome::Succeeded,
+            Outcome::Skipped(_) => AttemptOutcome::Skipped,
+            Outcome::Failed(_) => AttemptOutcome::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+/// Run one attempt: the handler under its timeout, a panic caught and turned into a failure.
+pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
+    let Some(handler) = registry.get(job.kind.as_str()) else {
+        return Outcome::Failed(Failure::permanent(format!(
+            "no handler is registered for kind {:?} on this node",
+            job.kind.as_str()
+        )));
+    };
+    let timeout = handler.timeout();
+    let run = AssertUnwindSafe(handler.handle(job, ctx)).catch_unwind();
+    match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(panic)) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Outcome::Failed(Failure::transient(format!("handler panicked: {msg}")))
+        }
+        Err(_) => Outcome::Failed(Failure::transient(format!(
+            "timed out after {}",
+            kairos_core::retry::format_duration(timeout)
+        ))),
+    }
+}
+
+/// Turn an attempt's outcome into the completion to record. Pure: the retry policy decides
+/// (S0-4, S4-3); a rate limit waits without spending an attempt.
+pub fn completion_for(
+    job: &Job,
+    outcome: Outcome,
+    started: DateTime<Utc>,
+    finished: DateTime<Utc>,
+    node: &str,
+    jitter: f64,
+) -> JobComplete {
+    let mut attempt = Attempt {
+        job_id: job.id.clone(),
+        attempt: job.attempt,
+        started_at: started,
+        finished_at: finished,
+        outcome: AttemptOutcome::of(&outcome).as_str().to_string(),
+        error_class: None,
+        status_code: None,
+        error: None,
+        response: None,
+        provider_id: None,
+        node: Some(node.to_string()),
+    };
+    let kind = Kinds::builtin().get(job.kind.as_str());
+    let policy = Kinds::builtin().retry_of(job);
+    let transition = match outcome {
+        Outcome::Delivered {
+            provider_id,
+            status_code,
+            response,
+        } => {
+            attempt.provider_id = provider_id;
+            attempt.status_code = status_code.map(i32::from);
+            attempt.response = response;
+            Transition::Succeeded
+        }
+        Outcome::Skipped(reason) => {
+            attempt.error = Some(reason.clone());
+            Transition::Skipped(reason)
+        }
+        Outcome::Failed(f) => {
+            attempt.error_class = Some(f.class.as_str().to_string());
+            attempt.status_code = f.status_code.map(i32::from);
+            attempt.error = Some(f.message.clone());
+            attempt.response = f.response.clone();
+            if f.disable_endpoint {
+                // 410 Gone: the receiver asked never to be called again; retrying is pointless.
+                Transition::Dead
+            } else if f.class == ErrorClass::RateLimited
+                && finished - job.created_at < RATE_LIMIT_PATIENCE
+            {
+                let wait = f
+                    .retry_after
+                    .unwrap_or(Duration::from_secs(1))
+                    .min(policy.retry_after_cap);
+                Transition::Retry {
+                    run_at: after(finished, wait),
+                    refund_attempt: true,
+                }
+            } else {
+                let n = u32::try_from(job.attempt.max(1)).unwrap_or(1);
+                match policy.decide(n, f.class, f.retry_after, jitter) {
+                    RetryDecision::RetryIn(d) => Transition::Retry {
+                        run_at: after(finished, d),
+                        refund_attempt: false,
+                    },
+                    RetryDecision::Dead => Transition::Dead,
+                }
+            }
+        }
+    };
+    let transition = within_deadline(job, transition, &mut attempt);
+    JobComplete {
+        id: job.id.clone(),
+        lease_token: job.lease_token.clone().unwrap_or_default(),
+        attempt,
+        transition,
+        record_exposure: kind.records_exposure(),
+    }
+}
+
+/// A kind with a deadline (`digest`, 15 minutes) never starts an attempt past it,
+/// counted from the job's firing (or its creation, if later: a catch-up): a retry that would
+/// start later — a long `Retry-After`, a policy saved before the node's timeouts grew — ends
+/// the job `dead` instead, and the attempt says why. The save-time budget check keeps this
+/// rare; this makes it hold.
+fn within_deadline(job: &Job, t: Transition, attempt: &mut Attempt) -> Transition {
+    let Transition::Retry { run_at, .. } = &t else {
+        return t;
+    };
+    let Some(deadline) = Kinds::builtin().get(job.kind.as_str()).deadline() else {
+        return t;
+    };
+    let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
+    let end = after(start, deadline);
+    if *run_at <= end {
+        return t;
+    }
+    let note = format!(
+        "given up: the retry at {} would start after the kind's {} deadline ({})",
+        run_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        kairos_core::retry::format_duration(deadline),
+        end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    attempt.error = Some(match attempt.error.take() {
+        Some(e) => format!("{e}; {note}"),
+        None => note,
+    });
+    Transition::Dead
+}
+
+/// How long a job may keep waiting out rate limits without spending attempts. Past it, a
+/// rate-limited attempt counts like a transient failure, so a job that is always rate-limited
+/// ends `dead` instead of retrying forever.
+const RATE_LIMIT_PATIENCE: chrono::Duration = chrono::Duration::hours(24);
+
+/// `t + d`, saturating instead of panicking on overflow (a delay comes partly from the other
+/// side's `Retry-After`).
+fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_add_signed(to_chrono(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+pub(super) fn to_chrono(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+pub(super) fn log_completion(job: &Job, c: &JobComplete) {
+    // One log line and the metrics per attempt (S4-6): ids, classes, timings; never the
+    // payload or the target.
+    crate::telemetry::attempt_done(job, c);
+}
+
+pub(super) fn tally(report: &mut ExecutorReport, c: &JobComplete) {
+    match c.transition {
+        Transition::Succeeded => report.succeeded += 1,
+        Transition::Skipped(_) => report.skipped += 1,
+        Transition::Retry { .. } => report.retried += 1,
+        Transition::Dead => report.dead += 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_core::{JobKind, JobState, RetryPolicy};
+
+    fn job(retry: RetryPolicy) -> Job {
+        let t0 = DateTime::parse_from_rfc3339("2026-11-29T09:00:00Z")
+            .map(|t| t.to_utc())
+            .unwrap();
+        Job {
+            id: "job_1".into(),
+            kind: JobKind::new("webhook"),
+            state: JobState::Running,
+            payload: serde_json::json!({}),
+            endpoint_id: None,
+            schedule_id: None,
+            fire_at: None,
+            period_key: None,
+            channel: None,
+            dedupe_key: None,
+            attempt: 1,
+            retry: Some(retry),
+            run_at: t0,
+            created_at: t0,
+            finished_at: None,
+            locked_by: Some("n".into()),
+            lease_token: Some("lease_1".into()),
+            lease_expires_at: None,
+            last_error: None,
+            reason: None,
+        }
+    }
+
+    /// A huge `Retry-After` (from the other side) with an uncapped policy built in code must
+    /// not overflow the clock and panic the completion.
+    #[test]
+    fn huge_retry_after_saturates_instead_of_panicking() {
+        let mut policy = RetryPolicy::notification();
+        policy.retry_after_cap = Duration::MAX;
+        let j = job(policy);
+        let mut f = Failure::transient("HTTP 503");
+        f.retry_after = Some(Duration::MAX);
+        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.5);
+        match c.transition {
+            Transition::Retry {
+                run_at,
+                refund_attempt: false,
+            } => assert!(run_at > j.run_at),
+            other => panic!("expected a retry, got {other:?}"),
+        }
+    }
+
+    /// A rate limit waits without spending an attempt, but not forever: after a day of rate
+    /// limits the attempts count, so the job can end dead.
+    #[test]
+    fn rate_limits_refund_attempts_only_for_a_day() {
+        let mut j = job(RetryPolicy::notification());
+        j.attempt = 4;
+        let limited = || Outcome::Failed(Failure::new(ErrorClass::RateLimited, "HTTP 429"));
+        let soon = j.created_at + chrono::Duration::hours(1);
+        let c = completion_for(&j, limited(), soon, soon, "n", 0.0);
+        assert!(
+            matches!(
+                c.transition,
+                Transition::Retry {
+                    refund_attempt: true,
+                    ..
+                }
+            ),
+            "{c:?}"
+        );
+        let late = j.created_at + chrono::Duration::hours(25);
+        let c = completion_for(&j, limited(), late, late, "n", 0.0);
+        assert_eq!(
+            c.transition,
+            Transition::Dead,
+            "attempts spent after a day of rate limits"
+        );
+    }
+
+    /// A 410 Gone is final at once: the receiver asked never to be called again.
+    #[test]
+    fn gone_is_dead_without_retry() {
+        let j = job(RetryPolicy::notification());
+        let mut f = Failure::permanent("HTTP 410");
+        f.disable_endpoint = true;
+        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.0);
+        assert_eq!(c.transition, Transition::Dead);
+    }
+
+    /// The deadline at run time: a digest's retry that would start after its 15-minute deadline (here
+    /// a 14-minute `Retry-After` after a failure at minute 2) ends the job dead, saying why;
+    /// one that starts within it is a retry; kinds without a deadline are not affected.
+    #[test]
+    fn digest_retry_past_its_deadline_is_dead_s4_7() {
+        let mut j = job(RetryPolicy::http_call());
+        j.kind = JobKind("digest".into());
+        j.fire_at = Some(j.created_at);
+        let at = j.created_at + chrono::Duration::minutes(2);
+        let mut f = Failure::transient("HTTP 503");
+        f.retry_after = Some(Duration::from_secs(14 * 60));
+        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        assert_eq!(c.transition, Transition::Dead);
+        let error = c.attempt.error.unwrap_or_default();
+        assert!(error.starts_with("HTTP 503; given up"), "{error}");
+        assert!(error.contains("15m deadline"), "{error}");
+        // Within the deadline: a retry.
+        f.retry_after = Some(Duration::from_secs(60));
+        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
+        // Another kind with the same wait: a retry, no deadline.
+        j.kind = JobKind::new("webhook");
+        f.retry_after = Some(Duration::from_secs(14 * 60));
+        let c = completion_for(&j, Outcome::Failed(f), at, at, "n", 0.0);
+        assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
+    }
+}

@@ -1,0 +1,86 @@
+//! The executor's helpers beside its claim loop: the completer, which records outcomes in
+//! batches, and the renewer, which keeps the leases of running jobs.
+
+use super::Executor;
+use super::attempt::to_chrono;
+use kairos_store::{JobComplete, JobLeaseRenew, Store};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Records completions in batches: whatever has arrived while the last batch was written
+/// goes into the next transaction (group commit). The jobs' executor slots are released once
+/// their batch is written (or given up on).
+pub(super) async fn completer(
+    store: Arc<dyn Store>,
+    mut rx: mpsc::UnboundedReceiver<(JobComplete, Option<OwnedSemaphorePermit>)>,
+    max: usize,
+    running: Arc<Mutex<HashMap<String, String>>>,
+) {
+    let mut batch = Vec::with_capacity(max);
+    while rx.recv_many(&mut batch, max).await > 0 {
+        let completions: Vec<JobComplete> = batch.iter().map(|(c, _)| c.clone()).collect();
+        let mut tries = 0;
+        loop {
+            match store.job_complete_many(completions.clone()).await {
+                Ok(r) => {
+                    if !r.stale.is_empty() {
+                        tracing::warn!(
+                            count = r.stale.len(),
+                            "completions refused: another node holds these jobs now"
+                        );
+                    }
+                    break;
+                }
+                Err(e) if tries < 20 => {
+                    tries += 1;
+                    tracing::error!(error = %e, tries, "recording outcomes failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(100 * tries)).await;
+                }
+                Err(e) => {
+                    // Give up on this batch: the leases will expire and the jobs run again.
+                    tracing::error!(error = %e, count = batch.len(), "could not record outcomes; leases will return the jobs");
+                    break;
+                }
+            }
+        }
+        let mut r = running.lock().unwrap_or_else(|e| e.into_inner());
+        for c in &completions {
+            r.remove(&c.id);
+        }
+        drop(r);
+        // Frees the slots.
+        batch.clear();
+    }
+}
+
+/// Renews the leases of running jobs so that a long job is not taken over while it runs.
+pub(super) async fn renewer(
+    exec: Executor,
+    running: Arc<Mutex<HashMap<String, String>>>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(exec.cfg.renew_every) => {}
+        }
+        let jobs: Vec<(String, String)> = {
+            let r = running.lock().unwrap_or_else(|e| e.into_inner());
+            r.iter().map(|(a, b)| (a.clone(), b.clone())).collect()
+        };
+        if jobs.is_empty() {
+            continue;
+        }
+        let lease_until = exec.clock.now() + to_chrono(exec.cfg.lease);
+        if let Err(e) = exec
+            .store
+            .job_lease_renew(JobLeaseRenew { jobs, lease_until })
+            .await
+        {
+            tracing::error!(error = %e, "renewing leases failed");
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! The node's handlers from the configuration: webhook, http and digest settings, the email
+//! transport, and the registry of built-in kinds.
+
+use super::NodeError;
+use crate::config::Config;
+use kairos_channels::email::resend::{DEFAULT_API_URL, ResendConfig};
+use kairos_channels::email::unsubscribe::UnsubscribeKey;
+use kairos_channels::email::{EmailTransport, TransportConfig};
+use kairos_core::Clock;
+use kairos_engine::HandlerRegistry;
+use kairos_engine::handlers::email::EmailConfig;
+use kairos_store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The webhook settings of `cfg`.
+pub fn webhook_config(cfg: &Config) -> kairos_channels::WebhookConfig {
+    kairos_channels::WebhookConfig {
+        timeout: Duration::from_secs(cfg.webhook_timeout_secs),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    }
+}
+
+/// The digest settings of `cfg`: model API URLs, keys and timeouts.
+pub fn digest_config(cfg: &Config) -> kairos_channels::digest::DigestConfig {
+    let mut d = kairos_channels::digest::DigestConfig {
+        feed_timeout: Duration::from_secs(cfg.feed_timeout_secs),
+        model_timeout: Duration::from_secs(cfg.model_timeout_secs),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    };
+    let set = |api: &mut kairos_channels::digest::ModelApi,
+               url: &Option<String>,
+               key: &Option<String>,
+               model: &Option<String>| {
+        if let Some(u) = url {
+            api.url = u.clone();
+        }
+        api.api_key = key.clone().filter(|k| !k.trim().is_empty());
+        if let Some(m) = model {
+            api.model = m.clone();
+        }
+    };
+    set(
+        &mut d.gemini,
+        &cfg.gemini_api_url,
+        &cfg.gemini_api_key,
+        &cfg.gemini_model,
+    );
+    set(
+        &mut d.openai,
+        &cfg.openai_api_url,
+        &cfg.openai_api_key,
+        &cfg.openai_model,
+    );
+    d
+}
+
+/// The configured email transport and email settings (`KAIROS_EMAIL_*`).
+pub fn email_setup(cfg: &Config) -> Result<(EmailTransport, EmailConfig), NodeError> {
+    let timeout = Duration::from_secs(cfg.email_timeout_secs);
+    let transport = match cfg.email_transport.as_str() {
+        "smtp" => TransportConfig::Smtp {
+            url: cfg.smtp_url.clone().unwrap_or_default(),
+            timeout,
+        },
+        "resend" => TransportConfig::Resend(ResendConfig {
+            api_url: cfg
+                .resend_api_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_API_URL.into()),
+            timeout,
+            ..ResendConfig::new(cfg.resend_api_key.clone().unwrap_or_default())
+        }),
+        _ => TransportConfig::File {
+            dir: cfg.data_dir.join("outbox"),
+        },
+    };
+    let transport = EmailTransport::new(transport)
+        .map_err(|e| NodeError::runtime("could not set up the email transport", &e))?;
+    let public_url = cfg
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", cfg.listen));
+    let email = EmailConfig {
+        from: cfg
+            .email_from
+            .clone()
+            .unwrap_or_else(|| EmailConfig::default().from),
+        public_url,
+        unsubscribe_key: cfg
+            .unsubscribe_secret
+            .as_deref()
+            .and_then(UnsubscribeKey::new),
+        settings_url: cfg.settings_url.clone(),
+        allow_private_targets: cfg.allow_private_targets,
+        ..Default::default()
+    };
+    Ok((transport, email))
+}
+
+/// The built-in handlers for `store`.
+pub fn registry(
+    cfg: &Config,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Result<HandlerRegistry, NodeError> {
+    let mut r = kairos_engine::handlers::default_registry(
+        store.clone(),
+        clock.clone(),
+        webhook_config(cfg),
+    )
+    .map_err(|e| NodeError::runtime("could not set up the handlers", &e))?;
+    kairos_engine::handlers::register_digest(
+        &mut r,
+        store.clone(),
+        clock.clone(),
+        digest_config(cfg),
+    )
+    .map_err(|e| NodeError::runtime("could not set up the digest handler", &e))?;
+    let (transport, email) = email_setup(cfg)?;
+    kairos_engine::handlers::register_email(&mut r, store, clock, transport, email)
+        .map_err(|e| NodeError::runtime("could not set up the email handler", &e))?;
+    Ok(r)
+}
