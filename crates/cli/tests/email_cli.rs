@@ -4,7 +4,7 @@
 mod common;
 
 use common::BIN;
-use kairos_store::Store;
+use kairos_store::prelude::*;
 use std::process::Command;
 
 #[test]

@@ -7,7 +7,8 @@ mod common;
 use chrono::Duration;
 use common::kairos_cmd;
 use kairos_core::{Clock, SystemClock};
-use kairos_store::{EndpointDisable, EndpointFailureRecord, EndpointUpsert, Store};
+use kairos_store::prelude::*;
+use kairos_store::{EndpointDisable, EndpointFailureRecord, EndpointUpsert};
 use kairos_store_sqlite::SqliteStore;
 
 fn run(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {

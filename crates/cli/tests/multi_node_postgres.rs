@@ -10,7 +10,7 @@
 mod common;
 
 use common::{SECRET, Server, TOKEN, api};
-use kairos_store::Store;
+use kairos_store::prelude::*;
 use kairos_store_postgres::PostgresStore;
 use kairos_testkit::{Reply, TestReceiver, init_crypto};
 use serde_json::json;

@@ -10,7 +10,8 @@ mod common;
 
 use base64::Engine as _;
 use common::{SECRET, Server, TOKEN, api, kairos_cmd};
-use kairos_store::{EndpointUpsert, HttpAuth, HttpTargetUpsert, Store};
+use kairos_store::prelude::*;
+use kairos_store::{EndpointUpsert, HttpAuth, HttpTargetUpsert};
 use kairos_testkit::{TestReceiver, init_crypto, verify_standard_webhook};
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use std::os::unix::fs::PermissionsExt;

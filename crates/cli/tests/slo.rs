@@ -7,7 +7,8 @@ use chrono::Duration;
 use common::kairos_cmd;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Clock, JobKind, RetryPolicy, SystemClock};
-use kairos_store::{JobInsert, Store};
+use kairos_store::JobInsert;
+use kairos_store::prelude::*;
 use kairos_store_sqlite::SqliteStore;
 
 /// A data dir whose database holds one job due two hours ago and never claimed.

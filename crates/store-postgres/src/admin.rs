@@ -1,11 +1,55 @@
-//! Admin UI sessions on PostgreSQL (issue 12).
+//! The node role on PostgreSQL: migrations, settings and admin UI sessions.
 
+use crate::rows::get;
 use crate::{PostgresStore, map_err};
+use async_trait::async_trait;
 use kairos_store::*;
 use sqlx::Row;
 
-impl PostgresStore {
-    pub(crate) async fn admin_session_create_impl(&self, p: AdminSessionCreate) -> Result<()> {
+#[async_trait]
+impl NodeStore for PostgresStore {
+    async fn migrate(&self) -> Result<()> {
+        crate::migrate::run(&self.pool, &self.schema).await
+    }
+
+    async fn migration_pending(&self) -> Result<Vec<i64>> {
+        crate::migrate::pending(&self.pool, &self.schema).await
+    }
+
+    async fn setting_get(&self, name: &str) -> Result<Option<Setting>> {
+        let row = sqlx::query("SELECT name, value, updated_at FROM settings WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("setting get", e))?;
+        row.map(|r| {
+            Ok(Setting {
+                name: get(&r, "name")?,
+                value: get(&r, "value")?,
+                updated_at: get(&r, "updated_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn setting_put(&self, p: SettingPut) -> Result<()> {
+        let q = match &p.value {
+            Some(v) => sqlx::query(
+                "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(&p.name)
+            .bind(v)
+            .bind(p.now),
+            None => sqlx::query("DELETE FROM settings WHERE name = $1").bind(&p.name),
+        };
+        q.execute(&self.pool)
+            .await
+            .map_err(|e| map_err("setting put", e))?;
+        Ok(())
+    }
+
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
         let s = p.session;
         let mut tx = self
             .pool
@@ -31,10 +75,7 @@ impl PostgresStore {
             .map_err(|e| map_err("admin session create", e))
     }
 
-    pub(crate) async fn admin_session_get_impl(
-        &self,
-        id_hash: &str,
-    ) -> Result<Option<AdminSession>> {
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
         let row = sqlx::query(
             "SELECT id_hash, created_at, expires_at FROM admin_sessions WHERE id_hash = $1",
         )
@@ -53,7 +94,7 @@ impl PostgresStore {
         .transpose()
     }
 
-    pub(crate) async fn admin_session_delete_impl(&self, id_hash: &str) -> Result<bool> {
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
         let done = sqlx::query("DELETE FROM admin_sessions WHERE id_hash = $1")
             .bind(id_hash)
             .execute(&self.pool)

@@ -3,7 +3,7 @@
 //! row rather than skipping it: a skipped row would be passed by the cursor and never acted
 //! on), then update those still in a state the action applies to.
 
-use crate::{PostgresStore, map_err};
+use crate::map_err;
 use kairos_store::*;
 use sqlx::{Postgres, Transaction};
 
@@ -26,7 +26,7 @@ const PICK_FILTER: &str = "SELECT id FROM jobs
      ORDER BY id LIMIT $10 FOR UPDATE";
 
 /// The candidates of `s` in one of `states`, locked until the transaction ends.
-async fn pick(
+pub(crate) async fn pick(
     tx: &mut Transaction<'static, Postgres>,
     s: &JobSelect,
     states: &[&str],
@@ -57,69 +57,4 @@ async fn pick(
     q.fetch_all(&mut **tx)
         .await
         .map_err(|e| map_err("job bulk pick", e))
-}
-
-impl PostgresStore {
-    pub(crate) async fn job_bulk_cancel_impl(&self, p: JobBulkCancel) -> Result<JobBulkDone> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job bulk cancel", e))?;
-        let ids = pick(&mut tx, &p.select, &["available", "running"]).await?;
-        let count = if ids.is_empty() {
-            0
-        } else {
-            sqlx::query(
-                "UPDATE jobs SET state = 'cancelled', finished_at = $2, reason = $3,
-                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-                 WHERE id = ANY($1::text[]) AND state IN ('available', 'running')",
-            )
-            .bind(&ids)
-            .bind(p.now)
-            .bind(&p.reason)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job bulk cancel", e))?
-            .rows_affected()
-        };
-        tx.commit()
-            .await
-            .map_err(|e| map_err("job bulk cancel", e))?;
-        Ok(JobBulkDone {
-            count,
-            last_id: ids.last().cloned(),
-        })
-    }
-
-    pub(crate) async fn job_bulk_retry_impl(&self, p: JobBulkRetry) -> Result<JobBulkDone> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job bulk retry", e))?;
-        let ids = pick(&mut tx, &p.select, &["dead", "cancelled"]).await?;
-        let count = if ids.is_empty() {
-            0
-        } else {
-            sqlx::query(
-                "UPDATE jobs SET attempt = 0, state = 'available', run_at = $2,
-                        finished_at = NULL, reason = NULL
-                 WHERE id = ANY($1::text[]) AND state IN ('dead', 'cancelled')",
-            )
-            .bind(&ids)
-            .bind(p.now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job bulk retry", e))?
-            .rows_affected()
-        };
-        tx.commit()
-            .await
-            .map_err(|e| map_err("job bulk retry", e))?;
-        Ok(JobBulkDone {
-            count,
-            last_id: ids.last().cloned(),
-        })
-    }
 }

@@ -1,20 +1,14 @@
-//! Inbound events, the suppression cascade, the suppression list, the one-click unsubscribe
-//! and settings on PostgreSQL (seed 003: S3-9 … S3-13, S3-18). Mirrors
-//! crates/store-sqlite/src/inbound.rs; statements that differ say so.
+//! Inbound provider events on PostgreSQL, and the suppression cascade they (and
+//! `suppression_apply`) run.
 
+use crate::rows::get;
 use crate::{PostgresStore, map_err};
+use async_trait::async_trait;
 use kairos_store::*;
 use sqlx::postgres::PgRow;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 
-fn get<'r, T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>>(
-    row: &'r PgRow,
-    col: &str,
-) -> Result<T> {
-    row.try_get(col).map_err(|e| map_err(col, e))
-}
-
-fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
+pub(crate) fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
     Ok(Suppression {
         address: get(r, "address")?,
         erased: get::<Option<String>>(r, "address_hash")?.is_some(),
@@ -26,7 +20,7 @@ fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
 /// `suppression_apply` and `inbound_event_record`).
-async fn apply_in_tx(
+pub(crate) async fn apply_in_tx(
     keys: &KeyCache,
     tx: &mut Transaction<'_, Postgres>,
     p: &SuppressionApply,
@@ -91,11 +85,9 @@ async fn apply_in_tx(
     })
 }
 
-impl PostgresStore {
-    pub(crate) async fn inbound_event_record_impl(
-        &self,
-        p: InboundEventRecord,
-    ) -> Result<InboundEventRecorded> {
+#[async_trait]
+impl InboundStore for PostgresStore {
+    async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
         let mut tx = self
             .pool
             .begin()
@@ -126,7 +118,7 @@ impl PostgresStore {
         let Some(job_id) = inserted else {
             drop(tx);
             let job_id = self
-                .inbound_event_get_impl(&p.source, &p.id)
+                .inbound_event_get(&p.source, &p.id)
                 .await?
                 .and_then(|e| e.job_id);
             return Ok(InboundEventRecorded {
@@ -161,11 +153,7 @@ impl PostgresStore {
         Ok(out)
     }
 
-    pub(crate) async fn inbound_event_get_impl(
-        &self,
-        source: &str,
-        id: &str,
-    ) -> Result<Option<InboundEvent>> {
+    async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
         let row = sqlx::query(
             "SELECT source, id, type, provider_message_id, job_id, action, payload, received_at
              FROM inbound_events WHERE source = $1 AND id = $2",
@@ -190,126 +178,7 @@ impl PostgresStore {
         .transpose()
     }
 
-    pub(crate) async fn suppression_apply_impl(
-        &self,
-        p: SuppressionApply,
-    ) -> Result<SuppressionApplied> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("suppression apply", e))?;
-        let out = apply_in_tx(&self.keys, &mut tx, &p).await?;
-        tx.commit()
-            .await
-            .map_err(|e| map_err("suppression apply", e))?;
-        Ok(out)
-    }
-
-    pub(crate) async fn suppression_list_impl(
-        &self,
-        p: SuppressionList,
-    ) -> Result<Vec<Suppression>> {
-        let rows = sqlx::query(
-            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
-             WHERE ($1::text IS NULL OR address > $1) ORDER BY address LIMIT $2",
-        )
-        .bind(&p.after)
-        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("suppression list", e))?;
-        rows.iter().map(suppression_from_row).collect()
-    }
-
-    pub(crate) async fn suppression_remove_impl(&self, p: SuppressionRemove) -> Result<bool> {
-        let address = normalize_address(&p.address);
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("suppression remove", e))?;
-        // The address, or its keyed hash if it was erased; the log records what was stored.
-        let hash = crate::erasure::hash_of(&self.keys, &mut tx, &address).await?;
-        let removed: Option<String> = sqlx::query_scalar(
-            "DELETE FROM suppressions
-             WHERE address = $1 OR ($2::text IS NOT NULL AND address_hash = $2)
-             RETURNING address",
-        )
-        .bind(&address)
-        .bind(&hash)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| map_err("suppression remove", e))?;
-        if let Some(stored) = &removed {
-            sqlx::query(
-                "INSERT INTO suppression_log (address, action, reason, created_at)
-                 VALUES ($1, 'removed', $2, $3)",
-            )
-            .bind(stored)
-            .bind(&p.reason)
-            .bind(p.now)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("suppression log", e))?;
-        }
-        tx.commit()
-            .await
-            .map_err(|e| map_err("suppression remove", e))?;
-        Ok(removed.is_some())
-    }
-
-    pub(crate) async fn subscription_disable_impl(&self, p: SubscriptionDisable) -> Result<bool> {
-        let n = sqlx::query(
-            "UPDATE subscriptions SET enabled = false, updated_at = $3
-             WHERE recipient_id = $1 AND topic = $2 AND enabled",
-        )
-        .bind(&p.recipient_id)
-        .bind(&p.topic)
-        .bind(p.now)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| map_err("subscription disable", e))?
-        .rows_affected();
-        Ok(n > 0)
-    }
-
-    pub(crate) async fn setting_get_impl(&self, name: &str) -> Result<Option<Setting>> {
-        let row = sqlx::query("SELECT name, value, updated_at FROM settings WHERE name = $1")
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| map_err("setting get", e))?;
-        row.map(|r| {
-            Ok(Setting {
-                name: get(&r, "name")?,
-                value: get(&r, "value")?,
-                updated_at: get(&r, "updated_at")?,
-            })
-        })
-        .transpose()
-    }
-
-    pub(crate) async fn setting_put_impl(&self, p: SettingPut) -> Result<()> {
-        let q = match &p.value {
-            Some(v) => sqlx::query(
-                "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
-                 ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
-            .bind(&p.name)
-            .bind(v)
-            .bind(p.now),
-            None => sqlx::query("DELETE FROM settings WHERE name = $1").bind(&p.name),
-        };
-        q.execute(&self.pool)
-            .await
-            .map_err(|e| map_err("setting put", e))?;
-        Ok(())
-    }
-}
-
-impl PostgresStore {
-    pub(crate) async fn inbound_event_prune_impl(&self, p: InboundEventPrune) -> Result<u64> {
+    async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64> {
         // Differs from SQLite: ctid and SKIP LOCKED, like the other prunes.
         let done = sqlx::query(
             "DELETE FROM inbound_events WHERE ctid IN (

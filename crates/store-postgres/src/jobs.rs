@@ -1,7 +1,8 @@
 //! Jobs and attempts on PostgreSQL.
 
-use crate::rows::{ATTEMPT_COLS, JOB_COLS, attempt_from_row, job_from_row, ts_json};
+use crate::rows::{JOB_COLS, job_from_row, ts_json};
 use crate::{PostgresStore, map_err};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::*;
@@ -10,7 +11,7 @@ use sqlx::{AssertSqlSafe, Row};
 
 /// Assemble SQL from a template and the column list; the list is a constant, so the
 /// assembled string is safe.
-fn sql(template: &str) -> AssertSqlSafe<String> {
+pub(crate) fn sql(template: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{cols}", JOB_COLS))
 }
 
@@ -50,8 +51,21 @@ SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
 /// a transaction short.
 const INSERT_CHUNK: usize = 5_000;
 
-impl PostgresStore {
-    pub(crate) async fn job_insert_impl(&self, p: JobInsert) -> Result<JobInserted> {
+pub(crate) async fn fetch_job(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    id: &str,
+) -> Result<Option<Job>> {
+    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(|e| map_err("job get", e))?;
+    row.as_ref().map(job_from_row).transpose()
+}
+
+#[async_trait]
+impl JobStore for PostgresStore {
+    async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
         let mut tx = self
             .pool
             .begin()
@@ -85,7 +99,7 @@ impl PostgresStore {
         })
     }
 
-    pub(crate) async fn job_insert_many_impl(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
         let mut ids = Vec::new();
         for chunk in p.chunks(INSERT_CHUNK) {
             let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
@@ -98,7 +112,7 @@ impl PostgresStore {
         Ok(ids)
     }
 
-    pub(crate) async fn job_get_impl(&self, id: &str) -> Result<Option<Job>> {
+    async fn job_get(&self, id: &str) -> Result<Option<Job>> {
         let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.pool)
@@ -107,24 +121,7 @@ impl PostgresStore {
         row.as_ref().map(job_from_row).transpose()
     }
 
-    pub(crate) async fn job_list_impl(&self, p: JobList) -> Result<Vec<Job>> {
-        // Differs from SQLite: `$n::text IS NULL` gives the optional filters a type.
-        let rows = sqlx::query(sql("SELECT {cols} FROM jobs
-             WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR kind = $2)
-               AND ($3::text IS NULL OR schedule_id = $3) AND ($4::text IS NULL OR id < $4)
-             ORDER BY id DESC LIMIT $5"))
-        .bind(p.state.as_ref().map(|s| s.as_str().to_string()))
-        .bind(p.kind)
-        .bind(p.schedule_id)
-        .bind(p.before_id)
-        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("job list", e))?;
-        rows.iter().map(job_from_row).collect()
-    }
-
-    pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
+    async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
         // Differs from SQLite (S3-4): `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
         // disjoint rows without waiting for each other; under READ COMMITTED the lock
         // re-checks `state = 'available'` on the latest row version. The locking select is a
@@ -178,7 +175,7 @@ impl PostgresStore {
         Ok(jobs)
     }
 
-    pub(crate) async fn job_lease_renew_impl(&self, p: JobLeaseRenew) -> Result<u64> {
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {
         let list: Vec<_> = p
             .jobs
             .iter()
@@ -198,10 +195,7 @@ impl PostgresStore {
         Ok(done.rows_affected())
     }
 
-    pub(crate) async fn job_complete_many_impl(
-        &self,
-        p: Vec<JobComplete>,
-    ) -> Result<CompleteReport> {
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> Result<CompleteReport> {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
@@ -266,54 +260,7 @@ impl PostgresStore {
         })
     }
 
-    pub(crate) async fn job_cancel_impl(&self, p: JobCancel) -> Result<Option<Job>> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job cancel", e))?;
-        sqlx::query(
-            "UPDATE jobs SET state = 'cancelled', finished_at = $2, reason = $3,
-                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE id = $1 AND state IN ('available', 'running')",
-        )
-        .bind(&p.id)
-        .bind(p.now)
-        .bind(&p.reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("job cancel", e))?;
-        let job = fetch_job(&mut tx, &p.id).await?;
-        tx.commit().await.map_err(|e| map_err("job cancel", e))?;
-        Ok(job)
-    }
-
-    pub(crate) async fn job_retry_impl(&self, p: JobRetry) -> Result<Option<Job>> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job retry", e))?;
-        // A finished-but-not-succeeded job gets a fresh set of attempts; a waiting job is
-        // moved to now. Succeeded and running jobs are left alone: re-running them would send
-        // twice. (PostgreSQL evaluates every SET expression on the old row, as SQLite does.)
-        sqlx::query(
-            "UPDATE jobs SET
-                    attempt = CASE WHEN state = 'available' THEN attempt ELSE 0 END,
-                    state = 'available', run_at = $2, finished_at = NULL, reason = NULL
-             WHERE id = $1 AND state IN ('available', 'dead', 'cancelled', 'skipped')",
-        )
-        .bind(&p.id)
-        .bind(p.now)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("job retry", e))?;
-        let job = fetch_job(&mut tx, &p.id).await?;
-        tx.commit().await.map_err(|e| map_err("job retry", e))?;
-        Ok(job)
-    }
-
-    pub(crate) async fn job_rescue_impl(&self, p: JobRescue) -> Result<Vec<String>> {
+    async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>> {
         // Differs from SQLite (a select, then two statements per job): one statement. The
         // expired leases are locked with SKIP LOCKED so that two rescuers (or a rescuer and a
         // late completion) never both act on a job; the attempt log reads the rows as they
@@ -365,18 +312,7 @@ impl PostgresStore {
         Ok(out.into_iter().map(|(_, id)| id).collect())
     }
 
-    pub(crate) async fn attempt_list_impl(&self, job_id: &str) -> Result<Vec<Attempt>> {
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT {ATTEMPT_COLS} FROM job_attempts WHERE job_id = $1 ORDER BY id"
-        )))
-        .bind(job_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("attempt list", e))?;
-        rows.iter().map(attempt_from_row).collect()
-    }
-
-    pub(crate) async fn job_next_run_at_impl(&self) -> Result<Option<DateTime<Utc>>> {
+    async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>> {
         // Differs from SQLite: no `INDEXED BY`; the planner uses the partial index jobs_due.
         sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE state = 'available'")
             .fetch_one(&self.pool)
@@ -384,31 +320,47 @@ impl PostgresStore {
             .map_err(|e| map_err("job next run_at", e))
     }
 
-    pub(crate) async fn job_count_by_state_impl(&self) -> Result<Vec<(String, i64)>> {
-        let rows =
-            sqlx::query("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| map_err("job count", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("state").map_err(|e| map_err("job count", e))?,
-                    r.try_get("n").map_err(|e| map_err("job count", e))?,
-                ))
-            })
-            .collect()
-    }
-}
-
-async fn fetch_job(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-    id: &str,
-) -> Result<Option<Job>> {
-    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
+    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned> {
+        let states = p.final_state_names();
+        if states.is_empty() || p.limit <= 0 {
+            return Ok(JobPruned::default());
+        }
+        let mut tx = self
+            .pool
+            .begin()
+            .await
+            .map_err(|e| map_err("job prune", e))?;
+        // Differs from SQLite: the batch is locked with SKIP LOCKED, so two pruners (or a
+        // replay of a dead job at the same moment) never wait on each other; states are a
+        // text array. The attempts go in the same statement through a data-modifying CTE.
+        let row = sqlx::query(
+            "WITH batch AS (
+                 SELECT id FROM jobs
+                 WHERE finished_at IS NOT NULL AND finished_at < $1 AND state = ANY($2)
+                 ORDER BY finished_at LIMIT $3
+                 FOR UPDATE SKIP LOCKED
+             ), gone_attempts AS (
+                 DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM batch) RETURNING 1
+             ), gone_jobs AS (
+                 DELETE FROM jobs WHERE id IN (SELECT id FROM batch) RETURNING 1
+             )
+             SELECT (SELECT COUNT(*) FROM gone_jobs) AS jobs,
+                    (SELECT COUNT(*) FROM gone_attempts) AS attempts",
+        )
+        .bind(p.older_than)
+        .bind(&states)
+        .bind(p.limit)
+        .fetch_one(&mut *tx)
         .await
-        .map_err(|e| map_err("job get", e))?;
-    row.as_ref().map(job_from_row).transpose()
+        .map_err(|e| map_err("job prune", e))?;
+        tx.commit().await.map_err(|e| map_err("job prune", e))?;
+        let jobs: i64 = row.try_get("jobs").map_err(|e| map_err("job prune", e))?;
+        let attempts: i64 = row
+            .try_get("attempts")
+            .map_err(|e| map_err("job prune", e))?;
+        Ok(JobPruned {
+            jobs: jobs.max(0) as u64,
+            attempts: attempts.max(0) as u64,
+        })
+    }
 }

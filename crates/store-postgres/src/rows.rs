@@ -26,7 +26,7 @@ fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Err
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
 }
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+pub(crate) fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
     row: &'r PgRow,
     col: &str,
 ) -> Result<T, Error> {

@@ -2,6 +2,7 @@
 //! The same statements as SQLite's with `$n` parameters, timestamptz and boolean columns.
 
 use crate::{PostgresStore, map_err};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_store::*;
 use sqlx::Row;
@@ -19,8 +20,25 @@ fn counts(rows: &[PgRow], what: &str) -> Result<Vec<JobCount>> {
         .collect()
 }
 
-impl PostgresStore {
-    pub(crate) async fn job_count_by_state_kind_impl(&self) -> Result<Vec<JobCount>> {
+#[async_trait]
+impl InsightStore for PostgresStore {
+    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| map_err("job count", e))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("state").map_err(|e| map_err("job count", e))?,
+                    r.try_get("n").map_err(|e| map_err("job count", e))?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
         let rows = sqlx::query(
             "SELECT state, kind, COUNT(*) AS n FROM jobs GROUP BY state, kind ORDER BY state, kind",
         )
@@ -30,7 +48,7 @@ impl PostgresStore {
         counts(&rows, "job count by state and kind")
     }
 
-    pub(crate) async fn job_backlog_impl(&self, p: JobBacklog) -> Result<Backlog> {
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
         // Both halves read partial indexes: jobs_due (available, run_at) and jobs_lease
         // (running, lease_expires_at).
         let row = sqlx::query(
@@ -60,10 +78,7 @@ impl PostgresStore {
         })
     }
 
-    pub(crate) async fn job_count_finished_impl(
-        &self,
-        p: JobCountFinished,
-    ) -> Result<Vec<JobCount>> {
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
         let rows = sqlx::query(
             "SELECT state, kind, COUNT(*) AS n FROM jobs
              WHERE finished_at >= $1 AND finished_at < $2
@@ -77,10 +92,7 @@ impl PostgresStore {
         counts(&rows, "job count finished")
     }
 
-    pub(crate) async fn job_dead_scheduled_impl(
-        &self,
-        p: JobDeadScheduled,
-    ) -> Result<Vec<DeadScheduledRun>> {
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
         // Reads the partial index jobs_dead_scheduled, as on SQLite.
         let rows = sqlx::query(
             "SELECT d.schedule_id, s.name AS schedule_name, d.n, d.id, d.kind, d.channel,
@@ -123,10 +135,7 @@ impl PostgresStore {
             .collect()
     }
 
-    pub(crate) async fn job_count_decided_impl(
-        &self,
-        p: JobCountDecided,
-    ) -> Result<Vec<DecidedCount>> {
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
         // As on SQLite; jsonb payloads are always valid JSON.
         let rows = sqlx::query(
             "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
@@ -163,10 +172,7 @@ impl PostgresStore {
             .collect()
     }
 
-    pub(crate) async fn schedule_fire_times_impl(
-        &self,
-        p: ScheduleFireTimes,
-    ) -> Result<Vec<DateTime<Utc>>> {
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         let v: Vec<DateTime<Utc>> = sqlx::query_scalar(
             // A firing recorded for audience expansion counts as materialized even before (or
             // without: no subscriber) its jobs exist.
@@ -186,7 +192,7 @@ impl PostgresStore {
         Ok(v)
     }
 
-    pub(crate) async fn slo_alert_list_impl(&self) -> Result<Vec<SloAlert>> {
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>> {
         let rows = sqlx::query(
             "SELECT key, check_name, active, since, message, seq, notified_seq, updated_at
              FROM slo_alerts ORDER BY key",
@@ -211,7 +217,7 @@ impl PostgresStore {
             .collect()
     }
 
-    pub(crate) async fn slo_alert_put_impl(&self, p: SloAlertPut) -> Result<()> {
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
         let a = p.alert;
         sqlx::query(
             "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq, updated_at)
@@ -233,9 +239,5 @@ impl PostgresStore {
         .await
         .map_err(|e| map_err("slo alert put", e))?;
         Ok(())
-    }
-
-    pub(crate) async fn migration_pending_impl(&self) -> Result<Vec<i64>> {
-        crate::migrate::pending(&self.pool, &self.schema).await
     }
 }

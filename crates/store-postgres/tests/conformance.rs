@@ -8,6 +8,7 @@ mod common;
 
 use common::{database_url, open};
 use kairos_store::Store;
+use kairos_store::prelude::*;
 use kairos_store_postgres::PostgresStore;
 use std::any::Any;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{database_url, open};
-use kairos_store::Store;
+use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{job, t0};
 use kairos_store_postgres::enqueue_in_tx;
 

@@ -1,8 +1,8 @@
-//! Artifacts and schedule catch-up times on SQLite (migration 0003).
+//! Artifacts on SQLite: one per (name, period key), written once.
 
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::ms_opt;
 use crate::{SqliteStore, map_err};
+use async_trait::async_trait;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::*;
 use sqlx::Row;
@@ -34,7 +34,7 @@ fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
     })
 }
 
-fn catch_up_from_row(row: &SqliteRow) -> Result<CatchUp> {
+pub(crate) fn catch_up_from_row(row: &SqliteRow) -> Result<CatchUp> {
     Ok(CatchUp {
         schedule_id: row
             .try_get("schedule_id")
@@ -51,8 +51,9 @@ fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(template.replace("{cols}", ARTIFACT_COLS))
 }
 
-impl SqliteStore {
-    pub(crate) async fn artifact_put_impl(&self, p: ArtifactPut) -> Result<ArtifactPutResult> {
+#[async_trait]
+impl ArtifactStore for SqliteStore {
+    async fn artifact_put(&self, p: ArtifactPut) -> Result<ArtifactPutResult> {
         let a = &p.artifact;
         let mut tx = self.begin_write("artifact put").await?;
         let created = sqlx::query(
@@ -85,7 +86,7 @@ impl SqliteStore {
         Ok(ArtifactPutResult { created, jobs })
     }
 
-    pub(crate) async fn artifact_get_impl(&self, p: ArtifactKey) -> Result<Option<Artifact>> {
+    async fn artifact_get(&self, p: ArtifactKey) -> Result<Option<Artifact>> {
         let row = sqlx::query(sql(
             "SELECT {cols} FROM artifacts WHERE name = ?1 AND period_key = ?2",
         ))
@@ -97,7 +98,7 @@ impl SqliteStore {
         row.as_ref().map(artifact_from_row).transpose()
     }
 
-    pub(crate) async fn artifact_list_impl(&self, p: ArtifactList) -> Result<Vec<Artifact>> {
+    async fn artifact_list(&self, p: ArtifactList) -> Result<Vec<Artifact>> {
         let rows = sqlx::query(sql("SELECT {cols} FROM artifacts
              WHERE (?1 IS NULL OR name = ?1) AND (?2 IS NULL OR period_key < ?2)
              ORDER BY period_key DESC, name LIMIT ?3"))
@@ -110,7 +111,7 @@ impl SqliteStore {
         rows.iter().map(artifact_from_row).collect()
     }
 
-    pub(crate) async fn artifact_prune_impl(&self, p: ArtifactPrune) -> Result<u64> {
+    async fn artifact_prune(&self, p: ArtifactPrune) -> Result<u64> {
         let done = sqlx::query(
             "DELETE FROM artifacts WHERE rowid IN (
                  SELECT rowid FROM artifacts WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
@@ -121,101 +122,5 @@ impl SqliteStore {
         .await
         .map_err(|e| map_err("artifact prune", e))?;
         Ok(done.rows_affected())
-    }
-
-    pub(crate) async fn catch_up_set_impl(&self, p: CatchUpSet) -> Result<()> {
-        let mut tx = self.begin_write("catch-up set").await?;
-        sqlx::query("DELETE FROM schedule_catch_ups WHERE schedule_id = ?1")
-            .bind(&p.schedule_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("catch-up set", e))?;
-        for c in &p.entries {
-            sqlx::query(
-                "INSERT INTO schedule_catch_ups (schedule_id, at, next_at) VALUES (?1, ?2, ?3)",
-            )
-            .bind(&p.schedule_id)
-            .bind(&c.at)
-            .bind(ms_opt(c.next_at))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("catch-up set", e))?;
-        }
-        tx.commit().await.map_err(|e| map_err("catch-up set", e))?;
-        Ok(())
-    }
-
-    pub(crate) async fn catch_up_list_impl(&self, schedule_id: &str) -> Result<Vec<CatchUp>> {
-        let rows = sqlx::query(
-            "SELECT schedule_id, at, next_at FROM schedule_catch_ups WHERE schedule_id = ?1 ORDER BY at",
-        )
-        .bind(schedule_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("catch-up list", e))?;
-        rows.iter().map(catch_up_from_row).collect()
-    }
-
-    pub(crate) async fn catch_up_due_impl(&self, p: CatchUpDue) -> Result<Vec<CatchUp>> {
-        let rows = sqlx::query(
-            "SELECT c.schedule_id, c.at, c.next_at FROM schedule_catch_ups c
-             JOIN schedules s ON s.id = c.schedule_id
-             WHERE c.next_at IS NOT NULL AND c.next_at <= ?1 AND s.state = 'active'
-             ORDER BY c.next_at, c.schedule_id, c.at LIMIT ?2",
-        )
-        .bind(to_millis(p.now))
-        .bind(p.limit.max(0))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("catch-up due", e))?;
-        rows.iter().map(catch_up_from_row).collect()
-    }
-
-    pub(crate) async fn catch_up_next_at_impl(
-        &self,
-    ) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
-        let ms: Option<i64> = sqlx::query_scalar(
-            "SELECT MIN(c.next_at) FROM schedule_catch_ups c
-             JOIN schedules s ON s.id = c.schedule_id WHERE s.state = 'active'",
-        )
-        .fetch_one(&self.read)
-        .await
-        .map_err(|e| map_err("catch-up next", e))?;
-        Ok(ms.map(from_millis))
-    }
-
-    pub(crate) async fn catch_up_fire_impl(&self, p: CatchUpFire) -> Result<ScheduleFired> {
-        let mut tx = self.begin_write("catch-up fire").await?;
-        // `IS` is SQLite's null-safe equality (PostgreSQL: IS NOT DISTINCT FROM).
-        let advanced = sqlx::query(
-            "UPDATE schedule_catch_ups SET next_at = ?4
-             WHERE schedule_id = ?1 AND at = ?2 AND next_at IS ?3",
-        )
-        .bind(&p.schedule_id)
-        .bind(&p.at)
-        .bind(ms_opt(p.expected_next_at))
-        .bind(ms_opt(p.next_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("catch-up fire", e))?
-        .rows_affected()
-            > 0;
-        if !advanced {
-            return Ok(ScheduleFired::default());
-        }
-        let created: Vec<String> = if p.jobs.is_empty() {
-            vec![]
-        } else {
-            sqlx::query_scalar(INSERT_MANY)
-                .bind(insert_json(&p.jobs).to_string())
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| map_err("catch-up fire (jobs)", e))?
-        };
-        tx.commit().await.map_err(|e| map_err("catch-up fire", e))?;
-        Ok(ScheduleFired {
-            advanced: true,
-            created,
-        })
     }
 }

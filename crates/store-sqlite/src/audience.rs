@@ -1,7 +1,8 @@
-//! Audiences on SQLite: recipients, topics, subscriptions, suppressions, expansions, exposures.
+//! Audiences on SQLite: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::jobs::{INSERT_MANY, insert_json};
+use crate::rows::get;
 use crate::{SqliteStore, map_err};
+use async_trait::async_trait;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::*;
 use sqlx::Row;
@@ -10,13 +11,6 @@ use sqlx::sqlite::SqliteRow;
 const RECIPIENT_COLS: &str = "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id FROM recipients";
 const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
 const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
-
-fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
-    row: &'r SqliteRow,
-    col: &str,
-) -> Result<T> {
-    row.try_get(col).map_err(|e| map_err(col, e))
-}
 
 fn json_col(row: &SqliteRow, col: &str) -> Result<serde_json::Value> {
     let s: String = get(row, col)?;
@@ -75,7 +69,7 @@ fn subscription_from_row(row: &SqliteRow) -> Result<Subscription> {
     })
 }
 
-fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
+pub(crate) fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
     Ok(Expansion {
         schedule_id: get(row, "schedule_id")?,
         period_key: get(row, "period_key")?,
@@ -111,9 +105,38 @@ fn recipients_json(p: &[RecipientUpsert]) -> String {
 }
 
 impl SqliteStore {
-    pub(crate) async fn recipient_upsert_impl(&self, p: RecipientUpsert) -> Result<Recipient> {
+    async fn subscription_get_on(
+        &self,
+        pool: &sqlx::SqlitePool,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SUB_COLS} WHERE s.recipient_id = ?1 AND s.topic = ?2"
+        )))
+        .bind(recipient_id)
+        .bind(topic)
+        .fetch_optional(pool)
+        .await
+        .map_err(|e| map_err("subscription get", e))?;
+        row.as_ref().map(subscription_from_row).transpose()
+    }
+}
+
+/// Record A/B exposures for the email jobs of `applied` (a JSON array of job ids) that just
+/// succeeded: called inside the completion's transaction (S3-19).
+pub(crate) const EXPOSE_SUCCEEDED: &str = "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
+     SELECT j.id, j.payload ->> 'topic', j.payload ->> 'variant', j.payload ->> 'recipient_id', j.period_key, j.finished_at
+     FROM json_each(?1) AS a CROSS JOIN jobs j
+     WHERE j.id = a.value AND j.state = 'succeeded' AND j.kind = 'email'
+       AND j.payload ->> 'variant' IS NOT NULL AND j.payload ->> 'topic' IS NOT NULL
+     ON CONFLICT (job_id) DO NOTHING";
+
+#[async_trait]
+impl AudienceStore for SqliteStore {
+    async fn recipient_upsert(&self, p: RecipientUpsert) -> Result<Recipient> {
         let id = p.id.clone();
-        self.recipient_upsert_many_impl(vec![p]).await?;
+        self.recipient_upsert_many(vec![p]).await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "{RECIPIENT_COLS} WHERE id = ?1"
         )))
@@ -124,7 +147,7 @@ impl SqliteStore {
         .and_then(|r| recipient_from_row(&r))
     }
 
-    pub(crate) async fn recipient_upsert_many_impl(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
+    async fn recipient_upsert_many(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
         let mut n = 0;
         let mut tx = self.begin_write("recipient upsert").await?;
         for chunk in p.chunks(2_000) {
@@ -141,7 +164,7 @@ impl SqliteStore {
         Ok(n)
     }
 
-    pub(crate) async fn recipient_get_impl(&self, id: &str) -> Result<Option<Recipient>> {
+    async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{RECIPIENT_COLS} WHERE id = ?1"
         )))
@@ -152,7 +175,7 @@ impl SqliteStore {
         row.as_ref().map(recipient_from_row).transpose()
     }
 
-    pub(crate) async fn recipient_list_impl(&self, p: RecipientList) -> Result<Vec<Recipient>> {
+    async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{RECIPIENT_COLS} WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2"
         )))
@@ -164,7 +187,178 @@ impl SqliteStore {
         rows.iter().map(recipient_from_row).collect()
     }
 
-    pub(crate) async fn topic_put_impl(&self, p: TopicPut) -> Result<Topic> {
+    async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>> {
+        let err = |what: &'static str| move |e| map_err(what, e);
+        let mut tx = self.begin_write("recipient erase").await?;
+        let email: Option<String> =
+            sqlx::query_scalar("SELECT email FROM recipients WHERE id = ?1")
+                .bind(&p.id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err("recipient erase"))?;
+        let Some(email) = email else {
+            return Ok(None);
+        };
+        let address = normalize_address(&email);
+        let mut out = RecipientErased {
+            address: address.clone(),
+            ..Default::default()
+        };
+
+        // The key: created on first use; the first one stored wins.
+        sqlx::query(
+            "INSERT INTO kairos_keys (name, key, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(ERASURE_KEY)
+        .bind(&p.new_key)
+        .bind(to_millis(p.now))
+        .execute(&mut *tx)
+        .await
+        .map_err(err("creating the erasure key"))?;
+        let key: Vec<u8> = sqlx::query_scalar("SELECT key FROM kairos_keys WHERE name = ?1")
+            .bind(ERASURE_KEY)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err("reading the erasure key"))?;
+        let hash = address_hash(&key, &address);
+        let marker = format!("{ERASED_PREFIX}{hash}");
+
+        // The suppression stays, as the hash (if the hash is there already, from another
+        // recipient with the address, the plain entry goes).
+        let hashed: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM suppressions WHERE address_hash = ?1")
+                .bind(&hash)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err("recipient erase"))?;
+        let q = if hashed.is_some() {
+            sqlx::query("DELETE FROM suppressions WHERE address = ?1").bind(&address)
+        } else {
+            sqlx::query(
+                "UPDATE suppressions SET address = ?2, address_hash = ?3 WHERE address = ?1",
+            )
+            .bind(&address)
+            .bind(&marker)
+            .bind(&hash)
+        };
+        out.suppressions_hashed = q
+            .execute(&mut *tx)
+            .await
+            .map_err(err("hashing the suppression"))?
+            .rows_affected();
+        sqlx::query("UPDATE suppression_log SET address = ?2 WHERE address = ?1")
+            .bind(&address)
+            .bind(&marker)
+            .execute(&mut *tx)
+            .await
+            .map_err(err("hashing the suppression log"))?;
+
+        // Stored provider events that carry the address: the event stays (its id keeps a
+        // redelivery from acting twice), the address goes.
+        let rows = sqlx::query(
+            "SELECT source, id, payload FROM inbound_events WHERE instr(lower(payload), ?1) > 0",
+        )
+        .bind(&address)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(err("reading inbound events"))?;
+        for r in rows {
+            let (source, id, payload): (String, String, String) = (
+                r.try_get("source").map_err(err("source"))?,
+                r.try_get("id").map_err(err("id"))?,
+                r.try_get("payload").map_err(err("payload"))?,
+            );
+            if let Some(clean) = redact_address(&payload, &address) {
+                sqlx::query("UPDATE inbound_events SET payload = ?3 WHERE source = ?1 AND id = ?2")
+                    .bind(&source)
+                    .bind(&id)
+                    .bind(clean)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err("redacting an inbound event"))?;
+                out.events_redacted += 1;
+            }
+        }
+
+        // The recipient's jobs carry ids, but an error or a response excerpt may quote the
+        // address (an SMTP 550, a receiver echoing the body).
+        let rows = sqlx::query(
+            "SELECT id, last_error FROM jobs
+             WHERE json_extract(payload, '$.recipient_id') = ?1
+               AND instr(lower(last_error), ?2) > 0",
+        )
+        .bind(&p.id)
+        .bind(&address)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(err("reading job errors"))?;
+        for r in rows {
+            let (id, text): (String, String) = (
+                r.try_get("id").map_err(err("id"))?,
+                r.try_get("last_error").map_err(err("last_error"))?,
+            );
+            if let Some(clean) = redact_address(&text, &address) {
+                sqlx::query("UPDATE jobs SET last_error = ?2 WHERE id = ?1")
+                    .bind(&id)
+                    .bind(clean)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err("redacting a job error"))?;
+                out.texts_redacted += 1;
+            }
+        }
+        let rows = sqlx::query(
+            "SELECT id, error, response FROM job_attempts
+             WHERE job_id IN (SELECT id FROM jobs WHERE json_extract(payload, '$.recipient_id') = ?1)
+               AND (instr(lower(error), ?2) > 0 OR instr(lower(response), ?2) > 0)",
+        )
+        .bind(&p.id)
+        .bind(&address)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(err("reading attempts"))?;
+        for r in rows {
+            let id: i64 = r.try_get("id").map_err(err("id"))?;
+            let error: Option<String> = r.try_get("error").map_err(err("error"))?;
+            let response: Option<String> = r.try_get("response").map_err(err("response"))?;
+            let redact = |t: Option<String>| match t {
+                Some(t) => redact_address(&t, &address).unwrap_or(t).into(),
+                None => None,
+            };
+            sqlx::query("UPDATE job_attempts SET error = ?2, response = ?3 WHERE id = ?1")
+                .bind(id)
+                .bind(redact(error))
+                .bind(redact(response))
+                .execute(&mut *tx)
+                .await
+                .map_err(err("redacting an attempt"))?;
+            out.texts_redacted += 1;
+        }
+
+        out.subscriptions = sqlx::query("DELETE FROM subscriptions WHERE recipient_id = ?1")
+            .bind(&p.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(err("deleting subscriptions"))?
+            .rows_affected();
+        sqlx::query("UPDATE exposures SET recipient_id = NULL WHERE recipient_id = ?1")
+            .bind(&p.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(err("unlinking exposures"))?;
+        sqlx::query("DELETE FROM recipients WHERE id = ?1")
+            .bind(&p.id)
+            .execute(&mut *tx)
+            .await
+            .map_err(err("deleting the recipient"))?;
+        tx.commit().await.map_err(err("recipient erase"))?;
+        // Cached only once committed.
+        self.keys.set(key);
+        Ok(Some(out))
+    }
+
+    async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
         let variants = serde_json::to_string(&p.variants).unwrap_or_else(|_| "[]".into());
         sqlx::query(
             "INSERT INTO topics (name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at)
@@ -193,7 +387,7 @@ impl SqliteStore {
         topic_from_row(&row)
     }
 
-    pub(crate) async fn topic_get_impl(&self, name: &str) -> Result<Option<Topic>> {
+    async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TOPIC_COLS} WHERE name = ?1")))
             .bind(name)
             .fetch_optional(&self.read)
@@ -202,7 +396,7 @@ impl SqliteStore {
         row.as_ref().map(topic_from_row).transpose()
     }
 
-    pub(crate) async fn topic_list_impl(&self) -> Result<Vec<Topic>> {
+    async fn topic_list(&self) -> Result<Vec<Topic>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "{TOPIC_COLS} ORDER BY name LIMIT 1000"
         )))
@@ -212,7 +406,27 @@ impl SqliteStore {
         rows.iter().map(topic_from_row).collect()
     }
 
-    pub(crate) async fn subscription_put_impl(&self, p: SubscriptionPut) -> Result<Subscription> {
+    async fn topic_delete(&self, name: &str) -> Result<bool> {
+        let mut tx = self.begin_write("topic delete").await?;
+        let removed = sqlx::query("DELETE FROM topics WHERE name = ?1")
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("topic delete", e))?
+            .rows_affected()
+            > 0;
+        if removed {
+            sqlx::query("DELETE FROM subscriptions WHERE topic = ?1")
+                .bind(name)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| map_err("topic delete", e))?;
+        }
+        tx.commit().await.map_err(|e| map_err("topic delete", e))?;
+        Ok(removed)
+    }
+
+    async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
         let channels = serde_json::to_string(&p.channels).unwrap_or_else(|_| "[]".into());
         sqlx::query(
             "INSERT INTO subscriptions (recipient_id, topic, target, channels, enabled, created_at, updated_at)
@@ -234,24 +448,7 @@ impl SqliteStore {
             .ok_or_else(|| Error::new(ErrorKind::Database, "subscription vanished after put"))
     }
 
-    async fn subscription_get_on(
-        &self,
-        pool: &sqlx::SqlitePool,
-        recipient_id: &str,
-        topic: &str,
-    ) -> Result<Option<Subscription>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SUB_COLS} WHERE s.recipient_id = ?1 AND s.topic = ?2"
-        )))
-        .bind(recipient_id)
-        .bind(topic)
-        .fetch_optional(pool)
-        .await
-        .map_err(|e| map_err("subscription get", e))?;
-        row.as_ref().map(subscription_from_row).transpose()
-    }
-
-    pub(crate) async fn subscription_get_impl(
+    async fn subscription_get(
         &self,
         recipient_id: &str,
         topic: &str,
@@ -260,10 +457,7 @@ impl SqliteStore {
             .await
     }
 
-    pub(crate) async fn subscription_list_impl(
-        &self,
-        p: SubscriptionList,
-    ) -> Result<Vec<Subscription>> {
+    async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
         let (after_r, after_t) = p.after.unzip();
         // Row-value comparison keeps the keyset on the (recipient_id, topic) primary key and,
         // with a topic filter, on the (topic, recipient_id) index.
@@ -286,207 +480,29 @@ impl SqliteStore {
         rows.iter().map(subscription_from_row).collect()
     }
 
-    pub(crate) async fn suppression_add_impl(&self, p: SuppressionAdd) -> Result<bool> {
-        let mut conn = self
-            .write
-            .acquire()
-            .await
-            .map_err(|e| map_err("suppression add", e))?;
-        let address = normalize_address(&p.address);
-        // An erased address is suppressed already, as its keyed hash.
-        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
+    async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
         let n = sqlx::query(
-            "INSERT INTO suppressions (address, reason, source_event_id, created_at)
-             SELECT ?1, ?2, ?3, ?4
-             WHERE ?5 IS NULL OR NOT EXISTS (SELECT 1 FROM suppressions WHERE address_hash = ?5)
-             ON CONFLICT (address) DO NOTHING",
+            "UPDATE subscriptions SET enabled = 0, updated_at = ?3
+             WHERE recipient_id = ?1 AND topic = ?2 AND enabled = 1",
         )
-        .bind(&address)
-        .bind(&p.reason)
-        .bind(&p.source_event_id)
-        .bind(to_millis(p.now))
-        .bind(&hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| map_err("suppression add", e))?
-        .rows_affected();
-        Ok(n > 0)
-    }
-
-    /// The suppression of an address: stored as it is, or — erased — as its keyed hash.
-    pub(crate) async fn suppression_get_impl(&self, address: &str) -> Result<Option<Suppression>> {
-        let mut conn = self
-            .read
-            .acquire()
-            .await
-            .map_err(|e| map_err("suppression get", e))?;
-        let address = normalize_address(address);
-        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
-        let row = sqlx::query(
-            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
-             WHERE address = ?1 OR (?2 IS NOT NULL AND address_hash = ?2)
-             ORDER BY address_hash IS NULL DESC LIMIT 1",
-        )
-        .bind(&address)
-        .bind(&hash)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| map_err("suppression get", e))?;
-        row.map(|r| {
-            Ok(Suppression {
-                address: get(&r, "address")?,
-                erased: get::<Option<String>>(&r, "address_hash")?.is_some(),
-                reason: get(&r, "reason")?,
-                source_event_id: get(&r, "source_event_id")?,
-                created_at: from_millis(get(&r, "created_at")?),
-            })
-        })
-        .transpose()
-    }
-
-    pub(crate) async fn expansion_begin_impl(&self, p: ExpansionBegin) -> Result<bool> {
-        let n = sqlx::query(
-            "INSERT INTO expansions (schedule_id, period_key, fire_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule_id, period_key) DO NOTHING",
-        )
-        .bind(&p.schedule_id)
-        .bind(&p.period_key)
-        .bind(to_millis(p.fire_at))
+        .bind(&p.recipient_id)
+        .bind(&p.topic)
         .bind(to_millis(p.now))
         .execute(&self.write)
         .await
-        .map_err(|e| map_err("expansion begin", e))?
+        .map_err(|e| map_err("subscription disable", e))?
         .rows_affected();
         Ok(n > 0)
     }
 
-    pub(crate) async fn expansion_pending_impl(&self, limit: i64) -> Result<Vec<Expansion>> {
-        let rows = sqlx::query(
-            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
-             FROM expansions WHERE done = 0 ORDER BY updated_at, schedule_id LIMIT ?1",
-        )
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("expansion pending", e))?;
-        rows.iter().map(expansion_from_row).collect()
-    }
-
-    pub(crate) async fn expansion_get_impl(
-        &self,
-        schedule_id: &str,
-        period_key: &str,
-    ) -> Result<Option<Expansion>> {
-        let row = sqlx::query(
-            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
-             FROM expansions WHERE schedule_id = ?1 AND period_key = ?2",
-        )
-        .bind(schedule_id)
-        .bind(period_key)
-        .fetch_optional(&self.write)
-        .await
-        .map_err(|e| map_err("expansion get", e))?;
-        row.as_ref().map(expansion_from_row).transpose()
-    }
-
-    pub(crate) async fn expansion_advance_impl(
-        &self,
-        p: ExpansionAdvance,
-    ) -> Result<Option<Vec<String>>> {
-        let mut tx = self.begin_write("expansion advance").await?;
-        let created: Vec<String> = if p.jobs.is_empty() {
-            vec![]
-        } else {
-            sqlx::query_scalar(INSERT_MANY)
-                .bind(insert_json(&p.jobs).to_string())
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(|e| map_err("expansion advance (jobs)", e))?
-        };
-        // `IS` is SQLite's null-safe equality (PostgreSQL: IS NOT DISTINCT FROM).
-        let moved = sqlx::query(
-            "UPDATE expansions SET cursor = ?4, done = ?5, created = created + ?6, updated_at = ?7
-             WHERE schedule_id = ?1 AND period_key = ?2 AND cursor IS ?3 AND done = 0",
-        )
-        .bind(&p.schedule_id)
-        .bind(&p.period_key)
-        .bind(&p.expected_cursor)
-        .bind(&p.cursor)
-        .bind(i64::from(p.done))
-        .bind(created.len() as i64)
-        .bind(to_millis(p.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("expansion advance", e))?
-        .rows_affected();
-        if moved == 0 {
-            // Another node took this page: roll back (our inserts would be duplicates anyway).
-            return Ok(None);
-        }
-        tx.commit()
+    async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
+        let n = sqlx::query("DELETE FROM subscriptions WHERE recipient_id = ?1 AND topic = ?2")
+            .bind(&p.recipient_id)
+            .bind(&p.topic)
+            .execute(&self.write)
             .await
-            .map_err(|e| map_err("expansion advance", e))?;
-        Ok(Some(created))
-    }
-
-    pub(crate) async fn exposure_counts_impl(&self, topic: &str) -> Result<Vec<ExposureCount>> {
-        let rows = sqlx::query(
-            "SELECT variant, COUNT(*) AS n FROM exposures WHERE topic = ?1 GROUP BY variant ORDER BY variant",
-        )
-        .bind(topic)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok(ExposureCount {
-                    variant: get(r, "variant")?,
-                    count: get(r, "n")?,
-                })
-            })
-            .collect()
-    }
-
-    pub(crate) async fn occurrence_list_impl(
-        &self,
-        p: OccurrenceList,
-    ) -> Result<Vec<OccurrenceCount>> {
-        let rows = sqlx::query(
-            "WITH periods AS (
-                 SELECT period_key, MIN(fire_at) AS fire_at FROM jobs
-                 WHERE schedule_id = ?1 AND period_key IS NOT NULL AND (?2 IS NULL OR period_key = ?2)
-                 GROUP BY period_key ORDER BY fire_at DESC, period_key DESC LIMIT ?3)
-             SELECT j.period_key, p.fire_at, COALESCE(j.channel, j.kind) AS channel, j.state, COUNT(*) AS n
-             FROM jobs j JOIN periods p ON p.period_key = j.period_key
-             WHERE j.schedule_id = ?1
-             GROUP BY j.period_key, p.fire_at, COALESCE(j.channel, j.kind), j.state
-             ORDER BY p.fire_at DESC, j.period_key DESC, channel, j.state",
-        )
-        .bind(&p.schedule_id)
-        .bind(&p.period_key)
-        .bind(p.limit.unwrap_or(20))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("occurrence list", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok(OccurrenceCount {
-                    period_key: get(r, "period_key")?,
-                    fire_at: get::<Option<i64>>(r, "fire_at")?.map(from_millis),
-                    channel: get(r, "channel")?,
-                    state: get(r, "state")?,
-                    count: get(r, "n")?,
-                })
-            })
-            .collect()
+            .map_err(|e| map_err("subscription delete", e))?
+            .rows_affected();
+        Ok(n > 0)
     }
 }
-
-/// Record A/B exposures for the email jobs of `applied` (a JSON array of job ids) that just
-/// succeeded: called inside the completion's transaction (S3-19).
-pub(crate) const EXPOSE_SUCCEEDED: &str = "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
-     SELECT j.id, j.payload ->> 'topic', j.payload ->> 'variant', j.payload ->> 'recipient_id', j.period_key, j.finished_at
-     FROM json_each(?1) AS a CROSS JOIN jobs j
-     WHERE j.id = a.value AND j.state = 'succeeded' AND j.kind = 'email'
-       AND j.payload ->> 'variant' IS NOT NULL AND j.payload ->> 'topic' IS NOT NULL
-     ON CONFLICT (job_id) DO NOTHING";

@@ -2,9 +2,8 @@
 //! candidates in ascending id order after the cursor, then update those still in a state the
 //! action applies to.
 
+use crate::map_err;
 use crate::rows::ms_opt;
-use crate::{SqliteStore, map_err};
-use kairos_core::clock::to_millis;
 use kairos_store::*;
 use sqlx::{Sqlite, Transaction};
 
@@ -25,7 +24,7 @@ const PICK_FILTER: &str = "SELECT id FROM jobs
      ORDER BY id LIMIT ?10";
 
 /// The candidates of `s` in one of `states`.
-async fn pick(
+pub(crate) async fn pick(
     tx: &mut Transaction<'static, Sqlite>,
     s: &JobSelect,
     states: &[&str],
@@ -56,61 +55,4 @@ async fn pick(
     q.fetch_all(&mut **tx)
         .await
         .map_err(|e| map_err("job bulk pick", e))
-}
-
-impl SqliteStore {
-    pub(crate) async fn job_bulk_cancel_impl(&self, p: JobBulkCancel) -> Result<JobBulkDone> {
-        let mut tx = self.begin_write("job bulk cancel").await?;
-        let ids = pick(&mut tx, &p.select, &["available", "running"]).await?;
-        let count = if ids.is_empty() {
-            0
-        } else {
-            sqlx::query(
-                "UPDATE jobs SET state = 'cancelled', finished_at = ?2, reason = ?3,
-                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND state IN ('available', 'running')",
-            )
-            .bind(serde_json::to_string(&ids).unwrap_or_default())
-            .bind(to_millis(p.now))
-            .bind(&p.reason)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job bulk cancel", e))?
-            .rows_affected()
-        };
-        tx.commit()
-            .await
-            .map_err(|e| map_err("job bulk cancel", e))?;
-        Ok(JobBulkDone {
-            count,
-            last_id: ids.last().cloned(),
-        })
-    }
-
-    pub(crate) async fn job_bulk_retry_impl(&self, p: JobBulkRetry) -> Result<JobBulkDone> {
-        let mut tx = self.begin_write("job bulk retry").await?;
-        let ids = pick(&mut tx, &p.select, &["dead", "cancelled"]).await?;
-        let count = if ids.is_empty() {
-            0
-        } else {
-            sqlx::query(
-                "UPDATE jobs SET attempt = 0, state = 'available', run_at = ?2,
-                        finished_at = NULL, reason = NULL
-                 WHERE id IN (SELECT value FROM json_each(?1)) AND state IN ('dead', 'cancelled')",
-            )
-            .bind(serde_json::to_string(&ids).unwrap_or_default())
-            .bind(to_millis(p.now))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("job bulk retry", e))?
-            .rows_affected()
-        };
-        tx.commit()
-            .await
-            .map_err(|e| map_err("job bulk retry", e))?;
-        Ok(JobBulkDone {
-            count,
-            last_id: ids.last().cloned(),
-        })
-    }
 }

@@ -3,17 +3,18 @@
 //! the rarer writes (cancel, retry) go through the sqlx pools.
 
 use crate::native;
-use crate::rows::{JOB_COLS, attempt_from_row, job_from_row};
+use crate::rows::{JOB_COLS, job_from_row};
 use crate::{SqliteStore, map_err};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_core::clock::to_millis;
 use kairos_store::*;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::AssertSqlSafe;
 
 /// Build `SELECT … FROM jobs`-style SQL from the column list once; the column list is a
 /// constant, so the assembled string is safe.
-fn sql(template: &str) -> AssertSqlSafe<String> {
+pub(crate) fn sql(template: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{cols}", JOB_COLS))
 }
 
@@ -41,8 +42,21 @@ RETURNING id";
 /// a transaction short.
 const INSERT_CHUNK: usize = 5_000;
 
-impl SqliteStore {
-    pub(crate) async fn job_insert_impl(&self, p: JobInsert) -> Result<JobInserted> {
+pub(crate) async fn fetch_job(
+    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    id: &str,
+) -> Result<Option<Job>> {
+    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(|e| map_err("job get", e))?;
+    row.as_ref().map(job_from_row).transpose()
+}
+
+#[async_trait]
+impl JobStore for SqliteStore {
+    async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
         let new = native::NewJob::encode(p)?;
         let (job, created) = self.hot.call(move |c| native::insert_one(c, &new)).await?;
         Ok(JobInserted {
@@ -51,7 +65,7 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) async fn job_insert_many_impl(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
         let mut ids = Vec::with_capacity(p.len());
         let mut rest = p.into_iter().peekable();
         // One transaction per chunk, so a huge insert does not hold the writer for long.
@@ -70,7 +84,7 @@ impl SqliteStore {
         Ok(ids)
     }
 
-    pub(crate) async fn job_get_impl(&self, id: &str) -> Result<Option<Job>> {
+    async fn job_get(&self, id: &str) -> Result<Option<Job>> {
         let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
             .bind(id)
             .fetch_optional(&self.read)
@@ -79,23 +93,7 @@ impl SqliteStore {
         row.as_ref().map(job_from_row).transpose()
     }
 
-    pub(crate) async fn job_list_impl(&self, p: JobList) -> Result<Vec<Job>> {
-        let rows = sqlx::query(sql("SELECT {cols} FROM jobs
-             WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR kind = ?2)
-               AND (?3 IS NULL OR schedule_id = ?3) AND (?4 IS NULL OR id < ?4)
-             ORDER BY id DESC LIMIT ?5"))
-        .bind(p.state.as_ref().map(|s| s.as_str().to_string()))
-        .bind(p.kind)
-        .bind(p.schedule_id)
-        .bind(p.before_id)
-        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("job list", e))?;
-        rows.iter().map(job_from_row).collect()
-    }
-
-    pub(crate) async fn job_claim_impl(&self, p: JobClaim) -> Result<Vec<Job>> {
+    async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
         let now = p.now;
         let rows = self.hot.call(move |c| native::claim(c, &p)).await?;
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
@@ -122,76 +120,22 @@ impl SqliteStore {
         Ok(jobs)
     }
 
-    pub(crate) async fn job_lease_renew_impl(&self, p: JobLeaseRenew) -> Result<u64> {
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {
         self.hot.call(move |c| native::lease_renew(c, &p)).await
     }
 
-    pub(crate) async fn job_complete_many_impl(
-        &self,
-        p: Vec<JobComplete>,
-    ) -> Result<CompleteReport> {
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> Result<CompleteReport> {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
         self.hot.call(move |c| native::complete_many(c, &p)).await
     }
 
-    pub(crate) async fn job_cancel_impl(&self, p: JobCancel) -> Result<Option<Job>> {
-        let mut tx = self.begin_write("job cancel").await?;
-        sqlx::query(
-            "UPDATE jobs SET state = 'cancelled', finished_at = ?2, reason = ?3,
-                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-             WHERE id = ?1 AND state IN ('available', 'running')",
-        )
-        .bind(&p.id)
-        .bind(to_millis(p.now))
-        .bind(&p.reason)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("job cancel", e))?;
-        let job = fetch_job(&mut tx, &p.id).await?;
-        tx.commit().await.map_err(|e| map_err("job cancel", e))?;
-        Ok(job)
-    }
-
-    pub(crate) async fn job_retry_impl(&self, p: JobRetry) -> Result<Option<Job>> {
-        let mut tx = self.begin_write("job retry").await?;
-        // A finished-but-not-succeeded job gets a fresh set of attempts; a waiting job is
-        // moved to now. Succeeded and running jobs are left alone: re-running them would send
-        // twice.
-        sqlx::query(
-            "UPDATE jobs SET
-                    attempt = CASE WHEN state = 'available' THEN attempt ELSE 0 END,
-                    state = 'available', run_at = ?2, finished_at = NULL, reason = NULL
-             WHERE id = ?1 AND state IN ('available', 'dead', 'cancelled', 'skipped')",
-        )
-        .bind(&p.id)
-        .bind(to_millis(p.now))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| map_err("job retry", e))?;
-        let job = fetch_job(&mut tx, &p.id).await?;
-        tx.commit().await.map_err(|e| map_err("job retry", e))?;
-        Ok(job)
-    }
-
-    pub(crate) async fn job_rescue_impl(&self, p: JobRescue) -> Result<Vec<String>> {
+    async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>> {
         self.hot.call(move |c| native::rescue(c, &p)).await
     }
 
-    pub(crate) async fn attempt_list_impl(&self, job_id: &str) -> Result<Vec<Attempt>> {
-        let rows = sqlx::query(
-            "SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
-             FROM job_attempts WHERE job_id = ?1 ORDER BY id",
-        )
-        .bind(job_id)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("attempt list", e))?;
-        rows.iter().map(attempt_from_row).collect()
-    }
-
-    pub(crate) async fn job_next_run_at_impl(&self) -> Result<Option<DateTime<Utc>>> {
+    async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>> {
         let ms: Option<i64> = sqlx::query_scalar(
             "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_due WHERE state = 'available'",
         )
@@ -201,31 +145,46 @@ impl SqliteStore {
         Ok(ms.map(kairos_core::clock::from_millis))
     }
 
-    pub(crate) async fn job_count_by_state_impl(&self) -> Result<Vec<(String, i64)>> {
-        let rows =
-            sqlx::query("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state")
-                .fetch_all(&self.read)
-                .await
-                .map_err(|e| map_err("job count", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("state").map_err(|e| map_err("job count", e))?,
-                    r.try_get("n").map_err(|e| map_err("job count", e))?,
-                ))
-            })
-            .collect()
-    }
-}
-
-async fn fetch_job(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    id: &str,
-) -> Result<Option<Job>> {
-    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
+    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned> {
+        let states = p.final_state_names();
+        if states.is_empty() || p.limit <= 0 {
+            return Ok(JobPruned::default());
+        }
+        let states = serde_json::to_string(&states).unwrap_or_else(|_| "[]".into());
+        // Reads before it writes: take the write lock first (see `SqliteStore::begin_write`).
+        let mut tx = self.begin_write("job prune").await?;
+        // The batch: oldest finished first, through the partial index on finished_at.
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM jobs INDEXED BY jobs_finished
+             WHERE finished_at IS NOT NULL AND finished_at < ?1
+               AND state IN (SELECT value FROM json_each(?2))
+             ORDER BY finished_at LIMIT ?3",
+        )
+        .bind(to_millis(p.older_than))
+        .bind(&states)
+        .bind(p.limit)
+        .fetch_all(&mut *tx)
         .await
-        .map_err(|e| map_err("job get", e))?;
-    row.as_ref().map(job_from_row).transpose()
+        .map_err(|e| map_err("job prune", e))?;
+        if ids.is_empty() {
+            return Ok(JobPruned::default());
+        }
+        let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+        let attempts = sqlx::query(
+            "DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each(?1))",
+        )
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("job prune", e))?
+        .rows_affected();
+        let jobs = sqlx::query("DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
+            .bind(&ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("job prune", e))?
+            .rows_affected();
+        tx.commit().await.map_err(|e| map_err("job prune", e))?;
+        Ok(JobPruned { jobs, attempts })
+    }
 }

@@ -17,7 +17,7 @@ fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Err
     Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
 }
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
+pub(crate) fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
     row: &'r SqliteRow,
     col: &str,
 ) -> Result<T, Error> {

@@ -1,11 +1,11 @@
-//! Schedules and endpoints on SQLite, and the `Store` impl that ties the modules together.
+//! Schedules and their catch-up times on SQLite.
 
+use crate::artifacts::catch_up_from_row;
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::{SCHEDULE_COLS, endpoint_from_row, ms_opt, schedule_from_row};
+use crate::rows::{SCHEDULE_COLS, ms_opt, schedule_from_row};
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::*;
 use sqlx::AssertSqlSafe;
@@ -24,125 +24,8 @@ fn def_binds(d: &ScheduleCreate) -> (String, String, Option<String>) {
     )
 }
 
-impl SqliteStore {
-    /// `e` with its secret opened (a plaintext one is kept as it is).
-    fn open_endpoint(&self, mut e: Endpoint) -> Result<Endpoint> {
-        e.secret = kairos_store::sealing::endpoint_secret_from_store(self.sealer(), e.secret)?;
-        Ok(e)
-    }
-}
-
 #[async_trait]
-impl Store for SqliteStore {
-    async fn migrate(&self) -> Result<()> {
-        crate::migrate::run(&self.write).await
-    }
-
-    async fn endpoint_upsert(&self, p: EndpointUpsert) -> Result<Endpoint> {
-        let (secret, hash) =
-            kairos_store::sealing::endpoint_secret_to_store(self.sealer(), &p.url, &p.secret);
-        // Sealed: found by the lookup hash (the sealed value differs every time).
-        let q = if hash.is_some() {
-            sqlx::query(
-                "INSERT INTO endpoints (id, url, secret, secret_hash, created_at)
-                 VALUES (?1, ?2, ?3, ?5, ?4)
-                 ON CONFLICT (secret_hash) WHERE secret_hash IS NOT NULL
-                 DO UPDATE SET url = excluded.url
-                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
-            )
-        } else {
-            sqlx::query(
-                "INSERT INTO endpoints (id, url, secret, created_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (url, secret) DO UPDATE SET url = excluded.url
-                 RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
-            )
-        };
-        let mut q = q
-            .bind(&p.id)
-            .bind(&p.url)
-            .bind(&secret)
-            .bind(to_millis(p.now));
-        if let Some(h) = &hash {
-            q = q.bind(h);
-        }
-        let row = q
-            .fetch_one(&self.write)
-            .await
-            .map_err(|e| map_err("endpoint upsert", e))?;
-        self.open_endpoint(endpoint_from_row(&row)?)
-    }
-
-    async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
-        let row = sqlx::query(
-            "SELECT id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at
-             FROM endpoints WHERE id = ?1",
-        )
-        .bind(id)
-        .fetch_optional(&self.read)
-        .await
-        .map_err(|e| map_err("endpoint get", e))?;
-        row.as_ref()
-            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
-            .transpose()
-    }
-
-    async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()> {
-        sqlx::query(
-            "UPDATE endpoints SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1 AND disabled_at IS NULL",
-        )
-        .bind(&p.id)
-        .bind(to_millis(p.now))
-        .bind(&p.reason)
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("endpoint disable", e))?;
-        Ok(())
-    }
-
-    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>> {
-        let rows = sqlx::query(
-            "SELECT id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at
-             FROM endpoints
-             WHERE (?1 IS NULL OR id > ?1)
-               AND (?2 IS NULL OR (disabled_at IS NOT NULL) = ?2)
-             ORDER BY id LIMIT ?3",
-        )
-        .bind(&p.after)
-        .bind(p.disabled)
-        .bind(p.limit.unwrap_or(100).max(0))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("endpoint list", e))?;
-        rows.iter()
-            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
-            .collect()
-    }
-
-    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>> {
-        let row = sqlx::query(
-            "UPDATE endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = ?1
-             RETURNING id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at",
-        )
-        .bind(&p.id)
-        .fetch_optional(&self.write)
-        .await
-        .map_err(|e| map_err("endpoint enable", e))?;
-        row.as_ref()
-            .map(|r| self.open_endpoint(endpoint_from_row(r)?))
-            .transpose()
-    }
-
-    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
-        sqlx::query("UPDATE endpoints SET last_failure_at = ?2, last_failure = ?3 WHERE id = ?1")
-            .bind(&p.id)
-            .bind(to_millis(p.now))
-            .bind(&p.error)
-            .execute(&self.write)
-            .await
-            .map_err(|e| map_err("endpoint failure record", e))?;
-        Ok(())
-    }
-
+impl ScheduleStore for SqliteStore {
     async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule> {
         let (spec, payload, retry) = def_binds(&p);
         let state = if p.paused { "paused" } else { "active" };
@@ -324,224 +207,97 @@ impl Store for SqliteStore {
         Ok(ms.map(from_millis))
     }
 
-    async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
-        self.job_insert_impl(p).await
-    }
-    async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>> {
-        self.job_insert_many_impl(p).await
-    }
-    async fn job_get(&self, id: &str) -> Result<Option<Job>> {
-        self.job_get_impl(id).await
-    }
-    async fn job_list(&self, p: JobList) -> Result<Vec<Job>> {
-        self.job_list_impl(p).await
-    }
-    async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
-        self.job_claim_impl(p).await
-    }
-    async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {
-        self.job_lease_renew_impl(p).await
-    }
-    async fn job_complete_many(&self, p: Vec<JobComplete>) -> Result<CompleteReport> {
-        self.job_complete_many_impl(p).await
-    }
-    async fn job_cancel(&self, p: JobCancel) -> Result<Option<Job>> {
-        self.job_cancel_impl(p).await
-    }
-    async fn job_retry(&self, p: JobRetry) -> Result<Option<Job>> {
-        self.job_retry_impl(p).await
-    }
-    async fn job_bulk_cancel(&self, p: JobBulkCancel) -> Result<JobBulkDone> {
-        self.job_bulk_cancel_impl(p).await
-    }
-    async fn job_bulk_retry(&self, p: JobBulkRetry) -> Result<JobBulkDone> {
-        self.job_bulk_retry_impl(p).await
-    }
-    async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>> {
-        self.job_rescue_impl(p).await
-    }
-    async fn attempt_list(&self, job_id: &str) -> Result<Vec<Attempt>> {
-        self.attempt_list_impl(job_id).await
-    }
-    async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>> {
-        self.job_next_run_at_impl().await
-    }
-    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
-        self.job_count_by_state_impl().await
-    }
-    async fn job_search(&self, p: JobSearch) -> Result<Vec<Job>> {
-        self.job_search_impl(p).await
-    }
-    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
-        self.job_count_by_state_kind_impl().await
-    }
-    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
-        self.job_backlog_impl(p).await
-    }
-    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
-        self.job_count_finished_impl(p).await
-    }
-    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
-        self.job_dead_scheduled_impl(p).await
-    }
-    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
-        self.job_count_decided_impl(p).await
-    }
-    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
-        self.schedule_fire_times_impl(p).await
-    }
-    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>> {
-        self.slo_alert_list_impl().await
-    }
-    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
-        self.slo_alert_put_impl(p).await
-    }
-    async fn migration_pending(&self) -> Result<Vec<i64>> {
-        self.migration_pending_impl().await
-    }
-    async fn artifact_put(&self, p: ArtifactPut) -> Result<ArtifactPutResult> {
-        self.artifact_put_impl(p).await
-    }
-    async fn artifact_get(&self, p: ArtifactKey) -> Result<Option<Artifact>> {
-        self.artifact_get_impl(p).await
-    }
-    async fn artifact_list(&self, p: ArtifactList) -> Result<Vec<Artifact>> {
-        self.artifact_list_impl(p).await
-    }
-    async fn artifact_prune(&self, p: ArtifactPrune) -> Result<u64> {
-        self.artifact_prune_impl(p).await
-    }
     async fn catch_up_set(&self, p: CatchUpSet) -> Result<()> {
-        self.catch_up_set_impl(p).await
+        let mut tx = self.begin_write("catch-up set").await?;
+        sqlx::query("DELETE FROM schedule_catch_ups WHERE schedule_id = ?1")
+            .bind(&p.schedule_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("catch-up set", e))?;
+        for c in &p.entries {
+            sqlx::query(
+                "INSERT INTO schedule_catch_ups (schedule_id, at, next_at) VALUES (?1, ?2, ?3)",
+            )
+            .bind(&p.schedule_id)
+            .bind(&c.at)
+            .bind(ms_opt(c.next_at))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err("catch-up set", e))?;
+        }
+        tx.commit().await.map_err(|e| map_err("catch-up set", e))?;
+        Ok(())
     }
+
     async fn catch_up_list(&self, schedule_id: &str) -> Result<Vec<CatchUp>> {
-        self.catch_up_list_impl(schedule_id).await
+        let rows = sqlx::query(
+            "SELECT schedule_id, at, next_at FROM schedule_catch_ups WHERE schedule_id = ?1 ORDER BY at",
+        )
+        .bind(schedule_id)
+        .fetch_all(&self.read)
+        .await
+        .map_err(|e| map_err("catch-up list", e))?;
+        rows.iter().map(catch_up_from_row).collect()
     }
+
     async fn catch_up_due(&self, p: CatchUpDue) -> Result<Vec<CatchUp>> {
-        self.catch_up_due_impl(p).await
+        let rows = sqlx::query(
+            "SELECT c.schedule_id, c.at, c.next_at FROM schedule_catch_ups c
+             JOIN schedules s ON s.id = c.schedule_id
+             WHERE c.next_at IS NOT NULL AND c.next_at <= ?1 AND s.state = 'active'
+             ORDER BY c.next_at, c.schedule_id, c.at LIMIT ?2",
+        )
+        .bind(to_millis(p.now))
+        .bind(p.limit.max(0))
+        .fetch_all(&self.read)
+        .await
+        .map_err(|e| map_err("catch-up due", e))?;
+        rows.iter().map(catch_up_from_row).collect()
     }
-    async fn catch_up_next_at(&self) -> Result<Option<DateTime<Utc>>> {
-        self.catch_up_next_at_impl().await
+
+    async fn catch_up_next_at(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+        let ms: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(c.next_at) FROM schedule_catch_ups c
+             JOIN schedules s ON s.id = c.schedule_id WHERE s.state = 'active'",
+        )
+        .fetch_one(&self.read)
+        .await
+        .map_err(|e| map_err("catch-up next", e))?;
+        Ok(ms.map(from_millis))
     }
+
     async fn catch_up_fire(&self, p: CatchUpFire) -> Result<ScheduleFired> {
-        self.catch_up_fire_impl(p).await
-    }
-
-    async fn recipient_upsert(&self, p: RecipientUpsert) -> Result<Recipient> {
-        self.recipient_upsert_impl(p).await
-    }
-    async fn recipient_upsert_many(&self, p: Vec<RecipientUpsert>) -> Result<u64> {
-        self.recipient_upsert_many_impl(p).await
-    }
-    async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
-        self.recipient_get_impl(id).await
-    }
-    async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
-        self.recipient_list_impl(p).await
-    }
-    async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
-        self.topic_put_impl(p).await
-    }
-    async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
-        self.topic_get_impl(name).await
-    }
-    async fn topic_list(&self) -> Result<Vec<Topic>> {
-        self.topic_list_impl().await
-    }
-    async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
-        self.subscription_put_impl(p).await
-    }
-    async fn subscription_get(
-        &self,
-        recipient_id: &str,
-        topic: &str,
-    ) -> Result<Option<Subscription>> {
-        self.subscription_get_impl(recipient_id, topic).await
-    }
-    async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
-        self.subscription_list_impl(p).await
-    }
-    async fn suppression_add(&self, p: SuppressionAdd) -> Result<bool> {
-        self.suppression_add_impl(p).await
-    }
-    async fn suppression_get(&self, address: &str) -> Result<Option<Suppression>> {
-        self.suppression_get_impl(address).await
-    }
-    async fn expansion_begin(&self, p: ExpansionBegin) -> Result<bool> {
-        self.expansion_begin_impl(p).await
-    }
-    async fn expansion_pending(&self, limit: i64) -> Result<Vec<Expansion>> {
-        self.expansion_pending_impl(limit).await
-    }
-    async fn expansion_get(
-        &self,
-        schedule_id: &str,
-        period_key: &str,
-    ) -> Result<Option<Expansion>> {
-        self.expansion_get_impl(schedule_id, period_key).await
-    }
-    async fn expansion_advance(&self, p: ExpansionAdvance) -> Result<Option<Vec<String>>> {
-        self.expansion_advance_impl(p).await
-    }
-    async fn exposure_counts(&self, topic: &str) -> Result<Vec<ExposureCount>> {
-        self.exposure_counts_impl(topic).await
-    }
-    async fn occurrence_list(&self, p: OccurrenceList) -> Result<Vec<OccurrenceCount>> {
-        self.occurrence_list_impl(p).await
-    }
-
-    async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
-        self.http_target_upsert_impl(p).await
-    }
-    async fn http_target_get(&self, id: &str) -> Result<Option<HttpTarget>> {
-        self.http_target_get_impl(id).await
-    }
-    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned> {
-        self.job_prune_impl(p).await
-    }
-    async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
-        self.inbound_event_record_impl(p).await
-    }
-    async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
-        self.inbound_event_get_impl(source, id).await
-    }
-    async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64> {
-        self.inbound_event_prune_impl(p).await
-    }
-    async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied> {
-        self.suppression_apply_impl(p).await
-    }
-    async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
-        self.suppression_list_impl(p).await
-    }
-    async fn suppression_remove(&self, p: SuppressionRemove) -> Result<bool> {
-        self.suppression_remove_impl(p).await
-    }
-    async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
-        self.subscription_disable_impl(p).await
-    }
-    async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>> {
-        self.recipient_erase_impl(p).await
-    }
-    async fn topic_delete(&self, name: &str) -> Result<bool> {
-        self.topic_delete_impl(name).await
-    }
-    async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
-        self.subscription_delete_impl(p).await
-    }
-    async fn setting_get(&self, name: &str) -> Result<Option<Setting>> {
-        self.setting_get_impl(name).await
-    }
-    async fn setting_put(&self, p: SettingPut) -> Result<()> {
-        self.setting_put_impl(p).await
-    }
-    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
-        self.admin_session_create_impl(p).await
-    }
-    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
-        self.admin_session_get_impl(id_hash).await
-    }
-    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
-        self.admin_session_delete_impl(id_hash).await
+        let mut tx = self.begin_write("catch-up fire").await?;
+        // `IS` is SQLite's null-safe equality (PostgreSQL: IS NOT DISTINCT FROM).
+        let advanced = sqlx::query(
+            "UPDATE schedule_catch_ups SET next_at = ?4
+             WHERE schedule_id = ?1 AND at = ?2 AND next_at IS ?3",
+        )
+        .bind(&p.schedule_id)
+        .bind(&p.at)
+        .bind(ms_opt(p.expected_next_at))
+        .bind(ms_opt(p.next_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("catch-up fire", e))?
+        .rows_affected()
+            > 0;
+        if !advanced {
+            return Ok(ScheduleFired::default());
+        }
+        let created: Vec<String> = if p.jobs.is_empty() {
+            vec![]
+        } else {
+            sqlx::query_scalar(INSERT_MANY)
+                .bind(insert_json(&p.jobs).to_string())
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| map_err("catch-up fire (jobs)", e))?
+        };
+        tx.commit().await.map_err(|e| map_err("catch-up fire", e))?;
+        Ok(ScheduleFired {
+            advanced: true,
+            created,
+        })
     }
 }

@@ -2,6 +2,7 @@
 //! Reads go to the read pool; the alert write goes through the one writer.
 
 use crate::{SqliteStore, map_err};
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::*;
@@ -20,8 +21,25 @@ fn counts(rows: &[SqliteRow], what: &str) -> Result<Vec<JobCount>> {
         .collect()
 }
 
-impl SqliteStore {
-    pub(crate) async fn job_count_by_state_kind_impl(&self) -> Result<Vec<JobCount>> {
+#[async_trait]
+impl InsightStore for SqliteStore {
+    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
+        let rows =
+            sqlx::query("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state")
+                .fetch_all(&self.read)
+                .await
+                .map_err(|e| map_err("job count", e))?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("state").map_err(|e| map_err("job count", e))?,
+                    r.try_get("n").map_err(|e| map_err("job count", e))?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
         let rows = sqlx::query(
             "SELECT state, kind, COUNT(*) AS n FROM jobs GROUP BY state, kind ORDER BY state, kind",
         )
@@ -31,7 +49,7 @@ impl SqliteStore {
         counts(&rows, "job count by state and kind")
     }
 
-    pub(crate) async fn job_backlog_impl(&self, p: JobBacklog) -> Result<Backlog> {
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
         // Both halves read partial indexes: jobs_due (available, run_at) and jobs_lease
         // (running, lease_expires_at).
         let row = sqlx::query(
@@ -58,10 +76,7 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) async fn job_count_finished_impl(
-        &self,
-        p: JobCountFinished,
-    ) -> Result<Vec<JobCount>> {
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
         let rows = sqlx::query(
             "SELECT state, kind, COUNT(*) AS n FROM jobs
              WHERE finished_at >= ?1 AND finished_at < ?2
@@ -75,10 +90,7 @@ impl SqliteStore {
         counts(&rows, "job count finished")
     }
 
-    pub(crate) async fn job_dead_scheduled_impl(
-        &self,
-        p: JobDeadScheduled,
-    ) -> Result<Vec<DeadScheduledRun>> {
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
         // The inner scan reads the partial index jobs_dead_scheduled (finished_at of dead
         // jobs of schedules): its size is the dead letters, not the jobs.
         let rows = sqlx::query(
@@ -122,10 +134,7 @@ impl SqliteStore {
             .collect()
     }
 
-    pub(crate) async fn job_count_decided_impl(
-        &self,
-        p: JobCountDecided,
-    ) -> Result<Vec<DecidedCount>> {
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
         // The window reads the jobs_finished index, like the failure rate. The topic is read
         // from the payload of `email` jobs without a schedule only (a webhook payload's
         // `topic` is the caller's data, and the webhook firehose is not parsed); CASE
@@ -168,10 +177,7 @@ impl SqliteStore {
             .collect()
     }
 
-    pub(crate) async fn schedule_fire_times_impl(
-        &self,
-        p: ScheduleFireTimes,
-    ) -> Result<Vec<DateTime<Utc>>> {
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
         let v: Vec<i64> = sqlx::query_scalar(
             // A firing recorded for audience expansion counts as materialized even before (or
             // without: no subscriber) its jobs exist.
@@ -191,7 +197,7 @@ impl SqliteStore {
         Ok(v.into_iter().map(from_millis).collect())
     }
 
-    pub(crate) async fn slo_alert_list_impl(&self) -> Result<Vec<SloAlert>> {
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>> {
         let rows = sqlx::query(
             "SELECT key, check_name, active, since, message, seq, notified_seq, updated_at
              FROM slo_alerts ORDER BY key",
@@ -216,7 +222,7 @@ impl SqliteStore {
             .collect()
     }
 
-    pub(crate) async fn slo_alert_put_impl(&self, p: SloAlertPut) -> Result<()> {
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
         let a = p.alert;
         sqlx::query(
             "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq, updated_at)
@@ -238,9 +244,5 @@ impl SqliteStore {
         .await
         .map_err(|e| map_err("slo alert put", e))?;
         Ok(())
-    }
-
-    pub(crate) async fn migration_pending_impl(&self) -> Result<Vec<i64>> {
-        crate::migrate::pending(&self.read).await
     }
 }

@@ -5,7 +5,8 @@
 
 use chrono::Duration;
 use kairos_core::JobState;
-use kairos_store::{JobCancel, ScheduleFire, Store};
+use kairos_store::prelude::*;
+use kairos_store::{JobCancel, ScheduleFire};
 use kairos_store_conformance::fixtures::{claim, job, schedule, t0};
 use kairos_store_sqlite::SqliteStore;
 use std::sync::Arc;

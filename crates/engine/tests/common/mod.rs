@@ -13,6 +13,7 @@ use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
 use kairos_engine::rescuer::RescuerReport;
 use kairos_engine::scheduler::SchedulerReport;
 use kairos_engine::{Engine, EngineConfig, Handler, HandlerRegistry, JobContext, Kairos};
+use kairos_store::prelude::*;
 use kairos_store::{
     Attempt, CompleteReport, Endpoint, EndpointDisable, EndpointUpsert, JobCancel, JobClaim,
     JobComplete, JobInsert, JobInserted, JobLeaseRenew, JobList, JobRescue, JobRetry, Schedule,
@@ -395,37 +396,79 @@ impl CountingStore {
 }
 
 #[async_trait]
-impl Store for CountingStore {
-    async fn migrate(&self) -> kairos_store::Result<()> {
-        self.inner.migrate().await
+impl JobStore for CountingStore {
+    async fn job_insert(&self, p: JobInsert) -> kairos_store::Result<JobInserted> {
+        self.inner.job_insert(p).await
     }
-    async fn endpoint_upsert(&self, p: EndpointUpsert) -> kairos_store::Result<Endpoint> {
-        self.inner.endpoint_upsert(p).await
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> kairos_store::Result<Vec<String>> {
+        self.inner.job_insert_many(p).await
     }
-    async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
-        self.inner.endpoint_get(id).await
+    async fn job_get(&self, id: &str) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_get(id).await
     }
-    async fn endpoint_disable(&self, p: EndpointDisable) -> kairos_store::Result<()> {
-        self.inner.endpoint_disable(p).await
+    async fn job_claim(&self, p: JobClaim) -> kairos_store::Result<Vec<Job>> {
+        self.job_claim_calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.job_claim(p).await
     }
-    async fn endpoint_list(
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> kairos_store::Result<u64> {
+        self.inner.job_lease_renew(p).await
+    }
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> kairos_store::Result<CompleteReport> {
+        self.inner.job_complete_many(p).await
+    }
+    async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
+        self.inner.job_rescue(p).await
+    }
+    async fn job_next_run_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.job_next_run_at().await
+    }
+    async fn job_prune(
         &self,
-        p: kairos_store::EndpointList,
-    ) -> kairos_store::Result<Vec<Endpoint>> {
-        self.inner.endpoint_list(p).await
+        p: kairos_store::JobPrune,
+    ) -> kairos_store::Result<kairos_store::JobPruned> {
+        self.inner.job_prune(p).await
     }
-    async fn endpoint_enable(
+}
+
+#[async_trait]
+impl JobAdminStore for CountingStore {
+    async fn job_list(&self, p: JobList) -> kairos_store::Result<Vec<Job>> {
+        self.inner.job_list(p).await
+    }
+    async fn job_search(&self, p: kairos_store::JobSearch) -> kairos_store::Result<Vec<Job>> {
+        self.inner.job_search(p).await
+    }
+    async fn job_cancel(&self, p: JobCancel) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_cancel(p).await
+    }
+    async fn job_retry(&self, p: JobRetry) -> kairos_store::Result<Option<Job>> {
+        self.inner.job_retry(p).await
+    }
+    async fn job_bulk_cancel(
         &self,
-        p: kairos_store::EndpointEnable,
-    ) -> kairos_store::Result<Option<Endpoint>> {
-        self.inner.endpoint_enable(p).await
+        p: kairos_store::JobBulkCancel,
+    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
+        self.inner.job_bulk_cancel(p).await
     }
-    async fn endpoint_failure_record(
+    async fn job_bulk_retry(
         &self,
-        p: kairos_store::EndpointFailureRecord,
-    ) -> kairos_store::Result<()> {
-        self.inner.endpoint_failure_record(p).await
+        p: kairos_store::JobBulkRetry,
+    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
+        self.inner.job_bulk_retry(p).await
     }
+    async fn attempt_list(&self, job_id: &str) -> kairos_store::Result<Vec<Attempt>> {
+        self.inner.attempt_list(job_id).await
+    }
+    async fn occurrence_list(
+        &self,
+        p: kairos_store::OccurrenceList,
+    ) -> kairos_store::Result<Vec<kairos_store::OccurrenceCount>> {
+        self.inner.occurrence_list(p).await
+    }
+}
+
+#[async_trait]
+impl ScheduleStore for CountingStore {
     async fn schedule_create(&self, p: ScheduleCreate) -> kairos_store::Result<Schedule> {
         self.inner.schedule_create(p).await
     }
@@ -454,33 +497,100 @@ impl Store for CountingStore {
     async fn schedule_next_fire_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
         self.inner.schedule_next_fire_at().await
     }
-    async fn job_insert(&self, p: JobInsert) -> kairos_store::Result<JobInserted> {
-        self.inner.job_insert(p).await
+    async fn catch_up_set(&self, p: kairos_store::CatchUpSet) -> kairos_store::Result<()> {
+        self.inner.catch_up_set(p).await
     }
-    async fn job_insert_many(&self, p: Vec<JobInsert>) -> kairos_store::Result<Vec<String>> {
-        self.inner.job_insert_many(p).await
+    async fn catch_up_list(
+        &self,
+        schedule_id: &str,
+    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
+        self.inner.catch_up_list(schedule_id).await
     }
-    async fn job_get(&self, id: &str) -> kairos_store::Result<Option<Job>> {
-        self.inner.job_get(id).await
+    async fn catch_up_due(
+        &self,
+        p: kairos_store::CatchUpDue,
+    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
+        self.inner.catch_up_due(p).await
     }
-    async fn job_list(&self, p: JobList) -> kairos_store::Result<Vec<Job>> {
-        self.inner.job_list(p).await
+    async fn catch_up_next_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.catch_up_next_at().await
     }
-    async fn job_claim(&self, p: JobClaim) -> kairos_store::Result<Vec<Job>> {
-        self.job_claim_calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.job_claim(p).await
+    async fn catch_up_fire(
+        &self,
+        p: kairos_store::CatchUpFire,
+    ) -> kairos_store::Result<ScheduleFired> {
+        self.inner.catch_up_fire(p).await
     }
-    async fn job_lease_renew(&self, p: JobLeaseRenew) -> kairos_store::Result<u64> {
-        self.inner.job_lease_renew(p).await
+}
+
+#[async_trait]
+impl EndpointStore for CountingStore {
+    async fn endpoint_upsert(&self, p: EndpointUpsert) -> kairos_store::Result<Endpoint> {
+        self.inner.endpoint_upsert(p).await
     }
-    async fn job_complete_many(&self, p: Vec<JobComplete>) -> kairos_store::Result<CompleteReport> {
-        self.inner.job_complete_many(p).await
+    async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
+        self.inner.endpoint_get(id).await
     }
-    async fn job_cancel(&self, p: JobCancel) -> kairos_store::Result<Option<Job>> {
-        self.inner.job_cancel(p).await
+    async fn endpoint_list(
+        &self,
+        p: kairos_store::EndpointList,
+    ) -> kairos_store::Result<Vec<Endpoint>> {
+        self.inner.endpoint_list(p).await
     }
-    async fn job_retry(&self, p: JobRetry) -> kairos_store::Result<Option<Job>> {
-        self.inner.job_retry(p).await
+    async fn endpoint_disable(&self, p: EndpointDisable) -> kairos_store::Result<()> {
+        self.inner.endpoint_disable(p).await
+    }
+    async fn endpoint_enable(
+        &self,
+        p: kairos_store::EndpointEnable,
+    ) -> kairos_store::Result<Option<Endpoint>> {
+        self.inner.endpoint_enable(p).await
+    }
+    async fn endpoint_failure_record(
+        &self,
+        p: kairos_store::EndpointFailureRecord,
+    ) -> kairos_store::Result<()> {
+        self.inner.endpoint_failure_record(p).await
+    }
+    async fn http_target_upsert(
+        &self,
+        p: kairos_store::HttpTargetUpsert,
+    ) -> kairos_store::Result<kairos_store::HttpTarget> {
+        self.inner.http_target_upsert(p).await
+    }
+    async fn http_target_get(
+        &self,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::HttpTarget>> {
+        self.inner.http_target_get(id).await
+    }
+}
+
+#[async_trait]
+impl AudienceStore for CountingStore {
+    async fn recipient_upsert(
+        &self,
+        p: kairos_store::RecipientUpsert,
+    ) -> kairos_store::Result<kairos_store::Recipient> {
+        self.inner.recipient_upsert(p).await
+    }
+    async fn recipient_upsert_many(
+        &self,
+        p: Vec<kairos_store::RecipientUpsert>,
+    ) -> kairos_store::Result<u64> {
+        self.inner.recipient_upsert_many(p).await
+    }
+    async fn recipient_get(
+        &self,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Recipient>> {
+        self.inner.recipient_get(id).await
+    }
+    async fn recipient_list(
+        &self,
+        p: kairos_store::RecipientList,
+    ) -> kairos_store::Result<Vec<kairos_store::Recipient>> {
+        self.inner.recipient_list(p).await
     }
     async fn recipient_erase(
         &self,
@@ -488,8 +598,45 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<Option<kairos_store::RecipientErased>> {
         self.inner.recipient_erase(p).await
     }
+    async fn topic_put(
+        &self,
+        p: kairos_store::TopicPut,
+    ) -> kairos_store::Result<kairos_store::Topic> {
+        self.inner.topic_put(p).await
+    }
+    async fn topic_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Topic>> {
+        self.inner.topic_get(name).await
+    }
+    async fn topic_list(&self) -> kairos_store::Result<Vec<kairos_store::Topic>> {
+        self.inner.topic_list().await
+    }
     async fn topic_delete(&self, name: &str) -> kairos_store::Result<bool> {
         self.inner.topic_delete(name).await
+    }
+    async fn subscription_put(
+        &self,
+        p: kairos_store::SubscriptionPut,
+    ) -> kairos_store::Result<kairos_store::Subscription> {
+        self.inner.subscription_put(p).await
+    }
+    async fn subscription_get(
+        &self,
+        r: &str,
+        t: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Subscription>> {
+        self.inner.subscription_get(r, t).await
+    }
+    async fn subscription_list(
+        &self,
+        p: kairos_store::SubscriptionList,
+    ) -> kairos_store::Result<Vec<kairos_store::Subscription>> {
+        self.inner.subscription_list(p).await
+    }
+    async fn subscription_disable(
+        &self,
+        p: kairos_store::SubscriptionDisable,
+    ) -> kairos_store::Result<bool> {
+        self.inner.subscription_disable(p).await
     }
     async fn subscription_delete(
         &self,
@@ -497,32 +644,119 @@ impl Store for CountingStore {
     ) -> kairos_store::Result<bool> {
         self.inner.subscription_delete(p).await
     }
-    async fn job_bulk_cancel(
+}
+
+#[async_trait]
+impl DeliveryStore for CountingStore {
+    async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
+        self.inner.suppression_add(p).await
+    }
+    async fn suppression_apply(
         &self,
-        p: kairos_store::JobBulkCancel,
-    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
-        self.inner.job_bulk_cancel(p).await
+        p: kairos_store::SuppressionApply,
+    ) -> kairos_store::Result<kairos_store::SuppressionApplied> {
+        self.inner.suppression_apply(p).await
     }
-    async fn job_bulk_retry(
+    async fn suppression_get(
         &self,
-        p: kairos_store::JobBulkRetry,
-    ) -> kairos_store::Result<kairos_store::JobBulkDone> {
-        self.inner.job_bulk_retry(p).await
+        a: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Suppression>> {
+        self.inner.suppression_get(a).await
     }
-    async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
-        self.inner.job_rescue(p).await
+    async fn suppression_list(
+        &self,
+        p: kairos_store::SuppressionList,
+    ) -> kairos_store::Result<Vec<kairos_store::Suppression>> {
+        self.inner.suppression_list(p).await
     }
-    async fn attempt_list(&self, job_id: &str) -> kairos_store::Result<Vec<Attempt>> {
-        self.inner.attempt_list(job_id).await
+    async fn suppression_remove(
+        &self,
+        p: kairos_store::SuppressionRemove,
+    ) -> kairos_store::Result<bool> {
+        self.inner.suppression_remove(p).await
     }
-    async fn job_next_run_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
-        self.inner.job_next_run_at().await
+    async fn expansion_begin(&self, p: kairos_store::ExpansionBegin) -> kairos_store::Result<bool> {
+        self.inner.expansion_begin(p).await
     }
+    async fn expansion_pending(
+        &self,
+        limit: i64,
+    ) -> kairos_store::Result<Vec<kairos_store::Expansion>> {
+        self.inner.expansion_pending(limit).await
+    }
+    async fn expansion_get(
+        &self,
+        s: &str,
+        p: &str,
+    ) -> kairos_store::Result<Option<kairos_store::Expansion>> {
+        self.inner.expansion_get(s, p).await
+    }
+    async fn expansion_advance(
+        &self,
+        p: kairos_store::ExpansionAdvance,
+    ) -> kairos_store::Result<Option<Vec<String>>> {
+        self.inner.expansion_advance(p).await
+    }
+    async fn exposure_counts(
+        &self,
+        topic: &str,
+    ) -> kairos_store::Result<Vec<kairos_store::ExposureCount>> {
+        self.inner.exposure_counts(topic).await
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for CountingStore {
+    async fn artifact_put(
+        &self,
+        p: kairos_store::ArtifactPut,
+    ) -> kairos_store::Result<kairos_store::ArtifactPutResult> {
+        self.inner.artifact_put(p).await
+    }
+    async fn artifact_get(
+        &self,
+        p: kairos_store::ArtifactKey,
+    ) -> kairos_store::Result<Option<kairos_store::Artifact>> {
+        self.inner.artifact_get(p).await
+    }
+    async fn artifact_list(
+        &self,
+        p: kairos_store::ArtifactList,
+    ) -> kairos_store::Result<Vec<kairos_store::Artifact>> {
+        self.inner.artifact_list(p).await
+    }
+    async fn artifact_prune(&self, p: kairos_store::ArtifactPrune) -> kairos_store::Result<u64> {
+        self.inner.artifact_prune(p).await
+    }
+}
+
+#[async_trait]
+impl InboundStore for CountingStore {
+    async fn inbound_event_record(
+        &self,
+        p: kairos_store::InboundEventRecord,
+    ) -> kairos_store::Result<kairos_store::InboundEventRecorded> {
+        self.inner.inbound_event_record(p).await
+    }
+    async fn inbound_event_get(
+        &self,
+        source: &str,
+        id: &str,
+    ) -> kairos_store::Result<Option<kairos_store::InboundEvent>> {
+        self.inner.inbound_event_get(source, id).await
+    }
+    async fn inbound_event_prune(
+        &self,
+        p: kairos_store::InboundEventPrune,
+    ) -> kairos_store::Result<u64> {
+        self.inner.inbound_event_prune(p).await
+    }
+}
+
+#[async_trait]
+impl InsightStore for CountingStore {
     async fn job_count_by_state(&self) -> kairos_store::Result<Vec<(String, i64)>> {
         self.inner.job_count_by_state().await
-    }
-    async fn job_search(&self, p: kairos_store::JobSearch) -> kairos_store::Result<Vec<Job>> {
-        self.inner.job_search(p).await
     }
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
@@ -563,171 +797,15 @@ impl Store for CountingStore {
     async fn slo_alert_put(&self, p: kairos_store::SloAlertPut) -> kairos_store::Result<()> {
         self.inner.slo_alert_put(p).await
     }
+}
+
+#[async_trait]
+impl NodeStore for CountingStore {
+    async fn migrate(&self) -> kairos_store::Result<()> {
+        self.inner.migrate().await
+    }
     async fn migration_pending(&self) -> kairos_store::Result<Vec<i64>> {
         self.inner.migration_pending().await
-    }
-    async fn artifact_put(
-        &self,
-        p: kairos_store::ArtifactPut,
-    ) -> kairos_store::Result<kairos_store::ArtifactPutResult> {
-        self.inner.artifact_put(p).await
-    }
-    async fn artifact_get(
-        &self,
-        p: kairos_store::ArtifactKey,
-    ) -> kairos_store::Result<Option<kairos_store::Artifact>> {
-        self.inner.artifact_get(p).await
-    }
-    async fn artifact_list(
-        &self,
-        p: kairos_store::ArtifactList,
-    ) -> kairos_store::Result<Vec<kairos_store::Artifact>> {
-        self.inner.artifact_list(p).await
-    }
-    async fn artifact_prune(&self, p: kairos_store::ArtifactPrune) -> kairos_store::Result<u64> {
-        self.inner.artifact_prune(p).await
-    }
-    async fn catch_up_set(&self, p: kairos_store::CatchUpSet) -> kairos_store::Result<()> {
-        self.inner.catch_up_set(p).await
-    }
-    async fn catch_up_list(
-        &self,
-        schedule_id: &str,
-    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
-        self.inner.catch_up_list(schedule_id).await
-    }
-    async fn catch_up_due(
-        &self,
-        p: kairos_store::CatchUpDue,
-    ) -> kairos_store::Result<Vec<kairos_store::CatchUp>> {
-        self.inner.catch_up_due(p).await
-    }
-    async fn catch_up_next_at(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
-        self.inner.catch_up_next_at().await
-    }
-    async fn catch_up_fire(
-        &self,
-        p: kairos_store::CatchUpFire,
-    ) -> kairos_store::Result<ScheduleFired> {
-        self.inner.catch_up_fire(p).await
-    }
-    async fn http_target_upsert(
-        &self,
-        p: kairos_store::HttpTargetUpsert,
-    ) -> kairos_store::Result<kairos_store::HttpTarget> {
-        self.inner.http_target_upsert(p).await
-    }
-    async fn http_target_get(
-        &self,
-        id: &str,
-    ) -> kairos_store::Result<Option<kairos_store::HttpTarget>> {
-        self.inner.http_target_get(id).await
-    }
-    async fn job_prune(
-        &self,
-        p: kairos_store::JobPrune,
-    ) -> kairos_store::Result<kairos_store::JobPruned> {
-        self.inner.job_prune(p).await
-    }
-
-    // Audiences (seed 003): plain delegation.
-    async fn recipient_upsert(
-        &self,
-        p: kairos_store::RecipientUpsert,
-    ) -> kairos_store::Result<kairos_store::Recipient> {
-        self.inner.recipient_upsert(p).await
-    }
-    async fn recipient_upsert_many(
-        &self,
-        p: Vec<kairos_store::RecipientUpsert>,
-    ) -> kairos_store::Result<u64> {
-        self.inner.recipient_upsert_many(p).await
-    }
-    async fn recipient_get(
-        &self,
-        id: &str,
-    ) -> kairos_store::Result<Option<kairos_store::Recipient>> {
-        self.inner.recipient_get(id).await
-    }
-    async fn recipient_list(
-        &self,
-        p: kairos_store::RecipientList,
-    ) -> kairos_store::Result<Vec<kairos_store::Recipient>> {
-        self.inner.recipient_list(p).await
-    }
-    async fn topic_put(
-        &self,
-        p: kairos_store::TopicPut,
-    ) -> kairos_store::Result<kairos_store::Topic> {
-        self.inner.topic_put(p).await
-    }
-    async fn topic_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Topic>> {
-        self.inner.topic_get(name).await
-    }
-    async fn topic_list(&self) -> kairos_store::Result<Vec<kairos_store::Topic>> {
-        self.inner.topic_list().await
-    }
-    async fn subscription_put(
-        &self,
-        p: kairos_store::SubscriptionPut,
-    ) -> kairos_store::Result<kairos_store::Subscription> {
-        self.inner.subscription_put(p).await
-    }
-    async fn subscription_get(
-        &self,
-        r: &str,
-        t: &str,
-    ) -> kairos_store::Result<Option<kairos_store::Subscription>> {
-        self.inner.subscription_get(r, t).await
-    }
-    async fn subscription_list(
-        &self,
-        p: kairos_store::SubscriptionList,
-    ) -> kairos_store::Result<Vec<kairos_store::Subscription>> {
-        self.inner.subscription_list(p).await
-    }
-    async fn inbound_event_record(
-        &self,
-        p: kairos_store::InboundEventRecord,
-    ) -> kairos_store::Result<kairos_store::InboundEventRecorded> {
-        self.inner.inbound_event_record(p).await
-    }
-    async fn inbound_event_get(
-        &self,
-        source: &str,
-        id: &str,
-    ) -> kairos_store::Result<Option<kairos_store::InboundEvent>> {
-        self.inner.inbound_event_get(source, id).await
-    }
-    async fn inbound_event_prune(
-        &self,
-        p: kairos_store::InboundEventPrune,
-    ) -> kairos_store::Result<u64> {
-        self.inner.inbound_event_prune(p).await
-    }
-    async fn suppression_apply(
-        &self,
-        p: kairos_store::SuppressionApply,
-    ) -> kairos_store::Result<kairos_store::SuppressionApplied> {
-        self.inner.suppression_apply(p).await
-    }
-    async fn suppression_list(
-        &self,
-        p: kairos_store::SuppressionList,
-    ) -> kairos_store::Result<Vec<kairos_store::Suppression>> {
-        self.inner.suppression_list(p).await
-    }
-    async fn suppression_remove(
-        &self,
-        p: kairos_store::SuppressionRemove,
-    ) -> kairos_store::Result<bool> {
-        self.inner.suppression_remove(p).await
-    }
-    async fn subscription_disable(
-        &self,
-        p: kairos_store::SubscriptionDisable,
-    ) -> kairos_store::Result<bool> {
-        self.inner.subscription_disable(p).await
     }
     async fn setting_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Setting>> {
         self.inner.setting_get(name).await
@@ -749,48 +827,5 @@ impl Store for CountingStore {
     }
     async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
         self.inner.admin_session_delete(id_hash).await
-    }
-    async fn suppression_add(&self, p: kairos_store::SuppressionAdd) -> kairos_store::Result<bool> {
-        self.inner.suppression_add(p).await
-    }
-    async fn suppression_get(
-        &self,
-        a: &str,
-    ) -> kairos_store::Result<Option<kairos_store::Suppression>> {
-        self.inner.suppression_get(a).await
-    }
-    async fn expansion_begin(&self, p: kairos_store::ExpansionBegin) -> kairos_store::Result<bool> {
-        self.inner.expansion_begin(p).await
-    }
-    async fn expansion_pending(
-        &self,
-        limit: i64,
-    ) -> kairos_store::Result<Vec<kairos_store::Expansion>> {
-        self.inner.expansion_pending(limit).await
-    }
-    async fn expansion_get(
-        &self,
-        s: &str,
-        p: &str,
-    ) -> kairos_store::Result<Option<kairos_store::Expansion>> {
-        self.inner.expansion_get(s, p).await
-    }
-    async fn expansion_advance(
-        &self,
-        p: kairos_store::ExpansionAdvance,
-    ) -> kairos_store::Result<Option<Vec<String>>> {
-        self.inner.expansion_advance(p).await
-    }
-    async fn exposure_counts(
-        &self,
-        topic: &str,
-    ) -> kairos_store::Result<Vec<kairos_store::ExposureCount>> {
-        self.inner.exposure_counts(topic).await
-    }
-    async fn occurrence_list(
-        &self,
-        p: kairos_store::OccurrenceList,
-    ) -> kairos_store::Result<Vec<kairos_store::OccurrenceCount>> {
-        self.inner.occurrence_list(p).await
     }
 }

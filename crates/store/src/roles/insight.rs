@@ -1,0 +1,34 @@
+//! What the metrics and the SLO monitor read: counts, backlog and alert states.
+
+use crate::*;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+/// Read-only aggregates over jobs and schedules for the metrics and the monitor, and the
+/// monitor's stored alert states.
+#[async_trait]
+pub trait InsightStore: Send + Sync {
+    /// Number of jobs per state.
+    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>>;
+    /// Number of jobs per state and kind (the `kairos_jobs` gauge).
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>>;
+    /// The queue depth, the oldest due job, and stuck work.
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog>;
+    /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
+    /// failure rate).
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
+    /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
+    /// Jobs that reached `succeeded`, `skipped` or `dead` in a window, per schedule (or
+    /// `payload.topic` of `email` jobs without a schedule), state and skip reason (the
+    /// `skip_rate` check). Jobs with neither are not counted.
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>>;
+    /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
+    /// ascending: the firings materialized (missed firings).
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;
+    /// Every stored SLO alert state.
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>>;
+    /// Insert or replace an SLO alert state.
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()>;
+}

@@ -1,0 +1,38 @@
+//! The queue's hot path: what the executor, the rescuer and the pruner do to jobs.
+
+use crate::*;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kairos_core::Job;
+
+/// Jobs as a queue: insert, claim under a lease, complete, rescue, prune.
+///
+/// The idempotency chain lives here: an insert is deduplicated by `dedupe_key`; a claim is a
+/// conditional update only one worker can win, with a lease and a fencing token; only the
+/// holder of the current lease token can record an outcome.
+#[async_trait]
+pub trait JobStore: Send + Sync {
+    /// Insert a job; an existing `dedupe_key` returns the existing job with `created = false`.
+    async fn job_insert(&self, p: JobInsert) -> Result<JobInserted>;
+    /// Insert many jobs in one statement batch, skipping existing dedupe keys. Returns the ids
+    /// created.
+    async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>>;
+    /// A job by id.
+    async fn job_get(&self, id: &str) -> Result<Option<Job>>;
+    /// Claim due jobs (`state = available AND run_at <= now`), oldest `run_at` first, at most
+    /// `limit`, under a lease. Only one claimer can win a job.
+    async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>>;
+    /// Extend the leases of running jobs still held with the given token. Returns how many.
+    async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64>;
+    /// Record outcomes of many attempts in one transaction (group commit). A completion whose
+    /// lease token no longer matches is not applied and is reported as stale.
+    async fn job_complete_many(&self, p: Vec<JobComplete>) -> Result<CompleteReport>;
+    /// Return jobs whose lease expired to `available` (or `dead` if their attempts are spent),
+    /// recording the lost attempt. Returns the ids rescued.
+    async fn job_rescue(&self, p: JobRescue) -> Result<Vec<String>>;
+    /// The earliest `run_at` of an available job (for the executor's wake-up).
+    async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Delete finished jobs (in the given final states, finished before a cut-off) and their
+    /// attempts, oldest first, at most `limit` jobs, in one transaction (retention).
+    async fn job_prune(&self, p: JobPrune) -> Result<JobPruned>;
+}

@@ -1,0 +1,23 @@
+//! What a node needs to run and be operated: its schema, settings and admin sessions.
+
+use crate::*;
+use async_trait::async_trait;
+
+/// The schema (migrations), node-wide settings and admin UI sessions.
+#[async_trait]
+pub trait NodeStore: Send + Sync {
+    /// Apply the embedded migrations (idempotent).
+    async fn migrate(&self) -> Result<()>;
+    /// Versions of the embedded migrations not applied to the database (empty: current).
+    async fn migration_pending(&self) -> Result<Vec<i64>>;
+    /// A setting by name.
+    async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
+    /// Set or clear a setting.
+    async fn setting_put(&self, p: SettingPut) -> Result<()>;
+    /// Store an admin session, deleting expired ones in the same transaction.
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
+    /// An admin session by the hash of its id (expired or not: the caller compares).
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
+    /// End an admin session (logout); `false` if it did not exist.
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
+}
