@@ -65,7 +65,7 @@ pub fn attempt_done(job: &Job, c: &JobComplete) {
         .record(duration);
     let state = next_state(&c.transition);
     let (duration_ms, lateness_ms) = ((duration * 1e3) as i64, (lateness * 1e3) as i64);
-    if a.outcome == crate::executor::AttemptOutcome::Failed.as_str() {
+    if a.outcome == "failed" {
         tracing::warn!(target: "kairos::attempt", job_id = %job.id, kind = %job.kind,
             schedule_id = job.schedule_id.as_deref(), attempt = job.attempt,
             outcome = %a.outcome, class = %class, status = a.status_code, state,

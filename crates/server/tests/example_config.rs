@@ -4,6 +4,7 @@
 //! (and the monitor and alert webhook accept it) with each value arriving as written, the
 //! values shown as defaults being the real defaults; as shipped, all commented, it loads to
 //! the defaults.
+#![allow(clippy::result_large_err)] // figment's Jail closures return figment::Error
 
 use figment::Figment;
 use figment::Jail;

@@ -1,21 +1,16 @@
 //! Inbound provider events on PostgreSQL, and the suppression cascade they (and
 //! `suppression_apply`) run.
 
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Transaction};
 
 pub(crate) fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
-    Ok(Suppression {
-        address: get(r, "address")?,
-        erased: get::<Option<String>>(r, "address_hash")?.is_some(),
-        reason: get(r, "reason")?,
-        source_event_id: get(r, "source_event_id")?,
-        created_at: get(r, "created_at")?,
-    })
+    rows::suppression(&Pg(r))
 }
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
@@ -163,19 +158,7 @@ impl InboundStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| map_err("inbound event get", e))?;
-        row.map(|r| {
-            Ok(InboundEvent {
-                source: get(&r, "source")?,
-                id: get(&r, "id")?,
-                event_type: get(&r, "type")?,
-                provider_message_id: get(&r, "provider_message_id")?,
-                job_id: get(&r, "job_id")?,
-                action: get(&r, "action")?,
-                payload: get(&r, "payload")?,
-                received_at: get(&r, "received_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| rows::inbound_event(&Pg(&r))).transpose()
     }
 
     async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64> {

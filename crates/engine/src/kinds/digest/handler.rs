@@ -205,14 +205,20 @@ impl DigestHandler {
                 )));
             }
         };
-        if crate::audience::fan_out_topic(&s).is_none() {
+        if crate::kinds::email::audience::fan_out_topic(&s).is_none() {
             return Ok(());
         }
         let tz = crate::zone::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;
         let fire_at = job.fire_at.unwrap_or(job.run_at);
-        let key = crate::audience::begin(self.store.as_ref(), &s, tz, fire_at, self.clock.now())
-            .await
-            .map_err(|e| Failure::transient(format!("recording the fan-out failed: {e}")))?;
+        let key = crate::kinds::email::audience::begin(
+            self.store.as_ref(),
+            &s,
+            tz,
+            fire_at,
+            self.clock.now(),
+        )
+        .await
+        .map_err(|e| Failure::transient(format!("recording the fan-out failed: {e}")))?;
         if key != period {
             tracing::warn!(job_id = %job.id, "digest fan-out period differs from the artifact's");
         }
