@@ -29,8 +29,8 @@ pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use http::{HTTP_TARGET_KEY, HttpSpec};
-pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]

@@ -144,7 +144,10 @@ impl CommonResponses {
             );
         }
         if json_body || (query && v1) {
-            add("422", "A field is not valid: `field` names it and `detail` says why");
+            add(
+                "422",
+                "A field is not valid: `field` names it and `detail` says why",
+            );
         }
     }
 }

@@ -68,7 +68,10 @@ async fn api_replay_all_is_bounded_per_request_and_says_how_many_and_whether_mor
 
     let first = replay_all(&app, json!({"all": true})).await;
     assert_eq!(first["replayed"], REPLAY_ALL_MAX);
-    assert_eq!(first["job_ids"].as_array().map(Vec::len), Some(REPLAY_ALL_MAX));
+    assert_eq!(
+        first["job_ids"].as_array().map(Vec::len),
+        Some(REPLAY_ALL_MAX)
+    );
     assert_eq!(first["more"], true);
     assert_eq!(first["limit"], REPLAY_ALL_MAX);
     assert_eq!(dead_count(&app).await, 3);

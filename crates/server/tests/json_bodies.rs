@@ -18,9 +18,17 @@ fn t0() -> DateTime<Utc> {
 async fn json_bodies_that_are_arrays_are_refused_with_400() {
     let app = TestApp::start(t0(), TOKEN).await;
     for (method, path, body) in [
-        (reqwest::Method::PUT, "/v1/subscriptions/rcpt_1/weekly", "[null, null]"),
+        (
+            reqwest::Method::PUT,
+            "/v1/subscriptions/rcpt_1/weekly",
+            "[null, null]",
+        ),
         (reqwest::Method::POST, "/v1/jobs/cancel", "[]"),
-        (reqwest::Method::POST, "/v1/dlq/replay", " [[\"job_1\"], true]"),
+        (
+            reqwest::Method::POST,
+            "/v1/dlq/replay",
+            " [[\"job_1\"], true]",
+        ),
         (reqwest::Method::PUT, "/v1/topics/weekly", "[\"Hi\"]"),
     ] {
         let r = app
@@ -35,7 +43,10 @@ async fn json_bodies_that_are_arrays_are_refused_with_400() {
         assert_eq!(r.status().as_u16(), 400, "{method} {path} {body}");
         let p: Value = r.json().await.expect("problem");
         assert!(
-            p["detail"].as_str().unwrap_or_default().contains("JSON object"),
+            p["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("JSON object"),
             "{p}"
         );
     }

@@ -19,7 +19,13 @@ pub struct NewRecipient {
     #[serde(default)]
     pub id: Option<String>,
     /// Email address.
-    #[cfg_attr(feature = "openapi", schema(max_length = 254, pattern = r#"^[^\s\x00-\x1f\x7f-\x9f<>,;"@]+@[^\s\x00-\x1f\x7f-\x9f<>,;"@]+\.[^\s\x00-\x1f\x7f-\x9f<>,;"@]+$"#))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 254,
+            pattern = r#"^[^\s\x00-\x1f\x7f-\x9f<>,;"@]+@[^\s\x00-\x1f\x7f-\x9f<>,;"@]+\.[^\s\x00-\x1f\x7f-\x9f<>,;"@]+$"#
+        )
+    )]
     pub email: String,
     /// IANA time zone (default `UTC`).
     #[serde(default)]

@@ -171,7 +171,11 @@ impl Kairos {
     /// [`DEAD_REPLAY_BATCH`] and at most `max` of them: one call (one request) does bounded
     /// work, and [`DeadReplay::more`] says whether dead jobs remain past the last one looked at
     /// (call again to go on). A job that cannot be replayed is reported in `failed`.
-    pub async fn dead_replay(&self, kind: Option<&str>, max: usize) -> Result<DeadReplay, OpsError> {
+    pub async fn dead_replay(
+        &self,
+        kind: Option<&str>,
+        max: usize,
+    ) -> Result<DeadReplay, OpsError> {
         let mut out = DeadReplay::default();
         let mut seen = 0usize;
         let mut before: Option<String> = None;

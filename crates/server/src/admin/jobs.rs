@@ -196,7 +196,11 @@ pub async fn dead_replay(
         return csrf_refused();
     }
     let kind = blank(&form.kind);
-    let done = match state.kairos.dead_replay(kind.as_deref(), REPLAY_ALL_MAX).await {
+    let done = match state
+        .kairos
+        .dead_replay(kind.as_deref(), REPLAY_ALL_MAX)
+        .await
+    {
         Ok(d) => d,
         Err(e) => return store_error(&op, &state, e).await,
     };
