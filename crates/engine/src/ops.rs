@@ -29,6 +29,7 @@ pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]
@@ -47,7 +48,8 @@ pub struct WebhookTarget {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ScheduleBody))]
 #[serde(deny_unknown_fields)]
 pub struct NewSchedule {
-    /// Unique name.
+    /// Unique name, 1 to 200 bytes.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// A cron expression (5 fields, 6 with seconds, or `@daily`-style). One of cron/at/every.
     #[serde(default)]

@@ -1007,3 +1007,16 @@ fn firings_between_is_inclusive_bounded_and_zone_aware() {
             .is_empty()
     );
 }
+
+/// Found by the `schedule_cron` fuzz target: croner reads an empty list item as a field that
+/// matches nothing, and validating `0 , * * *` took over a second (the never-fires probe
+/// walked to year 9999). It is refused at once, naming the field.
+#[test]
+fn cron_with_an_empty_list_item_is_refused_without_searching() {
+    for expr in ["0 , * * *", "0 1,,2 * * *", "0 1, * * *", ",5 * * * *"] {
+        let e = cron(expr).validate().unwrap_err();
+        assert_eq!(e.field(), "cron");
+        assert!(e.to_string().contains("empty list item"), "{expr}: {e}");
+    }
+    assert!(cron("0 1,2 * * *").validate().is_ok());
+}

@@ -20,9 +20,23 @@ const MAX_ADDRESS: usize = 320;
 #[serde(deny_unknown_fields)]
 pub struct NewSuppression {
     /// The address never to mail again (stored trimmed and lowercase).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 320,
+            pattern = r#"^[^\s\x00-\x1f\x7f-\x9f@]+@[^\s\x00-\x1f\x7f-\x9f@]+$"#
+        )
+    )]
     pub email: String,
-    /// Why (default `manual`).
+    /// Why (default `manual`); not blank, at most 200 bytes, no control characters.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub reason: Option<String>,
 }
 

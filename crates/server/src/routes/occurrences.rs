@@ -66,6 +66,7 @@ pub struct OccurrenceList {
 
 /// Filters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// The schedule (`sch_…`). Required.
@@ -73,6 +74,7 @@ pub struct ListQuery {
     /// Only this period key (`2026-W49`).
     pub period: Option<String>,
     /// At most this many periods (1–200, default 20).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
 }
 

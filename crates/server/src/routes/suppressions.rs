@@ -74,11 +74,13 @@ pub struct SuppressionAdded {
 
 /// Pagination of the list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only addresses after this one.
     pub after: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

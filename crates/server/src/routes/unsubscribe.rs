@@ -30,6 +30,7 @@ pub fn router() -> Router<AppState> {
 
 /// The query: the token of the `List-Unsubscribe` URL.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TokenQuery {
     /// The signed token.
     pub token: Option<String>,
