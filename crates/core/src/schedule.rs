@@ -105,7 +105,7 @@ impl ScheduleSpec {
     }
 
     /// The firings in `[from, to]`, oldest first, at most `limit` of them (the SLO monitor's
-    /// expected firings, S4-10). Parses the spec once. Empty for an invalid spec.
+    /// expected firings). Parses the spec once. Empty for an invalid spec.
     pub fn firings_between(
         &self,
         tz: Tz,

@@ -1,5 +1,5 @@
 //! The rescuer: returns jobs whose lease expired — their node crashed or lost contact — to
-//! `available`, or to `dead` when their attempts are spent (S0-12).
+//! `available`, or to `dead` when their attempts are spent.
 //!
 //! A leader-only [`Service`]: the [`Runner`](crate::service::Runner) runs it only while this
 //! node is the [`Leader`](kairos_store::Leader) (always on SQLite; on PostgreSQL the holder of

@@ -1,5 +1,5 @@
 //! What the engine tells its operator about each attempt and each scheduler firing: one log
-//! line (a JSON object with `--log-format json`, S4-6) and the process's metrics.
+//! line (a JSON object with `--log-format json`) and the process's metrics.
 //!
 //! Metrics go through the [`metrics`] facade: without an installed recorder (a library user,
 //! a test) they cost a no-op call; `kairos serve` installs the Prometheus recorder that

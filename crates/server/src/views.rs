@@ -132,7 +132,7 @@ pub struct ScheduleView {
     /// The next firings (up to 5), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upcoming: Option<Vec<String>>,
-    /// Catch-up times of day (`HH:MM` in the zone, S4-4), on single-schedule responses.
+    /// Catch-up times of day (`HH:MM` in the zone), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<Vec<String>>,
     /// Created.

@@ -1,4 +1,4 @@
-//! Schedule and endpoint behaviours (S0-1, S0-2, S3-3).
+//! Schedule and endpoint behaviours.
 
 use crate::fixtures::{job, schedule, t0};
 use chrono::Duration;
@@ -108,7 +108,7 @@ pub async fn schedule_pause_and_resume(s: S) {
     assert_eq!(s.schedule_due(due).await.unwrap().len(), 1);
 }
 
-/// S0-1/S0-2: due schedules are claimed oldest first, bounded, and locked against a second
+/// due schedules are claimed oldest first, bounded, and locked against a second
 /// scheduler until released.
 pub async fn schedule_due_claims_oldest_first_and_locks(s: S) {
     for i in 0..5 {
@@ -222,7 +222,7 @@ pub async fn schedule_fire_creates_jobs_and_advances_once(s: S) {
     assert_eq!(jobs[0].period_key.as_deref(), Some("2026-11-29"));
 }
 
-/// S3-3: even when the schedule check passes twice (a manual re-run), the dedupe key makes
+/// even when the schedule check passes twice (a manual re-run), the dedupe key makes
 /// each job once.
 pub async fn schedule_fire_dedupe_key_prevents_duplicate_jobs(s: S) {
     let sch = s.schedule_create(schedule("a", t0())).await.unwrap();

@@ -61,7 +61,7 @@ pub(crate) async fn apply_in_tx(
         .await
         .map_err(|e| map_err("suppression log", e))?;
     }
-    // The cascade (S3-12): every subscription of every recipient with this address. PostgreSQL's
+    // The cascade: every subscription of every recipient with this address. PostgreSQL's
     // lower() follows the database's locale; the expression index of 0006 serves this lookup.
     let disabled = sqlx::query(
         "UPDATE subscriptions SET enabled = false, updated_at = $2
@@ -88,7 +88,7 @@ impl InboundStore for PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("inbound event record", e))?;
-        // First delivery iff the row is created (S3-11). The job is the one whose attempt
+        // First delivery iff the row is created. The job is the one whose attempt
         // recorded the provider's message id.
         let inserted: Option<Option<String>> = sqlx::query_scalar(
             "INSERT INTO inbound_events

@@ -63,7 +63,7 @@ pub(crate) async fn apply_in_tx(
         .await
         .map_err(|e| map_err("suppression log", e))?;
     }
-    // The cascade (S3-12): every subscription of every recipient with this address. SQLite's
+    // The cascade: every subscription of every recipient with this address. SQLite's
     // lower() folds ASCII only; the expression index of 0006 serves this lookup.
     let disabled = sqlx::query(
         "UPDATE subscriptions SET enabled = 0, updated_at = ?2
@@ -86,7 +86,7 @@ pub(crate) async fn apply_in_tx(
 impl InboundStore for SqliteStore {
     async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
         let mut tx = self.begin_write("inbound event record").await?;
-        // First delivery iff the row is created (S3-11). The job is the one whose attempt
+        // First delivery iff the row is created. The job is the one whose attempt
         // recorded the provider's message id.
         let inserted: Option<Option<String>> = sqlx::query_scalar(
             "INSERT INTO inbound_events

@@ -972,7 +972,7 @@ fn at_or_after_returns_gap_shifted_firing() {
     assert_eq!(plan.next_fire_at, Some(t("2026-03-09T02:30:00-04:00")));
 }
 
-/// The monitor's expected firings (S4-10): inclusive at both ends, bounded by `limit`, and
+/// The monitor's expected firings: inclusive at both ends, bounded by `limit`, and
 /// following the zone's wall clock across DST (a day of 23 hours has 23 hourly firings).
 #[test]
 fn firings_between_is_inclusive_bounded_and_zone_aware() {

@@ -1,4 +1,4 @@
-//! Operations on audiences (seed 003): recipients, topics, subscriptions, occurrences, and the
+//! Operations on audiences: recipients, topics, subscriptions, occurrences, and the
 //! audience branch of schedules (`kind: email` with a `topic`). Validation is here, shared by
 //! the API and the CLI; the error names the field.
 

@@ -1,5 +1,5 @@
-//! Operations of the inbound issue (seed 003): receiving provider events (S3-9 … S3-11), the
-//! suppression list (S3-12), the one-click unsubscribe (S3-18) and maintenance mode (S3-13).
+//! Operations of the inbound issue: receiving provider events, the
+//! suppression list, the one-click unsubscribe and maintenance mode.
 //! Shared by the API and the CLI. Nothing here logs an address.
 
 use super::Kairos;
@@ -104,7 +104,7 @@ fn check_address(v: &str) -> Result<String, OpsError> {
 
 impl Kairos {
     /// Store a verified provider event once and act on it (suppression and cascade) in one
-    /// transaction; a repeat of `event_id` from `source` changes nothing (S3-11).
+    /// transaction; a repeat of `event_id` from `source` changes nothing.
     pub async fn inbound_receive(
         &self,
         source: &str,
@@ -171,7 +171,7 @@ impl Kairos {
             .await?)
     }
 
-    /// Suppress an address by hand, with the cascade to its subscriptions (S3-12). Returns
+    /// Suppress an address by hand, with the cascade to its subscriptions. Returns
     /// the suppression (the first reason stays if it was suppressed already) and what changed.
     pub async fn suppression_add(
         &self,
@@ -231,7 +231,7 @@ impl Kairos {
         Ok(())
     }
 
-    /// Unsubscribe a recipient from a topic (a verified one-click token, S3-18). `true` if
+    /// Unsubscribe a recipient from a topic (a verified one-click token). `true` if
     /// this changed something; `false` if it was unsubscribed already (or never subscribed).
     pub async fn unsubscribe(&self, recipient_id: &str, topic: &str) -> Result<bool, OpsError> {
         let changed = self

@@ -4,7 +4,7 @@ use super::{Config, ConfigError, parse_window, token};
 use std::net::ToSocketAddrs;
 
 impl Config {
-    /// The email settings: a known transport with what it needs (seed 003).
+    /// The email settings: a known transport with what it needs.
     pub fn validate_email(&self) -> Result<(), ConfigError> {
         let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
         if !(1..=300).contains(&self.email_timeout_secs) {

@@ -1,4 +1,4 @@
-//! `/v1/artifacts`: the products of periodic jobs (a day's digest — S4-1), listed, and served
+//! `/v1/artifacts`: the products of periodic jobs (a day's digest), listed, and served
 //! one by one as JSON or, when the client asks for `text/html`, as a page.
 
 use crate::AppState;

@@ -1,4 +1,4 @@
-//! `/hooks/…`: signed provider webhooks (seed 003, S3-9 … S3-13).
+//! `/hooks/…`: signed provider webhooks.
 //!
 //! - `POST /hooks/resend`: Resend signs with Svix — `svix-id`, `svix-timestamp`,
 //!   `svix-signature` (space-separated `v1,<base64>` entries; any one valid entry passes, so
@@ -10,11 +10,11 @@
 //!   (`KAIROS_INBOUND_SECRETS=source=whsec_…,source=whsec_…`).
 //!
 //! Verification is [`kairos_channels::signing::verify`] (constant-time, 5 minutes of
-//! tolerance either way against the injected clock, S3-10). A bad signature is 401 and
-//! changes nothing. A verified event is stored once by its id (S3-11) and acted on in the
+//! tolerance either way against the injected clock). A bad signature is 401 and
+//! changes nothing. A verified event is stored once by its id and acted on in the
 //! same transaction ([`Kairos::inbound_receive`](kairos_engine::Kairos::inbound_receive));
 //! a repeat, an unknown type and an unknown bounce sub-type all answer 200. These routes
-//! stay up in maintenance mode (S3-13).
+//! stay up in maintenance mode.
 
 use crate::AppState;
 use crate::config::{Config, ConfigError};
@@ -39,7 +39,7 @@ pub struct InboundConfig {
     pub resend: Vec<WebhookSecret>,
     /// `KAIROS_INBOUND_SECRETS`, by source.
     pub standard: BTreeMap<String, Vec<WebhookSecret>>,
-    /// `KAIROS_UNSUBSCRIBE_SECRET` first, then `KAIROS_UNSUBSCRIBE_OLD_SECRETS` (S3-18).
+    /// `KAIROS_UNSUBSCRIBE_SECRET` first, then `KAIROS_UNSUBSCRIBE_OLD_SECRETS`.
     pub unsubscribe: Vec<UnsubscribeKey>,
 }
 

@@ -1,5 +1,5 @@
 //! `/v1/recipients`: create or replace one (`PUT /{id}`), bulk upsert (`POST /bulk`, up to
-//! 10,000 at a time), show, list by id. Personal data lives only here (S3-8).
+//! 10,000 at a time), show, list by id. Personal data lives only here.
 
 use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};

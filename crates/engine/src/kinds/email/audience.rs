@@ -1,17 +1,17 @@
-//! Audience schedules (seed 003): a schedule of kind `email` with a `topic` fires once per
+//! Audience schedules: a schedule of kind `email` with a `topic` fires once per
 //! period, and each firing **expands** into one job per active subscription × channel.
 //!
 //! - The job's `dedupe_key` is (schedule, subscriber, target, period key in the schedule's
-//!   zone, channel), the seed's `(subscriber, target, ISO week)` key (S3-3): a double-fired
+//!   zone, channel), the seed's `(subscriber, target, ISO week)` key: a double-fired
 //!   clock, two nodes or a manual re-run create each job once (`ON CONFLICT DO NOTHING`).
 //! - A firing does not expand inside the scheduler's transaction: the scheduler records an
 //!   *expansion* (schedule, period key) with a cursor, and the [`Expander`] pages through the
 //!   topic's subscribers by recipient id (keyset), inserting one page of jobs and moving the
 //!   cursor in one transaction. A crash half way resumes after the last committed page on
 //!   the next tick; a page done twice (two nodes) writes nothing the second time.
-//! - Jobs carry ids only — recipient, topic, target, channel, variant (S3-8); the handler reads
+//! - Jobs carry ids only — recipient, topic, target, channel, variant; the handler reads
 //!   the address when it runs.
-//! - The A/B variant is assigned here, deterministically from (recipient, period) (S3-19), so a
+//! - The A/B variant is assigned here, deterministically from (recipient, period), so a
 //!   re-run assigns the same one; exposures are recorded when the send succeeds.
 
 use crate::kinds::{Kinds, TopicUse};
@@ -50,7 +50,7 @@ pub fn audience_topic(s: &Schedule) -> Option<&str> {
     topic_of(s).or_else(|| fan_out_topic(s))
 }
 
-/// The unique key of one audience job (S3-3). Each part is length-prefixed so that ids
+/// The unique key of one audience job. Each part is length-prefixed so that ids
 /// containing `:` cannot make two different jobs collide.
 pub fn dedupe_key(
     schedule_id: &str,
@@ -71,7 +71,7 @@ pub fn dedupe_key(
 }
 
 /// The variant of (recipient, period): a weighted pick by a hash of both, so the same pair
-/// always gets the same variant (S3-19). `None` without variants (or all weights 0).
+/// always gets the same variant. `None` without variants (or all weights 0).
 pub fn pick_variant(variants: &[Variant], recipient_id: &str, period_key: &str) -> Option<String> {
     let total: u64 = variants.iter().map(|v| u64::from(v.weight)).sum();
     if total == 0 {
@@ -107,8 +107,8 @@ pub struct Page {
 ///
 /// Disabled subscriptions (unsubscribed, or cascaded by a suppression) and inactive
 /// recipients get their job too: the handler's entitlement check ends it `skipped` with the
-/// reason (S3-7). So each period's occurrence shows who was not mailed and why (S3-14, S3-18:
-/// "the next week's firing for that recipient is skipped"), at the cost of one row per such
+/// reason. So each period's occurrence shows who was not mailed and why ("the
+/// next week's firing for that recipient is skipped"), at the cost of one row per such
 /// subscription per period, which the pruner removes with the other finished jobs.
 #[allow(clippy::too_many_arguments)]
 pub async fn expand_page(
