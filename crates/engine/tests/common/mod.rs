@@ -378,7 +378,7 @@ pub fn max_attempts(n: u32) -> RetrySpec {
 }
 
 /// The real SQLite store, counting how often the scheduler's and executor's polling queries
-/// are made (to catch a service spinning on the database — S0-10). Everything is delegated.
+/// are made (to catch a service spinning on the database). Everything is delegated.
 pub struct CountingStore {
     pub inner: Arc<dyn Store>,
     pub schedule_due_calls: AtomicUsize,
