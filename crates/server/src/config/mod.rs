@@ -12,6 +12,7 @@ use std::path::PathBuf;
 mod database;
 mod dirs;
 mod error;
+pub mod inbound;
 mod node;
 mod parse;
 mod secret;

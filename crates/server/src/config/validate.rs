@@ -65,7 +65,7 @@ impl Config {
             &self.slo_expansions_stuck_after,
         )?;
         self.validate_email()?;
-        crate::routes::hooks::InboundConfig::from_config(self)?;
+        super::inbound::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("data_dir", "must not be empty"));
         }
