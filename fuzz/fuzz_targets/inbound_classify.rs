@@ -18,7 +18,12 @@ fuzz_target!(|data: &[u8]| {
         c.action
     );
     assert_eq!(c.action == "suppressed", !c.suppress.is_empty());
-    assert_eq!(c.reason.is_empty(), c.suppress.is_empty(), "reason {:?}", c.reason);
+    assert_eq!(
+        c.reason.is_empty(),
+        c.suppress.is_empty(),
+        "reason {:?}",
+        c.reason
+    );
     if !c.reason.is_empty() {
         assert!(["hard_bounce", "complaint", "provider_suppressed"].contains(&c.reason.as_str()));
     }
@@ -41,8 +46,20 @@ fuzz_target!(|data: &[u8]| {
     let stored = serde_json::to_vec(&c.payload).expect("a payload serializes");
     let again = classify(&stored);
     assert_eq!(
-        (&again.event_type, &again.action, &again.provider_message_id, &again.suppress, &again.reason),
-        (&c.event_type, &c.action, &c.provider_message_id, &c.suppress, &c.reason),
+        (
+            &again.event_type,
+            &again.action,
+            &again.provider_message_id,
+            &again.suppress,
+            &again.reason
+        ),
+        (
+            &c.event_type,
+            &c.action,
+            &c.provider_message_id,
+            &c.suppress,
+            &c.reason
+        ),
         "the stored payload classifies differently"
     );
 });

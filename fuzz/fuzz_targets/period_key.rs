@@ -38,20 +38,31 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     assert_eq!(year.len(), 4, "{year}");
-    assert!(month.starts_with(&format!("{year}-")) && month.len() == 7, "{month}");
-    assert!(day.starts_with(&format!("{month}-")) && day.len() == 10, "{day}");
-    assert!(hour.starts_with(&format!("{day}T")) && hour.len() == 13, "{hour}");
-    assert!(min.starts_with(&format!("{hour}:")) && min.len() == 16, "{min}");
-    assert!(occ.starts_with(&format!("{min}:")), "{occ} does not extend {min}");
+    assert!(
+        month.starts_with(&format!("{year}-")) && month.len() == 7,
+        "{month}"
+    );
+    assert!(
+        day.starts_with(&format!("{month}-")) && day.len() == 10,
+        "{day}"
+    );
+    assert!(
+        hour.starts_with(&format!("{day}T")) && hour.len() == 13,
+        "{hour}"
+    );
+    assert!(
+        min.starts_with(&format!("{hour}:")) && min.len() == 16,
+        "{min}"
+    );
+    assert!(
+        occ.starts_with(&format!("{min}:")),
+        "{occ} does not extend {min}"
+    );
     let back = DateTime::parse_from_rfc3339(&occ).expect("the occurrence key is RFC 3339");
     assert_eq!(back, t.trunc_subsecs(0), "{occ} is not {t}");
     let (wy, ww) = week.split_once("-W").expect("week key is YYYY-Www");
     let wy: i32 = wy.parse().expect("week-year");
     let ww: u32 = ww.parse().expect("week number");
-    assert!((1..=53).contains(&ww) && ww_len_ok(&week), "{week}");
+    assert!((1..=53).contains(&ww) && week.len() == 8, "{week}");
     assert!((wy - local_year).abs() <= 1, "{week} is far from {year}");
 });
-
-fn ww_len_ok(week: &str) -> bool {
-    week.len() == 8
-}

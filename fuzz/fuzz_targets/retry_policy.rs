@@ -23,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
         && d <= THIRTY_DAYS
     {
         let shown = format_duration(d);
-        assert_eq!(parse_duration("x", &shown).ok(), Some(d), "{text:?} shown as {shown:?}");
+        assert_eq!(
+            parse_duration("x", &shown).ok(),
+            Some(d),
+            "{text:?} shown as {shown:?}"
+        );
     }
 
     // The same JSON, read as a spec on top of each kind's default, must agree with itself.
@@ -34,12 +38,17 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let Ok(p) = serde_json::from_slice::<RetryPolicy>(data) else { return };
+    let Ok(p) = serde_json::from_slice::<RetryPolicy>(data) else {
+        return;
+    };
     check(&p, data);
 });
 
 fn check(p: &RetryPolicy, data: &[u8]) {
-    assert!(p.validate().is_ok(), "an accepted policy does not validate: {p:?}");
+    assert!(
+        p.validate().is_ok(),
+        "an accepted policy does not validate: {p:?}"
+    );
     let json = serde_json::to_string(p).expect("a policy serializes");
     let back: RetryPolicy = serde_json::from_str(&json)
         .unwrap_or_else(|e| panic!("stored form {json} does not read back: {e}"));
@@ -56,7 +65,10 @@ fn check(p: &RetryPolicy, data: &[u8]) {
             match p.decide(attempt, class, retry_after, jitter) {
                 RetryDecision::Dead => assert!(attempt >= c.max_attempts, "dead at {attempt}"),
                 RetryDecision::RetryIn(d) => {
-                    assert!(attempt < c.max_attempts, "retry after the last attempt {attempt}");
+                    assert!(
+                        attempt < c.max_attempts,
+                        "retry after the last attempt {attempt}"
+                    );
                     let base = c
                         .delays
                         .get((attempt.max(1) - 1) as usize)
@@ -67,7 +79,10 @@ fn check(p: &RetryPolicy, data: &[u8]) {
                     let delay = base.max(asked);
                     assert!(d >= delay, "{d:?} is shorter than the delay {delay:?}");
                     let spread = Duration::from_secs_f64((delay.as_secs_f64() * 0.1).min(30.0));
-                    assert!(d <= delay + spread, "{d:?} is more than {delay:?} + {spread:?}");
+                    assert!(
+                        d <= delay + spread,
+                        "{d:?} is more than {delay:?} + {spread:?}"
+                    );
                 }
             }
         }

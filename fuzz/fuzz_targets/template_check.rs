@@ -18,11 +18,19 @@ fuzz_target!(|data: &[u8]| {
     let plain = parts.next();
 
     let result = check(subject, html, plain, &[]);
-    assert_eq!(check(subject, html, plain, &[]), result, "the check is not deterministic");
+    assert_eq!(
+        check(subject, html, plain, &[]),
+        result,
+        "the check is not deterministic"
+    );
     let ctx = sample_context();
     match &result {
         Err(e) => {
-            assert!(["subject", "html", "text"].contains(&e.field.as_str()), "field {}", e.field);
+            assert!(
+                ["subject", "html", "text"].contains(&e.field.as_str()),
+                "field {}",
+                e.field
+            );
             assert!(!e.reason.is_empty());
         }
         Ok(()) => {

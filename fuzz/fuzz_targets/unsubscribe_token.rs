@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let candidate = f[3].as_str();
 
     if let Ok((r, t)) = verify(keys, candidate) {
-        assert_eq!(key.token(&r, &t), candidate.trim(), "a token not made by the signer verifies");
+        assert_eq!(
+            key.token(&r, &t),
+            candidate.trim(),
+            "a token not made by the signer verifies"
+        );
         assert!(!r.contains('\n') && !t.contains('\n'), "{r:?} {t:?}");
     }
 
@@ -34,13 +38,20 @@ fuzz_target!(|data: &[u8]| {
         // Such ids are refused at the API. A token naming one never verifies: the MAC covers
         // `recipient \n topic`, so with a newline inside, another split of the same text (a
         // different pair) would carry the same MAC.
-        assert_eq!(result, Err(TokenError::Malformed), "{recipient:?} / {topic:?}");
+        assert_eq!(
+            result,
+            Err(TokenError::Malformed),
+            "{recipient:?} / {topic:?}"
+        );
         return;
     }
     assert_eq!(result, Ok((recipient.clone(), topic.clone())));
     let old = UnsubscribeKey::new("a newer secret of at least 32 characters").expect("key");
     if old.kid() != key.kid() {
-        assert_eq!(verify(&[old, key.clone()], &token), Ok((recipient.clone(), topic.clone())));
+        assert_eq!(
+            verify(&[old, key.clone()], &token),
+            Ok((recipient.clone(), topic.clone()))
+        );
     }
 
     // One character changed anywhere (not to itself, not to trailing or leading whitespace
@@ -56,5 +67,8 @@ fuzz_target!(|data: &[u8]| {
     }
     changed[i] = c;
     let changed = String::from_utf8(changed).expect("tokens are ASCII");
-    assert!(verify(keys, &changed).is_err(), "{token} changed at {i} to {changed} verifies");
+    assert!(
+        verify(keys, &changed).is_err(),
+        "{token} changed at {i} to {changed} verifies"
+    );
 });

@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
     let f = fields(data, 5);
     let secret = match WebhookSecret::parse(&f[0]) {
         Ok(s) => {
-            assert_eq!(WebhookSecret::parse(&s.expose_whsec()).ok(), Some(s.clone()));
+            assert_eq!(
+                WebhookSecret::parse(&s.expose_whsec()).ok(),
+                Some(s.clone())
+            );
             s
         }
         Err(e) => {
@@ -42,21 +45,35 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(verify(keys, id, ts, body, &good, ts, TOLERANCE), Ok(()));
 
     // Any change to the MAC, the body, the id or the timestamp is a mismatch.
-    let mut mac = STANDARD.decode(good.strip_prefix("v1,").expect("v1 signature")).expect("b64");
+    let mut mac = STANDARD
+        .decode(good.strip_prefix("v1,").expect("v1 signature"))
+        .expect("b64");
     let i = (h as usize) % mac.len();
     mac[i] ^= 1 << (h % 8);
     let flipped = format!("v1,{}", STANDARD.encode(&mac));
-    assert_eq!(verify(keys, id, ts, body, &flipped, ts, TOLERANCE), Err(VerifyError::Mismatch));
+    assert_eq!(
+        verify(keys, id, ts, body, &flipped, ts, TOLERANCE),
+        Err(VerifyError::Mismatch)
+    );
     if !body.is_empty() {
         let mut b = body.to_vec();
         let j = (h as usize / 7) % b.len();
         b[j] ^= 1 << (h % 7);
-        assert_eq!(verify(keys, id, ts, &b, &good, ts, TOLERANCE), Err(VerifyError::Mismatch));
+        assert_eq!(
+            verify(keys, id, ts, &b, &good, ts, TOLERANCE),
+            Err(VerifyError::Mismatch)
+        );
     }
     let other_id = format!("{id}x");
-    assert_eq!(verify(keys, &other_id, ts, body, &good, ts, TOLERANCE), Err(VerifyError::Mismatch));
+    assert_eq!(
+        verify(keys, &other_id, ts, body, &good, ts, TOLERANCE),
+        Err(VerifyError::Mismatch)
+    );
     if let Some(ts2) = ts.checked_add(1) {
-        assert_eq!(verify(keys, id, ts2, body, &good, ts, TOLERANCE), Err(VerifyError::Mismatch));
+        assert_eq!(
+            verify(keys, id, ts2, body, &good, ts, TOLERANCE),
+            Err(VerifyError::Mismatch)
+        );
     }
 
     // The tolerance, both ways, without overflow.
@@ -80,5 +97,8 @@ fuzz_target!(|data: &[u8]| {
     }
     // With the right signature among its entries it verifies (rotation: any one entry).
     let with_good = format!("{header} {good}");
-    assert_eq!(verify(keys, id, ts, body, &with_good, ts, TOLERANCE), Ok(()));
+    assert_eq!(
+        verify(keys, id, ts, body, &with_good, ts, TOLERANCE),
+        Ok(())
+    );
 });

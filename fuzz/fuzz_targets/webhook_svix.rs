@@ -34,12 +34,20 @@ fuzz_target!(|data: &[u8]| {
     let header = f[3].trim();
     let body = f[4].as_bytes();
     // As the route reads the timestamp: a decimal number, else 401 before any MAC is computed.
-    let Ok(ts) = f[2].trim().parse::<i64>() else { return };
+    let Ok(ts) = f[2].trim().parse::<i64>() else {
+        return;
+    };
 
     let result = verify(&secrets, id, ts, body, header, ts, TOLERANCE);
     let sigs: Vec<String> = secrets.iter().map(|s| sign(s, id, ts, body)).collect();
-    let carries_one = header.split_ascii_whitespace().any(|e| sigs.iter().any(|s| s == e));
-    assert_eq!(result.is_ok(), carries_one, "header {header:?} → {result:?}");
+    let carries_one = header
+        .split_ascii_whitespace()
+        .any(|e| sigs.iter().any(|s| s == e));
+    assert_eq!(
+        result.is_ok(),
+        carries_one,
+        "header {header:?} → {result:?}"
+    );
     if !carries_one {
         let has_v1 = header
             .split_ascii_whitespace()
@@ -59,7 +67,15 @@ fuzz_target!(|data: &[u8]| {
     if !secrets.contains(&stranger) {
         let all = sigs.join(" ");
         assert_eq!(
-            verify(std::slice::from_ref(&stranger), id, ts, body, &all, ts, TOLERANCE),
+            verify(
+                std::slice::from_ref(&stranger),
+                id,
+                ts,
+                body,
+                &all,
+                ts,
+                TOLERANCE
+            ),
             Err(VerifyError::Mismatch)
         );
     }

@@ -21,7 +21,10 @@ pub fn zone(s: &str) -> Tz {
 /// An instant from `s`: RFC 3339, or whole seconds since the epoch; else 2026-11-29T08:05:09Z.
 /// Limited to the years 1970 to 9999 (kairos refuses instants outside them at the API).
 pub fn instant(s: &str) -> DateTime<Utc> {
-    let fallback = Utc.timestamp_opt(1_795_935_909, 0).single().expect("fixed instant");
+    let fallback = Utc
+        .timestamp_opt(1_795_935_909, 0)
+        .single()
+        .expect("fixed instant");
     let t = DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.with_timezone(&Utc))
         .ok()
@@ -41,6 +44,7 @@ pub fn instant(s: &str) -> DateTime<Utc> {
 
 /// A number derived from the input, to pick positions and offsets deterministically.
 pub fn pick(data: &[u8]) -> u64 {
-    data.iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
+    data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
 }

@@ -1,10 +1,10 @@
 //! The `http` channel: one HTTP call of a URL on a schedule — the seed-004 pattern of a clock
 //! calling a route — with a method, headers, a body and an optional bearer token or Standard
-//! Webhooks signature (S4-2).
+//! Webhooks signature.
 //!
 //! Only a 2xx answer is a success: anything else is a failure with its status and a body
-//! excerpt, classified by the S4-3 table (see [`crate::transport`]), never a logged success.
-//! Every call has a hard timeout (2 minutes unless the job says otherwise, S4-7) that turns a
+//! excerpt, classified by the shared table (see [`crate::transport`]), never a logged success.
+//! Every call has a hard timeout (2 minutes unless the job says otherwise) that turns a
 //! silent hang into a transient failure. Targets are checked by [`crate::ssrf`] as webhooks are.
 
 use crate::signing::{WebhookSecret, sign};
@@ -97,7 +97,7 @@ pub struct HttpCall<'a> {
     pub headers: &'a BTreeMap<String, String>,
     /// Request body.
     pub body: Option<&'a [u8]>,
-    /// Hard limit of the whole call, connection to the last byte of the excerpt (S4-7).
+    /// Hard limit of the whole call, connection to the last byte of the excerpt.
     pub timeout: Duration,
     /// Authentication.
     pub auth: HttpCallAuth<'a>,

@@ -10,14 +10,14 @@
 //! - [`ssrf`]: refusing private, loopback and link-local targets, before sending and again at
 //!   connection time (DNS rebinding).
 //! - [`webhook`]: the webhook sender — signed POSTs, classified responses, `Retry-After`.
-//! - [`transport`]: what every outgoing call shares — the client, the S4-3 classification of
+//! - [`transport`]: what every outgoing call shares — the client, the classification of
 //!   errors and statuses, response excerpts, `Retry-After`.
 //! - [`http`]: the `http` job channel — a URL called with a method, headers, a body, a bearer
-//!   token or a signature; non-2xx is a failure (S4-2), hard timeouts (S4-7).
+//!   token or a signature; non-2xx is a failure, hard timeouts.
 //! - [`digest`]: the digest channel — feeds (RSS/Atom, feed-rs), de-duplication, and the
-//!   extractive, Gemini and OpenAI summarizers (S4-1).
+//!   extractive, Gemini and OpenAI summarizers.
 //! - [`email`]: the email channel — file, SMTP (lettre) and Resend transports, templates
-//!   (minijinja, strict), the unsubscribe token (seed 003).
+//!   (minijinja, strict), the unsubscribe token.
 //! - [`error`]: the error returned when a channel cannot be built from its configuration.
 #![deny(missing_docs)]
 

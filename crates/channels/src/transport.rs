@@ -1,6 +1,6 @@
 //! What every outgoing HTTP call of kairos shares (webhooks, `http` jobs): the client (no
 //! redirects, no proxies, the SSRF-safe resolver), the classification of request errors and
-//! statuses (S4-3), bounded response excerpts, and `Retry-After`.
+//! statuses, bounded response excerpts, and `Retry-After`.
 //!
 //! Messages never contain the URL (which may carry credentials) or a secret: reqwest's own
 //! messages include the URL, so only the innermost cause's text is used.
@@ -42,7 +42,7 @@ pub(crate) fn build_client(
 
 /// A request that got no response, as a classified failure: a private target refused at
 /// connection time and a request that cannot be built are permanent; timeouts, refused, reset
-/// and aborted connections and every other transport error are transient (S4-3, S4-7).
+/// and aborted connections and every other transport error are transient.
 pub(crate) fn request_failure(e: &reqwest::Error, timeout: Duration) -> Failure {
     if let Some(p) = find_source::<PrivateAddressError>(e) {
         return Failure::permanent(private_message(p.0));
@@ -78,7 +78,7 @@ pub(crate) fn io_failure_message(
     }
 }
 
-/// A response outside 2xx as a failure (never a success, S4-2): 3xx permanent (redirects are
+/// A response outside 2xx as a failure (never a success): 3xx permanent (redirects are
 /// not followed: configure the final URL), other statuses by
 /// [`ErrorClass::from_http_status`]. `who` names the other side ("endpoint", "target").
 pub(crate) fn status_failure(who: &str, status: u16) -> Failure {
@@ -266,7 +266,7 @@ mod tests {
         assert!(binary.len() <= 3, "{binary:?}");
     }
 
-    /// The S4-3 table for answers: 2xx is never passed here; 3xx is permanent (redirects are
+    /// The classification table for answers: 2xx is never passed here; 3xx is permanent (redirects are
     /// not followed), 408/429/5xx transient, other 4xx permanent; the status is recorded.
     #[test]
     fn status_failures_follow_the_s4_3_table() {
@@ -291,7 +291,7 @@ mod tests {
         }
     }
 
-    /// The S4-3 table for transport errors: refused, reset, aborted and timed-out connections
+    /// The classification table for transport errors: refused, reset, aborted and timed-out connections
     /// are named; anything else is described by its cause.
     #[test]
     fn io_failures_are_named() {

@@ -23,7 +23,7 @@ pub use crate::transport::parse_retry_after;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookConfig {
     /// The whole request, connection to last byte of the response excerpt. Default 10 s
-    /// (S0-9); at most 5 minutes.
+    ///; at most 5 minutes.
     pub timeout: Duration,
     /// Allow targets on loopback, private and link-local networks (the
     /// `KAIROS_ALLOW_PRIVATE_TARGETS=1` setting). Default `false`.

@@ -43,7 +43,7 @@ fn failure(o: Outcome) -> Failure {
     }
 }
 
-/// S4-3: a refused connection is transient.
+/// a refused connection is transient.
 #[tokio::test]
 async fn refused_connection_is_transient() {
     let url = refused_url("/x").await;
@@ -64,7 +64,7 @@ async fn refused_connection_is_transient() {
     );
 }
 
-/// S4-3: a connection reset by the other side (RST right after accepting) is transient.
+/// a connection reset by the other side (RST right after accepting) is transient.
 #[tokio::test]
 async fn reset_connection_is_transient() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -96,7 +96,7 @@ async fn reset_connection_is_transient() {
     server.abort();
 }
 
-/// S4-7: a server that never answers turns into a transient timeout, not a hang.
+/// a server that never answers turns into a transient timeout, not a hang.
 #[tokio::test]
 async fn hang_is_a_transient_timeout() {
     let rx = TestReceiver::start().await;

@@ -1,4 +1,4 @@
-//! `kairos recipient …` and `kairos subscription …`: the audience of topic mails (seed 003),
+//! `kairos recipient …` and `kairos subscription …`: the audience of topic mails,
 //! on the database directly, with the API's validation (the same facade).
 
 use crate::common::*;

@@ -63,13 +63,13 @@ enum Cmd {
     Openapi,
     /// Measure throughput.
     Bench(bench::BenchArgs),
-    /// The suppression list: list, add, remove, export (seed 003).
+    /// The suppression list: list, add, remove, export.
     #[command(subcommand)]
     Suppression(suppression::SuppressionCmd),
     /// Webhook endpoints: list (disabled state, last failure), enable.
     #[command(subcommand)]
     Endpoint(endpoint::EndpointCmd),
-    /// Maintenance mode: on, off, status (S3-13).
+    /// Maintenance mode: on, off, status.
     #[command(subcommand)]
     Maintenance(maintenance::MaintenanceCmd),
     /// Recipients of topic mails.

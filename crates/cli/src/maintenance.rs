@@ -1,4 +1,4 @@
-//! `kairos maintenance on|off|status` (S3-13): a setting stored in the database, so running
+//! `kairos maintenance on|off|status`: a setting stored in the database, so running
 //! nodes follow it within their poll interval — the engine stops claiming and `/v1/*`
 //! answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` keep working.
 

@@ -1,7 +1,7 @@
 //! `kairos slo`: the SLO report in the terminal — the same checks the monitor runs and
-//! `GET /v1/slo` shows (S3-15, S3-16, S4-10).
+//! `GET /v1/slo` shows.
 //!
-//! A warning is not a failure (S3-17): the exit status is 0 with or without warnings, so a CI
+//! A warning is not a failure: the exit status is 0 with or without warnings, so a CI
 //! job or a cron wrapper does not go red on a breach. It is 2 when the store cannot be
 //! reached (or the configuration is wrong), 1 for other errors.
 

@@ -1,4 +1,4 @@
-//! `kairos suppression list|add|remove|export`: the suppression list (S3-9, S3-12), on the
+//! `kairos suppression list|add|remove|export`: the suppression list, on the
 //! database directly. Addresses are personal data: they go to stdout for the operator who
 //! asked, never to logs.
 

@@ -4,10 +4,6 @@
 
 use crate::common::*;
 use kairos_channels::email::template;
-use kairos_server::config::Config;
-
-/// The configured transport and email settings (built with the node's handlers).
-pub use kairos_server::node::email_setup;
 
 /// `kairos template …`.
 #[derive(Debug, clap::Subcommand)]
@@ -94,9 +90,10 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use kairos_channels::email::EmailMessage;
     use kairos_core::{ErrorClass, Outcome};
+    use kairos_server::config::Config;
+    use kairos_server::node::email_setup;
     use std::time::Duration;
 
     /// `KAIROS_EMAIL_TIMEOUT_SECS` reaches the SMTP transport: a server that accepts the

@@ -1,6 +1,6 @@
 //! The seeds' fan-out through the real `kairos serve`: one firing reaches every channel, each
-//! channel is retried on its own, and a channel that succeeded is never sent again (S0-6,
-//! S0-7); a subscriber gets one mail and one webhook per period (S3-3); bad `channels` bodies
+//! channel is retried on its own, and a channel that succeeded is never sent again (
+//! S0-7); a subscriber gets one mail and one webhook per period; bad `channels` bodies
 //! are 422s naming the field.
 
 mod common;

@@ -1,5 +1,5 @@
 //! `http` jobs through the real `kairos serve` binary: a route answering 503 then 200 is
-//! retried and succeeds; each attempt logs its result as one line of JSON (S4-6) with the
+//! retried and succeeds; each attempt logs its result as one line of JSON with the
 //! route's response in it, and neither the logs nor the API show the bearer token.
 
 mod common;

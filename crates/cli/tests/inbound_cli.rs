@@ -1,7 +1,7 @@
-//! The inbound issue against the real binary (seed 003): `POST /hooks/resend` with
+//! The inbound issue against the real binary: `POST /hooks/resend` with
 //! `KAIROS_RESEND_WEBHOOK_SECRET` feeding `GET /v1/suppressions` (the contract), `kairos
 //! maintenance on|off|status` reaching a running server through the database and
-//! `KAIROS_MAINTENANCE=1` (S3-13), and `kairos suppression add|list|export|remove`.
+//! `KAIROS_MAINTENANCE=1`, and `kairos suppression add|list|export|remove`.
 
 mod common;
 
@@ -109,7 +109,7 @@ async fn resend_webhook_feeds_the_suppression_list_and_maintenance_cli_reaches_t
         "addresses are never logged"
     );
 
-    // Maintenance from another process reaches the running server (S3-13).
+    // Maintenance from another process reaches the running server.
     let (ok, out, err) = run(dir.path(), &["maintenance", "on"]);
     assert!(ok, "{err}");
     assert!(out.contains("maintenance: on"), "{out}");

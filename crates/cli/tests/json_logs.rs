@@ -1,5 +1,5 @@
 //! `kairos serve --log-format json` end to end: every stderr line is a JSON object, each
-//! attempt and each scheduler firing has its own line (S4-6) with ids and timings and no
+//! attempt and each scheduler firing has its own line with ids and timings and no
 //! personal data; `/metrics` of the real binary counts the attempts.
 
 mod common;

@@ -1,5 +1,5 @@
 //! `kairos slo` against the real binary: the JSON report and its exit codes — 0 with
-//! warnings (a warning is not a red build, S3-17), 2 when the store cannot be reached.
+//! warnings (a warning is not a red build), 2 when the store cannot be reached.
 
 mod common;
 

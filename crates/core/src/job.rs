@@ -16,7 +16,7 @@ use std::fmt;
 use std::time::Duration;
 
 /// The state of a job. Stored as a CHECK-constrained string; a value this version does not
-/// know is kept as [`JobState::Unknown`] so that a reader never crashes on it (S3-14).
+/// know is kept as [`JobState::Unknown`] so that a reader never crashes on it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum JobState {
     /// Waiting for `run_at` (or due now).
@@ -29,7 +29,7 @@ pub enum JobState {
     Skipped,
     /// Cancelled by an operator before it finished.
     Cancelled,
-    /// Attempts spent: parked for inspection and replay (S0-5).
+    /// Attempts spent: parked for inspection and replay.
     Dead,
     /// A stored value this version does not know.
     Unknown(String),
@@ -148,7 +148,7 @@ pub struct Job {
     pub kind: JobKind,
     /// Current state.
     pub state: JobState,
-    /// Handler input. Ids and parameters only: no secrets, no personal data (S3-8).
+    /// Handler input. Ids and parameters only: no secrets, no personal data.
     pub payload: serde_json::Value,
     /// The webhook endpoint (`ep_…`) this job posts to, for `webhook` jobs.
     pub endpoint_id: Option<String>,
@@ -208,7 +208,7 @@ impl ErrorClass {
         }
     }
 
-    /// Classify an HTTP status that is not 2xx (S4-3, DESIGN.md "Outcomes and retries").
+    /// Classify an HTTP status that is not 2xx (DESIGN.md "Outcomes and retries").
     pub fn from_http_status(status: u16) -> ErrorClass {
         match status {
             408 | 425 | 429 => ErrorClass::Transient,
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn http_statuses_classify_as_designed() {
-        // The S4-3 table: 503, 429, 408 and every other 5xx wait; 400 and the other 4xx and
+        // The classification table: 503, 429, 408 and every other 5xx wait; 400 and the other 4xx and
         // anything unexpected (3xx, 1xx) do not.
         for s in [408, 425, 429, 500, 501, 502, 503, 504, 507, 599] {
             assert_eq!(

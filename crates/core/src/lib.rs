@@ -10,7 +10,7 @@
 //! - [`schedule`]: cron / one-shot / interval specs in IANA time zones, DST rules, period keys,
 //!   misfire policies.
 //! - [`retry`]: retry policies as data, backoff, `Retry-After`.
-//! - [`budget`]: call timeouts and job-kind deadlines (S4-7).
+//! - [`budget`]: call timeouts and job-kind deadlines.
 //! - [`clock`]: the only place that reads the system time.
 #![deny(missing_docs)]
 

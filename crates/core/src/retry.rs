@@ -4,7 +4,7 @@
 //! delay repeats) unless `n` has reached the class's `max_attempts`, in which case the job is
 //! dead. `Retry-After` from the other side is honoured when it is longer than the policy's
 //! delay, up to a cap. Jitter is added *after* the delay, never before it, so a retry never
-//! arrives earlier than asked and retries of many jobs do not arrive in lockstep (S4-3).
+//! arrives earlier than asked and retries of many jobs do not arrive in lockstep.
 
 use crate::error::Error;
 use crate::job::ErrorClass;
@@ -50,7 +50,7 @@ fn mins(n: u64) -> Duration {
 }
 
 impl RetryPolicy {
-    /// Notifications (webhook, email), as seed 000 counts them: three attempts, a failure
+    /// Notifications (webhook, email), as the source requirements count them: three attempts, a failure
     /// waiting 1 min, then 5 min, and the third failure is final. The seed's 30 min step is
     /// kept as the third delay (its third failure dead-letters first, so it is only reached
     /// by a policy that allows more attempts). A permanent failure (a 400, an invalid or
@@ -70,7 +70,7 @@ impl RetryPolicy {
         }
     }
 
-    /// HTTP calls and digests (S4-3): transient 15 s, 45 s, 135 s (4 attempts); permanent 1 s,
+    /// HTTP calls and digests: transient 15 s, 45 s, 135 s (4 attempts); permanent 1 s,
     /// 2 s (3 attempts).
     pub fn http_call() -> Self {
         RetryPolicy {
@@ -187,7 +187,7 @@ impl RetryPolicy {
     }
 
     /// The worst case of a job under this policy: every attempt runs into `timeout` and every
-    /// wait is taken (S4-7). Transient is the class with the longest path.
+    /// wait is taken. Transient is the class with the longest path.
     pub fn worst_case(&self, timeout: Duration) -> (Duration, String) {
         let mut worst = (Duration::ZERO, String::new());
         for (name, c) in [
@@ -509,7 +509,7 @@ mod tests {
         assert!(serde_json::from_str::<RetrySpec>(r#"{"delay": []}"#).is_err());
     }
 
-    /// S4-3 jitter bounds: whatever the random draw (even out-of-range ones), a retry never
+    /// Jitter bounds: whatever the random draw (even out-of-range ones), a retry never
     /// comes before the delay asked for (policy or `Retry-After`), and at most 10 % (capped at
     /// 30 s) after it.
     #[test]
@@ -542,7 +542,7 @@ mod tests {
         assert!(d <= s(930) && d > s(929), "{d:?}");
     }
 
-    /// S4-3: a 503 or a dropped connection (transient) and a 400 (permanent) walk their own
+    /// a 503 or a dropped connection (transient) and a 400 (permanent) walk their own
     /// ladders; a rate limit that reaches the policy counts as transient.
     #[test]
     fn rate_limited_reaching_the_policy_counts_as_transient() {

@@ -105,7 +105,7 @@ impl ScheduleSpec {
     }
 
     /// The firings in `[from, to]`, oldest first, at most `limit` of them (the SLO monitor's
-    /// expected firings, S4-10). Parses the spec once. Empty for an invalid spec.
+    /// expected firings). Parses the spec once. Empty for an invalid spec.
     pub fn firings_between(
         &self,
         tz: Tz,
@@ -170,6 +170,18 @@ fn parse_cron(expr: &str) -> Result<Cron, Error> {
     // Seconds optional: 5 fields get seconds = 0, 6 fields lead with seconds. Years are
     // disallowed: a 7th field would be a year, which kairos does not offer (and an expression
     // that was meant as 6 fields with a typo would silently change meaning).
+    // croner reads an empty list item (`0 , * * *`) as a field that matches nothing; the
+    // never-fires probe below then walks day by day to year 9999 (a second of CPU per
+    // request). Refuse it here, naming it.
+    if normalized
+        .split_whitespace()
+        .any(|field| field.split(',').any(str::is_empty))
+    {
+        return Err(Error::invalid(
+            "cron",
+            format!("{expr:?} has an empty list item (two commas, or a comma at an end)"),
+        ));
+    }
     let parser = CronParser::builder()
         .seconds(Seconds::Optional)
         .year(Year::Disallowed)

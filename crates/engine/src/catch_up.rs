@@ -1,4 +1,4 @@
-//! Catch-up firings (S4-4): a schedule can name times of day (`"catch_up": ["13:00"]`, in its
+//! Catch-up firings: a schedule can name times of day (`"catch_up": ["13:00"]`, in its
 //! zone) at which the period's job runs again — only if the period's product is missing: its
 //! artifact for a `digest` schedule, a succeeded job for any other kind.
 //!
@@ -10,7 +10,7 @@
 //!   minute, so a catch-up never runs beside the regular job;
 //! - otherwise one new job is created, with its own dedupe key
 //!   `{schedule}:{period}:catchup:{HH:MM}`: each catch-up time runs at most once per period,
-//!   however many nodes or ticks see it. The `digest` kind's skip rule (S4-5) makes even
+//!   however many nodes or ticks see it. The `digest` kind's skip rule makes even
 //!   that job safe if the artifact appears meanwhile.
 //!
 //! A node that was down at the catch-up time handles it when it is back (the latest missed

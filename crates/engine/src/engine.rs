@@ -24,7 +24,7 @@ pub struct EngineConfig {
     pub executor: ExecutorConfig,
     /// The rescuer.
     pub rescuer: RescuerConfig,
-    /// The pruner (retention, S4-8).
+    /// The pruner (retention).
     pub pruner: PrunerConfig,
     /// The SLO monitor.
     pub monitor: MonitorConfig,
@@ -102,7 +102,7 @@ impl Engine {
         self
     }
 
-    /// Pause claiming and firing while `m` is on (maintenance mode, S3-13). Refreshing `m`
+    /// Pause claiming and firing while `m` is on (maintenance mode). Refreshing `m`
     /// from the database is [`Maintenance::watch`](crate::maintenance::Maintenance::watch).
     pub fn with_maintenance(mut self, m: crate::maintenance::Maintenance) -> Self {
         self.scheduler = self.scheduler.with_pause(m.clone());

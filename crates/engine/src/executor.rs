@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 pub struct ExecutorConfig {
     /// This node's name, recorded on claims and attempts.
     pub node: String,
-    /// Jobs running at once (S0-10). Default 100.
+    /// Jobs running at once. Default 100.
     pub concurrency: usize,
     /// Most jobs taken by one claim. Default 500.
     pub max_batch: usize,
@@ -63,7 +63,7 @@ pub struct ExecutorConfig {
     /// Most jobs claimed ahead of the handlers, waiting in the local queue. Default 500; 0
     /// claims only for free handler slots.
     pub prefetch: usize,
-    /// On shutdown, how long running jobs may take to finish. Default 30 s (S0-12).
+    /// On shutdown, how long running jobs may take to finish. Default 30 s.
     pub shutdown_grace: Duration,
 }
 
@@ -161,7 +161,7 @@ pub struct Executor {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     registry: Arc<HandlerRegistry>,
-    /// Maintenance mode: no claims while on (S3-13).
+    /// Maintenance mode: no claims while on.
     pause: crate::maintenance::Maintenance,
 }
 
@@ -191,7 +191,7 @@ impl Executor {
         })
     }
 
-    /// Claim nothing while `pause` is on (maintenance mode, S3-13).
+    /// Claim nothing while `pause` is on (maintenance mode).
     pub fn with_pause(mut self, pause: crate::maintenance::Maintenance) -> Self {
         self.pause = pause;
         self
@@ -321,7 +321,7 @@ impl Executor {
                 }
             }
             if self.pause.is_on() {
-                // Maintenance mode (S3-13): running jobs finish, nothing new is claimed.
+                // Maintenance mode: running jobs finish, nothing new is claimed.
                 drop(permits);
                 match sleep_or_wake(self.cfg.poll_interval, Some(&wake), &cancel).await {
                     Woken::Cancelled => break,

@@ -3,8 +3,8 @@
 //! A firing creates one job per channel of the schedule (a schedule made with a single `kind`
 //! has one channel, named after its kind). Each job's `dedupe_key` is derived from the
 //! schedule, the occurrence's period key and the channel, so a double-fired clock, two nodes
-//! or a manual re-run create each channel's job once (S3-3), and a channel that fails retries
-//! on its own: a sibling that succeeded is never sent again (S0-6, S0-7).
+//! or a manual re-run create each channel's job once, and a channel that fails retries
+//! on its own: a sibling that succeeded is never sent again.
 
 use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};

@@ -1,5 +1,5 @@
 //! Handlers run jobs. A handler returns an [`Outcome`]; it never needs to throw: a panic is
-//! caught by the executor and recorded as a failure (S0-6, S0-11).
+//! caught by the executor and recorded as a failure.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -22,7 +22,7 @@ pub struct JobContext {
 pub trait Handler: Send + Sync + 'static {
     /// Run one attempt of `job`.
     async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome;
-    /// The hard limit of one attempt; past it the attempt is a transient failure (S0-9).
+    /// The hard limit of one attempt; past it the attempt is a transient failure.
     fn timeout(&self) -> Duration {
         Duration::from_secs(10)
     }

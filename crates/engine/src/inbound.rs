@@ -1,4 +1,4 @@
-//! What a provider event means (seed 003, S3-9): pure classification of a webhook payload
+//! What a provider event means: pure classification of a webhook payload
 //! into the action to take — suppress its addresses, record it, or store it as unknown.
 //!
 //! Resend's events (<https://resend.com/docs/webhooks>) are `{"type", "created_at", "data"}`

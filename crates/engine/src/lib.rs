@@ -6,17 +6,17 @@
 //!
 //! - [`scheduler`]: claims due schedules, plans firings per misfire policy, expands each
 //!   firing into jobs with unique dedupe keys and advances `next_fire_at` in one transaction.
-//! - [`catch_up`]: catch-up times of schedules (S4-4), handled by the scheduler: a period
+//! - [`catch_up`]: catch-up times of schedules, handled by the scheduler: a period
 //!   runs again only when its product is missing.
 //! - [`audience`]: audience schedules (kind `email` with a topic): resumable, paged
-//!   expansion of a firing into one job per subscription × channel (S3-3).
+//!   expansion of a firing into one job per subscription × channel.
 //! - [`executor`]: claims due jobs in batches under a lease, runs handlers concurrently under
 //!   a per-kind timeout, catches panics, renews leases, completes outcomes in batches.
 //! - [`rescuer`]: returns jobs whose lease expired (a crashed node) to `available`; runs
 //!   only on the leader ([`Engine::with_leader`]).
 //! - [`service`]: the service shape and its runner.
 //! - [`pruner`]: retention — deletes finished jobs and their attempts older than their
-//!   configured ages (dead letters kept longer), in bounded batches (S4-8); leader-only.
+//!   configured ages (dead letters kept longer), in bounded batches; leader-only.
 //! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
 //!   optional alert webhook; leader-only too.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.

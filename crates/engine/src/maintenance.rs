@@ -1,4 +1,4 @@
-//! Maintenance mode (S3-13): the engine stops claiming (executor and scheduler) and the API
+//! Maintenance mode: the engine stops claiming (executor and scheduler) and the API
 //! answers `/v1/*` with 503, while inbound webhooks, `/unsubscribe` and `/healthz` keep
 //! working and inbound events are stored.
 //!

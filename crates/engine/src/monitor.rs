@@ -1,15 +1,15 @@
-//! The monitor: SLO checks over the store, each a *warning* and never a failure (S3-17).
+//! The monitor: SLO checks over the store, each a *warning* and never a failure.
 //!
 //! - `failure_rate` per job kind (channel) over a window: failed / (succeeded + failed);
-//!   skipped and pending jobs are not in the denominator (S3-15); below a minimum sample a
+//!   skipped and pending jobs are not in the denominator; below a minimum sample a
 //!   kind has "insufficient data", not a warning.
-//! - `stuck_due`: jobs due for longer than a threshold and not claimed (S3-16).
-//! - `lease_expired`: jobs running past their lease by more than a grace (S3-16), on its own
+//! - `stuck_due`: jobs due for longer than a threshold and not claimed.
+//! - `lease_expired`: jobs running past their lease by more than a grace, on its own
 //!   axis.
 //! - `missed_firings`: for each active schedule, the firings its clock expected in the window
-//!   versus those materialized as jobs (S4-10).
+//!   versus those materialized as jobs.
 //! - `missing_artifacts`: for each active digest schedule, the periods without an artifact
-//!   after their last catch-up (S4-10).
+//!   after their last catch-up.
 //! - `dead_runs`: for each schedule, the jobs of its occurrences that ended `dead` in the
 //!   window: a daily job that dies is one warning, not "insufficient data".
 //! - `skip_rate`: for each schedule (or topic of `email` jobs without one), more than half of
@@ -86,7 +86,7 @@ pub struct MonitorConfig {
     pub failure_rate: f64,
     /// Fewest decided jobs (succeeded + failed) in the window for a rate to count. Default 20.
     pub min_sample: u64,
-    /// A job due longer than this and not claimed is stuck. Default 1 h (S3-16).
+    /// A job due longer than this and not claimed is stuck. Default 1 h.
     pub stuck_after: Duration,
     /// A running job this long past its lease end is stuck. Default 60 s.
     pub lease_grace: Duration,
@@ -197,7 +197,7 @@ impl MonitorConfig {
 pub enum CheckStatus {
     /// Within the objective.
     Ok,
-    /// Outside it: a warning (never a failure, S3-17).
+    /// Outside it: a warning (never a failure).
     Warning,
     /// Too few samples to judge.
     InsufficientData,
@@ -277,7 +277,7 @@ pub struct MonitorReport {
 
 /// A check added by another part of kairos or by an embedding application — the hook for
 /// checks that need their own domain (e.g. artifact periods missing after their last
-/// catch-up, S4-10). Its results are alerted and shown like the built-in ones; its check
+/// catch-up). Its results are alerted and shown like the built-in ones; its check
 /// names should be stable (they are metric labels and alert keys).
 #[async_trait]
 pub trait ExtraCheck: Send + Sync + 'static {

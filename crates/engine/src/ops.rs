@@ -29,6 +29,7 @@ pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]
@@ -47,7 +48,8 @@ pub struct WebhookTarget {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ScheduleBody))]
 #[serde(deny_unknown_fields)]
 pub struct NewSchedule {
-    /// Unique name.
+    /// Unique name, 1 to 200 bytes.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: String,
     /// A cron expression (5 fields, 6 with seconds, or `@daily`-style). One of cron/at/every.
     #[serde(default)]
@@ -93,18 +95,18 @@ pub struct NewSchedule {
     #[serde(default)]
     pub paused: Option<bool>,
     /// For kind `email`: the topic whose subscribers each firing mails (an audience
-    /// schedule, seed 003). Use `"period": "iso_week"` for a weekly summary.
+    /// schedule). Use `"period": "iso_week"` for a weekly summary.
     #[serde(default)]
     pub topic: Option<String>,
-    /// The digest to build, for kind `digest` (S4-1): `{"name", "feeds": [url…],
+    /// The digest to build, for kind `digest`: `{"name", "feeds": [url…],
     /// "summarizer"}`. It is the jobs' payload (feed URLs and a summarizer name: no secrets).
     #[serde(default)]
     pub digest: Option<crate::kinds::digest::handler::DigestSpec>,
-    /// Catch-up times of day in the schedule's zone (`["13:00"]`, S4-4): at each, the period
+    /// Catch-up times of day in the schedule's zone (`["13:00"]`): at each, the period
     /// runs again only if its artifact (for other kinds: a succeeded job) is missing.
     #[serde(default)]
     pub catch_up: Option<Vec<String>>,
-    /// What each firing calls, for kind `http` (S4-2): `{"url", "method", "headers", "body",
+    /// What each firing calls, for kind `http`: `{"url", "method", "headers", "body",
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
@@ -134,7 +136,7 @@ pub struct NewJob {
     /// Retry policy.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
-    /// What the job calls, for kind `http` (S4-2): `{"url", "method", "headers", "body",
+    /// What the job calls, for kind `http`: `{"url", "method", "headers", "body",
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
@@ -166,7 +168,7 @@ pub struct Kairos {
     wake: Arc<Notify>,
     kinds: Vec<String>,
     allow_private_targets: bool,
-    /// Maintenance mode of this node (S3-13).
+    /// Maintenance mode of this node.
     maintenance: crate::maintenance::Maintenance,
     /// The `file` email transport's directory, scrubbed by erasure (`ops/erasure.rs`).
     outbox: Option<std::path::PathBuf>,

@@ -1,4 +1,4 @@
-//! The pruner: retention (S4-8). Deletes finished jobs and their attempts once they are
+//! The pruner: retention. Deletes finished jobs and their attempts once they are
 //! older than the configured ages, in bounded batches, so the tables (and the admin lists)
 //! do not grow without end.
 //!
@@ -190,7 +190,7 @@ impl Pruner {
                 }
             }
         }
-        // Artifacts (S4-8): their own age, counted from when they were stored, in the same
+        // Artifacts: their own age, counted from when they were stored, in the same
         // bounded batches.
         if let Some(before) = self.cfg.artifacts.and_then(|a| cut_off(now, a)) {
             for n in 0..self.cfg.max_batches {
@@ -210,7 +210,7 @@ impl Pruner {
                 }
             }
         }
-        // Inbound events (S4-8): raw provider payloads, their own age from receipt.
+        // Inbound events: raw provider payloads, their own age from receipt.
         if let Some(before) = self.cfg.events.and_then(|a| cut_off(now, a)) {
             for n in 0..self.cfg.max_batches {
                 let deleted = self

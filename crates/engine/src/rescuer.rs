@@ -1,5 +1,5 @@
 //! The rescuer: returns jobs whose lease expired — their node crashed or lost contact — to
-//! `available`, or to `dead` when their attempts are spent (S0-12).
+//! `available`, or to `dead` when their attempts are spent.
 //!
 //! A leader-only [`Service`]: the [`Runner`](crate::service::Runner) runs it only while this
 //! node is the [`Leader`](kairos_store::Leader) (always on SQLite; on PostgreSQL the holder of
@@ -11,7 +11,7 @@ use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_store::{JobRescue, Store};
+use kairos_store::{JobRescue, ScheduleRelease, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,6 +69,8 @@ impl RescuerConfig {
 pub struct RescuerReport {
     /// Jobs returned.
     pub rescued: usize,
+    /// Schedule claims released (only when a restarted node takes back its own).
+    pub schedules_released: u64,
 }
 
 /// The rescuer.
@@ -111,7 +113,10 @@ impl Rescuer {
         if !ids.is_empty() {
             tracing::warn!(count = ids.len(), "returned jobs whose lease expired");
         }
-        Ok(RescuerReport { rescued: ids.len() })
+        Ok(RescuerReport {
+            rescued: ids.len(),
+            ..Default::default()
+        })
     }
 
     /// Now, by this service's clock.
@@ -151,7 +156,22 @@ impl Rescuer {
         if rescued > 0 {
             tracing::warn!(count = rescued, node = %node, "took back this node's jobs from its previous process");
         }
-        Ok(RescuerReport { rescued })
+        // The previous process may also have died between claiming a schedule and firing it:
+        // without this its firing would wait for the claim to expire (a minute by default).
+        let schedules_released = self
+            .store
+            .schedule_release(ScheduleRelease {
+                node: node.clone(),
+                now,
+            })
+            .await?;
+        if schedules_released > 0 {
+            tracing::warn!(count = schedules_released, node = %node, "released the schedules this node's previous process had claimed");
+        }
+        Ok(RescuerReport {
+            rescued,
+            schedules_released,
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! The scheduler: claims due schedules (oldest first, bounded batch — S0-1, S0-2), plans their
+//! The scheduler: claims due schedules (oldest first, bounded batch), plans their
 //! firings per misfire policy, expands each firing into jobs and advances `next_fire_at` in
 //! one transaction per schedule. A [`Service`] run by the [`Runner`](crate::service::Runner)
 //! on every node: at the earliest known due time, on a wake-up, or at the poll interval.
@@ -19,7 +19,7 @@ use std::time::Duration;
 pub struct SchedulerConfig {
     /// This node's name.
     pub node: String,
-    /// Most schedules handled per tick (S0-2). Default 100.
+    /// Most schedules handled per tick. Default 100.
     pub batch: usize,
     /// How long a claimed schedule is held against other nodes. Default 60 s.
     pub lock: Duration,
@@ -84,11 +84,11 @@ pub struct SchedulerReport {
     pub misfires_skipped: u64,
     /// Schedules another node had advanced first.
     pub lost_races: usize,
-    /// Schedules that could not be handled (logged; the tick went on — S0-11).
+    /// Schedules that could not be handled (logged; the tick went on).
     pub errors: usize,
     /// Audience expansions have pages left after this tick's budget.
     pub expanding: bool,
-    /// Catch-up times handled (S4-4).
+    /// Catch-up times handled.
     pub catch_ups: usize,
     /// Jobs created by catch-ups (periods whose product was missing).
     pub catch_up_jobs: usize,
@@ -100,7 +100,7 @@ pub struct Scheduler {
     cfg: SchedulerConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    /// Maintenance mode: no firings while on (S3-13).
+    /// Maintenance mode: no firings while on.
     pause: crate::maintenance::Maintenance,
 }
 
@@ -132,7 +132,7 @@ impl Scheduler {
         })
     }
 
-    /// Fire nothing while `pause` is on (maintenance mode, S3-13): due firings wait, and
+    /// Fire nothing while `pause` is on (maintenance mode): due firings wait, and
     /// their misfire policy applies when it ends.
     pub fn with_pause(mut self, pause: crate::maintenance::Maintenance) -> Self {
         self.pause = pause;
@@ -161,7 +161,7 @@ impl Scheduler {
             ..Default::default()
         };
         for s in due {
-            // One schedule's failure is logged and the tick goes on (S0-11); its lock expires
+            // One schedule's failure is logged and the tick goes on; its lock expires
             // and it is tried again.
             if let Err(e) = self.fire(&s, now, &mut report).await {
                 report.errors += 1;

@@ -1,5 +1,5 @@
 //! What the engine tells its operator about each attempt and each scheduler firing: one log
-//! line (a JSON object with `--log-format json`, S4-6) and the process's metrics.
+//! line (a JSON object with `--log-format json`) and the process's metrics.
 //!
 //! Metrics go through the [`metrics`] facade: without an installed recorder (a library user,
 //! a test) they cost a no-op call; `kairos serve` installs the Prometheus recorder that
@@ -65,7 +65,7 @@ pub fn attempt_done(job: &Job, c: &JobComplete) {
         .record(duration);
     let state = next_state(&c.transition);
     let (duration_ms, lateness_ms) = ((duration * 1e3) as i64, (lateness * 1e3) as i64);
-    if a.outcome == crate::executor::AttemptOutcome::Failed.as_str() {
+    if a.outcome == "failed" {
         tracing::warn!(target: "kairos::attempt", job_id = %job.id, kind = %job.kind,
             schedule_id = job.schedule_id.as_deref(), attempt = job.attempt,
             outcome = %a.outcome, class = %class, status = a.status_code, state,

@@ -1,4 +1,4 @@
-//! Artifact and inbound-event retention on the manual clock (S4-8): the pruner deletes
+//! Artifact and inbound-event retention on the manual clock: the pruner deletes
 //! artifacts stored (and events received) longer ago than their age, in bounded batches, and
 //! keeps newer ones; `None` keeps them all.
 

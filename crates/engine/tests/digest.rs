@@ -1,5 +1,5 @@
 //! The `digest` kind and catch-up firings on a manual clock, against local HTTP servers
-//! (S4-1, S4-3, S4-4, S4-5, S4-9).
+//!.
 
 mod digest_kit;
 
@@ -56,7 +56,7 @@ async fn artifact(w: &World, period: &str) -> Option<kairos_store::Artifact> {
 }
 
 /// RSS and Atom are read, items de-duplicated across feeds and ordered newest first; a
-/// failing feed is recorded in the artifact and does not lose the others (S4-1).
+/// failing feed is recorded in the artifact and does not lose the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_failing_feed_is_recorded_and_the_others_are_kept() {
     let rss_feed = TestReceiver::start().await;
@@ -145,7 +145,7 @@ async fn one_failing_feed_is_recorded_and_the_others_are_kept() {
     assert_eq!(response["failed_feeds"][0]["status_code"], 500);
 }
 
-/// S4-5: when the period's artifact exists, a run fetches nothing, calls no model, writes
+/// when the period's artifact exists, a run fetches nothing, calls no model, writes
 /// nothing, and answers `{"skipped": true}`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn existing_artifact_skips_without_fetch_model_or_write_s4_5() {
@@ -200,7 +200,7 @@ async fn existing_artifact_skips_without_fetch_model_or_write_s4_5() {
 }
 
 /// The openai summarizer speaks chat completions with a bearer key from the configuration;
-/// a 400 is permanent: 1 s, 2 s, then dead after 3 attempts (S4-3).
+/// a 400 is permanent: 1 s, 2 s, then dead after 3 attempts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openai_summarizer_and_permanent_errors_stop_after_three_attempts() {
     let feed = TestReceiver::start().await;
@@ -281,7 +281,7 @@ fn digest_schedule(feeds: Vec<String>, catch_up: &[&str]) -> NewSchedule {
     .unwrap()
 }
 
-/// S4-4: at 13:00 the period runs again only if its artifact is missing: with the morning
+/// at 13:00 the period runs again only if its artifact is missing: with the morning
 /// run dead (feed down), the catch-up creates one job with its own dedupe key and builds
 /// the day; on a day whose artifact exists, the catch-up creates nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -557,7 +557,7 @@ async fn digest_definitions_and_catch_up_times_are_validated_by_field() {
 }
 
 /// Two nodes' schedulers handling the same due catch-up at once create one job: the catch-up
-/// advances once (optimistic check) and the job's dedupe key is unique (S4-4, S3-3).
+/// advances once (optimistic check) and the job's dedupe key is unique.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_schedulers_create_one_catch_up_job() {
     use kairos_engine::scheduler::{Scheduler, SchedulerConfig};

@@ -11,7 +11,7 @@
 //!   `dead`, the 13:00 catch-up builds the day.
 //!
 //! Every day ends with its artifact; the runs that could not succeed are `dead` with their
-//! reason and no failed call is logged as a success (S4-1 … S4-5, S4-7, S4-9). The report of
+//! reason and no failed call is logged as a success. The report of
 //! each day's runs is printed (`cargo test --test digest_scenario -- --nocapture`).
 
 mod digest_kit;
@@ -77,7 +77,7 @@ async fn twenty_seed_days_all_end_with_their_digest_s4_1_to_s4_5() {
     let feed_b = TestReceiver::start().await;
     let gemini = TestReceiver::start().await;
     let hooks = TestReceiver::start().await;
-    // A 300 ms model timeout stands in for the 2 minutes of production (S4-7).
+    // A 300 ms model timeout stands in for the 2 minutes of production.
     let cfg = digest_config(
         &gemini.url(""),
         "http://127.0.0.1:9",
@@ -151,7 +151,7 @@ async fn twenty_seed_days_all_end_with_their_digest_s4_1_to_s4_5() {
         println!("{}", r.text);
     }
 
-    // Every one of the 20 days ends with its artifact (S4-1, S4-4).
+    // Every one of the 20 days ends with its artifact.
     for day in 1..=20u32 {
         let period = format!("2026-10-{day:02}");
         let a = w
@@ -180,7 +180,7 @@ async fn twenty_seed_days_all_end_with_their_digest_s4_1_to_s4_5() {
             r.text
         );
         // Exactly one attempt per day succeeded: the one that built the artifact. No failed
-        // call was logged as a success (S4-2).
+        // call was logged as a success.
         assert_eq!(r.succeeded_attempts, 1, "day {day}\n{}", r.text);
         let expected_attempts = match day {
             4 | 6 | 8 => 3,
@@ -263,11 +263,11 @@ async fn twenty_seed_days_all_end_with_their_digest_s4_1_to_s4_5() {
     assert!((60.0..=66.0).contains(&w20[0]), "Retry-After 60: {w20:?}");
     assert!((45.0..=49.5).contains(&w20[1]), "{w20:?}");
     assert!((135.0..=148.5).contains(&w20[2]), "{w20:?}");
-    // The hang became a retryable failure (S4-7).
+    // The hang became a retryable failure.
     let hang = &by_day[&10].first_error;
     assert!(hang.contains("timed out"), "{hang}");
 
-    // digest.created: one webhook per day, delivered (S4-9).
+    // digest.created: one webhook per day, delivered.
     assert!(hooks.wait_for(20, std::time::Duration::from_secs(5)).await);
     let mut periods: Vec<String> = hooks
         .received()

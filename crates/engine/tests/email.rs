@@ -1,6 +1,6 @@
-//! Weekly-summary email end to end on a manual clock (seed 003): audience schedules expanded
-//! into one job per subscriber (S3-3), sent through the file transport, entitlement at send
-//! time (S3-7), unsubscribe headers (S3-18), A/B exposures (S3-19).
+//! Weekly-summary email end to end on a manual clock: audience schedules expanded
+//! into one job per subscriber, sent through the file transport, entitlement at send
+//! time, unsubscribe headers, A/B exposures.
 
 mod common;
 
@@ -221,7 +221,7 @@ async fn weekly_tokyo_schedule_fired_twice_sends_exactly_one_mail_per_subscriber
         .unwrap();
     assert_eq!(header(m, "Subject"), Some("Your week 2026-W49, User 7"));
     assert!(m.contains("Hello User 7 about team0"));
-    // Without the unsubscribe secret the mail links to the settings page (S3-18).
+    // Without the unsubscribe secret the mail links to the settings page.
     assert_eq!(
         header(m, "List-Unsubscribe"),
         Some("<https://app.test/settings>")
@@ -427,7 +427,7 @@ async fn variant_exposures_equal_successful_sends_and_travel_as_tags() {
         let tags = header(m, "X-Kairos-Tags").unwrap();
         let variant = if subject.starts_with("A:") { "a" } else { "b" };
         assert_eq!(tags, format!("topic=weekly, variant={variant}"));
-        // One-click unsubscribe with a token that verifies to this recipient (S3-18).
+        // One-click unsubscribe with a token that verifies to this recipient.
         let lu = header(m, "List-Unsubscribe").unwrap();
         let token = lu
             .strip_prefix("<https://kairos.test/unsubscribe?token=")
@@ -830,7 +830,7 @@ async fn smtp_550_hard_bounce_suppresses_the_address_and_later_mails_are_skipped
     let _ = s;
 }
 
-/// S4-9: a digest schedule with a `topic` fans its new artifact out to the topic's
+/// a digest schedule with a `topic` fans its new artifact out to the topic's
 /// subscribers: one mail each, rendered with the artifact, through the same paged, deduplicated
 /// audience expansion as any audience schedule; a disabled subscription's job is skipped; a
 /// second run of the period (which finds the artifact) mails nobody again.

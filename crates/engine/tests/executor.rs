@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// S0-2 / S0-10: a backlog of 250 due jobs with executor concurrency 100 drains oldest
+/// a backlog of 250 due jobs with executor concurrency 100 drains oldest
 /// `run_at` first over three `run_once` calls (100, 100, 50), and the handler sees them in
 /// exactly that order.
 #[tokio::test]
@@ -52,7 +52,7 @@ async fn backlog_of_250_drains_100_100_50_oldest_first() {
     assert_eq!(h.count_in_state(JobState::Succeeded).await, 250);
 }
 
-/// S0-3: a dead job is never claimed again — not by the executor, not by the rescuer —
+/// a dead job is never claimed again — not by the executor, not by the rescuer —
 /// until an operator replays it.
 #[tokio::test]
 async fn dead_jobs_are_not_claimed_again() {
@@ -76,7 +76,7 @@ async fn dead_jobs_are_not_claimed_again() {
     assert_eq!(h.store.job_next_run_at().await.unwrap(), None);
 }
 
-/// S0-6 / S0-11: a panicking handler is recorded as a failure whose error says it panicked,
+/// a panicking handler is recorded as a failure whose error says it panicked,
 /// and the other jobs of the same batch succeed.
 #[tokio::test]
 async fn panicking_handler_is_a_failure_and_the_batch_goes_on() {
@@ -122,7 +122,7 @@ async fn panicking_handler_is_a_failure_and_the_batch_goes_on() {
     );
 }
 
-/// S0-9: a handler that runs past its `timeout()` is a transient failure whose error says
+/// a handler that runs past its `timeout()` is a transient failure whose error says
 /// it timed out, and it does not hold the batch longer than the timeout.
 #[tokio::test]
 async fn handler_past_its_timeout_is_a_transient_failure_and_does_not_block_the_batch() {
@@ -187,7 +187,7 @@ async fn job_never_starts_before_its_run_at_to_the_millisecond() {
     assert_eq!(handler.calls(), vec![job.id.clone()]);
 }
 
-/// S0-12: a job claimed by a worker that then crashed (claimed, never completed) stays
+/// a job claimed by a worker that then crashed (claimed, never completed) stays
 /// invisible while its lease runs, is returned by the rescuer once the lease has expired,
 /// and then runs.
 #[tokio::test]
@@ -238,7 +238,7 @@ async fn crashed_claim_is_rescued_after_its_lease_and_then_runs() {
     assert_eq!(outcomes, vec!["lost", "succeeded"]);
 }
 
-/// S0-12: shutdown drains. `Engine::run` on the system clock; jobs whose handler takes
+/// shutdown drains. `Engine::run` on the system clock; jobs whose handler takes
 /// 300 ms are running when the token is cancelled; `run` returns only after they finished,
 /// and their outcomes are recorded (`succeeded`), none left `running`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -322,7 +322,7 @@ async fn engine_run_cancelled_mid_flight_drains_and_records_running_jobs() {
     assert_eq!(handler.calls().len(), 5, "nothing ran twice");
 }
 
-/// S0-12: the shutdown grace is a bound. A handler that would run far longer than
+/// the shutdown grace is a bound. A handler that would run far longer than
 /// `shutdown_grace` does not hold `Engine::run` past it; its job is left to its lease (still
 /// `running`, no outcome recorded), and the rescuer returns it once the lease has expired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,6 +1,6 @@
 //! `http` jobs end to end on the manual clock against a real local HTTP server (the
-//! `TestReceiver` on 127.0.0.1:0): non-2xx is never a success (S4-2), retries by error class
-//! (S4-3), `Retry-After`, hard timeouts and the budget (S4-7), secrets kept out of payloads.
+//! `TestReceiver` on 127.0.0.1:0): non-2xx is never a success, retries by error class
+//!, `Retry-After`, hard timeouts and the budget, secrets kept out of payloads.
 
 mod common;
 
@@ -56,7 +56,7 @@ fn assert_wait(run_at: DateTime<Utc>, from: DateTime<Utc>, base_s: i64) {
     );
 }
 
-/// S4-2 / S4-3: 503, 503, then 200 — the job succeeds on attempt 3 after waits of 15 s and
+/// 503, 503, then 200 — the job succeeds on attempt 3 after waits of 15 s and
 /// 45 s (the transient ladder), and every attempt records its status code and response.
 #[tokio::test]
 async fn http_503_503_then_200_succeeds_with_3_attempts_and_statuses_recorded() {
@@ -114,7 +114,7 @@ async fn http_503_503_then_200_succeeds_with_3_attempts_and_statuses_recorded() 
     }
 }
 
-/// S4-3: a 400 cannot be fixed by waiting — 3 attempts, 1 s then 2 s apart, then dead; no
+/// a 400 cannot be fixed by waiting — 3 attempts, 1 s then 2 s apart, then dead; no
 /// fourth request.
 #[tokio::test]
 async fn http_400_is_permanent_three_attempts_then_dead() {
@@ -142,7 +142,7 @@ async fn http_400_is_permanent_three_attempts_then_dead() {
         && a.response.as_deref() == Some(r#"{"error":"bad date"}"#)));
 }
 
-/// S4-7: a target that hangs past the job's timeout is a transient failure (retried), not a
+/// a target that hangs past the job's timeout is a transient failure (retried), not a
 /// hung worker; the next attempt succeeds.
 #[tokio::test]
 async fn http_hang_past_the_timeout_is_a_transient_failure() {
@@ -172,7 +172,7 @@ async fn http_hang_past_the_timeout_is_a_transient_failure() {
     assert_eq!(h.exec(j.run_at).await.succeeded, 1);
 }
 
-/// S4-2: no answer outside 2xx is ever a success — a redirect, a 404, a 410 and a 500 all
+/// no answer outside 2xx is ever a success — a redirect, a 404, a 410 and a 500 all
 /// end dead (one attempt allowed), each with its status recorded.
 #[tokio::test]
 async fn http_non_2xx_is_never_a_success() {
@@ -205,7 +205,7 @@ async fn http_non_2xx_is_never_a_success() {
     assert_eq!(h.attempts(&job.id).await[0].status_code, Some(204));
 }
 
-/// S4-3: `Retry-After` is honoured, in seconds and as an HTTP date read against the injected
+/// `Retry-After` is honoured, in seconds and as an HTTP date read against the injected
 /// clock; jitter comes after it, never before.
 #[tokio::test]
 async fn http_retry_after_seconds_and_date_are_honoured() {
@@ -285,7 +285,7 @@ async fn http_bearer_and_signature_are_sent_but_kept_out_of_payloads() {
     );
 }
 
-/// S4-7: a policy whose worst case exceeds the deadline is refused when saved, naming
+/// a policy whose worst case exceeds the deadline is refused when saved, naming
 /// `retry` with the arithmetic; nothing is stored. Within the deadline it is accepted.
 #[tokio::test]
 async fn http_budget_over_the_deadline_is_rejected_with_the_arithmetic() {

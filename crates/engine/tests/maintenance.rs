@@ -1,4 +1,4 @@
-//! Maintenance mode in the engine (S3-13): while on, the executor and the scheduler claim
+//! Maintenance mode in the engine: while on, the executor and the scheduler claim
 //! nothing — in `run_once` and in the running loops — and when it ends the waiting work runs.
 
 mod common;

@@ -1,6 +1,6 @@
 //! The SLO monitor on a real SQLite file and a manual clock: the failure rate without skipped
-//! jobs (S3-15), stuck work on its two axes (S3-16), missed firings (S4-10), and an alert
-//! webhook that hears a warning once and a recovery once (S3-17).
+//! jobs, stuck work on its two axes, missed firings, and an alert
+//! webhook that hears a warning once and a recovery once.
 
 mod common;
 
@@ -38,7 +38,7 @@ fn scripted() -> Arc<TestHandler> {
     })
 }
 
-/// S3-15: failed / (succeeded + failed). Six skipped jobs and a pending one are not in the
+/// failed / (succeeded + failed). Six skipped jobs and a pending one are not in the
 /// denominator: 2 of 4 decided jobs failed is 50 %, a warning above 30 % — counting the
 /// skipped ones would make it 2 of 10, 20 %, and no warning.
 #[tokio::test]
@@ -96,7 +96,7 @@ async fn failure_rate_excludes_skipped_and_pending_jobs() {
     assert_eq!(rate.status, CheckStatus::InsufficientData);
 }
 
-/// S3-16: a job due and not claimed is stuck after the threshold, not before.
+/// a job due and not claimed is stuck after the threshold, not before.
 #[tokio::test]
 async fn stuck_job_is_detected_after_the_threshold_and_not_before() {
     let t0 = t("2026-11-29T09:00:00Z");
@@ -164,7 +164,7 @@ async fn job_running_past_its_lease_warns_on_its_own_axis() {
     assert_eq!(find(&past, names::STUCK_DUE, None).status, CheckStatus::Ok);
 }
 
-/// S4-10: an hourly schedule whose scheduler did not run for a day (and whose misfire policy
+/// an hourly schedule whose scheduler did not run for a day (and whose misfire policy
 /// drops missed firings) reports the firings it missed; before the gap it reported none.
 #[tokio::test]
 async fn schedule_whose_scheduler_paused_for_a_day_reports_missed_firings() {
@@ -218,7 +218,7 @@ fn unix(t: DateTime<Utc>) -> i64 {
     t.timestamp()
 }
 
-/// S3-17: a warning reaches the alert webhook once, however many runs see it — also across a
+/// a warning reaches the alert webhook once, however many runs see it — also across a
 /// restart (a new monitor over the same store) — and its recovery once, signed like every
 /// kairos webhook.
 #[tokio::test]
@@ -354,7 +354,7 @@ async fn webhook_configured_later_does_not_replay_old_warnings() {
     assert_eq!(body(&rx.received()[0])["type"], "slo.recovered");
 }
 
-/// S4-10: a digest period whose artifact is still missing after its last catch-up (13:00),
+/// a digest period whose artifact is still missing after its last catch-up (13:00),
 /// the digest's 15-minute deadline and the grace, warns — not before that — and the warning
 /// clears once the period's artifact exists.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The pruner on the manual clock (S4-8): finished jobs and their attempts go once older than
+//! The pruner on the manual clock: finished jobs and their attempts go once older than
 //! their class's age, dead letters are kept longer, unfinished and replayed jobs stay, and a
 //! backlog is worked off in bounded batches.
 
@@ -26,7 +26,7 @@ fn script() -> Arc<TestHandler> {
     })
 }
 
-/// S4-8: with the defaults (7 days, dead 30 days) a run deletes succeeded jobs (and their
+/// with the defaults (7 days, dead 30 days) a run deletes succeeded jobs (and their
 /// attempts) finished more than 7 days ago, keeps newer ones and dead jobs until 30 days, and
 /// never touches jobs still waiting.
 #[tokio::test]

@@ -16,7 +16,7 @@ fn max_jitter(delay: Duration) -> Duration {
     std::cmp::min(delay / 10, secs(30))
 }
 
-/// S0-4: the default notification policy against a handler that always fails transiently:
+/// the default notification policy against a handler that always fails transiently:
 /// attempts at t, t+1m, t+6m, as seed 000 counts them (each delay counted from the previous
 /// attempt, plus at most 10 % jitter, never less), nothing runs a millisecond before each, and
 /// after the 3rd failure the job is `dead` with 3 failed attempts recorded.
@@ -100,7 +100,7 @@ async fn permanent_notification_failure_is_dead_after_one_attempt() {
     assert_eq!(handler.calls_for(&job.id), 1);
 }
 
-/// S0-5: a one-shot job that went dead is parked (stays dead, never claimed), can be
+/// a one-shot job that went dead is parked (stays dead, never claimed), can be
 /// replayed with `Kairos::job_retry`, and then succeeds; a succeeded job cannot be replayed.
 #[tokio::test]
 async fn dead_one_shot_job_is_parked_then_replayed_and_succeeds() {
@@ -152,7 +152,7 @@ async fn dead_one_shot_job_is_parked_then_replayed_and_succeeds() {
     assert_eq!(handler.calls_for(&job.id), 2);
 }
 
-/// S0-5: a recurring schedule whose occurrence went dead keeps firing at its next regular
+/// a recurring schedule whose occurrence went dead keeps firing at its next regular
 /// time: the next period's job is created and runs.
 #[tokio::test]
 async fn recurring_schedule_keeps_firing_after_an_occurrence_went_dead() {

@@ -50,7 +50,7 @@ async fn drive(
     out
 }
 
-/// S0-1: a schedule is due when `next_fire_at <= now` — not a millisecond earlier — and its
+/// a schedule is due when `next_fire_at <= now` — not a millisecond earlier — and its
 /// `next_fire_at` advances to the next firing when it fires.
 #[tokio::test]
 async fn schedule_fires_at_next_fire_at_not_one_ms_before_and_advances() {
@@ -84,7 +84,7 @@ async fn schedule_fires_at_next_fire_at_not_one_ms_before_and_advances() {
     assert_eq!(h.jobs().await.len(), 1);
 }
 
-/// S0-2: due schedules are taken in bounded batches (scheduler batch 100), oldest
+/// due schedules are taken in bounded batches (scheduler batch 100), oldest
 /// `next_fire_at` first: 150 due schedules → 100 on the first tick, 50 on the second.
 #[tokio::test]
 async fn schedule_backlog_of_150_drains_100_then_50_oldest_first() {
@@ -121,7 +121,7 @@ async fn schedule_backlog_of_150_drains_100_then_50_oldest_first() {
     assert_eq!(h.jobs().await.len(), 150);
 }
 
-/// S0-8: a one-shot `at` schedule fires once, becomes `finished`; its job succeeds and is
+/// a one-shot `at` schedule fires once, becomes `finished`; its job succeeds and is
 /// never run again.
 #[tokio::test]
 async fn one_shot_at_schedule_fires_once_finishes_and_never_runs_again() {
@@ -223,7 +223,7 @@ async fn dst_fall_back_daily_0130_new_york_fires_once_at_0530z() {
     assert_eq!(s.next_fire_at, Some(t("2026-11-02T06:30:00Z")));
 }
 
-/// S0-1 / S3-3: the period key is the day in the schedule's zone: an Asia/Tokyo `0 6 * * *`
+/// the period key is the day in the schedule's zone: an Asia/Tokyo `0 6 * * *`
 /// with `period: day` fires at 21:00Z the day before and keys its job `2026-11-30`.
 #[tokio::test]
 async fn tokyo_daily_0600_with_day_period_keys_jobs_by_tokyo_date() {
@@ -343,7 +343,7 @@ async fn two_schedulers_ticking_concurrently_create_each_job_once() {
     }
 }
 
-/// S3-3: a manual re-run (`schedule_fire_now`) is idempotent per period: twice → created 1
+/// a manual re-run (`schedule_fire_now`) is idempotent per period: twice → created 1
 /// then 0; and after the regular firing, a re-run of that period creates nothing.
 #[tokio::test]
 async fn fire_now_twice_creates_the_period_job_once() {
@@ -368,7 +368,7 @@ async fn fire_now_twice_creates_the_period_job_once() {
     assert_eq!(h.jobs().await.len(), 2);
 }
 
-/// S3-3 / S0-8: firing a one-shot early uses its one occurrence's key, runs now, and the
+/// firing a one-shot early uses its one occurrence's key, runs now, and the
 /// regular firing at its time creates nothing more (it would otherwise be sent twice).
 #[tokio::test]
 async fn fire_now_of_a_one_shot_before_its_time_is_not_sent_again_at_its_time() {
@@ -461,7 +461,7 @@ async fn misfire_all_after_three_days_down_creates_one_job_per_missed_day() {
     assert_eq!(h.sched(t("2026-06-04T09:00:00Z")).await.jobs_created, 1);
 }
 
-/// S0-10: a schedule that is due but locked by another node (which claimed it and went
+/// a schedule that is due but locked by another node (which claimed it and went
 /// quiet) does not make `Engine::run`'s scheduler spin on the database: it waits for its
 /// poll interval (1 s) instead of re-querying every millisecond until the lock expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

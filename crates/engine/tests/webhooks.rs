@@ -1,6 +1,6 @@
 //! Webhooks end to end on the manual clock: the engine's `webhook` handler posting to the
 //! real `TestReceiver`, retries, `Retry-After`, 410 Gone, signatures, and per-channel
-//! independence (S0-7).
+//! independence.
 
 mod common;
 
@@ -193,7 +193,7 @@ async fn one_occurrence_two_channels(h: &Harness, url: &str) -> (Job, Job, DateT
     (webhook_job, email.job, fire_at)
 }
 
-/// S0-7: per-channel independence. One occurrence, two channels: the webhook succeeds, the
+/// per-channel independence. One occurrence, two channels: the webhook succeeds, the
 /// email channel fails and retries on its own — the webhook is never sent again, and the
 /// failed channel is not dropped (it succeeds on retry).
 #[tokio::test]
@@ -239,7 +239,7 @@ async fn succeeded_webhook_is_not_resent_when_the_sibling_channel_retries() {
     );
 }
 
-/// S0-7: per-channel independence, the other way round: the webhook fails (503) and
+/// per-channel independence, the other way round: the webhook fails (503) and
 /// retries alone; the email channel that succeeded is never run again.
 #[tokio::test]
 async fn succeeded_custom_channel_is_not_rerun_when_the_webhook_retries() {

@@ -50,7 +50,7 @@ pub struct AppState {
     pub token: Arc<ApiToken>,
     /// The SLO monitor's settings (`GET /v1/slo` evaluates with them).
     pub monitor: Arc<kairos_engine::monitor::MonitorConfig>,
-    /// The secrets of `/hooks/*` and `/unsubscribe` (seed 003).
+    /// The secrets of `/hooks/*` and `/unsubscribe`.
     pub inbound: Arc<routes::hooks::InboundConfig>,
     /// Whether the admin session cookie is `Secure` (`KAIROS_PUBLIC_URL` is https).
     pub secure_cookies: bool,
@@ -107,7 +107,7 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             auth::require_token,
         ))
-        // Outermost: in maintenance mode every /v1 request is 503 (S3-13).
+        // Outermost: in maintenance mode every /v1 request is 503.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             maintenance::guard,

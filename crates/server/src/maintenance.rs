@@ -1,4 +1,4 @@
-//! Maintenance mode in the API (S3-13): every `/v1/*` request is answered 503 with
+//! Maintenance mode in the API: every `/v1/*` request is answered 503 with
 //! `Retry-After` (problem+json) while the node's flag is on. `/hooks/*`, `/unsubscribe`,
 //! `/healthz` are not behind this layer: provider events keep being stored.
 

@@ -54,7 +54,7 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
         endpoints::EndpointView, endpoints::EndpointPage,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses),
     tags(
         (name = "health", description = "Liveness and readiness (no token)"),
         (name = "schedules", description = "Clocks that create jobs"),
@@ -78,6 +78,96 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
+    }
+}
+
+/// The answers every operation of a kind can give, added where the route's own annotation does
+/// not list them (a route's own description wins):
+/// - 401 on every operation that needs the bearer token (every `/v1` route);
+/// - 400 where a JSON body or a query string is read (malformed JSON, an unknown field, a value
+///   of the wrong type);
+/// - 413 where a body is read (over the body limit);
+/// - 422 where a body or a query string is validated (the problem's `field` names the field).
+struct CommonResponses;
+
+impl CommonResponses {
+    fn problem(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/problem+json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .build()
+            .into()
+    }
+
+    fn complete(path: &str, op: &mut utoipa::openapi::path::Operation) {
+        use utoipa::openapi::path::ParameterIn;
+        let authenticated = op.security.as_ref().is_some_and(|s| !s.is_empty());
+        let body = op.request_body.is_some();
+        let query = op
+            .parameters
+            .iter()
+            .flatten()
+            .any(|p| p.parameter_in == ParameterIn::Query);
+        // `/hooks/*` take the raw bytes (the signature covers them) and `/unsubscribe` a form:
+        // only `/v1` bodies are parsed as JSON.
+        let v1 = path.starts_with("/v1/");
+        let json_body = body && v1;
+        let mut add = |status: &str, description: &str| {
+            op.responses
+                .responses
+                .entry(status.to_string())
+                .or_insert_with(|| Self::problem(description));
+        };
+        if authenticated {
+            add(
+                "401",
+                "No valid `Authorization: Bearer <token>` header; nothing changed",
+            );
+        }
+        if json_body || query {
+            add(
+                "400",
+                "The body or the query string could not be read: malformed JSON, an unknown \
+                 field or a value of the wrong type",
+            );
+        }
+        if body {
+            add(
+                "413",
+                "The body is larger than the limit (1 MiB; 16 MiB for `POST /v1/recipients/bulk`)",
+            );
+        }
+        if json_body || (query && v1) {
+            add(
+                "422",
+                "A field is not valid: `field` names it and `detail` says why",
+            );
+        }
+    }
+}
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            for op in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                Self::complete(path, op);
+            }
+        }
     }
 }
 

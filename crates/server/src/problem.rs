@@ -242,8 +242,16 @@ fn body_problem(rejection: axum::extract::rejection::BytesRejection) -> Problem 
     }
 }
 
-/// Parse `bytes` as JSON into `T`, or a 400 problem with serde's message.
+/// Parse `bytes` as JSON into `T`, or a 400 problem with serde's message. Every body of the
+/// API is a JSON object: an array is refused too (serde would read it as the struct's fields
+/// in order, which the API does not document).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Problem> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err(Problem::bad_request(
+            "invalid JSON body: the body must be a JSON object",
+        ));
+    }
     serde_json::from_slice(bytes)
         .map_err(|e| Problem::bad_request(format!("invalid JSON body: {e}")))
 }

@@ -132,7 +132,7 @@ pub struct ScheduleView {
     /// The next firings (up to 5), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upcoming: Option<Vec<String>>,
-    /// Catch-up times of day (`HH:MM` in the zone, S4-4), on single-schedule responses.
+    /// Catch-up times of day (`HH:MM` in the zone), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<Vec<String>>,
     /// Created.
@@ -420,6 +420,12 @@ pub struct ReplayView {
     pub job_ids: Vec<String>,
     /// Jobs that could not be replayed.
     pub failed: Vec<ReplayFailure>,
+    /// With `"all": true`: whether dead jobs remain that this request did not reach (it
+    /// replays at most `limit`); send the same request again to go on. Always false with `ids`.
+    pub more: bool,
+    /// With `"all": true`: the most dead jobs one request replays (absent with `ids`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
 }
 
 /// `{"status": "ok"}`.

@@ -1,4 +1,4 @@
-//! The admin UI over HTTP (S3-14): the real app on a real SQLite file, served on 127.0.0.1:0,
+//! The admin UI over HTTP: the real app on a real SQLite file, served on 127.0.0.1:0,
 //! jobs run by the real executor on a manual clock. What an outsider can reach without a
 //! session, what a forged form can change (nothing), and what an operator sees and does.
 
@@ -412,7 +412,7 @@ async fn admin_shows_slo_panel_and_a_banner_while_a_warning_is_active() {
     let mut ui = Ui::start().await;
     ui.login().await;
     // A job due now that nobody claims: after the stuck threshold (1 h by default) the
-    // `stuck_due` check warns (S3-16).
+    // `stuck_due` check warns.
     ui.kairos
         .job_enqueue(kairos_engine::ops::NewJob {
             webhook: Some(kairos_engine::ops::WebhookTarget {

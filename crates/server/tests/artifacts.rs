@@ -1,7 +1,7 @@
 //! The daily-digest contract over HTTP: `POST /v1/schedules` with `kind: "digest"` and
 //! `catch_up`, field-named validation errors, and `GET /v1/artifacts[/{name}/{period}]` as
 //! JSON and HTML — the real app on a real SQLite file, a real feed server on 127.0.0.1:0, the
-//! real executor on a manual clock (S4-1, S4-4, S4-5).
+//! real executor on a manual clock.
 
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
@@ -115,7 +115,7 @@ async fn digest_schedule_contract_and_field_errors() {
         assert_eq!(ct, "application/problem+json");
         assert_eq!(v["field"], field, "{v}");
     }
-    // S4-7: a policy whose worst case exceeds the digest's 15 minutes is refused, with the
+    // a policy whose worst case exceeds the digest's 15 minutes is refused, with the
     // arithmetic.
     let mut b = body.clone();
     b["name"] = json!("too-patient");

@@ -367,7 +367,7 @@ async fn weekly_email_schedule_fires_once_per_subscriber_and_occurrences_show_it
             .count(),
         19
     );
-    // No job carries an address (S3-8).
+    // No job carries an address.
     let (_, jobs) = api
         .call(Method::GET, "/v1/jobs?kind=email&limit=100", None)
         .await;

@@ -1,6 +1,6 @@
 //! A schedule's channels through the API on a manual clock: a channel that dies makes the
 //! occurrence `partial` with `failed_channels`, and replaying it never re-sends the channel
-//! that succeeded (S0-7).
+//! that succeeded.
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! (and the monitor and alert webhook accept it) with each value arriving as written, the
 //! values shown as defaults being the real defaults; as shipped, all commented, it loads to
 //! the defaults.
+#![allow(clippy::result_large_err)] // figment's Jail closures return figment::Error
 
 use figment::Figment;
 use figment::Jail;
@@ -108,13 +109,16 @@ fn the_example_with_every_setting_uncommented_loads_and_each_value_arrives() {
         }
         // What `kairos serve` builds from the same settings accepts them too.
         kairos_server::monitoring::monitor_config(&cfg).map_err(|e| e.to_string())?;
-        let sink = kairos_server::monitoring::alert_sink(
-            &cfg,
-            kairos_channels::WebhookConfig::default(),
-        )
-        .map_err(|e| e.to_string())?;
+        let sink =
+            kairos_server::monitoring::alert_sink(&cfg, kairos_channels::WebhookConfig::default())
+                .map_err(|e| e.to_string())?;
         assert!(sink.is_some(), "the alert webhook is configured");
-        assert!(cfg.database().map_err(|e| e.to_string())?.describe().starts_with("postgres://"));
+        assert!(
+            cfg.database()
+                .map_err(|e| e.to_string())?
+                .describe()
+                .starts_with("postgres://")
+        );
         Ok(())
     });
 }

@@ -1,4 +1,4 @@
-//! `http` jobs through the API (issue 6 contract, S4-2, S4-6, S4-7): the real app on a real
+//! `http` jobs through the API (issue 6 contract): the real app on a real
 //! SQLite file served on 127.0.0.1:0; the job runs by the real executor on a manual clock
 //! against a local HTTP server; the attempts are read back with their status codes and
 //! response excerpts. No response ever carries the token or the signing secret.
@@ -130,7 +130,7 @@ async fn post_http_job_and_read_the_attempts_back() {
 }
 
 /// `POST /v1/schedules` with `"kind": "http"` and the same `http` object; a budget over the
-/// deadline is a 422 problem naming `retry` with the arithmetic (S4-7).
+/// deadline is a 422 problem naming `retry` with the arithmetic.
 #[tokio::test]
 async fn post_http_schedule_and_budget_rejection() {
     let rx = TestReceiver::start().await;

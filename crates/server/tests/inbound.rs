@@ -1,5 +1,5 @@
 //! Inbound provider events, suppression, maintenance mode and the one-click unsubscribe
-//! (seed 003: S3-9 … S3-13, S3-18) through the real app on a real SQLite file, served on
+//! (seed 003: S3-9 … S3-13) through the real app on a real SQLite file, served on
 //! 127.0.0.1:0. Events are signed here with an independent implementation of the Svix /
 //! Standard Webhooks scheme (hmac + sha2 + base64 directly, not kairos's signing module).
 
@@ -254,7 +254,7 @@ async fn valid_signature_is_stored_once_and_a_repeat_changes_nothing() {
         (Some(true), Some("suppressed"))
     );
     assert!(!api.enabled("r1", "weekly").await);
-    // Re-enable, then the same event again (S3-11): 200, nothing changes.
+    // Re-enable, then the same event again: 200, nothing changes.
     api.recipient("r1", "ann@example.com", &["weekly"]).await;
     let (s, r) = api.post("msg_1", complaint("ann@example.com")).await;
     assert_eq!(s, StatusCode::OK);

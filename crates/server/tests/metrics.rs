@@ -254,7 +254,7 @@ async fn metrics_scrape_parses_and_matches_the_store() {
     drop(node.dir);
 }
 
-/// `GET /v1/slo` needs the token and answers 200 with the checks, warnings included (S3-17).
+/// `GET /v1/slo` needs the token and answers 200 with the checks, warnings included.
 #[tokio::test]
 async fn slo_route_reports_checks_with_warnings_as_200() {
     let node = start().await;
@@ -318,7 +318,7 @@ async fn readyz_requires_current_migrations() {
     assert_eq!(get("/healthz").await.expect("GET").status(), 200);
 }
 
-/// `/readyz` is 503 in maintenance mode (S3-13) while `/healthz` stays 200.
+/// `/readyz` is 503 in maintenance mode while `/healthz` stays 200.
 #[tokio::test]
 async fn readyz_is_unavailable_in_maintenance_mode() {
     let node = start_with(kairos_engine::maintenance::Maintenance::new(true)).await;

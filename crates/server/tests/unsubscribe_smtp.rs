@@ -1,4 +1,4 @@
-//! One-click unsubscribe end to end (S3-18, RFC 8058): a weekly mail goes through the SMTP
+//! One-click unsubscribe end to end (RFC 8058): a weekly mail goes through the SMTP
 //! transport to a real SMTP server (aiosmtpd), the `List-Unsubscribe` URL is taken out of the
 //! received message and POSTed as a mail client does (`List-Unsubscribe=One-Click`), and the
 //! next week's firing mails the others but not that recipient.

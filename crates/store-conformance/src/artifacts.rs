@@ -1,4 +1,4 @@
-//! Artifact and catch-up behaviours (S4-1, S4-4, S4-5, S4-8, S4-9).
+//! Artifact and catch-up behaviours.
 
 use crate::fixtures::{job, schedule, t0};
 use chrono::{DateTime, Duration, Utc};
@@ -27,7 +27,7 @@ fn key(name: &str, period: &str) -> ArtifactKey {
 }
 
 /// The first artifact of a period stays: a second put creates nothing, overwrites nothing, and
-/// its follow-up jobs are not inserted (S4-5); the first put's follow-ups are (S4-9).
+/// its follow-up jobs are not inserted; the first put's follow-ups are.
 pub async fn artifact_put_inserts_once_and_keeps_the_first(s: S) {
     let mut hook = job(t0());
     hook.dedupe_key = Some("digest.created:ai-news:2026-10-20".into());
@@ -88,7 +88,7 @@ pub async fn artifact_put_inserts_once_and_keeps_the_first(s: S) {
 }
 
 /// Listing is newest period first, filtered by name, paged by period; pruning deletes only
-/// artifacts older than the cut-off, at most `limit` per call (S4-8).
+/// artifacts older than the cut-off, at most `limit` per call.
 pub async fn artifact_list_filters_and_prune_is_bounded(s: S) {
     for (i, day) in ["2026-10-01", "2026-10-02", "2026-10-03", "2026-10-04"]
         .iter()
@@ -160,7 +160,7 @@ pub async fn artifact_list_filters_and_prune_is_bounded(s: S) {
 
 /// Catch-ups: set replaces, due only for active schedules once `next_at` has come, fire
 /// advances once (a second fire with the same expectation applies nothing and creates no
-/// job), jobs keep their dedupe keys, deleting the schedule deletes its catch-ups (S4-4).
+/// job), jobs keep their dedupe keys, deleting the schedule deletes its catch-ups.
 pub async fn catch_up_set_due_fire_once_and_cascade(s: S) {
     let sch = s.schedule_create(schedule("digest", t0())).await.unwrap();
     let at = t0() + Duration::hours(4);

@@ -1,5 +1,5 @@
-//! Audience behaviours (seed 003): recipients, topics, subscriptions, suppressions, the
-//! resumable expansion cursor (S3-3), exposures only for succeeded email jobs (S3-19), and
+//! Audience behaviours: recipients, topics, subscriptions, suppressions, the
+//! resumable expansion cursor, exposures only for succeeded email jobs, and
 //! the occurrence view.
 
 use crate::fixtures::{claim, job, t0};
@@ -323,7 +323,7 @@ fn done_exposed(j: &Job, t: Transition) -> JobComplete {
 }
 
 /// Exposures are recorded with the completion, only for succeeded jobs whose completion asks
-/// for one and that carry a variant: skipped, retried and other jobs record none (S3-19).
+/// for one and that carry a variant: skipped, retried and other jobs record none.
 pub async fn exposure_recorded_only_for_succeeded_email_jobs(s: S) {
     let keys = ["e1", "e2", "e3", "e4", "e5"];
     let variants = [Some("a"), Some("a"), Some("b"), Some("b"), None];

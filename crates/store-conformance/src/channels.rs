@@ -1,4 +1,4 @@
-//! Channel behaviours (S0-6, S0-7): a schedule's explicit channels round-trip, each job
+//! Channel behaviours: a schedule's explicit channels round-trip, each job
 //! carries its channel, occurrences count per channel name, and a recipient's webhook
 //! endpoint is stored with it.
 

@@ -1,7 +1,7 @@
-//! Inbound behaviours (seed 003): an event stored once by its id (S3-11) and matched to its
+//! Inbound behaviours: an event stored once by its id and matched to its
 //! job by the provider message id, suppression that cascades to every subscription of an
-//! address in one transaction (S3-9, S3-12), the suppression list's pages and removals, the
-//! one-click unsubscribe (S3-18), and settings (maintenance mode, S3-13).
+//! address in one transaction, the suppression list's pages and removals, the
+//! one-click unsubscribe, and settings (maintenance mode).
 
 use crate::fixtures::{claim, job, t0};
 use chrono::Duration;
@@ -62,7 +62,7 @@ fn event(id: &str, event_type: &str, suppress: &[&str]) -> InboundEventRecord {
 }
 
 /// The first delivery is stored and acts; the same id again changes nothing, even with
-/// another payload (S3-11). The same id from another source is another event.
+/// another payload. The same id from another source is another event.
 pub async fn inbound_event_record_is_idempotent_by_event_id(s: S) {
     recipient(&s, "r1", "a@example.com").await;
     subscribe(&s, "r1", "weekly").await;
@@ -165,7 +165,7 @@ pub async fn inbound_event_matches_job_by_provider_message_id(s: S) {
 
 /// A complaint about one address disables all three subscriptions of its recipient and the
 /// subscriptions of a second recipient with the same address in another case, and leaves
-/// other addresses alone (S3-12). Applying again adds nothing new.
+/// other addresses alone. Applying again adds nothing new.
 pub async fn suppression_apply_cascades_to_every_subscription_of_the_address(s: S) {
     recipient(&s, "r1", "Ann@Example.com").await;
     recipient(&s, "r2", "ann@example.com").await;
@@ -274,7 +274,7 @@ pub async fn suppression_list_pages_and_remove_is_once(s: S) {
     );
 }
 
-/// Disabling a subscription reports a change once; unknown ones report none (S3-18).
+/// Disabling a subscription reports a change once; unknown ones report none.
 pub async fn subscription_disable_is_idempotent(s: S) {
     recipient(&s, "r1", "a@example.com").await;
     subscribe(&s, "r1", "weekly").await;
@@ -310,7 +310,7 @@ pub async fn setting_put_get_and_clear(s: S) {
     assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
 }
 
-/// Retention (S4-8): events received before the cut-off go, oldest first, at most `limit` per
+/// Retention: events received before the cut-off go, oldest first, at most `limit` per
 /// call; newer ones and the suppressions the old ones caused stay.
 pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {
     recipient(&s, "r1", "old@example.com").await;

@@ -1,4 +1,4 @@
-//! Job behaviours (S0-1 … S0-12, S3-3, S3-4).
+//! Job behaviours.
 
 use crate::fixtures::{claim, job, t0};
 use chrono::Duration;
@@ -77,7 +77,7 @@ pub async fn job_retry_kind_default_reads_back_as_none(s: S) {
     assert_eq!(claimed.unwrap()[0].retry, None);
 }
 
-/// S3-3: an existing idempotency key returns the existing job and creates nothing.
+/// an existing idempotency key returns the existing job and creates nothing.
 pub async fn job_idempotency_key_returns_existing_job(s: S) {
     let mut a = job(t0());
     a.dedupe_key = Some("order-42".into());
@@ -90,7 +90,7 @@ pub async fn job_idempotency_key_returns_existing_job(s: S) {
     assert!(s.job_get(&b.id).await.unwrap().is_none());
 }
 
-/// S3-3: bulk insert creates each dedupe key once, also within one batch.
+/// bulk insert creates each dedupe key once, also within one batch.
 pub async fn job_insert_many_skips_existing_dedupe_keys(s: S) {
     let mut first = job(t0());
     first.dedupe_key = Some("d1".into());
@@ -106,7 +106,7 @@ pub async fn job_insert_many_skips_existing_dedupe_keys(s: S) {
     assert_eq!(created.len(), 3, "d2, d3 and the keyless job");
 }
 
-/// S0-2: a backlog of 250 due jobs with batch 100 drains oldest first over three claims.
+/// a backlog of 250 due jobs with batch 100 drains oldest first over three claims.
 pub async fn job_claim_drains_backlog_oldest_first_in_batches(s: S) {
     let mut all = Vec::new();
     for i in 0..250 {
@@ -153,7 +153,7 @@ pub async fn job_claim_never_takes_a_job_before_its_run_at(s: S) {
     assert_eq!(on_time[0].id, p.id);
 }
 
-/// S3-4: concurrent claimers never get the same job.
+/// concurrent claimers never get the same job.
 pub async fn job_claim_is_exclusive_under_concurrency(s: S) {
     let jobs: Vec<_> = (0..400)
         .map(|i| job(t0() - Duration::milliseconds(i)))
@@ -213,7 +213,7 @@ pub async fn job_complete_success_records_attempt(s: S) {
     );
 }
 
-/// A failed attempt goes back to available at the retry time; then to dead (S0-4, S0-5).
+/// A failed attempt goes back to available at the retry time; then to dead.
 pub async fn job_complete_retry_then_dead(s: S) {
     s.job_insert(job(t0())).await.unwrap();
     let j = s.job_claim(claim(t0(), 1, "a")).await.unwrap().remove(0);
@@ -389,7 +389,7 @@ pub async fn job_rescue_returns_a_restarted_nodes_jobs_at_once(s: S) {
     assert!(none.is_empty());
 }
 
-/// S0-12: a job whose lease expired returns to available, with a `lost` attempt recorded.
+/// a job whose lease expired returns to available, with a `lost` attempt recorded.
 pub async fn job_rescue_returns_expired_leases(s: S) {
     s.job_insert(job(t0())).await.unwrap();
     let j = s.job_claim(claim(t0(), 1, "a")).await.unwrap().remove(0);
@@ -439,7 +439,7 @@ pub async fn job_rescue_dead_letters_spent_jobs(s: S) {
     assert_eq!(get(&s, &p.id).await.state, JobState::Dead);
 }
 
-/// S0-3: a dead job is never claimed; replay revives it with fresh attempts (S0-5).
+/// a dead job is never claimed; replay revives it with fresh attempts.
 pub async fn job_dead_is_never_claimed_and_replay_revives_it(s: S) {
     s.job_insert(job(t0())).await.unwrap();
     let j = s.job_claim(claim(t0(), 1, "a")).await.unwrap().remove(0);

@@ -93,6 +93,7 @@ macro_rules! store_conformance {
             schedule_create_get_list_update_delete,
             schedule_pause_and_resume,
             schedule_due_claims_oldest_first_and_locks,
+            schedule_release_frees_a_restarted_nodes_claims_at_once,
             schedule_fire_creates_jobs_and_advances_once,
             schedule_fire_dedupe_key_prevents_duplicate_jobs,
             schedule_fire_finishes_one_shot,

@@ -1,4 +1,4 @@
-//! Retention and HTTP call targets (issue 6: S4-8, S4-2).
+//! Retention and HTTP call targets .
 
 use crate::fixtures::{claim, job, t0};
 use chrono::{DateTime, Duration, Utc};
@@ -61,7 +61,7 @@ fn prune(states: &[JobState], older_than: DateTime<Utc>, limit: i64) -> JobPrune
     }
 }
 
-/// S4-8: `job_prune` deletes jobs in the given final states that finished before the cut-off,
+/// `job_prune` deletes jobs in the given final states that finished before the cut-off,
 /// with their attempts, oldest first, at most `limit` per call; newer jobs, other states and
 /// unfinished jobs stay. Non-final states in the list delete nothing.
 pub async fn job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches(s: S) {
@@ -197,7 +197,7 @@ fn target(id: &str, fingerprint: &str) -> HttpTargetUpsert {
     }
 }
 
-/// S4-2: an HTTP target round-trips every field; the same fingerprint returns the stored row
+/// an HTTP target round-trips every field; the same fingerprint returns the stored row
 /// (one row per definition), another fingerprint stores another.
 pub async fn http_target_upsert_reuses_by_fingerprint_and_roundtrips(s: S) {
     let a = s.http_target_upsert(target("ht_a", "fp1")).await.unwrap();

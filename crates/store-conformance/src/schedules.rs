@@ -1,4 +1,4 @@
-//! Schedule and endpoint behaviours (S0-1, S0-2, S3-3).
+//! Schedule and endpoint behaviours.
 
 use crate::fixtures::{job, schedule, t0};
 use chrono::Duration;
@@ -108,7 +108,7 @@ pub async fn schedule_pause_and_resume(s: S) {
     assert_eq!(s.schedule_due(due).await.unwrap().len(), 1);
 }
 
-/// S0-1/S0-2: due schedules are claimed oldest first, bounded, and locked against a second
+/// due schedules are claimed oldest first, bounded, and locked against a second
 /// scheduler until released.
 pub async fn schedule_due_claims_oldest_first_and_locks(s: S) {
     for i in 0..5 {
@@ -149,6 +149,47 @@ pub async fn schedule_due_claims_oldest_first_and_locks(s: S) {
     assert_eq!(s.schedule_due(later).await.unwrap().len(), 5);
 }
 
+/// A restarted node releases the claims its previous process held (it died between claiming
+/// and firing): they are due again at once, not after the lock; other nodes' claims and
+/// expired claims are left alone.
+pub async fn schedule_release_frees_a_restarted_nodes_claims_at_once(s: S) {
+    for name in ["one", "two"] {
+        s.schedule_create(schedule(name, t0() - Duration::minutes(1)))
+            .await
+            .unwrap();
+    }
+    let due = |node: &str, limit: i64| ScheduleDue {
+        now: t0(),
+        limit,
+        lock_until: t0() + Duration::seconds(60),
+        node: node.into(),
+    };
+    let held_by_a = s.schedule_due(due("a", 1)).await.unwrap();
+    assert_eq!(held_by_a.len(), 1);
+    assert_eq!(s.schedule_due(due("b", 1)).await.unwrap().len(), 1);
+    assert!(s.schedule_due(due("c", 10)).await.unwrap().is_empty());
+    let released = s
+        .schedule_release(ScheduleRelease {
+            node: "a".into(),
+            now: t0() + Duration::seconds(1),
+        })
+        .await
+        .unwrap();
+    assert_eq!(released, 1);
+    let again = s.schedule_due(due("a", 10)).await.unwrap();
+    assert_eq!(again.len(), 1, "a's claim is free at once, b's still held");
+    assert_eq!(again[0].id, held_by_a[0].id);
+    // An expired claim is not touched (and counted) again.
+    let none = s
+        .schedule_release(ScheduleRelease {
+            node: "b".into(),
+            now: t0() + Duration::seconds(61),
+        })
+        .await
+        .unwrap();
+    assert_eq!(none, 0);
+}
+
 /// Firing creates the jobs and advances `next_fire_at` in one step; a second firing of the
 /// same occurrence (a double-fired clock, a second node) changes nothing.
 pub async fn schedule_fire_creates_jobs_and_advances_once(s: S) {
@@ -181,7 +222,7 @@ pub async fn schedule_fire_creates_jobs_and_advances_once(s: S) {
     assert_eq!(jobs[0].period_key.as_deref(), Some("2026-11-29"));
 }
 
-/// S3-3: even when the schedule check passes twice (a manual re-run), the dedupe key makes
+/// even when the schedule check passes twice (a manual re-run), the dedupe key makes
 /// each job once.
 pub async fn schedule_fire_dedupe_key_prevents_duplicate_jobs(s: S) {
     let sch = s.schedule_create(schedule("a", t0())).await.unwrap();

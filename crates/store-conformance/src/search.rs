@@ -1,5 +1,5 @@
 //! `job_search`: the admin's filters combine on every axis, and keyset pages cover every row
-//! exactly once (S3-14).
+//! exactly once.
 
 use crate::fixtures::{job, t0};
 use chrono::Duration;

@@ -1,4 +1,4 @@
-//! Monitoring reads and the SLO alert state (S3-15, S3-16, S3-17, S4-10; metrics; readiness).
+//! Monitoring reads and the SLO alert state (metrics, readiness).
 
 use crate::fixtures::{claim, job, t0};
 use chrono::Duration;
@@ -43,7 +43,7 @@ fn count(v: &[JobCount], state: &str, kind: &str) -> i64 {
 }
 
 /// The `kairos_jobs{state,kind}` gauge's source, and the queue depth, oldest due job and
-/// both stuck axes (S3-16).
+/// both stuck axes.
 pub async fn job_count_by_state_kind_and_backlog(s: S) {
     let mut ids = Vec::new();
     for i in 0..3 {
@@ -109,7 +109,7 @@ pub async fn job_count_by_state_kind_and_backlog(s: S) {
     assert_eq!(none, Backlog::default(), "nothing due a day earlier");
 }
 
-/// The failure rate's source (S3-15): final states per kind in a window, by `finished_at`.
+/// The failure rate's source: final states per kind in a window, by `finished_at`.
 pub async fn job_count_finished_counts_final_states_in_window(s: S) {
     for _ in 0..4 {
         s.job_insert(job(t0())).await.unwrap();
@@ -406,7 +406,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     assert_eq!(count(Vec::new()).await, vec![]);
 }
 
-/// Missed firings' source (S4-10): distinct materialized firings of one schedule in a window.
+/// Missed firings' source: distinct materialized firings of one schedule in a window.
 pub async fn schedule_fire_times_lists_distinct_firings(s: S) {
     let fires = [
         t0(),
@@ -456,7 +456,7 @@ pub async fn schedule_fire_times_lists_distinct_firings(s: S) {
     assert_eq!(v, vec![t0(), expanding, t0() + Duration::hours(1)]);
 }
 
-/// The monitor's alert state survives as written and is replaced by key (S3-17).
+/// The monitor's alert state survives as written and is replaced by key.
 pub async fn slo_alert_put_replaces_by_key(s: S) {
     assert!(s.slo_alert_list().await.unwrap().is_empty());
     let mut a = SloAlert {

@@ -1,10 +1,10 @@
 //! The node role on PostgreSQL: migrations, settings and admin UI sessions.
 
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::rows;
 use kairos_store::*;
-use sqlx::Row;
 
 #[async_trait]
 impl NodeStore for PostgresStore {
@@ -22,14 +22,7 @@ impl NodeStore for PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("setting get", e))?;
-        row.map(|r| {
-            Ok(Setting {
-                name: get(&r, "name")?,
-                value: get(&r, "value")?,
-                updated_at: get(&r, "updated_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| rows::setting(&Pg(&r))).transpose()
     }
 
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
@@ -84,12 +77,8 @@ impl NodeStore for PostgresStore {
         .await
         .map_err(|e| map_err("admin session get", e))?;
         row.map(|r| {
-            let e = |e| map_err("admin session get", e);
-            Ok(AdminSession {
-                id_hash: r.try_get("id_hash").map_err(e)?,
-                created_at: r.try_get("created_at").map_err(e)?,
-                expires_at: r.try_get("expires_at").map_err(e)?,
-            })
+            let _e = |e| map_err("admin session get", e);
+            rows::admin_session(&Pg(&r))
         })
         .transpose()
     }

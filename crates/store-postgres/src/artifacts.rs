@@ -5,32 +5,19 @@
 //! each other).
 
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::{ARTIFACT_COLS, rows};
 use kairos_store::*;
 use sqlx::postgres::PgRow;
 
-const ARTIFACT_COLS: &str = "name, period_key, content, data, job_id, schedule_id, created_at";
-
 fn artifact_from_row(row: &PgRow) -> Result<Artifact> {
-    Ok(Artifact {
-        name: get(row, "name")?,
-        period_key: get(row, "period_key")?,
-        content: get(row, "content")?,
-        data: get(row, "data")?,
-        job_id: get(row, "job_id")?,
-        schedule_id: get(row, "schedule_id")?,
-        created_at: get(row, "created_at")?,
-    })
+    rows::artifact(&Pg(row))
 }
 
 pub(crate) fn catch_up_from_row(row: &PgRow) -> Result<CatchUp> {
-    Ok(CatchUp {
-        schedule_id: get(row, "schedule_id")?,
-        at: get(row, "at")?,
-        next_at: get(row, "next_at")?,
-    })
+    rows::catch_up(&Pg(row))
 }
 
 fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {

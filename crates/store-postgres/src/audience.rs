@@ -1,75 +1,31 @@
 //! Audiences on PostgreSQL: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::{
+    RECIPIENT_SELECT as RECIPIENT_COLS, SUBSCRIPTION_SELECT as SUB_COLS,
+    TOPIC_SELECT as TOPIC_COLS, rows,
+};
 use kairos_store::*;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-const RECIPIENT_COLS: &str = "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id FROM recipients";
-const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
-const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
-
-fn corrupt(what: &str, e: serde_json::Error) -> Error {
-    Error::new(ErrorKind::Corrupt, format!("stored {what} cannot be read")).with_source(e)
-}
-
 fn recipient_from_row(row: &PgRow) -> Result<Recipient> {
-    Ok(Recipient {
-        id: get(row, "id")?,
-        email: get(row, "email")?,
-        timezone: get(row, "timezone")?,
-        locale: get(row, "locale")?,
-        attributes: get(row, "attributes")?,
-        state: RecipientState::parse(&get::<String>(row, "state")?),
-        endpoint_id: get(row, "endpoint_id")?,
-        created_at: get(row, "created_at")?,
-        updated_at: get(row, "updated_at")?,
-    })
+    rows::recipient(&Pg(row))
 }
 
 fn topic_from_row(row: &PgRow) -> Result<Topic> {
-    let variants = serde_json::from_value(get::<Value>(row, "variants")?)
-        .map_err(|e| corrupt("topic variants", e))?;
-    Ok(Topic {
-        name: get(row, "name")?,
-        subject: get(row, "subject")?,
-        html: get(row, "html")?,
-        text: get(row, "text")?,
-        variants,
-        entitlement_url: get(row, "entitlement_url")?,
-        entitlement_timeout_ms: get(row, "entitlement_timeout_ms")?,
-        created_at: get(row, "created_at")?,
-        updated_at: get(row, "updated_at")?,
-    })
+    rows::topic(&Pg(row))
 }
 
 fn subscription_from_row(row: &PgRow) -> Result<Subscription> {
-    let channels = serde_json::from_value(get::<Value>(row, "channels")?)
-        .map_err(|e| corrupt("subscription channels", e))?;
-    Ok(Subscription {
-        recipient_id: get(row, "recipient_id")?,
-        topic: get(row, "topic")?,
-        target: get(row, "target")?,
-        channels,
-        enabled: get(row, "enabled")?,
-        created_at: get(row, "created_at")?,
-        updated_at: get(row, "updated_at")?,
-    })
+    rows::subscription(&Pg(row))
 }
 
 pub(crate) fn expansion_from_row(row: &PgRow) -> Result<Expansion> {
-    Ok(Expansion {
-        schedule_id: get(row, "schedule_id")?,
-        period_key: get(row, "period_key")?,
-        fire_at: get(row, "fire_at")?,
-        cursor: get(row, "cursor")?,
-        done: get(row, "done")?,
-        created: get(row, "created")?,
-        updated_at: get(row, "updated_at")?,
-    })
+    rows::expansion(&Pg(row))
 }
 
 /// Differs from SQLite: `jsonb_to_recordset` with typed columns.

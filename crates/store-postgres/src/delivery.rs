@@ -3,9 +3,10 @@
 use crate::audience::expansion_from_row;
 use crate::inbound::{apply_in_tx, suppression_from_row};
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::rows;
 use kairos_store::*;
 
 #[async_trait]
@@ -70,16 +71,7 @@ impl DeliveryStore for PostgresStore {
         .fetch_optional(&mut *conn)
         .await
         .map_err(|e| map_err("suppression get", e))?;
-        row.map(|r| {
-            Ok(Suppression {
-                address: get(&r, "address")?,
-                erased: get::<Option<String>>(&r, "address_hash")?.is_some(),
-                reason: get(&r, "reason")?,
-                source_event_id: get(&r, "source_event_id")?,
-                created_at: get(&r, "created_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| rows::suppression(&Pg(&r))).transpose()
     }
 
     async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
@@ -235,13 +227,6 @@ impl DeliveryStore for PostgresStore {
         .fetch_all(&self.pool)
         .await
         .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok(ExposureCount {
-                    variant: get(r, "variant")?,
-                    count: get(r, "n")?,
-                })
-            })
-            .collect()
+        rows.iter().map(|r| rows::exposure_count(&Pg(r))).collect()
     }
 }

@@ -1,45 +1,21 @@
 //! Where jobs are sent, on PostgreSQL: webhook endpoints and HTTP call targets, their secrets
 //! sealed at rest when the store has a sealer.
 
+use crate::rows::Pg;
 use crate::rows::{ENDPOINT_COLS, endpoint_from_row};
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
 use kairos_store::sealing::Sealer;
+use kairos_store::sql::{TARGET_COLS, rows};
 use kairos_store::*;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
-use std::collections::BTreeMap;
 
 fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(template.replace("{endpoint_cols}", ENDPOINT_COLS))
 }
 
-const TARGET_COLS: &str =
-    "id, fingerprint, url, method, headers, body, timeout_ms, auth, secret, created_at";
-
 fn target_from_row(row: &PgRow, sealer: Option<&Sealer>) -> Result<HttpTarget> {
-    let e = |c: &str, e| map_err(&format!("http target {c}"), e);
-    // Differs from SQLite: headers are jsonb, read as a value.
-    let headers: serde_json::Value = row.try_get("headers").map_err(|x| e("headers", x))?;
-    let headers: BTreeMap<String, String> =
-        kairos_store::sealing::http_headers_from_store(sealer, headers)?;
-    Ok(HttpTarget {
-        id: row.try_get("id").map_err(|x| e("id", x))?,
-        fingerprint: row
-            .try_get("fingerprint")
-            .map_err(|x| e("fingerprint", x))?,
-        url: row.try_get("url").map_err(|x| e("url", x))?,
-        method: row.try_get("method").map_err(|x| e("method", x))?,
-        headers,
-        body: row.try_get("body").map_err(|x| e("body", x))?,
-        timeout_ms: row.try_get("timeout_ms").map_err(|x| e("timeout_ms", x))?,
-        auth: HttpAuth::parse(&row.try_get::<String, _>("auth").map_err(|x| e("auth", x))?),
-        secret: kairos_store::sealing::http_secret_from_store(
-            sealer,
-            row.try_get("secret").map_err(|x| e("secret", x))?,
-        )?,
-        created_at: row.try_get("created_at").map_err(|x| e("created_at", x))?,
-    })
+    rows::http_target(&Pg(row), sealer)
 }
 
 impl PostgresStore {

@@ -1,21 +1,16 @@
 //! Inbound provider events on PostgreSQL, and the suppression cascade they (and
 //! `suppression_apply`) run.
 
-use crate::rows::get;
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Transaction};
 
 pub(crate) fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
-    Ok(Suppression {
-        address: get(r, "address")?,
-        erased: get::<Option<String>>(r, "address_hash")?.is_some(),
-        reason: get(r, "reason")?,
-        source_event_id: get(r, "source_event_id")?,
-        created_at: get(r, "created_at")?,
-    })
+    rows::suppression(&Pg(r))
 }
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
@@ -66,7 +61,7 @@ pub(crate) async fn apply_in_tx(
         .await
         .map_err(|e| map_err("suppression log", e))?;
     }
-    // The cascade (S3-12): every subscription of every recipient with this address. PostgreSQL's
+    // The cascade: every subscription of every recipient with this address. PostgreSQL's
     // lower() follows the database's locale; the expression index of 0006 serves this lookup.
     let disabled = sqlx::query(
         "UPDATE subscriptions SET enabled = false, updated_at = $2
@@ -93,7 +88,7 @@ impl InboundStore for PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("inbound event record", e))?;
-        // First delivery iff the row is created (S3-11). The job is the one whose attempt
+        // First delivery iff the row is created. The job is the one whose attempt
         // recorded the provider's message id.
         let inserted: Option<Option<String>> = sqlx::query_scalar(
             "INSERT INTO inbound_events
@@ -163,19 +158,7 @@ impl InboundStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| map_err("inbound event get", e))?;
-        row.map(|r| {
-            Ok(InboundEvent {
-                source: get(&r, "source")?,
-                id: get(&r, "id")?,
-                event_type: get(&r, "type")?,
-                provider_message_id: get(&r, "provider_message_id")?,
-                job_id: get(&r, "job_id")?,
-                action: get(&r, "action")?,
-                payload: get(&r, "payload")?,
-                received_at: get(&r, "received_at")?,
-            })
-        })
-        .transpose()
+        row.map(|r| rows::inbound_event(&Pg(&r))).transpose()
     }
 
     async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64> {

@@ -3,10 +3,12 @@
 
 use crate::bulk::pick;
 use crate::jobs::{fetch_job, sql};
-use crate::rows::{ATTEMPT_COLS, JOB_COLS, attempt_from_row, get, job_from_row};
+use crate::rows::Pg;
+use crate::rows::{ATTEMPT_COLS, JOB_COLS, attempt_from_row, job_from_row};
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
 use kairos_core::Job;
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::AssertSqlSafe;
 
@@ -199,15 +201,7 @@ impl JobAdminStore for PostgresStore {
         .await
         .map_err(|e| map_err("occurrence list", e))?;
         rows.iter()
-            .map(|r| {
-                Ok(OccurrenceCount {
-                    period_key: get(r, "period_key")?,
-                    fire_at: get(r, "fire_at")?,
-                    channel: get(r, "channel")?,
-                    state: get(r, "state")?,
-                    count: get(r, "n")?,
-                })
-            })
+            .map(|r| rows::occurrence_count(&Pg(r)))
             .collect()
     }
 }

@@ -122,7 +122,7 @@ impl JobStore for PostgresStore {
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
-        // Differs from SQLite (S3-4): `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
+        // Differs from SQLite: `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
         // disjoint rows without waiting for each other; under READ COMMITTED the lock
         // re-checks `state = 'available'` on the latest row version. The locking select is a
         // CTE rather than `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED
@@ -170,7 +170,7 @@ impl JobStore for PostgresStore {
                 }
             }
         }
-        // RETURNING order is unspecified: restore oldest-first (S0-2).
+        // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
         Ok(jobs)
     }

@@ -12,7 +12,7 @@
 //! transaction-scoped advisory lock, so nodes that start together do not race.
 //!
 //! **Claims.** Due jobs are claimed with `SELECT … ORDER BY run_at, id LIMIT n FOR UPDATE
-//! SKIP LOCKED` feeding an `UPDATE … RETURNING` (S3-4): concurrent claimers on any number of
+//! SKIP LOCKED` feeding an `UPDATE … RETURNING`: concurrent claimers on any number of
 //! nodes take disjoint rows without waiting for each other, and the scan reads only the
 //! partial index of available jobs. Due schedules are claimed the same way, plus a time lock
 //! (`locked_until`) that keeps a schedule with one node while it expands the firing. The

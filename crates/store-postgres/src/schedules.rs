@@ -139,6 +139,19 @@ impl ScheduleStore for PostgresStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn schedule_release(&self, p: ScheduleRelease) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE schedules SET locked_until = NULL, locked_by = NULL
+             WHERE locked_by = $1 AND locked_until > $2",
+        )
+        .bind(&p.node)
+        .bind(p.now)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| map_err("schedule release", e))?;
+        Ok(done.rows_affected())
+    }
+
     async fn schedule_due(&self, p: ScheduleDue) -> Result<Vec<Schedule>> {
         // Differs from SQLite: the due schedules are locked with `FOR UPDATE SKIP LOCKED` in a
         // CTE (run exactly once), so schedulers on several nodes claim disjoint schedules

@@ -1,23 +1,17 @@
 //! Monitoring reads (metrics, SLO checks, readiness) and the SLO alert state, on PostgreSQL.
 //! The same statements as SQLite's with `$n` parameters, timestamptz and boolean columns.
 
+use crate::rows::Pg;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-fn counts(rows: &[PgRow], what: &str) -> Result<Vec<JobCount>> {
-    rows.iter()
-        .map(|r| {
-            Ok(JobCount {
-                state: r.try_get("state").map_err(|e| map_err(what, e))?,
-                kind: r.try_get("kind").map_err(|e| map_err(what, e))?,
-                count: r.try_get("n").map_err(|e| map_err(what, e))?,
-            })
-        })
-        .collect()
+fn counts(rs: &[PgRow], _what: &str) -> Result<Vec<JobCount>> {
+    rs.iter().map(|r| rows::job_count(&Pg(r))).collect()
 }
 
 #[async_trait]
@@ -119,18 +113,8 @@ impl InsightStore for PostgresStore {
         .map_err(|e| map_err("job dead scheduled", e))?;
         rows.iter()
             .map(|r| {
-                let e = |e| map_err("job dead scheduled", e);
-                Ok(DeadScheduledRun {
-                    schedule_id: r.try_get("schedule_id").map_err(e)?,
-                    schedule_name: r.try_get("schedule_name").map_err(e)?,
-                    dead: r.try_get("n").map_err(e)?,
-                    job_id: r.try_get("id").map_err(e)?,
-                    kind: r.try_get("kind").map_err(e)?,
-                    channel: r.try_get("channel").map_err(e)?,
-                    period_key: r.try_get("period_key").map_err(e)?,
-                    last_error: r.try_get("last_error").map_err(e)?,
-                    finished_at: r.try_get("finished_at").map_err(e)?,
-                })
+                let _e = |e| map_err("job dead scheduled", e);
+                rows::dead_scheduled_run(&Pg(r))
             })
             .collect()
     }
@@ -161,14 +145,8 @@ impl InsightStore for PostgresStore {
         .map_err(|e| map_err("job count decided", e))?;
         rows.iter()
             .map(|r| {
-                let e = |e| map_err("job count decided", e);
-                Ok(DecidedCount {
-                    schedule_id: r.try_get("schedule_id").map_err(e)?,
-                    topic: r.try_get("topic").map_err(e)?,
-                    state: r.try_get("state").map_err(e)?,
-                    reason: r.try_get("reason").map_err(e)?,
-                    count: r.try_get("n").map_err(e)?,
-                })
+                let _e = |e| map_err("job count decided", e);
+                rows::decided_count(&Pg(r))
             })
             .collect()
     }
@@ -203,17 +181,8 @@ impl InsightStore for PostgresStore {
         .map_err(|e| map_err("slo alert list", e))?;
         rows.iter()
             .map(|r| {
-                let e = |e| map_err("slo alert list", e);
-                Ok(SloAlert {
-                    key: r.try_get("key").map_err(e)?,
-                    check: r.try_get("check_name").map_err(e)?,
-                    active: r.try_get("active").map_err(e)?,
-                    since: r.try_get("since").map_err(e)?,
-                    message: r.try_get("message").map_err(e)?,
-                    seq: r.try_get("seq").map_err(e)?,
-                    notified_seq: r.try_get("notified_seq").map_err(e)?,
-                    updated_at: r.try_get("updated_at").map_err(e)?,
-                })
+                let _e = |e| map_err("slo alert list", e);
+                rows::slo_alert(&Pg(r))
             })
             .collect()
     }

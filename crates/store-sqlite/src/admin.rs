@@ -1,11 +1,11 @@
 //! The node role on SQLite: migrations, settings and admin UI sessions.
 
-use crate::rows::get;
+use crate::rows::Sq;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::rows;
 use kairos_store::*;
-use sqlx::Row;
 
 #[async_trait]
 impl NodeStore for SqliteStore {
@@ -23,14 +23,7 @@ impl NodeStore for SqliteStore {
             .fetch_optional(&self.read)
             .await
             .map_err(|e| map_err("setting get", e))?;
-        row.map(|r| {
-            Ok(Setting {
-                name: get(&r, "name")?,
-                value: get(&r, "value")?,
-                updated_at: from_millis(get(&r, "updated_at")?),
-            })
-        })
-        .transpose()
+        row.map(|r| rows::setting(&Sq(&r))).transpose()
     }
 
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
@@ -81,12 +74,8 @@ impl NodeStore for SqliteStore {
         .await
         .map_err(|e| map_err("admin session get", e))?;
         row.map(|r| {
-            let e = |e| map_err("admin session get", e);
-            Ok(AdminSession {
-                id_hash: r.try_get("id_hash").map_err(e)?,
-                created_at: from_millis(r.try_get("created_at").map_err(e)?),
-                expires_at: from_millis(r.try_get("expires_at").map_err(e)?),
-            })
+            let _e = |e| map_err("admin session get", e);
+            rows::admin_session(&Sq(&r))
         })
         .transpose()
     }

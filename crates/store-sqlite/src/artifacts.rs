@@ -1,50 +1,20 @@
 //! Artifacts on SQLite: one per (name, period key), written once.
 
 use crate::jobs::{INSERT_MANY, insert_json};
+use crate::rows::Sq;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::{ARTIFACT_COLS, rows};
 use kairos_store::*;
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-const ARTIFACT_COLS: &str = "name, period_key, content, data, job_id, schedule_id, created_at";
-
 fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
-    let get_err = |c: &str, e| map_err(c, e);
-    let data: String = row.try_get("data").map_err(|e| get_err("data", e))?;
-    let data = serde_json::from_str(&data).map_err(|e| {
-        Error::new(ErrorKind::Corrupt, "stored artifact data cannot be read").with_source(e)
-    })?;
-    Ok(Artifact {
-        name: row.try_get("name").map_err(|e| get_err("name", e))?,
-        period_key: row
-            .try_get("period_key")
-            .map_err(|e| get_err("period_key", e))?,
-        content: row.try_get("content").map_err(|e| get_err("content", e))?,
-        data,
-        job_id: row.try_get("job_id").map_err(|e| get_err("job_id", e))?,
-        schedule_id: row
-            .try_get("schedule_id")
-            .map_err(|e| get_err("schedule_id", e))?,
-        created_at: from_millis(
-            row.try_get("created_at")
-                .map_err(|e| get_err("created_at", e))?,
-        ),
-    })
+    rows::artifact(&Sq(row))
 }
 
 pub(crate) fn catch_up_from_row(row: &SqliteRow) -> Result<CatchUp> {
-    Ok(CatchUp {
-        schedule_id: row
-            .try_get("schedule_id")
-            .map_err(|e| map_err("schedule_id", e))?,
-        at: row.try_get("at").map_err(|e| map_err("at", e))?,
-        next_at: row
-            .try_get::<Option<i64>, _>("next_at")
-            .map_err(|e| map_err("next_at", e))?
-            .map(from_millis),
-    })
+    rows::catch_up(&Sq(row))
 }
 
 fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {

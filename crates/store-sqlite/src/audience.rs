@@ -1,84 +1,31 @@
 //! Audiences on SQLite: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::rows::get;
+use crate::rows::Sq;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::{
+    RECIPIENT_SELECT as RECIPIENT_COLS, SUBSCRIPTION_SELECT as SUB_COLS,
+    TOPIC_SELECT as TOPIC_COLS, rows,
+};
 use kairos_store::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-const RECIPIENT_COLS: &str = "SELECT id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id FROM recipients";
-const TOPIC_COLS: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
-const SUB_COLS: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
-
-fn json_col(row: &SqliteRow, col: &str) -> Result<serde_json::Value> {
-    let s: String = get(row, col)?;
-    serde_json::from_str(&s).map_err(|e| {
-        Error::new(ErrorKind::Corrupt, format!("stored {col} cannot be read")).with_source(e)
-    })
-}
-
 fn recipient_from_row(row: &SqliteRow) -> Result<Recipient> {
-    Ok(Recipient {
-        id: get(row, "id")?,
-        email: get(row, "email")?,
-        timezone: get(row, "timezone")?,
-        locale: get(row, "locale")?,
-        attributes: json_col(row, "attributes")?,
-        state: RecipientState::parse(&get::<String>(row, "state")?),
-        endpoint_id: get(row, "endpoint_id")?,
-        created_at: from_millis(get(row, "created_at")?),
-        updated_at: from_millis(get(row, "updated_at")?),
-    })
+    rows::recipient(&Sq(row))
 }
 
 fn topic_from_row(row: &SqliteRow) -> Result<Topic> {
-    let variants = serde_json::from_value(json_col(row, "variants")?).map_err(|e| {
-        Error::new(ErrorKind::Corrupt, "stored topic variants cannot be read").with_source(e)
-    })?;
-    Ok(Topic {
-        name: get(row, "name")?,
-        subject: get(row, "subject")?,
-        html: get(row, "html")?,
-        text: get(row, "text")?,
-        variants,
-        entitlement_url: get(row, "entitlement_url")?,
-        entitlement_timeout_ms: get(row, "entitlement_timeout_ms")?,
-        created_at: from_millis(get(row, "created_at")?),
-        updated_at: from_millis(get(row, "updated_at")?),
-    })
+    rows::topic(&Sq(row))
 }
 
 fn subscription_from_row(row: &SqliteRow) -> Result<Subscription> {
-    let channels = serde_json::from_value(json_col(row, "channels")?).map_err(|e| {
-        Error::new(
-            ErrorKind::Corrupt,
-            "stored subscription channels cannot be read",
-        )
-        .with_source(e)
-    })?;
-    Ok(Subscription {
-        recipient_id: get(row, "recipient_id")?,
-        topic: get(row, "topic")?,
-        target: get(row, "target")?,
-        channels,
-        enabled: get::<i64>(row, "enabled")? != 0,
-        created_at: from_millis(get(row, "created_at")?),
-        updated_at: from_millis(get(row, "updated_at")?),
-    })
+    rows::subscription(&Sq(row))
 }
 
 pub(crate) fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
-    Ok(Expansion {
-        schedule_id: get(row, "schedule_id")?,
-        period_key: get(row, "period_key")?,
-        fire_at: from_millis(get(row, "fire_at")?),
-        cursor: get(row, "cursor")?,
-        done: get::<i64>(row, "done")? != 0,
-        created: get(row, "created")?,
-        updated_at: from_millis(get(row, "updated_at")?),
-    })
+    rows::expansion(&Sq(row))
 }
 
 const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)

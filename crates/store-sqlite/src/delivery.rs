@@ -3,10 +3,11 @@
 use crate::audience::expansion_from_row;
 use crate::inbound::{apply_in_tx, suppression_from_row};
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::get;
+use crate::rows::Sq;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::rows;
 use kairos_store::*;
 
 #[async_trait]
@@ -66,16 +67,7 @@ impl DeliveryStore for SqliteStore {
         .fetch_optional(&mut *conn)
         .await
         .map_err(|e| map_err("suppression get", e))?;
-        row.map(|r| {
-            Ok(Suppression {
-                address: get(&r, "address")?,
-                erased: get::<Option<String>>(&r, "address_hash")?.is_some(),
-                reason: get(&r, "reason")?,
-                source_event_id: get(&r, "source_event_id")?,
-                created_at: from_millis(get(&r, "created_at")?),
-            })
-        })
-        .transpose()
+        row.map(|r| rows::suppression(&Sq(&r))).transpose()
     }
 
     async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
@@ -214,13 +206,6 @@ impl DeliveryStore for SqliteStore {
         .fetch_all(&self.read)
         .await
         .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter()
-            .map(|r| {
-                Ok(ExposureCount {
-                    variant: get(r, "variant")?,
-                    count: get(r, "n")?,
-                })
-            })
-            .collect()
+        rows.iter().map(|r| rows::exposure_count(&Sq(r))).collect()
     }
 }

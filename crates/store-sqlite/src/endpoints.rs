@@ -1,48 +1,18 @@
 //! Where jobs are sent, on SQLite: webhook endpoints and HTTP call targets, their secrets
 //! sealed at rest when the store has a sealer.
 
+use crate::rows::Sq;
 use crate::rows::endpoint_from_row;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
 use kairos_store::sealing::Sealer;
+use kairos_store::sql::{TARGET_COLS, rows};
 use kairos_store::*;
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
-use std::collections::BTreeMap;
-
-const TARGET_COLS: &str =
-    "id, fingerprint, url, method, headers, body, timeout_ms, auth, secret, created_at";
 
 fn target_from_row(row: &SqliteRow, sealer: Option<&Sealer>) -> Result<HttpTarget> {
-    let e = |c: &str, e| map_err(&format!("http target {c}"), e);
-    let headers: String = row.try_get("headers").map_err(|x| e("headers", x))?;
-    let headers: serde_json::Value = serde_json::from_str(&headers).map_err(|x| {
-        Error::new(
-            ErrorKind::Corrupt,
-            "stored http target headers cannot be read",
-        )
-        .with_source(x)
-    })?;
-    let headers: BTreeMap<String, String> =
-        kairos_store::sealing::http_headers_from_store(sealer, headers)?;
-    Ok(HttpTarget {
-        id: row.try_get("id").map_err(|x| e("id", x))?,
-        fingerprint: row
-            .try_get("fingerprint")
-            .map_err(|x| e("fingerprint", x))?,
-        url: row.try_get("url").map_err(|x| e("url", x))?,
-        method: row.try_get("method").map_err(|x| e("method", x))?,
-        headers,
-        body: row.try_get("body").map_err(|x| e("body", x))?,
-        timeout_ms: row.try_get("timeout_ms").map_err(|x| e("timeout_ms", x))?,
-        auth: HttpAuth::parse(&row.try_get::<String, _>("auth").map_err(|x| e("auth", x))?),
-        secret: kairos_store::sealing::http_secret_from_store(
-            sealer,
-            row.try_get("secret").map_err(|x| e("secret", x))?,
-        )?,
-        created_at: from_millis(row.try_get("created_at").map_err(|x| e("created_at", x))?),
-    })
+    rows::http_target(&Sq(row), sealer)
 }
 
 impl SqliteStore {

@@ -1,22 +1,18 @@
 //! Inbound provider events on SQLite, and the suppression cascade they (and
 //! `suppression_apply`) run.
 
+use crate::rows::Sq;
 use crate::rows::get;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, Transaction};
 
 pub(crate) fn suppression_from_row(r: &SqliteRow) -> Result<Suppression> {
-    Ok(Suppression {
-        address: get(r, "address")?,
-        erased: get::<Option<String>>(r, "address_hash")?.is_some(),
-        reason: get(r, "reason")?,
-        source_event_id: get(r, "source_event_id")?,
-        created_at: from_millis(get(r, "created_at")?),
-    })
+    rows::suppression(&Sq(r))
 }
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
@@ -67,7 +63,7 @@ pub(crate) async fn apply_in_tx(
         .await
         .map_err(|e| map_err("suppression log", e))?;
     }
-    // The cascade (S3-12): every subscription of every recipient with this address. SQLite's
+    // The cascade: every subscription of every recipient with this address. SQLite's
     // lower() folds ASCII only; the expression index of 0006 serves this lookup.
     let disabled = sqlx::query(
         "UPDATE subscriptions SET enabled = 0, updated_at = ?2
@@ -90,7 +86,7 @@ pub(crate) async fn apply_in_tx(
 impl InboundStore for SqliteStore {
     async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
         let mut tx = self.begin_write("inbound event record").await?;
-        // First delivery iff the row is created (S3-11). The job is the one whose attempt
+        // First delivery iff the row is created. The job is the one whose attempt
         // recorded the provider's message id.
         let inserted: Option<Option<String>> = sqlx::query_scalar(
             "INSERT INTO inbound_events
@@ -161,19 +157,8 @@ impl InboundStore for SqliteStore {
         .await
         .map_err(|e| map_err("inbound event get", e))?;
         row.map(|r| {
-            let payload: String = get(&r, "payload")?;
-            Ok(InboundEvent {
-                source: get(&r, "source")?,
-                id: get(&r, "id")?,
-                event_type: get(&r, "type")?,
-                provider_message_id: get(&r, "provider_message_id")?,
-                job_id: get(&r, "job_id")?,
-                action: get(&r, "action")?,
-                // Stored by us as JSON; a damaged value reads as its text, not an error.
-                payload: serde_json::from_str(&payload)
-                    .unwrap_or(serde_json::Value::String(payload)),
-                received_at: from_millis(get(&r, "received_at")?),
-            })
+            let _payload: String = get(&r, "payload")?;
+            rows::inbound_event(&Sq(&r))
         })
         .transpose()
     }

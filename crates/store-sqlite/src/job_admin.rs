@@ -3,11 +3,13 @@
 
 use crate::bulk::pick;
 use crate::jobs::{fetch_job, sql};
-use crate::rows::{JOB_COLS, attempt_from_row, get, job_from_row, ms_opt};
+use crate::rows::Sq;
+use crate::rows::{JOB_COLS, attempt_from_row, job_from_row, ms_opt};
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use kairos_core::Job;
-use kairos_core::clock::{from_millis, to_millis};
+use kairos_core::clock::to_millis;
+use kairos_store::sql::rows;
 use kairos_store::*;
 use sqlx::AssertSqlSafe;
 
@@ -186,15 +188,7 @@ impl JobAdminStore for SqliteStore {
         .await
         .map_err(|e| map_err("occurrence list", e))?;
         rows.iter()
-            .map(|r| {
-                Ok(OccurrenceCount {
-                    period_key: get(r, "period_key")?,
-                    fire_at: get::<Option<i64>>(r, "fire_at")?.map(from_millis),
-                    channel: get(r, "channel")?,
-                    state: get(r, "state")?,
-                    count: get(r, "n")?,
-                })
-            })
+            .map(|r| rows::occurrence_count(&Sq(r)))
             .collect()
     }
 }

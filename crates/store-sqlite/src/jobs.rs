@@ -115,7 +115,7 @@ impl JobStore for SqliteStore {
                 .call(move |c| native::dead_undecodable(c, &bad, now))
                 .await?;
         }
-        // RETURNING order is unspecified: restore oldest-first (S0-2).
+        // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
         Ok(jobs)
     }

@@ -132,6 +132,19 @@ impl ScheduleStore for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn schedule_release(&self, p: ScheduleRelease) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE schedules SET locked_until = NULL, locked_by = NULL
+             WHERE locked_by = ?1 AND locked_until > ?2",
+        )
+        .bind(&p.node)
+        .bind(to_millis(p.now))
+        .execute(&self.write)
+        .await
+        .map_err(|e| map_err("schedule release", e))?;
+        Ok(done.rows_affected())
+    }
+
     async fn schedule_due(&self, p: ScheduleDue) -> Result<Vec<Schedule>> {
         let now = to_millis(p.now);
         let rows = sqlx::query(sql("UPDATE schedules SET locked_until = ?2, locked_by = ?3

@@ -1,5 +1,5 @@
-//! Artifacts (products of periodic jobs, unique per name and period key — S4-1, S4-5) and
-//! catch-up times of schedules (S4-4): records and the params of their store methods.
+//! Artifacts (products of periodic jobs, unique per name and period key) and
+//! catch-up times of schedules: records and the params of their store methods.
 
 use crate::JobInsert;
 use chrono::{DateTime, Utc};
@@ -25,13 +25,13 @@ pub struct Artifact {
 }
 
 /// `artifact_put`: insert if absent. Nothing is overwritten: the first artifact of a period
-/// stays (a re-run is safe — S4-5).
+/// stays (a re-run is safe).
 #[derive(Debug, Clone)]
 pub struct ArtifactPut {
     /// The artifact (its `created_at` is the time of the write).
     pub artifact: Artifact,
     /// Jobs to insert in the same transaction, only if the artifact was created (the
-    /// `digest.created` webhook, fan-out to subscribers — S4-9). Their dedupe keys make a
+    /// `digest.created` webhook, fan-out to subscribers). Their dedupe keys make a
     /// repeat harmless.
     pub then: Vec<JobInsert>,
 }
@@ -65,8 +65,8 @@ pub struct ArtifactList {
     pub limit: Option<i64>,
 }
 
-/// `artifact_prune`: delete artifacts created before `before`, at most `limit` (retention —
-/// S4-8, in bounded batches).
+/// `artifact_prune`: delete artifacts created before `before`, at most `limit` (retention, in
+/// bounded batches).
 #[derive(Debug, Clone)]
 pub struct ArtifactPrune {
     /// Artifacts created before this instant are deleted.
@@ -75,7 +75,7 @@ pub struct ArtifactPrune {
     pub limit: i64,
 }
 
-/// A catch-up time of a schedule (S4-4): at `at` (`HH:MM` in the schedule's zone) the
+/// A catch-up time of a schedule: at `at` (`HH:MM` in the schedule's zone) the
 /// scheduler checks whether the period's product is missing and, only then, runs it again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatchUp {

@@ -1,8 +1,8 @@
 //! Audiences: recipients, topics, subscriptions, suppressions, audience expansions and A/B
-//! exposures — the records and the params of their store methods (seed 003).
+//! exposures — the records and the params of their store methods.
 //!
 //! Personal data (an address, attributes) lives only in [`Recipient`]: jobs carry ids
-//! (recipient, topic, period) and the address is read when the job runs (S3-8).
+//! (recipient, topic, period) and the address is read when the job runs.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ pub enum RecipientState {
     /// Mailable.
     #[default]
     Active,
-    /// Not mailed; their jobs end `skipped` with reason `recipient_inactive` (S3-7).
+    /// Not mailed; their jobs end `skipped` with reason `recipient_inactive`.
     Disabled,
 }
 
@@ -90,7 +90,7 @@ pub struct RecipientList {
     pub limit: Option<i64>,
 }
 
-/// One A/B variant of a topic (S3-19): it replaces the subject (and the bodies, if given).
+/// One A/B variant of a topic: it replaces the subject (and the bodies, if given).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variant {
     /// Name, sent as the `variant` tag.
@@ -121,7 +121,7 @@ pub struct Topic {
     pub text: Option<String>,
     /// A/B variants.
     pub variants: Vec<Variant>,
-    /// Asked at send time whether the recipient is still entitled (S3-7).
+    /// Asked at send time whether the recipient is still entitled.
     pub entitlement_url: Option<String>,
     /// Timeout of that question, in milliseconds.
     pub entitlement_timeout_ms: Option<i64>,
@@ -189,7 +189,7 @@ pub struct SubscriptionPut {
 }
 
 /// `subscription_list`: ordered by (recipient_id, topic), keyset-paginated. The audience
-/// expansion pages through a topic with `active_only` (S3-3).
+/// expansion pages through a topic with `active_only`.
 #[derive(Debug, Clone, Default)]
 pub struct SubscriptionList {
     /// Only this topic.

@@ -1,4 +1,4 @@
-//! HTTP call targets (`http` jobs, S4-2): where a job calls and with what, stored once and
+//! HTTP call targets (`http` jobs): where a job calls and with what, stored once and
 //! referenced by id from job payloads — like webhook endpoints — so that a bearer token, an
 //! `Authorization` header or a signing secret never sits in a job payload (which the API lists
 //! and logs may show).

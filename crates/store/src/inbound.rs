@@ -1,8 +1,8 @@
-//! Inbound provider events and what they do (seed 003, S3-9 … S3-13, S3-18): the record of
-//! each webhook received once (`inbound_events`, keyed by the provider's event id, S3-11), the
-//! suppression that cascades to every subscription of an address (S3-12), the suppression
+//! Inbound provider events and what they do: the record of
+//! each webhook received once (`inbound_events`, keyed by the provider's event id), the
+//! suppression that cascades to every subscription of an address, the suppression
 //! list's reads and removals, the one-click unsubscribe, and the settings row that carries
-//! maintenance mode (S3-13).
+//! maintenance mode.
 
 use chrono::{DateTime, Utc};
 
@@ -76,7 +76,7 @@ pub struct InboundEventRecorded {
 }
 
 /// `suppression_apply`: suppress an address and disable every subscription of every
-/// recipient with that address, in one transaction (S3-12). Applying again adds nothing but
+/// recipient with that address, in one transaction. Applying again adds nothing but
 /// still disables subscriptions enabled since (the cascade is idempotent).
 #[derive(Debug, Clone)]
 pub struct SuppressionApply {
@@ -120,7 +120,7 @@ pub struct SuppressionRemove {
     pub now: DateTime<Utc>,
 }
 
-/// `subscription_disable`: the one-click unsubscribe of (recipient, topic) (S3-18).
+/// `subscription_disable`: the one-click unsubscribe of (recipient, topic).
 #[derive(Debug, Clone)]
 pub struct SubscriptionDisable {
     /// The recipient.
@@ -131,7 +131,7 @@ pub struct SubscriptionDisable {
     pub now: DateTime<Utc>,
 }
 
-/// A stored setting (maintenance mode, S3-13).
+/// A stored setting (maintenance mode).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setting {
     /// Name (`maintenance`).
@@ -157,7 +157,7 @@ pub struct SettingPut {
 pub const SETTING_MAINTENANCE: &str = "maintenance";
 
 /// `inbound_event_prune`: delete inbound events received before `before`, at most `limit`
-/// (retention, S4-8). Their raw payloads carry addresses; the suppressions they caused stay.
+/// (retention). Their raw payloads carry addresses; the suppressions they caused stay.
 #[derive(Debug, Clone)]
 pub struct InboundEventPrune {
     /// Events received before this instant are deleted.

@@ -34,6 +34,7 @@ mod retention;
 mod roles;
 pub mod sealing;
 mod slo;
+pub mod sql;
 mod types;
 
 pub use admin::*;

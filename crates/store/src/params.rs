@@ -135,6 +135,15 @@ pub struct ScheduleDue {
     pub node: String,
 }
 
+/// `schedule_release`.
+#[derive(Debug, Clone)]
+pub struct ScheduleRelease {
+    /// The node whose claims are released.
+    pub node: String,
+    /// Now: only claims still in force (`locked_until > now`) are touched.
+    pub now: DateTime<Utc>,
+}
+
 /// `schedule_fire`.
 #[derive(Debug, Clone)]
 pub struct ScheduleFire {
@@ -291,7 +300,7 @@ pub struct JobRescue {
 }
 
 /// `job_search`: the operator's filtered job list (admin UI). Every filter is optional and they
-/// combine (S3-14); pages are keyset-paginated on the id (newest first), so a page deep into
+/// combine; pages are keyset-paginated on the id (newest first), so a page deep into
 /// millions of rows costs what the first page costs.
 #[derive(Debug, Clone, Default)]
 pub struct JobSearch {
@@ -306,7 +315,7 @@ pub struct JobSearch {
     /// Only jobs whose payload names this topic (`payload.topic`, audience jobs).
     pub topic: Option<String>,
     /// Only jobs whose payload names this recipient (`payload.recipient_id`). Jobs carry ids,
-    /// never addresses (S3-8).
+    /// never addresses.
     pub recipient_id: Option<String>,
     /// Only jobs created at or after this instant.
     pub created_from: Option<DateTime<Utc>>,

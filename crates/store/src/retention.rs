@@ -1,4 +1,4 @@
-//! Retention (S4-8): deleting finished jobs and their attempts in bounded batches.
+//! Retention: deleting finished jobs and their attempts in bounded batches.
 
 use chrono::{DateTime, Utc};
 use kairos_core::JobState;

@@ -14,7 +14,7 @@ pub struct JobCount {
     pub count: i64,
 }
 
-/// `job_backlog`: what is waiting, and what is stuck (S3-16).
+/// `job_backlog`: what is waiting, and what is stuck.
 #[derive(Debug, Clone)]
 pub struct JobBacklog {
     /// Now: available jobs with `run_at <= now` are due.

@@ -98,7 +98,7 @@ pub struct Schedule {
 }
 
 /// One channel of a schedule: each firing creates one job per channel, retried on its own
-/// (S0-6, S0-7).
+///.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleChannel {
     /// The channel's name, unique in its schedule (`[a-z0-9_-]{1,64}`).

@@ -1,5 +1,5 @@
 //! Fetching feeds: every feed concurrently, each under its own timeout; a feed that fails is
-//! recorded with its reason and the others are kept (S4-1). Items are de-duplicated (by link,
+//! recorded with its reason and the others are kept. Items are de-duplicated (by link,
 //! else by id, else by title) and ordered newest first, feeds in their given order on ties.
 
 use super::Digester;

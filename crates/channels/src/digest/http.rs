@@ -1,4 +1,4 @@
-//! HTTP helpers of the digest channel, over the shared [`crate::transport`] (client, S4-3
+//! HTTP helpers of the digest channel, over the shared [`crate::transport`] (client,
 //! classification, `Retry-After`): each failure is prefixed with what was called ("feed 2",
 //! "gemini") and keeps a short excerpt of the answer. Messages never contain a URL (which may
 //! carry a key) or a secret.

@@ -1,11 +1,11 @@
-//! The digest channel (S4-1): fetch RSS/Atom feeds, de-duplicate and order their items, and
+//! The digest channel: fetch RSS/Atom feeds, de-duplicate and order their items, and
 //! summarize them — with no model (`extractive`, the default) or with an LLM over HTTP
 //! (`gemini`'s generateContent API, `openai`'s chat completions).
 //!
-//! Every external call has its own timeout (S4-7): each feed (one slow feed does not hold the
+//! Every external call has its own timeout: each feed (one slow feed does not hold the
 //! others, and one failing feed is recorded without losing the others), and the model call
 //! (2 min by default), so a silent hang becomes a retryable failure. Failures carry an
-//! [`ErrorClass`](kairos_core::ErrorClass) by the S4-3 table: 503, 429, 408, other 5xx,
+//! [`ErrorClass`](kairos_core::ErrorClass) by the retry classification table: 503, 429, 408, other 5xx,
 //! dropped connections and timeouts are transient, other 4xx permanent, `Retry-After` is
 //! honoured. API keys come from the configuration only (`KAIROS_GEMINI_API_KEY`,
 //! `KAIROS_OPENAI_API_KEY`): never from a job's payload, never in a message or a log.
@@ -52,7 +52,7 @@ impl fmt::Debug for ModelApi {
 pub struct DigestConfig {
     /// Timeout of one feed request, connection to last byte. Default 30 s.
     pub feed_timeout: Duration,
-    /// Timeout of one model call. Default 2 min (S4-7).
+    /// Timeout of one model call. Default 2 min.
     pub model_timeout: Duration,
     /// Most items taken from one feed (the newest). Default 20.
     pub max_items_per_feed: usize,

@@ -2,7 +2,7 @@
 //! grouped by feed. `gemini` calls `POST {base}/v1beta/models/{model}:generateContent`
 //! (answer in `candidates[0].content.parts[].text`); `openai` calls
 //! `POST {base}/v1/chat/completions` (answer in `choices[0].message.content`). Both under the
-//! model timeout, failures classified (S4-3, S4-7).
+//! model timeout, failures classified.
 
 use super::Digester;
 use super::feeds::Item;

@@ -1,4 +1,4 @@
-//! The per-topic entitlement question asked at send time (S3-7): `POST <url>` with
+//! The per-topic entitlement question asked at send time: `POST <url>` with
 //! `{"recipient_id", "topic", "target", "period_key", "job_id"}` (ids only, never the
 //! address), under the topic's own timeout.
 //!

@@ -1,20 +1,20 @@
-//! The email channel (seed 003): one message through one of three transports, chosen in
+//! The email channel: one message through one of three transports, chosen in
 //! configuration (`KAIROS_EMAIL_TRANSPORT`):
 //!
 //! - [`file`]: writes RFC 5322 `.eml` files to a directory (the embedded default, `DATA_DIR/
 //!   outbox`); the file is named after the job id, so a retry rewrites the same file.
 //! - [`smtp`]: lettre's pooled async SMTP client; replies classify like HTTP: 4xx transient,
 //!   5xx permanent, and 550 is a hard bounce the caller suppresses.
-//! - [`resend`]: Resend's HTTP API (S3-1, S3-20) with the job id as `Idempotency-Key`, paced
+//! - [`resend`]: Resend's HTTP API with the job id as `Idempotency-Key`, paced
 //!   by its `ratelimit-*` / `retry-after` headers; a 429 `rate_limit_exceeded` waits without
 //!   spending an attempt, quota codes pause the transport and warn.
 //!
 //! Also here: [`template`] (minijinja, strict undefined) and [`unsubscribe`] (the HMAC token
-//! of the one-click unsubscribe link, S3-18).
+//! of the one-click unsubscribe link).
 //!
 //! A send never panics and never returns a Rust error: every problem is an
 //! [`Outcome::Failed`] with an [`ErrorClass`](kairos_core::ErrorClass). Messages name job ids,
-//! never the recipient's address (S3-8).
+//! never the recipient's address.
 
 pub mod entitlement;
 pub mod file;
@@ -150,7 +150,7 @@ pub fn build_message(m: &EmailMessage) -> Result<lettre::Message, Failure> {
         .from
         .parse()
         .map_err(|e| Failure::permanent(format!("the From address is not valid: {e}")))?;
-    // The error names no address (S3-8): it could be the recipient's.
+    // The error names no address: it could be the recipient's.
     let to: Mailbox =
         m.to.parse()
             .map_err(|_| Failure::permanent("the recipient's address is not a valid address"))?;

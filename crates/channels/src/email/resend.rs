@@ -1,4 +1,4 @@
-//! The `resend` transport: Resend's HTTP API (`POST {api}/emails`), S3-1 and S3-20.
+//! The `resend` transport: Resend's HTTP API (`POST {api}/emails`).
 //!
 //! - The job id is the `Idempotency-Key`: a retry after "Resend accepted but we did not
 //!   record it" is answered with the first send's result, never a second mail.
@@ -13,7 +13,7 @@
 //!   `concurrent_idempotent_requests` is transient.
 //!
 //! Resend's error messages can quote the address, so only the error `name` and the status are
-//! recorded (S3-8).
+//! recorded.
 
 use super::{EmailMessage, SendReport};
 use kairos_core::{ErrorClass, Failure, Outcome};

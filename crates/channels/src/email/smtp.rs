@@ -103,7 +103,7 @@ pub fn classify(e: &lettre::transport::smtp::Error) -> SendReport {
         _ => ErrorClass::Transient,
     };
     // lettre's message quotes the server's reply, which may echo the address: keep only the
-    // code and the class (S3-8).
+    // code and the class.
     let what = match code {
         Some(c) => format!("SMTP {c}"),
         None if e.is_timeout() => "SMTP timeout".into(),

@@ -225,7 +225,7 @@ pub fn sample_context() -> Value {
         topic => "sample",
         variant => "a",
         payload => Value::from_object(AnyKey("payload")),
-        // Set in a digest's fan-out mails (S4-9); empty in other topics' mails.
+        // Set in a digest's fan-out mails; empty in other topics' mails.
         artifact => minijinja::context! {
             name => "daily-news",
             period_key => "2026-11-23",

@@ -1,4 +1,4 @@
-//! The one-click unsubscribe token (S3-18, RFC 8058): an HMAC-SHA256 over (recipient, topic)
+//! The one-click unsubscribe token (RFC 8058): an HMAC-SHA256 over (recipient, topic)
 //! with a key id, so the secret can be rotated (old keys keep verifying) and a token names
 //! the key it was made with. The `/unsubscribe` endpoint (the inbound issue) verifies it.
 //!

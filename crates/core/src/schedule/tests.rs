@@ -972,7 +972,7 @@ fn at_or_after_returns_gap_shifted_firing() {
     assert_eq!(plan.next_fire_at, Some(t("2026-03-09T02:30:00-04:00")));
 }
 
-/// The monitor's expected firings (S4-10): inclusive at both ends, bounded by `limit`, and
+/// The monitor's expected firings: inclusive at both ends, bounded by `limit`, and
 /// following the zone's wall clock across DST (a day of 23 hours has 23 hourly firings).
 #[test]
 fn firings_between_is_inclusive_bounded_and_zone_aware() {
@@ -1006,4 +1006,17 @@ fn firings_between_is_inclusive_bounded_and_zone_aware() {
         bad.firings_between(utc, t("2026-11-29T10:00:00Z"), t("2026-11-30T10:00:00Z"), 5)
             .is_empty()
     );
+}
+
+/// Found by the `schedule_cron` fuzz target: croner reads an empty list item as a field that
+/// matches nothing, and validating `0 , * * *` took over a second (the never-fires probe
+/// walked to year 9999). It is refused at once, naming the field.
+#[test]
+fn cron_with_an_empty_list_item_is_refused_without_searching() {
+    for expr in ["0 , * * *", "0 1,,2 * * *", "0 1, * * *", ",5 * * * *"] {
+        let e = cron(expr).validate().unwrap_err();
+        assert_eq!(e.field(), "cron");
+        assert!(e.to_string().contains("empty list item"), "{expr}: {e}");
+    }
+    assert!(cron("0 1,2 * * *").validate().is_ok());
 }

@@ -78,7 +78,7 @@ pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobCont
 }
 
 /// Turn an attempt's outcome into the completion to record. Pure: the retry policy decides
-/// (S0-4, S4-3); a rate limit waits without spending an attempt.
+///; a rate limit waits without spending an attempt.
 pub fn completion_for(
     job: &Job,
     outcome: Outcome,
@@ -205,7 +205,7 @@ pub(super) fn to_chrono(d: Duration) -> chrono::Duration {
 }
 
 pub(super) fn log_completion(job: &Job, c: &JobComplete) {
-    // One log line and the metrics per attempt (S4-6): ids, classes, timings; never the
+    // One log line and the metrics per attempt: ids, classes, timings; never the
     // payload or the target.
     crate::telemetry::attempt_done(job, c);
 }

@@ -63,7 +63,7 @@ pub fn register_digest(
     Ok(())
 }
 
-/// Register (or replace) the `email` kind, sending through `transport` (seed 003).
+/// Register (or replace) the `email` kind, sending through `transport`.
 pub fn register_email(
     r: &mut HandlerRegistry,
     store: Arc<dyn Store>,

@@ -9,7 +9,7 @@
 //!
 //! [`Kinds::builtin`] is the registry, built once. Adding a kind is one module implementing
 //! [`Kind`] plus one line in [`Kinds::builtin`] (and its handler registered on the nodes that
-//! run it, see [`crate::handlers`]). A kind name nobody registered (an embedding application's
+//! run it, see `handlers::default_registry`). A kind name nobody registered (an embedding application's
 //! own handler) gets [`Plain`]'s behaviour.
 
 pub mod digest;

@@ -1,5 +1,5 @@
 //! Alert state and the alert webhook: a warning is sent once when it begins and a recovery
-//! once when it clears (S3-17), not at every run. The state lives in the store
+//! once when it clears, not at every run. The state lives in the store
 //! (`slo_alerts`), so a restart or a new leader does not alert again.
 //!
 //! Sending is independent of the job queue on purpose: the queue may be what is broken (stuck

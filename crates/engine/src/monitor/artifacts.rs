@@ -1,7 +1,7 @@
-//! The `missing_artifacts` check (S4-10): for each active digest schedule, the periods whose
+//! The `missing_artifacts` check: for each active digest schedule, the periods whose
 //! artifact should exist by now — after the period's regular firing, its last catch-up time,
 //! the kind's deadline for the run and the monitor's grace — and does not. This is the check
-//! that would have caught seed 004's "8 days out of 20 missing while every run said success".
+//! that would have caught the "8 days out of 20 missing while every run said success".
 
 use super::checks::{MAX_EXPECTED_FIRINGS, dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};

@@ -20,7 +20,7 @@ pub(super) fn human(d: std::time::Duration) -> String {
 
 /// Failure rate per kind over the window: failed / (succeeded + failed), counting jobs that
 /// reached a final state in the window. Skipped, cancelled and pending (available, running)
-/// jobs are not in the denominator (S3-15). Below `min_sample` decided jobs a kind has
+/// jobs are not in the denominator. Below `min_sample` decided jobs a kind has
 /// "insufficient data", never a warning.
 pub(super) async fn failure_rate(
     cfg: &MonitorConfig,
@@ -41,7 +41,7 @@ pub(super) async fn failure_rate(
         match c.state.as_str() {
             "succeeded" => e.0 += c.count,
             "dead" => e.1 += c.count,
-            _ => {} // skipped, cancelled: not decided deliveries (S3-15)
+            _ => {} // skipped, cancelled: not decided deliveries
         }
     }
     by_kind.retain(|_, (ok, failed)| *ok + *failed > 0);
@@ -83,7 +83,7 @@ pub(super) async fn failure_rate(
         .collect())
 }
 
-/// Stuck work on two axes (S3-16): jobs due longer than `stuck_after` and not claimed, and
+/// Stuck work on two axes: jobs due longer than `stuck_after` and not claimed, and
 /// jobs still running more than `lease_grace` after their lease ended (the rescuer should
 /// have returned them: it is not running, or cannot write).
 pub(super) async fn stuck(
@@ -148,7 +148,7 @@ pub(super) async fn stuck(
     Ok(out)
 }
 
-/// Missed firings (S4-10): for each active schedule, the firings its clock expected in the
+/// Missed firings: for each active schedule, the firings its clock expected in the
 /// window (from its creation on, up to `missed_grace` ago so that a firing the scheduler is
 /// about to take is not counted) versus the distinct firings materialized as jobs. Firings a
 /// misfire policy dropped, and firings while the scheduler did not run, are missed.

@@ -8,7 +8,7 @@
 //! - `skip_rate`: one warning per schedule (or topic, for `email` jobs enqueued without a
 //!   schedule) when more than half of its decided jobs in the window — succeeded, skipped,
 //!   dead — were skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
-//!   outcomes and stay out of the failure rate (S3-15), so a topic whose entitlement URL is
+//!   outcomes and stay out of the failure rate, so a topic whose entitlement URL is
 //!   wrong (every recipient `not_entitled`) would otherwise look healthy.
 //! - `expansions_stuck`: one warning per schedule with an audience expansion that is not done
 //!   and has not advanced (written a page) for longer than `expansion_stuck_after`: the

@@ -1,4 +1,4 @@
-//! Operations on audiences (seed 003): recipients, topics, subscriptions, occurrences, and the
+//! Operations on audiences: recipients, topics, subscriptions, occurrences, and the
 //! audience branch of schedules (`kind: email` with a `topic`). Validation is here, shared by
 //! the API and the CLI; the error names the field.
 
@@ -20,6 +20,13 @@ pub struct NewRecipient {
     #[serde(default)]
     pub id: Option<String>,
     /// Email address.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 254,
+            pattern = r#"^[^\s\x00-\x1f\x7f-\x9f<>,;"@]+@[^\s\x00-\x1f\x7f-\x9f<>,;"@]+\.[^\s\x00-\x1f\x7f-\x9f<>,;"@]+$"#
+        )
+    )]
     pub email: String,
     /// IANA time zone (default `UTC`).
     #[serde(default)]
@@ -46,6 +53,7 @@ pub struct NewRecipient {
 #[serde(deny_unknown_fields)]
 pub struct NewVariant {
     /// Name (`[A-Za-z0-9_-]`, the `variant` tag).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^[A-Za-z0-9_-]{1,64}$"))]
     pub name: String,
     /// Relative weight (default 1).
     #[serde(default)]
@@ -66,7 +74,8 @@ pub struct NewVariant {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = TopicBody))]
 #[serde(deny_unknown_fields)]
 pub struct NewTopic {
-    /// Subject template (minijinja).
+    /// Subject template (minijinja); not blank.
+    #[cfg_attr(feature = "openapi", schema(pattern = r"\S"))]
     pub subject: String,
     /// HTML template.
     #[serde(default)]
@@ -80,8 +89,9 @@ pub struct NewTopic {
     /// Asked at send time whether the recipient is still entitled (yes/no).
     #[serde(default)]
     pub entitlement_url: Option<String>,
-    /// Timeout of that question in milliseconds (default 5000).
+    /// Timeout of that question in milliseconds, 1 to 60000 (default 5000).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 60000))]
     pub entitlement_timeout_ms: Option<i64>,
 }
 
@@ -92,6 +102,7 @@ pub struct NewTopic {
 pub struct NewSubscription {
     /// Channels (default `["email"]`).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub channels: Option<Vec<String>>,
     /// What the mail is about (the seed's target).
     #[serde(default)]

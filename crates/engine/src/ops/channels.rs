@@ -1,6 +1,6 @@
 //! A schedule's channels (`"channels": [{"name", "kind", "<kind>": {…}, "payload"?,
 //! "retry"?}]`): each firing creates one job per channel, each retried on its own, so a
-//! channel that succeeded is never sent again when a sibling retries (S0-6, S0-7).
+//! channel that succeeded is never sent again when a sibling retries.
 //!
 //! A body with `kind` (or neither `kind` nor `channels`) is a schedule with one channel named
 //! after its kind, stored as it always was; only explicit channels are stored as a list.

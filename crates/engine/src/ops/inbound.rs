@@ -1,5 +1,5 @@
-//! Operations of the inbound issue (seed 003): receiving provider events (S3-9 … S3-11), the
-//! suppression list (S3-12), the one-click unsubscribe (S3-18) and maintenance mode (S3-13).
+//! Operations of the inbound issue: receiving provider events, the
+//! suppression list, the one-click unsubscribe and maintenance mode.
 //! Shared by the API and the CLI. Nothing here logs an address.
 
 use super::Kairos;
@@ -20,9 +20,23 @@ const MAX_ADDRESS: usize = 320;
 #[serde(deny_unknown_fields)]
 pub struct NewSuppression {
     /// The address never to mail again (stored trimmed and lowercase).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 320,
+            pattern = r#"^[^\s\x00-\x1f\x7f-\x9f@]+@[^\s\x00-\x1f\x7f-\x9f@]+$"#
+        )
+    )]
     pub email: String,
-    /// Why (default `manual`).
+    /// Why (default `manual`); not blank, at most 200 bytes, no control characters.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 200,
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub reason: Option<String>,
 }
 
@@ -90,7 +104,7 @@ fn check_address(v: &str) -> Result<String, OpsError> {
 
 impl Kairos {
     /// Store a verified provider event once and act on it (suppression and cascade) in one
-    /// transaction; a repeat of `event_id` from `source` changes nothing (S3-11).
+    /// transaction; a repeat of `event_id` from `source` changes nothing.
     pub async fn inbound_receive(
         &self,
         source: &str,
@@ -157,7 +171,7 @@ impl Kairos {
             .await?)
     }
 
-    /// Suppress an address by hand, with the cascade to its subscriptions (S3-12). Returns
+    /// Suppress an address by hand, with the cascade to its subscriptions. Returns
     /// the suppression (the first reason stays if it was suppressed already) and what changed.
     pub async fn suppression_add(
         &self,
@@ -217,7 +231,7 @@ impl Kairos {
         Ok(())
     }
 
-    /// Unsubscribe a recipient from a topic (a verified one-click token, S3-18). `true` if
+    /// Unsubscribe a recipient from a topic (a verified one-click token). `true` if
     /// this changed something; `false` if it was unsubscribed already (or never subscribed).
     pub async fn unsubscribe(&self, recipient_id: &str, topic: &str) -> Result<bool, OpsError> {
         let changed = self

@@ -8,6 +8,20 @@ use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Job, JobState};
 use kairos_store::*;
 
+/// Dead jobs read per batch by [`Kairos::dead_replay`].
+pub const DEAD_REPLAY_BATCH: i64 = 100;
+
+/// What [`Kairos::dead_replay`] did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeadReplay {
+    /// The jobs replayed (now available), newest first.
+    pub job_ids: Vec<String>,
+    /// Dead jobs that could not be replayed: (id, why).
+    pub failed: Vec<(String, String)>,
+    /// Whether dead jobs remain that this call did not look at (it stopped at its maximum).
+    pub more: bool,
+}
+
 impl Kairos {
     /// Validate `req` into the job to insert, without inserting it: what
     /// [`Kairos::job_enqueue`] inserts, and what an application inserts in its own
@@ -156,6 +170,43 @@ impl Kairos {
                 return Ok(ids);
             }
         }
+    }
+
+    /// Replay dead jobs (of `kind`, if given), newest first, read in batches of
+    /// [`DEAD_REPLAY_BATCH`] and at most `max` of them: one call (one request) does bounded
+    /// work, and [`DeadReplay::more`] says whether dead jobs remain past the last one looked at
+    /// (call again to go on). A job that cannot be replayed is reported in `failed`.
+    pub async fn dead_replay(
+        &self,
+        kind: Option<&str>,
+        max: usize,
+    ) -> Result<DeadReplay, OpsError> {
+        let mut out = DeadReplay::default();
+        let mut seen = 0usize;
+        let mut before: Option<String> = None;
+        while seen < max {
+            let want = DEAD_REPLAY_BATCH.min((max - seen) as i64);
+            let batch = self
+                .job_list(Some("dead"), kind, None, before.as_deref(), Some(want))
+                .await?;
+            for job in &batch {
+                match self.job_retry(&job.id).await {
+                    Ok(j) => out.job_ids.push(j.id),
+                    Err(e) => out.failed.push((job.id.clone(), e.message().to_string())),
+                }
+            }
+            seen += batch.len();
+            before = batch.last().map(|j| j.id.clone()).or(before);
+            if (batch.len() as i64) < want {
+                return Ok(out);
+            }
+        }
+        // Stopped at the maximum: is anything left after the last one looked at?
+        out.more = !self
+            .job_list(Some("dead"), kind, None, before.as_deref(), Some(1))
+            .await?
+            .is_empty();
+        Ok(out)
     }
 
     /// Cancel a job that has not finished.

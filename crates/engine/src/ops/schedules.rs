@@ -229,7 +229,7 @@ impl Kairos {
             .await?
             .ok_or_else(|| OpsError::not_found("schedule", id))?;
         if !paused {
-            // Catch-ups count from the resumption too (S4-4).
+            // Catch-ups count from the resumption too.
             let times: Vec<String> = self
                 .store
                 .catch_up_list(id)

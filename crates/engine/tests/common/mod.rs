@@ -18,7 +18,7 @@ use kairos_store::{
     Attempt, CompleteReport, Endpoint, EndpointDisable, EndpointUpsert, JobCancel, JobClaim,
     JobComplete, JobInsert, JobInserted, JobLeaseRenew, JobList, JobRescue, JobRetry, Schedule,
     ScheduleCreate, ScheduleDue, ScheduleFire, ScheduleFired, ScheduleList, SchedulePause,
-    ScheduleUpdate, Store,
+    ScheduleRelease, ScheduleUpdate, Store,
 };
 use kairos_store_sqlite::SqliteStore;
 use std::collections::HashMap;
@@ -378,7 +378,7 @@ pub fn max_attempts(n: u32) -> RetrySpec {
 }
 
 /// The real SQLite store, counting how often the scheduler's and executor's polling queries
-/// are made (to catch a service spinning on the database — S0-10). Everything is delegated.
+/// are made (to catch a service spinning on the database). Everything is delegated.
 pub struct CountingStore {
     pub inner: Arc<dyn Store>,
     pub schedule_due_calls: AtomicUsize,
@@ -487,6 +487,10 @@ impl ScheduleStore for CountingStore {
     async fn schedule_delete(&self, id: &str) -> kairos_store::Result<bool> {
         self.inner.schedule_delete(id).await
     }
+    async fn schedule_release(&self, p: ScheduleRelease) -> kairos_store::Result<u64> {
+        self.inner.schedule_release(p).await
+    }
+
     async fn schedule_due(&self, p: ScheduleDue) -> kairos_store::Result<Vec<Schedule>> {
         self.schedule_due_calls.fetch_add(1, Ordering::SeqCst);
         self.inner.schedule_due(p).await

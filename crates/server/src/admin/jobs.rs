@@ -143,9 +143,9 @@ pub struct DeadQuery {
 }
 
 /// Dead jobs read per batch by "replay all".
-pub const REPLAY_ALL_BATCH: i64 = 100;
+pub const REPLAY_ALL_BATCH: i64 = kairos_engine::ops::DEAD_REPLAY_BATCH;
 /// The most dead jobs one "replay all" request replays; the page says when more remain.
-pub const REPLAY_ALL_MAX: usize = 500;
+pub const REPLAY_ALL_MAX: usize = crate::routes::dlq::REPLAY_ALL_MAX;
 
 /// `GET /admin/dead`: dead jobs, newest first.
 pub async fn dead(
@@ -196,53 +196,15 @@ pub async fn dead_replay(
         return csrf_refused();
     }
     let kind = blank(&form.kind);
-    let mut replayed = 0u64;
-    let mut seen = 0usize;
-    let mut before: Option<String> = None;
-    let more = loop {
-        let want = REPLAY_ALL_BATCH.min((REPLAY_ALL_MAX - seen) as i64);
-        let batch = match state
-            .kairos
-            .job_list(
-                Some("dead"),
-                kind.as_deref(),
-                None,
-                before.as_deref(),
-                Some(want),
-            )
-            .await
-        {
-            Ok(b) => b,
-            Err(e) => return store_error(&op, &state, e).await,
-        };
-        for job in &batch {
-            if state.kairos.job_retry(&job.id).await.is_ok() {
-                replayed += 1;
-            }
-        }
-        seen += batch.len();
-        before = batch.last().map(|j| j.id.clone());
-        if (batch.len() as i64) < want {
-            break false;
-        }
-        if seen >= REPLAY_ALL_MAX {
-            // Stopped at the maximum: is anything left after the last one looked at?
-            match state
-                .kairos
-                .job_list(
-                    Some("dead"),
-                    kind.as_deref(),
-                    None,
-                    before.as_deref(),
-                    Some(1),
-                )
-                .await
-            {
-                Ok(rest) => break !rest.is_empty(),
-                Err(e) => return store_error(&op, &state, e).await,
-            }
-        }
+    let done = match state
+        .kairos
+        .dead_replay(kind.as_deref(), REPLAY_ALL_MAX)
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => return store_error(&op, &state, e).await,
     };
+    let (replayed, more) = (done.job_ids.len(), done.more);
     tracing::info!(replayed, more, kind = ?kind, "replayed dead jobs from the admin UI");
     let mut to = format!("/admin/dead?replayed={replayed}");
     if more {

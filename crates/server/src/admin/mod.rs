@@ -1,4 +1,4 @@
-//! The admin UI at `/admin`: server-rendered pages for operators (S3-14 … S3-17), no
+//! The admin UI at `/admin`: server-rendered pages for operators, no
 //! single-page app. Every page but the login page needs a session ([`session::Operator`]);
 //! every form carries a CSRF token bound to the session.
 //!
@@ -152,7 +152,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         ))
 }
 
-/// A state string for display: known states as they are, anything else "unknown" (S3-14).
+/// A state string for display: known states as they are, anything else "unknown".
 pub fn state_label(s: &str) -> &'static str {
     match s {
         "available" => "available",

@@ -130,8 +130,7 @@ impl Operator {
     }
 
     /// Render a page of this session: `ctx` plus the CSRF token and the SLO warning banner
-    /// (the monitor's stored alert state, so every page shows a warning while it is active,
-    /// S3-17).
+    /// (the monitor's stored alert state, so every page shows a warning while it is active).
     pub async fn page(&self, state: &AppState, name: &str, ctx: minijinja::Value) -> Response {
         let warnings: Vec<minijinja::Value> = match state.kairos.store().slo_alert_list().await {
             Ok(alerts) => alerts

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 mod database;
 mod dirs;
 mod error;
+pub mod inbound;
 mod node;
 mod parse;
 mod secret;
@@ -160,19 +161,19 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Retention of succeeded, skipped and cancelled jobs and their attempts, counted from
     /// when they finished (`KAIROS_RETENTION_SUCCEEDED`, default `7d`; `off` keeps them; a
-    /// bare number is seconds) — S4-8.
+    /// bare number is seconds).
     #[serde(deserialize_with = "flex_duration")]
     pub retention_succeeded: String,
     /// Retention of dead jobs, the dead-letter queue (`KAIROS_RETENTION_DEAD`, default `30d`;
-    /// `off` keeps them) — S4-8.
+    /// `off` keeps them).
     #[serde(deserialize_with = "flex_duration")]
     pub retention_dead: String,
     /// Retention of artifacts (a day's digest), counted from when they were stored
-    /// (`KAIROS_RETENTION_ARTIFACTS`, default `365d`; `off` keeps them) — S4-8.
+    /// (`KAIROS_RETENTION_ARTIFACTS`, default `365d`; `off` keeps them).
     #[serde(deserialize_with = "flex_duration")]
     pub retention_artifacts: String,
     /// Retention of inbound provider events, counted from their receipt
-    /// (`KAIROS_RETENTION_EVENTS`, default `30d`; `off` keeps them) — S4-8. The suppressions
+    /// (`KAIROS_RETENTION_EVENTS`, default `30d`; `off` keeps them). The suppressions
     /// they caused stay.
     #[serde(deserialize_with = "flex_duration")]
     pub retention_events: String,
@@ -197,7 +198,7 @@ pub struct Config {
     /// The OpenAI model (`KAIROS_OPENAI_MODEL`, default `gpt-4o-mini`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openai_model: Option<String>,
-    /// Timeout of one model call in seconds (`KAIROS_MODEL_TIMEOUT_SECS`, default 120 — S4-7).
+    /// Timeout of one model call in seconds (`KAIROS_MODEL_TIMEOUT_SECS`, default 120).
     pub model_timeout_secs: u64,
     /// Timeout of one feed request in seconds (`KAIROS_FEED_TIMEOUT_SECS`, default 30).
     pub feed_timeout_secs: u64,
@@ -244,10 +245,10 @@ pub struct Config {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert_webhook_secret: Option<String>,
     /// How mail is sent (`KAIROS_EMAIL_TRANSPORT`): `file` (default: `.eml` files in
-    /// `<data_dir>/outbox`), `smtp` or `resend` (seed 003).
+    /// `<data_dir>/outbox`), `smtp` or `resend`.
     pub email_transport: String,
     /// Timeout of one send through SMTP or Resend, in seconds (`KAIROS_EMAIL_TIMEOUT_SECS`,
-    /// default 10, as seed 000 gives every channel send; 1 to 300). A send that runs into it
+    /// default 10, as the source requirements give every channel send; 1 to 300). A send that runs into it
     /// is a transient failure, retried by the job's policy.
     pub email_timeout_secs: u64,
     /// The SMTP server (`KAIROS_SMTP_URL`, `smtp://host:port`, `?tls=required` for STARTTLS,
@@ -266,7 +267,7 @@ pub struct Config {
     /// Base of links in mails (`KAIROS_PUBLIC_URL`, default `http://<listen>`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<String>,
-    /// The one-click unsubscribe signing secret (`KAIROS_UNSUBSCRIBE_SECRET`, S3-18). Unset:
+    /// The one-click unsubscribe signing secret (`KAIROS_UNSUBSCRIBE_SECRET`). Unset:
     /// mails link to `settings_url` instead. A secret.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsubscribe_secret: Option<String>,
@@ -283,10 +284,10 @@ pub struct Config {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inbound_secrets: Option<String>,
     /// Earlier unsubscribe secrets whose links still work (`KAIROS_UNSUBSCRIBE_OLD_SECRETS`,
-    /// comma-separated, S3-18). Secrets.
+    /// comma-separated). Secrets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unsubscribe_old_secrets: Option<String>,
-    /// Maintenance mode forced on (`KAIROS_MAINTENANCE=1`, S3-13): the engine claims nothing
+    /// Maintenance mode forced on (`KAIROS_MAINTENANCE=1`): the engine claims nothing
     /// and `/v1/*` answers 503, while `/hooks/*`, `/unsubscribe` and `/healthz` work.
     #[serde(deserialize_with = "flex_bool")]
     pub maintenance: bool,
@@ -391,7 +392,7 @@ pub struct Overrides {
 }
 
 impl Config {
-    /// The pruner's ages (S4-8): succeeded/skipped/cancelled, and dead; `None` keeps.
+    /// The pruner's ages: succeeded/skipped/cancelled, and dead; `None` keeps.
     pub fn retention(
         &self,
     ) -> Result<(Option<std::time::Duration>, Option<std::time::Duration>), ConfigError> {
@@ -401,12 +402,12 @@ impl Config {
         ))
     }
 
-    /// The pruner's age of inbound events (S4-8); `None` keeps them.
+    /// The pruner's age of inbound events; `None` keeps them.
     pub fn retention_events(&self) -> Result<Option<std::time::Duration>, ConfigError> {
         parse_retention("retention_events", &self.retention_events)
     }
 
-    /// The pruner's age of artifacts (S4-8); `None` keeps them.
+    /// The pruner's age of artifacts; `None` keeps them.
     pub fn retention_artifacts(&self) -> Result<Option<std::time::Duration>, ConfigError> {
         parse_retention("retention_artifacts", &self.retention_artifacts)
     }

@@ -207,7 +207,7 @@ fn the_database_is_chosen_by_url_scheme() {
     });
 }
 
-/// S4-8: retention ages from the environment, `off` to keep, bad values named.
+/// retention ages from the environment, `off` to keep, bad values named.
 #[test]
 fn retention_ages_come_from_the_environment() {
     Jail::expect_with(|jail| {

@@ -4,7 +4,7 @@ use super::{Config, ConfigError, parse_window, token};
 use std::net::ToSocketAddrs;
 
 impl Config {
-    /// The email settings: a known transport with what it needs (seed 003).
+    /// The email settings: a known transport with what it needs.
     pub fn validate_email(&self) -> Result<(), ConfigError> {
         let set = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.trim().is_empty());
         if !(1..=300).contains(&self.email_timeout_secs) {
@@ -65,7 +65,7 @@ impl Config {
             &self.slo_expansions_stuck_after,
         )?;
         self.validate_email()?;
-        crate::routes::hooks::InboundConfig::from_config(self)?;
+        super::inbound::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("data_dir", "must not be empty"));
         }

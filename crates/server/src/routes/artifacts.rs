@@ -1,4 +1,4 @@
-//! `/v1/artifacts`: the products of periodic jobs (a day's digest — S4-1), listed, and served
+//! `/v1/artifacts`: the products of periodic jobs (a day's digest), listed, and served
 //! one by one as JSON or, when the client asks for `text/html`, as a page.
 
 use crate::AppState;
@@ -98,6 +98,7 @@ impl From<&Artifact> for ArtifactView {
 
 /// Filters of the artifact list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactQuery {
     /// Only artifacts of this name.
@@ -105,6 +106,7 @@ pub struct ArtifactQuery {
     /// Only periods before this key (the next page: the last period of the previous one).
     pub before: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

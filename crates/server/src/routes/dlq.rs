@@ -13,6 +13,9 @@ use utoipa::IntoParams;
 
 /// Most ids one replay request may name.
 pub const MAX_REPLAY_IDS: usize = 10_000;
+/// The most dead jobs one `{"all": true}` request replays (as many as "replay all" in the
+/// admin UI): the request does bounded work, and `more` says when to send it again.
+pub const REPLAY_ALL_MAX: usize = 500;
 
 /// The routes (mounted under `/v1/dlq`).
 pub fn router() -> Router<AppState> {
@@ -23,6 +26,7 @@ pub fn router() -> Router<AppState> {
 
 /// Filters of the dead-letter list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DlqQuery {
     /// Job kind.
@@ -32,6 +36,7 @@ pub struct DlqQuery {
     /// Jobs older than this id (the previous page's `next_before`).
     pub before: Option<String>,
     /// Page size, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 
@@ -69,12 +74,13 @@ pub async fn replay_ids(kairos: &Kairos, ids: &[String]) -> ReplayView {
     out
 }
 
-/// Replay dead jobs: `{"ids": [...]}` or `{"all": true, "kind": "webhook"}`. Each becomes
-/// available now with a fresh set of attempts.
+/// Replay dead jobs: `{"ids": [...]}` (at most 10,000) or `{"all": true, "kind": "webhook"}`.
+/// Each becomes available now with a fresh set of attempts. `all` replays at most 500 dead
+/// jobs per request, newest first: when `more` is true, send the request again.
 #[utoipa::path(operation_id = "dlq_replay", post, path = "/v1/dlq/replay", tag = "dlq", request_body = ReplayBody,
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "What was replayed", body = ReplayView),
+        (status = 200, description = "What was replayed; with `all`, `more` says whether dead jobs remain (send again)", body = ReplayView),
         (status = 422, description = "Neither or both of `ids` and `all`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn replay(
@@ -100,7 +106,23 @@ pub async fn replay(
             }
             ids
         }
-        (None, true) => state.kairos.dead_job_ids(body.kind.as_deref()).await?,
+        (None, true) => {
+            let done = state
+                .kairos
+                .dead_replay(body.kind.as_deref(), REPLAY_ALL_MAX)
+                .await?;
+            return Ok(Json(ReplayView {
+                replayed: done.job_ids.len(),
+                job_ids: done.job_ids,
+                failed: done
+                    .failed
+                    .into_iter()
+                    .map(|(id, error)| ReplayFailure { id, error })
+                    .collect(),
+                more: done.more,
+                limit: Some(REPLAY_ALL_MAX),
+            }));
+        }
         (None, false) => {
             return Err(Problem::invalid(
                 "ids",

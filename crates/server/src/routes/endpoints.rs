@@ -69,6 +69,7 @@ pub struct EndpointPage {
 
 /// Filters and pagination of the list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `true`: only disabled endpoints; `false`: only enabled ones.
@@ -76,6 +77,7 @@ pub struct ListQuery {
     /// Only ids after this one.
     pub after: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

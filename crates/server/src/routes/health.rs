@@ -25,7 +25,7 @@ pub async fn healthz() -> Json<Status> {
     })
 }
 
-/// Readiness: not in maintenance mode (S3-13), the database answers, and its schema is
+/// Readiness: not in maintenance mode, the database answers, and its schema is
 /// current (no embedded migration is pending — a node of a newer version waits until
 /// `kairos migrate` ran).
 #[utoipa::path(operation_id = "health_readyz", get, path = "/readyz", tag = "health",

@@ -80,9 +80,11 @@ async fn endpoint_of(
 
 /// Filters of a job list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct JobQuery {
     /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
+    #[param(pattern = "^(available|running|succeeded|skipped|cancelled|dead)$")]
     pub state: Option<String>,
     /// Job kind.
     pub kind: Option<String>,
@@ -91,6 +93,7 @@ pub struct JobQuery {
     /// Jobs older than this id (the previous page's `next_before`).
     pub before: Option<String>,
     /// Page size, 1 to 1000 (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 
@@ -190,8 +193,9 @@ pub async fn cancel(
     )))
 }
 
-/// What a bulk action did.
+/// What a bulk action did. (`JobBulkView` in the document: `BulkView` is the recipients'.)
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = JobBulkView)]
 pub struct BulkView {
     /// The jobs acted on: cancelled (they had not finished) or queued again (they were dead
     /// or cancelled). Jobs of the selection in other states are left alone and not counted.

@@ -1,9 +1,9 @@
 //! `/v1/occurrences?schedule=…&period=…`: each firing (period) of a schedule with its jobs'
-//! states per channel and the derived status (S0-7, S3-14):
+//! states per channel and the derived status:
 //!
 //! - `pending`: some job has not finished (available or running);
 //! - `success`: every job finished and none failed (succeeded or skipped: a skip is a
-//!   decision, not a failure — S3-15);
+//!   decision, not a failure);
 //! - `failure`: every job finished, none succeeded, and some are dead;
 //! - `partial`: every job finished, some succeeded and some are dead.
 //!
@@ -51,7 +51,7 @@ pub struct OccurrenceView {
     pub status: String,
     /// Per channel.
     pub channels: Vec<ChannelView>,
-    /// The channels whose jobs failed (dead), on a `partial` occurrence (S0-7: `partial:
+    /// The channels whose jobs failed (dead), on a `partial` occurrence (shown as `partial:
     /// <channels>`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_channels: Option<Vec<String>>,
@@ -66,6 +66,7 @@ pub struct OccurrenceList {
 
 /// Filters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// The schedule (`sch_…`). Required.
@@ -73,6 +74,7 @@ pub struct ListQuery {
     /// Only this period key (`2026-W49`).
     pub period: Option<String>,
     /// At most this many periods (1–200, default 20).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
 }
 

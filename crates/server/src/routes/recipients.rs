@@ -1,5 +1,5 @@
 //! `/v1/recipients`: create or replace one (`PUT /{id}`), bulk upsert (`POST /bulk`, up to
-//! 10,000 at a time), show, list by id. Personal data lives only here (S3-8).
+//! 10,000 at a time), show, list by id. Personal data lives only here.
 
 use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
@@ -156,11 +156,13 @@ pub async fn erase(State(state): State<AppState>, Path(id): Path<String>) -> Api
 
 /// Pagination of the recipient list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only ids after this one.
     pub after: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

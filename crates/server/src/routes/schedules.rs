@@ -63,9 +63,11 @@ pub async fn create(
 
 /// Filters of the schedule list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `active`, `paused` or `finished`.
+    #[param(pattern = "^(active|paused|finished)$")]
     pub state: Option<String>,
     /// At most this many (default 100).
     pub limit: Option<i64>,

@@ -1,5 +1,5 @@
 //! `GET /v1/slo`: the SLO report — every check's result now, warnings with the time they
-//! began (S3-15, S3-16, S4-10). A warning is information, never an error status (S3-17):
+//! began. A warning is information, never an error status:
 //! the answer is 200 with or without warnings. `kairos slo --json` prints the same shape.
 
 use crate::AppState;

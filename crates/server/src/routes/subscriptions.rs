@@ -108,6 +108,7 @@ pub async fn show(
 
 /// Filters of the subscription list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only this recipient.
@@ -119,6 +120,7 @@ pub struct ListQuery {
     /// Only after this recipient id (with `topic`: keyset pagination).
     pub after: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

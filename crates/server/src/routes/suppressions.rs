@@ -1,4 +1,4 @@
-//! `/v1/suppressions`: the addresses never mailed again (S3-9, S3-12) — list (paginated by
+//! `/v1/suppressions`: the addresses never mailed again — list (paginated by
 //! address), add with a reason (cascading to the address's subscriptions), remove with a
 //! reason (recorded in the suppression log). Addresses are personal data: they are returned
 //! to the API's caller but never logged.
@@ -74,11 +74,13 @@ pub struct SuppressionAdded {
 
 /// Pagination of the list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only addresses after this one.
     pub after: Option<String>,
     /// At most this many (1–1000, default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 
@@ -101,7 +103,7 @@ pub async fn list(
     }))
 }
 
-/// Suppress an address; every subscription of every recipient with it is disabled (S3-12).
+/// Suppress an address; every subscription of every recipient with it is disabled.
 #[utoipa::path(operation_id = "suppressions_add", post, path = "/v1/suppressions", tag = "inbound", request_body = NewSuppression,
     security(("bearer" = [])),
     responses(

@@ -1,4 +1,4 @@
-//! `/unsubscribe`: the RFC 8058 one-click unsubscribe (S3-18).
+//! `/unsubscribe`: the RFC 8058 one-click unsubscribe.
 //!
 //! - `GET /unsubscribe?token=…` shows a small confirmation page with a button and changes
 //!   nothing: mail scanners and link previews fetch GETs.
@@ -11,7 +11,7 @@
 //! The token is the email helper's HMAC over (recipient, topic) with a key id
 //! ([`kairos_channels::email::unsubscribe`]), verified against `KAIROS_UNSUBSCRIBE_SECRET` and
 //! `KAIROS_UNSUBSCRIBE_OLD_SECRETS`, so links in old mails keep working after a rotation.
-//! Pages never show the address. Served in maintenance mode (S3-13).
+//! Pages never show the address. Served in maintenance mode.
 
 use crate::AppState;
 use axum::Router;
@@ -30,6 +30,7 @@ pub fn router() -> Router<AppState> {
 
 /// The query: the token of the `List-Unsubscribe` URL.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TokenQuery {
     /// The signed token.
     pub token: Option<String>,

@@ -26,6 +26,10 @@ pub trait ScheduleStore: Send + Sync {
     /// Claim due schedules (`next_fire_at <= now`), oldest first, at most `limit`, each locked
     /// until `lock_until` so that one node expands each firing.
     async fn schedule_due(&self, p: ScheduleDue) -> Result<Vec<Schedule>>;
+    /// Release every claim `node` holds on a schedule: its previous process (the node
+    /// restarted) died between claiming and firing, and the firing must not wait for the lock
+    /// to expire. Returns how many were released.
+    async fn schedule_release(&self, p: ScheduleRelease) -> Result<u64>;
     /// Expand a claimed schedule's firings into jobs and advance `next_fire_at`, in one
     /// transaction. Applies only if `next_fire_at` is still `expected_next_fire_at`.
     async fn schedule_fire(&self, p: ScheduleFire) -> Result<ScheduleFired>;

@@ -1,4 +1,4 @@
-//! The `digest` kind (S4-1, S4-5): build one period's digest artifact.
+//! The `digest` kind: build one period's digest artifact.
 //!
 //! A run first looks for the artifact `(name, period)`: if it exists, the run does nothing —
 //! no feed is fetched, no model is called, nothing is written — and succeeds with the
@@ -7,10 +7,10 @@
 //! feeds (one failing feed is recorded in the artifact and does not lose the others; when
 //! every feed fails the attempt fails, transient if waiting may help), summarizes, and stores
 //! the artifact insert-if-absent — together, in the same transaction, with its follow-up jobs:
-//! the `digest.created` webhook when the schedule has a webhook target (S4-9), and whatever an
+//! the `digest.created` webhook when the schedule has a webhook target, and whatever an
 //! [`ArtifactFollowUps`] hook adds (fan-out to a topic's subscribers).
 //!
-//! The attempt's response is the run's result as JSON (S4-6): `{"created": true, …}` or
+//! The attempt's response is the run's result as JSON: `{"created": true, …}` or
 //! `{"skipped": true, …}`. Secrets (model API keys) come from the configuration, never from
 //! the payload, and are never in a response or a log line.
 
@@ -186,7 +186,7 @@ impl DigestHandler {
         }
     }
 
-    /// S4-9: when the digest's schedule names a `topic`, the period's artifact fans out to
+    /// when the digest's schedule names a `topic`, the period's artifact fans out to
     /// that topic's subscribers through the audience expansion — paged, resumable, one mail
     /// per subscriber × period by the audience dedupe key, each mail rendered with the
     /// artifact. Recorded on every run that finds or makes the artifact (idempotent), so a
@@ -205,14 +205,20 @@ impl DigestHandler {
                 )));
             }
         };
-        if crate::audience::fan_out_topic(&s).is_none() {
+        if crate::kinds::email::audience::fan_out_topic(&s).is_none() {
             return Ok(());
         }
         let tz = crate::zone::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;
         let fire_at = job.fire_at.unwrap_or(job.run_at);
-        let key = crate::audience::begin(self.store.as_ref(), &s, tz, fire_at, self.clock.now())
-            .await
-            .map_err(|e| Failure::transient(format!("recording the fan-out failed: {e}")))?;
+        let key = crate::kinds::email::audience::begin(
+            self.store.as_ref(),
+            &s,
+            tz,
+            fire_at,
+            self.clock.now(),
+        )
+        .await
+        .map_err(|e| Failure::transient(format!("recording the fan-out failed: {e}")))?;
         if key != period {
             tracing::warn!(job_id = %job.id, "digest fan-out period differs from the artifact's");
         }
@@ -251,7 +257,7 @@ impl DigestHandler {
             name: spec.name.clone(),
             period_key: period.clone(),
         };
-        // S4-5: the period's digest exists — nothing is fetched, called or written.
+        // the period's digest exists — nothing is fetched, called or written.
         let existing = self
             .store
             .artifact_get(key)
@@ -300,7 +306,7 @@ impl DigestHandler {
             .map_err(|e| Failure::transient(format!("storing the artifact failed: {e}")))?;
         self.fan_out(job, &period).await?;
         if !put.created {
-            // Another run stored this period first; its artifact stays (S4-5).
+            // Another run stored this period first; its artifact stays.
             return Ok(
                 json!({"skipped": true, "name": spec.name, "period": period, "raced": true}),
             );
@@ -325,7 +331,7 @@ impl Handler for DigestHandler {
     async fn handle(&self, job: &Job, ctx: &JobContext) -> Outcome {
         match self.run(job, ctx).await {
             Ok(result) => {
-                // S4-6: every run's result as one JSON log line (ids and counts, no secrets).
+                // every run's result as one JSON log line (ids and counts, no secrets).
                 tracing::info!(job_id = %job.id, kind = "digest", result = %result, "digest run");
                 Outcome::Delivered {
                     provider_id: None,
@@ -340,7 +346,7 @@ impl Handler for DigestHandler {
     fn timeout(&self) -> Duration {
         // Feeds are fetched concurrently, each under its own timeout; then one model call
         // under its own. This outer limit only catches a hang outside those calls (a slow
-        // database), so it adds little: the budget arithmetic (S4-7) stays close to the truth.
+        // database), so it adds little: the budget arithmetic stays close to the truth.
         let c = self.digester.config();
         c.feed_timeout + c.model_timeout + Duration::from_secs(5)
     }

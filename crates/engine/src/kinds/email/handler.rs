@@ -1,8 +1,8 @@
-//! The `email` kind (seed 003): one mail to one recipient about one topic.
+//! The `email` kind: one mail to one recipient about one topic.
 //!
-//! The job holds ids only — `topic`, `recipient_id`, `target`, `channel`, `variant` (S3-8).
+//! The job holds ids only — `topic`, `recipient_id`, `target`, `channel`, `variant`.
 //! When it runs, the handler reads, in order, and ends `skipped` with the reason (not
-//! `failed`) when the recipient is no longer entitled (S3-7):
+//! `failed`) when the recipient is no longer entitled:
 //!
 //! 1. the recipient (`recipient_missing`, `recipient_inactive`);
 //! 2. the suppression list (`suppressed`);
@@ -10,8 +10,8 @@
 //! 4. the topic's entitlement URL, if it has one (`not_entitled`).
 //!
 //! It then renders the topic's templates (strict: a missing variable fails the job, it does
-//! not send a blank), adds the unsubscribe headers (S3-18) and the `topic`/`variant` tags
-//! (S3-19), and sends through the configured transport with the job id as the message's id
+//! not send a blank), adds the unsubscribe headers and the `topic`/`variant` tags
+//!, and sends through the configured transport with the job id as the message's id
 //! (`Idempotency-Key` on Resend). An SMTP 550 suppresses the address (`hard_bounce`) with the
 //! cascade of a reported bounce: its subscriptions are disabled and the suppression log says
 //! why.
@@ -36,7 +36,7 @@ pub struct EmailConfig {
     pub from: String,
     /// Base of links in mails (`KAIROS_PUBLIC_URL`), without a trailing slash.
     pub public_url: String,
-    /// The one-click unsubscribe key; `None`: mails link to `settings_url` instead (S3-18).
+    /// The one-click unsubscribe key; `None`: mails link to `settings_url` instead.
     pub unsubscribe_key: Option<UnsubscribeKey>,
     /// Where recipients manage their subscriptions (default `{public_url}/settings`).
     pub settings_url: Option<String>,
@@ -62,7 +62,7 @@ impl Default for EmailConfig {
 /// A notification ready to deliver: checked and rendered.
 #[derive(Debug)]
 pub(crate) struct Notice {
-    /// The recipient, read now (S3-8).
+    /// The recipient, read now.
     pub recipient: Recipient,
     /// The topic's name.
     pub topic: String,
@@ -74,7 +74,7 @@ pub(crate) struct Notice {
     pub html: Option<String>,
     /// Rendered text body.
     pub text: Option<String>,
-    /// Unsubscribe headers (S3-18).
+    /// Unsubscribe headers.
     pub headers: Vec<(String, String)>,
     /// Provider tags (topic, variant).
     pub tags: Vec<(String, String)>,
@@ -113,7 +113,7 @@ impl EmailHandler {
         })
     }
 
-    /// The unsubscribe link and headers of a mail to `recipient_id` about `topic` (S3-18).
+    /// The unsubscribe link and headers of a mail to `recipient_id` about `topic`.
     pub fn unsubscribe(&self, recipient_id: &str, topic: &str) -> (String, Vec<(String, String)>) {
         let base = self.cfg.public_url.trim_end_matches('/');
         match &self.cfg.unsubscribe_key {
@@ -145,7 +145,7 @@ impl EmailHandler {
     /// Everything a notification needs before it is delivered on any channel: the
     /// recipient, suppression, subscription and entitlement checks (a skip names the reason),
     /// then the rendered templates. Shared by the `email` and `webhook` channels, so every
-    /// channel is checked the same way at send time (S3-7).
+    /// channel is checked the same way at send time.
     pub(crate) async fn prepare(&self, job: &Job) -> Result<Prepared, Failure> {
         let p = &job.payload;
         let field = |k: &str| p.get(k).and_then(|v| v.as_str()).map(str::to_string);
@@ -169,7 +169,7 @@ impl EmailHandler {
             return Ok(Prepared::Skip("recipient_inactive".into()));
         }
         // Before the subscription: a suppression disables the address's subscriptions too
-        // (S3-12), and the reason to report is the suppression.
+        //, and the reason to report is the suppression.
         if self
             .store
             .suppression_get(&r.email)
@@ -207,7 +207,7 @@ impl EmailHandler {
                 Entitlement::Unknown(f) => return Err(f),
             }
         }
-        // A digest's fan-out mail (S4-9): the artifact is read now, like the address.
+        // A digest's fan-out mail: the artifact is read now, like the address.
         let artifact = match p.get("artifact") {
             Some(a) => {
                 let (Some(name), Some(period)) = (

@@ -2,6 +2,7 @@
 //! schedules (a `topic`, expanded per subscriber and channel); a sent mail is an A/B exposure.
 //! The audience `webhook` channel shares its checks and templates ([`notify`]).
 
+pub mod audience;
 pub mod handler;
 pub mod notify;
 

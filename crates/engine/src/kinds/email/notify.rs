@@ -3,7 +3,7 @@
 //! (Standard Webhooks), beside (not instead of) the mail.
 //!
 //! An audience job of this channel is a `webhook` job whose payload names a `topic` and a
-//! `recipient_id` (ids only, S3-8). It goes through the same checks as the mail at send time
+//! `recipient_id` (ids only). It goes through the same checks as the mail at send time
 //! (recipient, suppression, subscription, entitlement: [`EmailHandler::prepare`]), then posts
 //! `{"id", "type": "notification", "topic", "period_key", "recipient_id", "subject", "text",
 //! "variant", "schedule_id", "fire_at"}` — never the address. The endpoint is the recipient's

@@ -1,10 +1,10 @@
-//! The `http` kind: call the job's stored HTTP target (S4-2).
+//! The `http` kind: call the job's stored HTTP target.
 //!
 //! The payload is `{"http_target_id": "ht_…"}`; the target row holds the URL, method,
 //! headers, body, timeout and any token or signing secret, so none of them is in the payload.
 //! Only a 2xx answer succeeds; any other answer fails with its status and a body excerpt in
-//! the attempt (S4-2) and is retried by class (S4-3). Each call has its own hard timeout
-//! (S4-7). Every attempt's result is logged as one JSON line (S4-6).
+//! the attempt and is retried by class. Each call has its own hard timeout
+//!. Every attempt's result is logged as one JSON line.
 
 use super::HTTP_TARGET_KEY;
 use crate::handler::{Handler, JobContext};
@@ -88,7 +88,7 @@ fn call_timeout(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0).max(1)).min(MAX_CALL_TIMEOUT)
 }
 
-/// The JSON line logged for one attempt (S4-6): ids, the outcome, the status, the error and
+/// The JSON line logged for one attempt: ids, the outcome, the status, the error and
 /// its class, and the response — parsed when it is JSON, else as text. Never the URL, the
 /// headers or the body sent (they may carry credentials).
 pub fn result_line(job: &Job, outcome: &Outcome) -> serde_json::Value {
@@ -184,7 +184,7 @@ mod tests {
         }
     }
 
-    /// S4-6: one JSON object per attempt, with the response JSON parsed in it; a failure
+    /// one JSON object per attempt, with the response JSON parsed in it; a failure
     /// carries its status, class and excerpt and is never `ok`.
     #[test]
     fn result_line_is_json_with_the_response_s4_6() {

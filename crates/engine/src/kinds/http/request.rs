@@ -42,11 +42,11 @@ pub struct HttpSpec {
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub body: Option<serde_json::Value>,
     /// Hard timeout of one call (default `"2m"`, at most `"10m"`): a hang past it is a
-    /// transient failure (S4-7).
+    /// transient failure.
     #[serde(default)]
     pub timeout: Option<String>,
     /// The longest the job may take, waits included (`"15m"`): a retry policy whose worst
-    /// case (attempts × timeout + waits) exceeds it is rejected (S4-7). Default: none.
+    /// case (attempts × timeout + waits) exceeds it is rejected. Default: none.
     #[serde(default)]
     pub deadline: Option<String>,
     /// Sent as `Authorization: Bearer <token>`. Stored with the target, never returned.
