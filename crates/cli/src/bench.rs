@@ -221,7 +221,7 @@ async fn wait_done(
 /// Run the benchmark.
 pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(t) = &args.email {
-        return crate::bench_email::run(&args, t).await;
+        return crate::bench_email::run(args.jobs, args.concurrency, t).await;
     }
     if args.jobs == 0 {
         return Err("--jobs: must be at least 1".into());

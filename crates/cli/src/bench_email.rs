@@ -4,7 +4,6 @@
 //! file transport (`.eml` files in a temp dir) or an SMTP server (for a local one:
 //! `python3 -m aiosmtpd -n -l 127.0.0.1:2525`). The last line on stdout is one JSON object.
 
-use crate::bench::BenchArgs;
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::executor::ExecutorConfig;
@@ -28,8 +27,12 @@ async fn succeeded(store: &dyn Store) -> Result<i64, kairos_store::Error> {
 }
 
 /// Run the email benchmark with `transport` (`file` or an `smtp://` URL).
-pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::error::Error>> {
-    if args.jobs == 0 || args.jobs > 1_000_000 {
+pub async fn run(
+    jobs: usize,
+    concurrency: usize,
+    transport: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if jobs == 0 || jobs > 1_000_000 {
         return Err("--jobs: must be between 1 and 1000000".into());
     }
     let tmp = tempfile::tempdir()?;
@@ -57,7 +60,7 @@ pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::e
     let kinds = registry.kinds();
     let ecfg = EngineConfig {
         executor: ExecutorConfig {
-            concurrency: args.concurrency,
+            concurrency: concurrency,
             max_batch: 1000,
             poll_interval: Duration::from_millis(50),
             ..Default::default()
@@ -73,7 +76,7 @@ pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::e
         "text": "Hello {{ recipient.attributes.name }}"}))?;
     k.topic_put("bench", topic).await?;
     let t = Instant::now();
-    for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(5_000) {
+    for chunk in (0..jobs).collect::<Vec<_>>().chunks(5_000) {
         let rs: Vec<NewRecipient> = chunk
             .iter()
             .map(|i| {
@@ -83,7 +86,7 @@ pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::e
             .collect::<Result<_, _>>()?;
         k.recipient_put_many(rs).await?;
     }
-    for i in 0..args.jobs {
+    for i in 0..jobs {
         let sub = NewSubscription {
             channels: None,
             target: None,
@@ -126,7 +129,7 @@ pub async fn run(args: &BenchArgs, transport: &str) -> Result<(), Box<dyn std::e
         "mails": target, "setup_secs": setup_secs,
         "expand_secs": expand_secs, "expand_per_sec": target as f64 / expand_secs.max(1e-9),
         "send_secs": send_secs, "send_per_sec": target as f64 / send_secs.max(1e-9),
-        "concurrency": args.concurrency,
+        "concurrency": concurrency,
     });
     eprintln!(
         "email ({}): expanded {target} jobs in {expand_secs:.2}s, sent in {send_secs:.2}s ({:.0}/s)",
