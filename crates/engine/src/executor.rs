@@ -260,7 +260,7 @@ impl Executor {
         let running: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let freed = Arc::new(Notify::new());
         let pace = Arc::new(Pace::default());
-        let (tx, rx) = mpsc::unbounded_channel::<(JobComplete, Option<OwnedSemaphorePermit>)>();
+        let (tx, rx) = mpsc::unbounded_channel::<(JobComplete, Vec<OwnedSemaphorePermit>)>();
         let completer = tokio::spawn(completer(
             self.store.clone(),
             rx,

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 /// (or given up on), and `freed` is told.
 pub(super) async fn completer(
     store: Arc<dyn Store>,
-    mut rx: mpsc::UnboundedReceiver<(JobComplete, Option<OwnedSemaphorePermit>)>,
+    mut rx: mpsc::UnboundedReceiver<(JobComplete, Vec<OwnedSemaphorePermit>)>,
     (max, delay): (usize, Duration),
     running: Arc<Mutex<HashMap<String, String>>>,
     freed: Arc<Notify>,

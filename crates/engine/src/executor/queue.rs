@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 pub(super) async fn dispatch(
     exec: Executor,
     mut queued: mpsc::UnboundedReceiver<(Job, OwnedSemaphorePermit)>,
-    done: mpsc::UnboundedSender<(JobComplete, Option<OwnedSemaphorePermit>)>,
+    done: mpsc::UnboundedSender<(JobComplete, Vec<OwnedSemaphorePermit>)>,
     pace: Arc<Pace>,
     stop: CancellationToken,
 ) {
@@ -51,10 +51,12 @@ pub(super) async fn dispatch(
             let t = tokio::time::Instant::now();
             let outcome = execute(&registry, &job, &ctx).await;
             pace.record(t.elapsed());
-            drop(slot);
             let c = completion_for(&job, outcome, started, clock.now(), &node, rand::random());
             log_completion(&job, &c);
-            let _ = done.send((c, Some(held)));
+            // The handler slot, too, comes back only once the outcome is committed: so at most
+            // `concurrency` jobs are ever sent but not yet recorded, which bounds what a crash
+            // can make a receiver see twice.
+            let _ = done.send((c, vec![held, slot]));
         });
     }
     loop {
