@@ -110,6 +110,11 @@ impl From<kairos_store::Error> for OpsError {
     fn from(e: kairos_store::Error) -> Self {
         use kairos_store::ErrorKind as K;
         let (kind, msg) = match e.kind() {
+            // An idempotency key whose job was pruned: say so, there is no job to show.
+            K::Conflict if e.to_string().contains(kairos_store::PRUNED_KEY) => (
+                OpsErrorKind::Conflict,
+                "the idempotency key was used by a job that has since been pruned (retention); nothing was created",
+            ),
             K::Conflict => (OpsErrorKind::Conflict, "conflicts with an existing record"),
             K::Unavailable => (OpsErrorKind::Unavailable, "the database is unavailable"),
             K::Invalid => (OpsErrorKind::Internal, "the database refused a value"),

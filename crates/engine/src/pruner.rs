@@ -5,7 +5,11 @@
 //! Ages count from `finished_at`. Succeeded, skipped and cancelled jobs share one age
 //! (default 7 days); dead jobs are the dead-letter queue, waiting for someone to look and
 //! replay, and get their own, longer age (default 30 days). A replayed job is unfinished
-//! again and is never taken from under the replay. Unfinished jobs are never pruned.
+//! again and is never taken from under the replay. Unfinished jobs are never pruned. A
+//! pruned job's dedupe key stays as a tombstone (default 400 days), so re-firing an old
+//! period creates nothing. Exposures, finished expansions, the suppression log and resolved
+//! SLO alerts are kept to an age too; active state (an unfinished expansion, a firing alert,
+//! the reason for a current suppression) is never deleted.
 //!
 //! A leader-only [`Service`]: [`PrunerConfig`] with defaults and `validate()`,
 //! [`Pruner::run_once`] for tests on a manual clock; the [`Runner`](crate::service::Runner)
@@ -17,7 +21,7 @@ use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::JobState;
-use kairos_store::{ArtifactPrune, JobPrune, Store};
+use kairos_store::{ArtifactPrune, JobPrune, RetentionPrune, RetentionTable, Store};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +43,22 @@ pub struct PrunerConfig {
     /// addresses) are deleted, counted from their receipt (`KAIROS_RETENTION_EVENTS`). The
     /// suppressions they caused stay. Default 30 days; `None` keeps them.
     pub events: Option<Duration>,
+    /// Age after which the dedupe keys of pruned jobs (tombstones) are forgotten, counted
+    /// from when the job finished (`KAIROS_RETENTION_DEDUPE`). Until then no insert creates
+    /// the key again, so re-firing an old period sends nothing. Default 400 days (longer
+    /// than a yearly schedule's period); `None` keeps them.
+    pub dedupe: Option<Duration>,
+    /// Age after which A/B exposures are deleted. Default 400 days; `None` keeps them.
+    pub exposures: Option<Duration>,
+    /// Age after which finished audience expansions (their cursors) are deleted, from their
+    /// last update; an unfinished one is never deleted. Default 30 days; `None` keeps them.
+    pub expansions: Option<Duration>,
+    /// Age after which suppression log entries are deleted; the newest entry of an address
+    /// still suppressed stays. Default 400 days; `None` keeps them.
+    pub suppression_log: Option<Duration>,
+    /// Age after which resolved SLO alerts (recovery notified) are deleted; a firing one
+    /// stays. Default 30 days; `None` keeps them.
+    pub slo_alerts: Option<Duration>,
     /// Most jobs deleted per batch (one transaction). Default 1000.
     pub batch: usize,
     /// Most batches per run and class. Default 20.
@@ -53,6 +73,11 @@ impl Default for PrunerConfig {
             dead: Some(Duration::from_secs(30 * 24 * 3600)),
             artifacts: Some(Duration::from_secs(365 * 24 * 3600)),
             events: Some(Duration::from_secs(30 * 24 * 3600)),
+            dedupe: Some(Duration::from_secs(400 * 24 * 3600)),
+            exposures: Some(Duration::from_secs(400 * 24 * 3600)),
+            expansions: Some(Duration::from_secs(30 * 24 * 3600)),
+            suppression_log: Some(Duration::from_secs(400 * 24 * 3600)),
+            slo_alerts: Some(Duration::from_secs(30 * 24 * 3600)),
             batch: 1000,
             max_batches: 20,
         }
@@ -80,6 +105,11 @@ impl PrunerConfig {
             ("dead", self.dead),
             ("artifacts", self.artifacts),
             ("events", self.events),
+            ("dedupe", self.dedupe),
+            ("exposures", self.exposures),
+            ("expansions", self.expansions),
+            ("suppression_log", self.suppression_log),
+            ("slo_alerts", self.slo_alerts),
         ] {
             if let Some(a) = age
                 && (a < Duration::from_secs(60) || a > MAX_AGE)
@@ -116,6 +146,9 @@ pub struct PrunerReport {
     pub artifacts: u64,
     /// Inbound events deleted.
     pub events: u64,
+    /// Rows deleted from the other retention tables (dedupe tombstones, exposures, finished
+    /// expansions, the suppression log, resolved SLO alerts), by table.
+    pub tables: Vec<(RetentionTable, u64)>,
     /// Whether a class stopped at `max_batches` with more left (the next run goes on).
     pub more: bool,
 }
@@ -150,6 +183,17 @@ impl Pruner {
     /// The settings.
     pub fn config(&self) -> &PrunerConfig {
         &self.cfg
+    }
+
+    /// The configured age of a retention table.
+    fn age(&self, table: RetentionTable) -> Option<Duration> {
+        match table {
+            RetentionTable::DedupeTombstones => self.cfg.dedupe,
+            RetentionTable::Exposures => self.cfg.exposures,
+            RetentionTable::Expansions => self.cfg.expansions,
+            RetentionTable::SuppressionLog => self.cfg.suppression_log,
+            RetentionTable::SloAlerts => self.cfg.slo_alerts,
+        }
     }
 
     /// One run at `now`: each class in bounded batches.
@@ -227,6 +271,33 @@ impl Pruner {
                 if n + 1 == self.cfg.max_batches {
                     report.more = true;
                 }
+            }
+        }
+        for table in RetentionTable::ALL {
+            let Some(before) = self.age(table).and_then(|a| cut_off(now, a)) else {
+                continue;
+            };
+            let mut total = 0;
+            for n in 0..self.cfg.max_batches {
+                let deleted = self
+                    .store
+                    .retention_prune(RetentionPrune {
+                        table,
+                        before,
+                        limit: self.cfg.batch as i64,
+                    })
+                    .await?;
+                total += deleted;
+                if (deleted as usize) < self.cfg.batch {
+                    break;
+                }
+                if n + 1 == self.cfg.max_batches {
+                    report.more = true;
+                }
+            }
+            if total > 0 {
+                tracing::info!(table = table.as_str(), rows = total, "pruned old rows");
+                report.tables.push((table, total));
             }
         }
         if report.events > 0 {

@@ -212,3 +212,40 @@ async fn pruner_loop_runs_only_on_the_leader() {
     task.await.expect("pruner loop ends on cancel");
     assert!(gone, "the leader pruned the old job");
 }
+
+/// A pruned job's idempotency key is not forgotten with it: enqueuing with the key again
+/// creates nothing (a conflict naming the pruned job) until the tombstone's own age
+/// (`dedupe`, default 400 days) is up.
+#[tokio::test]
+async fn pruner_keeps_a_pruned_jobs_dedupe_key_until_its_own_age() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    let enqueue = || {
+        h.kairos.job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("test".into()),
+            payload: Some(serde_json::json!({"ok": true})),
+            idempotency_key: Some("order-1".into()),
+            ..Default::default()
+        })
+    };
+    let (job, created) = enqueue().await.expect("enqueue");
+    assert!(created);
+    assert_eq!(h.exec(t0).await.succeeded, 1);
+    let r = h.engine.pruner().run_once(t0 + days(8)).await.unwrap();
+    assert_eq!(r.succeeded_jobs, 1, "{r:?}");
+    assert!(h.store.job_get(&job.id).await.unwrap().is_none());
+    let again = enqueue()
+        .await
+        .expect_err("the key of a pruned job creates nothing");
+    assert!(again.to_string().contains("pruned"), "{again}");
+    assert!(h.jobs().await.is_empty());
+    // Past the tombstone's age the key is free again.
+    let r = h.engine.pruner().run_once(t0 + days(402)).await.unwrap();
+    assert_eq!(
+        r.tables,
+        vec![(kairos_store::RetentionTable::DedupeTombstones, 1)],
+        "{r:?}"
+    );
+    let (_, created) = enqueue().await.expect("enqueue after the tombstone's age");
+    assert!(created);
+}

@@ -25,6 +25,7 @@ pub mod inbound;
 pub mod jobs;
 pub mod raw;
 pub mod retention;
+pub mod retention_tables;
 pub mod schedules;
 pub mod search;
 pub mod slo;
@@ -87,6 +88,12 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@retention $factory;
             job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches,
             job_prune_skips_replayed_jobs,
+            pruned_dedupe_key_is_never_created_again,
+            dedupe_tombstones_are_pruned_after_their_retention,
+            exposures_are_pruned_by_age,
+            finished_expansions_are_pruned_and_unfinished_ones_kept,
+            suppression_log_is_pruned_but_keeps_why_an_address_is_suppressed,
+            resolved_slo_alerts_are_pruned_and_firing_ones_kept,
             http_target_upsert_reuses_by_fingerprint_and_roundtrips,
         );
         $crate::store_conformance!(@schedules $factory;

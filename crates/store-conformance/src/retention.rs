@@ -7,6 +7,8 @@ use kairos_store::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub use crate::retention_tables::*;
+
 type S = Arc<dyn Store>;
 
 /// Insert a job, claim it, and complete it with `transition` at `finished`.

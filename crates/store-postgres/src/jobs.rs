@@ -63,6 +63,15 @@ pub(crate) async fn fetch_job(
     row.as_ref().map(job_from_row).transpose()
 }
 
+/// Why an insert created nothing and there is no job to answer with.
+fn not_inserted(has_dedupe_key: bool) -> Error {
+    if has_dedupe_key {
+        Error::new(ErrorKind::Conflict, PRUNED_KEY)
+    } else {
+        Error::new(ErrorKind::Conflict, "job insert: the job id is taken")
+    }
+}
+
 #[async_trait]
 impl JobStore for PostgresStore {
     async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
@@ -79,18 +88,20 @@ impl JobStore for PostgresStore {
         // Under READ COMMITTED each statement sees the latest commits, so a dedupe key that
         // made the insert do nothing is visible here (the insert waited for its writer).
         let row = if created.is_empty() {
-            // The dedupe key exists: answer with the job that holds it.
+            // The dedupe key exists: answer with the job that holds it (none when the key is
+            // a pruned job's tombstone).
             sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
                 .bind(&p.dedupe_key)
-                .fetch_one(&mut *tx)
+                .fetch_optional(&mut *tx)
                 .await
         } else {
             sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
                 .bind(&p.id)
-                .fetch_one(&mut *tx)
+                .fetch_optional(&mut *tx)
                 .await
         }
-        .map_err(|e| map_err("job insert", e))?;
+        .map_err(|e| map_err("job insert", e))?
+        .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
         let job = job_from_row(&row)?;
         tx.commit().await.map_err(|e| map_err("job insert", e))?;
         Ok(JobInserted {
@@ -333,13 +344,19 @@ impl JobStore for PostgresStore {
             .map_err(|e| map_err("job prune", e))?;
         // Differs from SQLite: the batch is locked with SKIP LOCKED, so two pruners (or a
         // replay of a dead job at the same moment) never wait on each other; states are a
-        // text array. The attempts go in the same statement through a data-modifying CTE.
+        // text array. The attempts and the dedupe tombstones (the keys outlive their jobs, so
+        // re-firing an old period does not send again) go in the same statement through
+        // data-modifying CTEs.
         let row = sqlx::query(
             "WITH batch AS (
-                 SELECT id FROM jobs
+                 SELECT id, dedupe_key, finished_at FROM jobs
                  WHERE finished_at IS NOT NULL AND finished_at < $1 AND state = ANY($2)
                  ORDER BY finished_at LIMIT $3
                  FOR UPDATE SKIP LOCKED
+             ), tombstones AS (
+                 INSERT INTO dedupe_tombstones (dedupe_key, job_id, finished_at)
+                 SELECT dedupe_key, id, finished_at FROM batch WHERE dedupe_key IS NOT NULL
+                 ON CONFLICT (dedupe_key) DO NOTHING
              ), gone_attempts AS (
                  DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM batch) RETURNING 1
              ), gone_jobs AS (
@@ -363,5 +380,9 @@ impl JobStore for PostgresStore {
             jobs: jobs.max(0) as u64,
             attempts: attempts.max(0) as u64,
         })
+    }
+
+    async fn retention_prune(&self, p: RetentionPrune) -> Result<u64> {
+        crate::retention::prune(self, p).await
     }
 }

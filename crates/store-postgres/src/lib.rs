@@ -53,6 +53,7 @@ mod jobs;
 mod leader;
 mod listen;
 mod migrate;
+mod retention;
 mod rows;
 mod schedules;
 mod sealed;

@@ -65,6 +65,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sealed_secrets",
         include_str!("../migrations/0017_sealed_secrets.sql"),
     ),
+    (
+        18,
+        "dedupe_tombstones",
+        include_str!("../migrations/0018_dedupe_tombstones.sql"),
+    ),
 ];
 
 /// Apply pending migrations to `schema` (a validated name).

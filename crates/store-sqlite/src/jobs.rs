@@ -170,6 +170,17 @@ impl JobStore for SqliteStore {
             return Ok(JobPruned::default());
         }
         let ids = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+        // The dedupe keys outlive their jobs: re-firing an old period must not send again.
+        sqlx::query(
+            "INSERT INTO dedupe_tombstones (dedupe_key, job_id, finished_at)
+             SELECT dedupe_key, id, finished_at FROM jobs
+             WHERE id IN (SELECT value FROM json_each(?1)) AND dedupe_key IS NOT NULL
+             ON CONFLICT (dedupe_key) DO NOTHING",
+        )
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("job prune", e))?;
         let attempts = sqlx::query(
             "DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each(?1))",
         )
@@ -186,5 +197,9 @@ impl JobStore for SqliteStore {
             .rows_affected();
         tx.commit().await.map_err(|e| map_err("job prune", e))?;
         Ok(JobPruned { jobs, attempts })
+    }
+
+    async fn retention_prune(&self, p: RetentionPrune) -> Result<u64> {
+        crate::retention::prune(self, p).await
     }
 }

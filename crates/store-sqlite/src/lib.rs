@@ -47,6 +47,7 @@ mod job_admin;
 mod jobs;
 mod migrate;
 mod native;
+mod retention;
 mod rows;
 mod schedules;
 mod sealed;

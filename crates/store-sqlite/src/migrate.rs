@@ -60,6 +60,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sealed_secrets",
         include_str!("../migrations/0017_sealed_secrets.sql"),
     ),
+    (
+        18,
+        "dedupe_tombstones",
+        include_str!("../migrations/0018_dedupe_tombstones.sql"),
+    ),
 ];
 
 pub(crate) async fn run(pool: &SqlitePool) -> Result<(), Error> {

@@ -116,7 +116,15 @@ pub(crate) fn insert_one(conn: &Connection, p: &NewJob) -> Result<(StoredJob, bo
         .prepare_cached(sql)
         .and_then(|mut s| s.query_row([key], StoredJob::read).optional())
         .map_err(|e| map_native("job insert", e))?
-        .ok_or_else(|| Error::new(ErrorKind::Conflict, "job insert: the job id is taken"))?;
+        .ok_or_else(|| {
+            // Nothing holds the key: it is a pruned job's tombstone.
+            let msg = if p.dedupe_key.is_some() {
+                kairos_store::PRUNED_KEY
+            } else {
+                "job insert: the job id is taken"
+            };
+            Error::new(ErrorKind::Conflict, msg)
+        })?;
     Ok((job, created))
 }
 

@@ -428,6 +428,9 @@ impl JobStore for CountingStore {
     ) -> kairos_store::Result<kairos_store::JobPruned> {
         self.inner.job_prune(p).await
     }
+    async fn retention_prune(&self, p: kairos_store::RetentionPrune) -> kairos_store::Result<u64> {
+        self.inner.retention_prune(p).await
+    }
 }
 
 #[async_trait]

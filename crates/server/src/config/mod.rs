@@ -52,6 +52,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "retention_dead",
     "retention_artifacts",
     "retention_events",
+    "retention_dedupe",
     "gemini_api_key",
     "gemini_api_url",
     "gemini_model",
@@ -177,6 +178,11 @@ pub struct Config {
     /// they caused stay.
     #[serde(deserialize_with = "flex_duration")]
     pub retention_events: String,
+    /// Retention of the dedupe keys of pruned jobs, counted from when the job finished
+    /// (`KAIROS_RETENTION_DEDUPE`, default `400d`; `off` keeps them). Until then re-firing an
+    /// old period, or retrying with an old idempotency key, creates nothing.
+    #[serde(deserialize_with = "flex_duration")]
+    pub retention_dedupe: String,
     /// The Gemini API key of the `gemini` digest summarizer (`KAIROS_GEMINI_API_KEY`). A
     /// secret: never in payloads or logs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -328,6 +334,7 @@ impl Default for Config {
             retention_dead: "30d".into(),
             retention_artifacts: "365d".into(),
             retention_events: "30d".into(),
+            retention_dedupe: "400d".into(),
             gemini_api_key: None,
             gemini_api_url: None,
             gemini_model: None,
@@ -400,6 +407,11 @@ impl Config {
             parse_retention("retention_succeeded", &self.retention_succeeded)?,
             parse_retention("retention_dead", &self.retention_dead)?,
         ))
+    }
+
+    /// The pruner's age of pruned jobs' dedupe keys; `None` keeps them.
+    pub fn retention_dedupe(&self) -> Result<Option<std::time::Duration>, ConfigError> {
+        parse_retention("retention_dedupe", &self.retention_dedupe)
     }
 
     /// The pruner's age of inbound events; `None` keeps them.

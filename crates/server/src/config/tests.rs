@@ -365,3 +365,28 @@ fn slo_windows_come_from_the_environment() {
         Ok(())
     });
 }
+
+/// The dedupe keys of pruned jobs are kept 400 days unless set; `off` keeps them; a bad value
+/// is named.
+#[test]
+fn retention_dedupe_comes_from_the_environment() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.retention_dedupe().map_err(|e| e.to_string())?,
+            Some(std::time::Duration::from_secs(400 * 86_400))
+        );
+        jail.set_env("KAIROS_RETENTION_DEDUPE", "off");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.retention_dedupe().map_err(|e| e.to_string())?, None);
+        jail.set_env("KAIROS_RETENTION_DEDUPE", "2d");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.retention_dedupe().map_err(|e| e.to_string())?,
+            Some(std::time::Duration::from_secs(2 * 86_400))
+        );
+        jail.set_env("KAIROS_RETENTION_DEDUPE", "soon");
+        assert_eq!(load().expect_err("bad age").field, "retention_dedupe");
+        Ok(())
+    });
+}

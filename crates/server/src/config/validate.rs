@@ -58,6 +58,7 @@ impl Config {
         self.retention()?;
         self.retention_artifacts()?;
         self.retention_events()?;
+        self.retention_dedupe()?;
         parse_window("slo_dead_runs_window", &self.slo_dead_runs_window)?;
         parse_window("slo_skip_rate_window", &self.slo_skip_rate_window)?;
         parse_window(

@@ -50,6 +50,7 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.pruner.dead = dead;
     ec.pruner.artifacts = cfg.retention_artifacts()?;
     ec.pruner.events = cfg.retention_events()?;
+    ec.pruner.dedupe = cfg.retention_dedupe()?;
     ec.monitor = crate::monitoring::monitor_config(cfg)?;
     Ok(ec)
 }

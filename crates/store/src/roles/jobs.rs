@@ -13,6 +13,8 @@ use kairos_core::Job;
 #[async_trait]
 pub trait JobStore: Send + Sync {
     /// Insert a job; an existing `dedupe_key` returns the existing job with `created = false`.
+    /// A key whose job was pruned (a tombstone) creates nothing either; there is no job to
+    /// return, so the answer is a `Conflict` error saying the key was used by a pruned job.
     async fn job_insert(&self, p: JobInsert) -> Result<JobInserted>;
     /// Insert many jobs in one statement batch, skipping existing dedupe keys. Returns the ids
     /// created.
@@ -34,5 +36,11 @@ pub trait JobStore: Send + Sync {
     async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>>;
     /// Delete finished jobs (in the given final states, finished before a cut-off) and their
     /// attempts, oldest first, at most `limit` jobs, in one transaction (retention).
+    /// The deleted jobs' dedupe keys are kept as tombstones in the same transaction: an
+    /// insert with a tombstoned key creates nothing, as if the key were taken.
     async fn job_prune(&self, p: JobPrune) -> Result<JobPruned>;
+    /// Delete old rows of one retention table (dedupe tombstones, exposures, finished
+    /// expansions, the suppression log, resolved SLO alerts), oldest first, at most `limit`,
+    /// in one transaction. Returns how many. Active state is never deleted.
+    async fn retention_prune(&self, p: RetentionPrune) -> Result<u64>;
 }
