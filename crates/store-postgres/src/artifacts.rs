@@ -16,10 +16,6 @@ fn artifact_from_row(row: &PgRow) -> Result<Artifact> {
     rows::artifact(&Pg(row))
 }
 
-pub(crate) fn catch_up_from_row(row: &PgRow) -> Result<CatchUp> {
-    rows::catch_up(&Pg(row))
-}
-
 fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(template.replace("{cols}", ARTIFACT_COLS))
 }

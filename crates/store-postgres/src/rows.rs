@@ -41,6 +41,9 @@ impl RowRead for Pg<'_> {
     fn opt_json(&self, col: &str) -> Result<Option<Value>> {
         get(self.0, col)
     }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
+        get(self.0, col)
+    }
 }
 
 pub(crate) fn job_from_row(row: &PgRow) -> Result<Job> {
@@ -63,4 +66,70 @@ pub(crate) fn attempt_from_row(row: &PgRow) -> Result<Attempt> {
 /// column: RFC 3339 in UTC with microseconds, PostgreSQL's own precision.
 pub(crate) fn ts_json(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// Shared statements (`kairos_store::sql::SqlRun`) run on the pool or on one connection (a
+/// transaction's).
+pub(crate) enum PgRun<'a> {
+    /// The pool.
+    Pool(&'a sqlx::PgPool),
+    /// One connection.
+    Conn(&'a mut sqlx::PgConnection),
+}
+
+fn bind_all(
+    sql: &str,
+    binds: Vec<kairos_store::sql::Bind>,
+) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    use kairos_store::sql::Bind;
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = match b {
+            Bind::Text(v) => q.bind(v),
+            Bind::Int(v) => q.bind(v),
+            Bind::Bool(v) => q.bind(v),
+            Bind::Ts(v) => q.bind(v),
+            Bind::Json(v) => q.bind(v),
+            Bind::TextList(v) => q.bind(v),
+        };
+    }
+    q
+}
+
+#[async_trait::async_trait]
+impl kairos_store::sql::SqlRun for PgRun<'_> {
+    fn dialect(&self) -> kairos_store::sql::Dialect {
+        kairos_store::sql::Dialect::Postgres
+    }
+
+    async fn fetch<T: Send>(
+        &mut self,
+        what: &str,
+        sql: &str,
+        binds: Vec<kairos_store::sql::Bind>,
+        map: kairos_store::sql::MapRow<'_, T>,
+    ) -> Result<Vec<T>> {
+        let q = bind_all(sql, binds);
+        let rows = match self {
+            PgRun::Pool(p) => q.fetch_all(*p).await,
+            PgRun::Conn(c) => q.fetch_all(&mut **c).await,
+        }
+        .map_err(|e| crate::map_err(what, e))?;
+        rows.iter().map(|r| map(&Pg(r))).collect()
+    }
+
+    async fn execute(
+        &mut self,
+        what: &str,
+        sql: &str,
+        binds: Vec<kairos_store::sql::Bind>,
+    ) -> Result<u64> {
+        let q = bind_all(sql, binds);
+        let done = match self {
+            PgRun::Pool(p) => q.execute(*p).await,
+            PgRun::Conn(c) => q.execute(&mut **c).await,
+        }
+        .map_err(|e| crate::map_err(what, e))?;
+        Ok(done.rows_affected())
+    }
 }

@@ -13,10 +13,6 @@ fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
     rows::artifact(&Sq(row))
 }
 
-pub(crate) fn catch_up_from_row(row: &SqliteRow) -> Result<CatchUp> {
-    rows::catch_up(&Sq(row))
-}
-
 fn sql(template: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(template.replace("{cols}", ARTIFACT_COLS))
 }

@@ -38,6 +38,9 @@ impl RowRead for Sq<'_> {
             .map(|s| parse_json(col, &s))
             .transpose()
     }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
+        get(self.0, col)
+    }
 }
 
 pub(crate) fn ms_opt(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<i64> {
@@ -58,4 +61,76 @@ pub(crate) fn endpoint_from_row(row: &SqliteRow) -> Result<Endpoint> {
 
 pub(crate) fn attempt_from_row(row: &SqliteRow) -> Result<Attempt> {
     rows::attempt(&Sq(row))
+}
+
+/// A shared `kairos_store::sql` statement with SQLite's placeholders, ready for
+/// `sqlx::query` (the text is the crate's own constant, not input).
+pub(crate) fn shared(sql: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(kairos_store::sql::sqlite_placeholders(sql))
+}
+
+/// Shared statements (`kairos_store::sql::SqlRun`) run on a pool or on one connection (a
+/// transaction's).
+pub(crate) enum SqRun<'a> {
+    /// A pool: the read pool, or the one writer.
+    Pool(&'a sqlx::SqlitePool),
+    /// One connection.
+    Conn(&'a mut sqlx::SqliteConnection),
+}
+
+fn bind_all(
+    sql: &str,
+    binds: Vec<kairos_store::sql::Bind>,
+) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    use kairos_store::sql::Bind;
+    let mut q = sqlx::query(shared(sql));
+    for b in binds {
+        q = match b {
+            Bind::Text(v) => q.bind(v),
+            Bind::Int(v) => q.bind(v),
+            Bind::Bool(v) => q.bind(i64::from(v)),
+            Bind::Ts(v) => q.bind(v.map(to_millis)),
+            Bind::Json(v) => q.bind(v.map(|v| v.to_string())),
+            Bind::TextList(v) => q.bind(serde_json::json!(v).to_string()),
+        };
+    }
+    q
+}
+
+#[async_trait::async_trait]
+impl kairos_store::sql::SqlRun for SqRun<'_> {
+    fn dialect(&self) -> kairos_store::sql::Dialect {
+        kairos_store::sql::Dialect::Sqlite
+    }
+
+    async fn fetch<T: Send>(
+        &mut self,
+        what: &str,
+        sql: &str,
+        binds: Vec<kairos_store::sql::Bind>,
+        map: kairos_store::sql::MapRow<'_, T>,
+    ) -> Result<Vec<T>> {
+        let q = bind_all(sql, binds);
+        let rows = match self {
+            SqRun::Pool(p) => q.fetch_all(*p).await,
+            SqRun::Conn(c) => q.fetch_all(&mut **c).await,
+        }
+        .map_err(|e| crate::map_err(what, e))?;
+        rows.iter().map(|r| map(&Sq(r))).collect()
+    }
+
+    async fn execute(
+        &mut self,
+        what: &str,
+        sql: &str,
+        binds: Vec<kairos_store::sql::Bind>,
+    ) -> Result<u64> {
+        let q = bind_all(sql, binds);
+        let done = match self {
+            SqRun::Pool(p) => q.execute(*p).await,
+            SqRun::Conn(c) => q.execute(&mut **c).await,
+        }
+        .map_err(|e| crate::map_err(what, e))?;
+        Ok(done.rows_affected())
+    }
 }
