@@ -7,6 +7,7 @@
 //! boolean is an integer on SQLite. Shared statements are written with `$n` placeholders;
 //! SQLite runs them through [`sqlite_placeholders`].
 
+pub mod audience;
 pub mod inbound;
 pub mod insight;
 pub mod rows;

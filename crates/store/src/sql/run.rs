@@ -69,6 +69,11 @@ impl From<i64> for Bind {
         Bind::Int(Some(v))
     }
 }
+impl From<Option<i64>> for Bind {
+    fn from(v: Option<i64>) -> Self {
+        Bind::Int(v)
+    }
+}
 impl From<bool> for Bind {
     fn from(v: bool) -> Self {
         Bind::Bool(v)
