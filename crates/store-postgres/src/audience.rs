@@ -1,18 +1,12 @@
 //! Audiences on PostgreSQL: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::rows::{Pg, PgRun};
+use crate::rows::PgRun;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
 use kairos_store::sql::audience;
-use kairos_store::sql::rows;
 use kairos_store::*;
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
-
-pub(crate) fn expansion_from_row(row: &PgRow) -> Result<Expansion> {
-    rows::expansion(&Pg(row))
-}
 
 /// Differs from SQLite: `jsonb_to_recordset` with typed columns.
 const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)

@@ -1,17 +1,12 @@
 //! Inbound provider events on PostgreSQL, and the suppression cascade they (and
 //! `suppression_apply`) run.
 
-use crate::rows::{Pg, PgRun};
+use crate::rows::PgRun;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
-use kairos_store::sql::{inbound, rows};
+use kairos_store::sql::inbound;
 use kairos_store::*;
-use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Transaction};
-
-pub(crate) fn suppression_from_row(r: &PgRow) -> Result<Suppression> {
-    rows::suppression(&Pg(r))
-}
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
 /// `suppression_apply` and `inbound_event_record`).

@@ -14,10 +14,6 @@ fn recipient_from_row(row: &SqliteRow) -> Result<Recipient> {
     rows::recipient(&Sq(row))
 }
 
-pub(crate) fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
-    rows::expansion(&Sq(row))
-}
-
 const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
      SELECT value ->> 'id', value ->> 'email', value ->> 'timezone', value ->> 'locale', value ->> 'attributes', value ->> 'state', value ->> 'now', value ->> 'now', value ->> 'endpoint_id'
      FROM jsonb_each(?1) WHERE true

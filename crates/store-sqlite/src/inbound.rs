@@ -1,17 +1,12 @@
 //! Inbound provider events on SQLite, and the suppression cascade they (and
 //! `suppression_apply`) run.
 
-use crate::rows::{Sq, SqRun};
+use crate::rows::SqRun;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
-use kairos_store::sql::{inbound, rows};
+use kairos_store::sql::inbound;
 use kairos_store::*;
-use sqlx::sqlite::SqliteRow;
 use sqlx::{Sqlite, Transaction};
-
-pub(crate) fn suppression_from_row(r: &SqliteRow) -> Result<Suppression> {
-    rows::suppression(&Sq(r))
-}
 
 /// Suppress one address and disable its subscriptions inside `tx` (the shared body of
 /// `suppression_apply` and `inbound_event_record`).

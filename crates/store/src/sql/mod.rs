@@ -8,6 +8,7 @@
 //! SQLite runs them through [`sqlite_placeholders`].
 
 pub mod audience;
+pub mod delivery;
 pub mod inbound;
 pub mod insight;
 pub mod rows;
