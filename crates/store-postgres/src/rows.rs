@@ -5,12 +5,12 @@
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::sql::{RowRead, rows};
-use kairos_store::{Attempt, Endpoint, Error, Result, Schedule};
+use kairos_store::{Attempt, Error, Result, Schedule};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-pub(crate) use kairos_store::sql::{ATTEMPT_COLS, ENDPOINT_COLS, JOB_COLS, SCHEDULE_COLS};
+pub(crate) use kairos_store::sql::{ATTEMPT_COLS, JOB_COLS, SCHEDULE_COLS};
 
 /// A sqlx PostgreSQL row read through [`RowRead`].
 pub(crate) struct Pg<'r>(pub &'r PgRow);
@@ -52,10 +52,6 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job> {
 
 pub(crate) fn schedule_from_row(row: &PgRow) -> Result<Schedule> {
     rows::schedule(&Pg(row))
-}
-
-pub(crate) fn endpoint_from_row(row: &PgRow) -> Result<Endpoint> {
-    rows::endpoint(&Pg(row))
 }
 
 pub(crate) fn attempt_from_row(row: &PgRow) -> Result<Attempt> {

@@ -4,7 +4,7 @@
 use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::sql::{RowRead, parse_json, rows};
-use kairos_store::{Attempt, Endpoint, Error, Result, Schedule};
+use kairos_store::{Attempt, Error, Result, Schedule};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -55,10 +55,6 @@ pub(crate) fn schedule_from_row(row: &SqliteRow) -> Result<Schedule> {
     rows::schedule(&Sq(row))
 }
 
-pub(crate) fn endpoint_from_row(row: &SqliteRow) -> Result<Endpoint> {
-    rows::endpoint(&Sq(row))
-}
-
 pub(crate) fn attempt_from_row(row: &SqliteRow) -> Result<Attempt> {
     rows::attempt(&Sq(row))
 }
@@ -88,7 +84,7 @@ fn bind_all(
         q = match b {
             Bind::Text(v) => q.bind(v),
             Bind::Int(v) => q.bind(v),
-            Bind::Bool(v) => q.bind(i64::from(v)),
+            Bind::Bool(v) => q.bind(v.map(i64::from)),
             Bind::Ts(v) => q.bind(v.map(to_millis)),
             Bind::Json(v) => q.bind(v.map(|v| v.to_string())),
             Bind::TextList(v) => q.bind(serde_json::json!(v).to_string()),

@@ -9,6 +9,7 @@
 
 pub mod audience;
 pub mod delivery;
+pub mod endpoints;
 pub mod inbound;
 pub mod insight;
 pub mod rows;

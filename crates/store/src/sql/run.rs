@@ -24,8 +24,8 @@ pub enum Bind {
     Text(Option<String>),
     /// An integer, or `NULL`.
     Int(Option<i64>),
-    /// A boolean.
-    Bool(bool),
+    /// A boolean, or `NULL`.
+    Bool(Option<bool>),
     /// An instant, or `NULL`.
     Ts(Option<DateTime<Utc>>),
     /// A JSON value, or `NULL`.
@@ -76,6 +76,11 @@ impl From<Option<i64>> for Bind {
 }
 impl From<bool> for Bind {
     fn from(v: bool) -> Self {
+        Bind::Bool(Some(v))
+    }
+}
+impl From<Option<bool>> for Bind {
+    fn from(v: Option<bool>) -> Self {
         Bind::Bool(v)
     }
 }
