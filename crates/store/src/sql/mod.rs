@@ -7,6 +7,8 @@
 //! boolean is an integer on SQLite. Shared statements are written with `$n` placeholders;
 //! SQLite runs them through [`sqlite_placeholders`].
 
+pub mod admin;
+pub mod artifacts;
 pub mod audience;
 pub mod delivery;
 pub mod endpoints;
