@@ -64,15 +64,6 @@ pub(crate) fn ts_json(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// Shared statements (`kairos_store::sql::SqlRun`) run on the pool or on one connection (a
-/// transaction's).
-pub(crate) enum PgRun<'a> {
-    /// The pool.
-    Pool(&'a sqlx::PgPool),
-    /// One connection.
-    Conn(&'a mut sqlx::PgConnection),
-}
-
 fn bind_all(
     sql: &str,
     binds: Vec<kairos_store::sql::Bind>,
@@ -92,40 +83,12 @@ fn bind_all(
     q
 }
 
-#[async_trait::async_trait]
-impl kairos_store::sql::SqlRun for PgRun<'_> {
-    fn dialect(&self) -> kairos_store::sql::Dialect {
-        kairos_store::sql::Dialect::Postgres
-    }
-
-    async fn fetch<T: Send>(
-        &mut self,
-        what: &str,
-        sql: &str,
-        binds: Vec<kairos_store::sql::Bind>,
-        map: kairos_store::sql::MapRow<'_, T>,
-    ) -> Result<Vec<T>> {
-        let q = bind_all(sql, binds);
-        let rows = match self {
-            PgRun::Pool(p) => q.fetch_all(*p).await,
-            PgRun::Conn(c) => q.fetch_all(&mut **c).await,
-        }
-        .map_err(|e| crate::map_err(what, e))?;
-        rows.iter().map(|r| map(&Pg(r))).collect()
-    }
-
-    async fn execute(
-        &mut self,
-        what: &str,
-        sql: &str,
-        binds: Vec<kairos_store::sql::Bind>,
-    ) -> Result<u64> {
-        let q = bind_all(sql, binds);
-        let done = match self {
-            PgRun::Pool(p) => q.execute(*p).await,
-            PgRun::Conn(c) => q.execute(&mut **c).await,
-        }
-        .map_err(|e| crate::map_err(what, e))?;
-        Ok(done.rows_affected())
-    }
-}
+kairos_store::sql_run!(
+    PgRun,
+    sqlx::PgPool,
+    sqlx::PgConnection,
+    kairos_store::sql::Dialect::Postgres,
+    bind_all,
+    Pg,
+    crate::map_err
+);

@@ -65,15 +65,6 @@ pub(crate) fn shared(sql: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(kairos_store::sql::sqlite_placeholders(sql))
 }
 
-/// Shared statements (`kairos_store::sql::SqlRun`) run on a pool or on one connection (a
-/// transaction's).
-pub(crate) enum SqRun<'a> {
-    /// A pool: the read pool, or the one writer.
-    Pool(&'a sqlx::SqlitePool),
-    /// One connection.
-    Conn(&'a mut sqlx::SqliteConnection),
-}
-
 fn bind_all(
     sql: &str,
     binds: Vec<kairos_store::sql::Bind>,
@@ -93,40 +84,12 @@ fn bind_all(
     q
 }
 
-#[async_trait::async_trait]
-impl kairos_store::sql::SqlRun for SqRun<'_> {
-    fn dialect(&self) -> kairos_store::sql::Dialect {
-        kairos_store::sql::Dialect::Sqlite
-    }
-
-    async fn fetch<T: Send>(
-        &mut self,
-        what: &str,
-        sql: &str,
-        binds: Vec<kairos_store::sql::Bind>,
-        map: kairos_store::sql::MapRow<'_, T>,
-    ) -> Result<Vec<T>> {
-        let q = bind_all(sql, binds);
-        let rows = match self {
-            SqRun::Pool(p) => q.fetch_all(*p).await,
-            SqRun::Conn(c) => q.fetch_all(&mut **c).await,
-        }
-        .map_err(|e| crate::map_err(what, e))?;
-        rows.iter().map(|r| map(&Sq(r))).collect()
-    }
-
-    async fn execute(
-        &mut self,
-        what: &str,
-        sql: &str,
-        binds: Vec<kairos_store::sql::Bind>,
-    ) -> Result<u64> {
-        let q = bind_all(sql, binds);
-        let done = match self {
-            SqRun::Pool(p) => q.execute(*p).await,
-            SqRun::Conn(c) => q.execute(&mut **c).await,
-        }
-        .map_err(|e| crate::map_err(what, e))?;
-        Ok(done.rows_affected())
-    }
-}
+kairos_store::sql_run!(
+    SqRun,
+    sqlx::SqlitePool,
+    sqlx::SqliteConnection,
+    kairos_store::sql::Dialect::Sqlite,
+    bind_all,
+    Sq,
+    crate::map_err
+);

@@ -146,3 +146,59 @@ pub trait SqlRun: Send + Sync {
             .ok_or_else(|| crate::Error::new(crate::ErrorKind::Database, format!("{what}: no row")))
     }
 }
+
+/// Define a store's [`SqlRun`]: an enum `$run` over a pool (`$pool`) or one connection
+/// (`$conn`), binding with `$bind` (`fn(&str, Vec<Bind>) -> sqlx Query`), reading rows with
+/// the [`RowRead`] wrapper `$wrap`, naming errors with `$map_err`. The two stores differ only
+/// in these names, so the body is written here once.
+#[macro_export]
+macro_rules! sql_run {
+    ($run:ident, $pool:ty, $conn:ty, $dialect:expr, $bind:path, $wrap:path, $map_err:path) => {
+        /// Shared statements (`kairos_store::sql::SqlRun`) run on a pool or on one
+        /// connection (a transaction's).
+        pub(crate) enum $run<'a> {
+            /// A pool.
+            Pool(&'a $pool),
+            /// One connection.
+            Conn(&'a mut $conn),
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::sql::SqlRun for $run<'_> {
+            fn dialect(&self) -> $crate::sql::Dialect {
+                $dialect
+            }
+
+            async fn fetch<T: Send>(
+                &mut self,
+                what: &str,
+                sql: &str,
+                binds: Vec<$crate::sql::Bind>,
+                map: $crate::sql::MapRow<'_, T>,
+            ) -> $crate::Result<Vec<T>> {
+                let q = $bind(sql, binds);
+                let rows = match self {
+                    $run::Pool(p) => q.fetch_all(*p).await,
+                    $run::Conn(c) => q.fetch_all(&mut **c).await,
+                }
+                .map_err(|e| $map_err(what, e))?;
+                rows.iter().map(|r| map(&$wrap(r))).collect()
+            }
+
+            async fn execute(
+                &mut self,
+                what: &str,
+                sql: &str,
+                binds: Vec<$crate::sql::Bind>,
+            ) -> $crate::Result<u64> {
+                let q = $bind(sql, binds);
+                let done = match self {
+                    $run::Pool(p) => q.execute(*p).await,
+                    $run::Conn(c) => q.execute(&mut **c).await,
+                }
+                .map_err(|e| $map_err(what, e))?;
+                Ok(done.rows_affected())
+            }
+        }
+    };
+}
