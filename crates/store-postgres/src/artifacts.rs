@@ -1,8 +1,8 @@
 //! Artifacts on PostgreSQL: one per (name, period key), written once.
 //!
-//! Differs from SQLite: `$n` placeholders, `timestamptz` and `jsonb` bound directly, and the
-//! pruning batch picked by `ctid` with `FOR UPDATE SKIP LOCKED` (two pruners never wait on
-//! each other).
+//! The artifact statements are shared (`kairos_store::sql::artifacts`). Differs from SQLite:
+//! the jobs an artifact starts are bound as `jsonb`, and the pruning batch is picked by `ctid`
+//! with `FOR UPDATE SKIP LOCKED` (two pruners never wait on each other).
 
 use crate::jobs::{INSERT_MANY, insert_json};
 use crate::rows::PgRun;

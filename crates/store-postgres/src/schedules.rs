@@ -133,7 +133,7 @@ impl ScheduleStore for PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("catch-up set", e))?;
-        schedules::catch_up_set(&mut PgRun::Conn(&mut *tx), p).await?;
+        schedules::catch_up_set(&mut PgRun::Conn(&mut tx), p).await?;
         tx.commit().await.map_err(|e| map_err("catch-up set", e))
     }
 

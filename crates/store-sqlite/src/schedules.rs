@@ -116,7 +116,7 @@ impl ScheduleStore for SqliteStore {
 
     async fn catch_up_set(&self, p: CatchUpSet) -> Result<()> {
         let mut tx = self.begin_write("catch-up set").await?;
-        schedules::catch_up_set(&mut SqRun::Conn(&mut *tx), p).await?;
+        schedules::catch_up_set(&mut SqRun::Conn(&mut tx), p).await?;
         tx.commit().await.map_err(|e| map_err("catch-up set", e))
     }
 
