@@ -1,32 +1,12 @@
 //! Audiences on PostgreSQL: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::rows::Pg;
+use crate::rows::PgRun;
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
-use kairos_store::sql::{
-    RECIPIENT_SELECT as RECIPIENT_COLS, SUBSCRIPTION_SELECT as SUB_COLS,
-    TOPIC_SELECT as TOPIC_COLS, rows,
-};
+use kairos_store::sql::audience;
 use kairos_store::*;
 use serde_json::Value;
 use sqlx::Row;
-use sqlx::postgres::PgRow;
-
-fn recipient_from_row(row: &PgRow) -> Result<Recipient> {
-    rows::recipient(&Pg(row))
-}
-
-fn topic_from_row(row: &PgRow) -> Result<Topic> {
-    rows::topic(&Pg(row))
-}
-
-fn subscription_from_row(row: &PgRow) -> Result<Subscription> {
-    rows::subscription(&Pg(row))
-}
-
-pub(crate) fn expansion_from_row(row: &PgRow) -> Result<Expansion> {
-    rows::expansion(&Pg(row))
-}
 
 /// Differs from SQLite: `jsonb_to_recordset` with typed columns.
 const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
@@ -84,27 +64,11 @@ impl AudienceStore for PostgresStore {
     }
 
     async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{RECIPIENT_COLS} WHERE id = $1"
-        )))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| map_err("recipient get", e))?;
-        row.as_ref().map(recipient_from_row).transpose()
+        audience::recipient_get(&mut PgRun::Pool(&self.pool), id).await
     }
 
     async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
-        // Differs from SQLite: `$1::text IS NULL` gives the optional filter a type.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{RECIPIENT_COLS} WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2"
-        )))
-        .bind(p.after_id)
-        .bind(p.limit.unwrap_or(100))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("recipient list", e))?;
-        rows.iter().map(recipient_from_row).collect()
+        audience::recipient_list(&mut PgRun::Pool(&self.pool), p).await
     }
 
     async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>> {
@@ -277,47 +241,15 @@ impl AudienceStore for PostgresStore {
     }
 
     async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
-        let variants = serde_json::to_value(&p.variants).unwrap_or(Value::Array(vec![]));
-        let row = sqlx::query(
-            "INSERT INTO topics (name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-             ON CONFLICT (name) DO UPDATE SET subject = excluded.subject, html = excluded.html,
-                text = excluded.text, variants = excluded.variants,
-                entitlement_url = excluded.entitlement_url,
-                entitlement_timeout_ms = excluded.entitlement_timeout_ms, updated_at = excluded.updated_at
-             RETURNING name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at",
-        )
-        .bind(&p.name)
-        .bind(&p.subject)
-        .bind(&p.html)
-        .bind(&p.text)
-        .bind(variants)
-        .bind(&p.entitlement_url)
-        .bind(p.entitlement_timeout_ms)
-        .bind(p.now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| map_err("topic put", e))?;
-        topic_from_row(&row)
+        audience::topic_put(&mut PgRun::Pool(&self.pool), p).await
     }
 
     async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TOPIC_COLS} WHERE name = $1")))
-            .bind(name)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| map_err("topic get", e))?;
-        row.as_ref().map(topic_from_row).transpose()
+        audience::topic_get(&mut PgRun::Pool(&self.pool), name).await
     }
 
     async fn topic_list(&self) -> Result<Vec<Topic>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{TOPIC_COLS} ORDER BY name LIMIT 1000"
-        )))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("topic list", e))?;
-        rows.iter().map(topic_from_row).collect()
+        audience::topic_list(&mut PgRun::Pool(&self.pool)).await
     }
 
     async fn topic_delete(&self, name: &str) -> Result<bool> {
@@ -326,42 +258,13 @@ impl AudienceStore for PostgresStore {
             .begin()
             .await
             .map_err(|e| map_err("topic delete", e))?;
-        let removed = sqlx::query("DELETE FROM topics WHERE name = $1")
-            .bind(name)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("topic delete", e))?
-            .rows_affected()
-            > 0;
-        if removed {
-            sqlx::query("DELETE FROM subscriptions WHERE topic = $1")
-                .bind(name)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| map_err("topic delete", e))?;
-        }
+        let removed = audience::topic_delete(&mut PgRun::Conn(&mut tx), name).await?;
         tx.commit().await.map_err(|e| map_err("topic delete", e))?;
         Ok(removed)
     }
 
     async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
-        let row = sqlx::query(
-            "INSERT INTO subscriptions AS s (recipient_id, topic, target, channels, enabled, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $6)
-             ON CONFLICT (recipient_id, topic) DO UPDATE SET target = excluded.target,
-                channels = excluded.channels, enabled = excluded.enabled, updated_at = excluded.updated_at
-             RETURNING s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at",
-        )
-        .bind(&p.recipient_id)
-        .bind(&p.topic)
-        .bind(&p.target)
-        .bind(serde_json::to_value(&p.channels).unwrap_or(Value::Array(vec![])))
-        .bind(p.enabled)
-        .bind(p.now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| map_err("subscription put", e))?;
-        subscription_from_row(&row)
+        audience::subscription_put(&mut PgRun::Pool(&self.pool), p).await
     }
 
     async fn subscription_get(
@@ -369,62 +272,18 @@ impl AudienceStore for PostgresStore {
         recipient_id: &str,
         topic: &str,
     ) -> Result<Option<Subscription>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SUB_COLS} WHERE s.recipient_id = $1 AND s.topic = $2"
-        )))
-        .bind(recipient_id)
-        .bind(topic)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| map_err("subscription get", e))?;
-        row.as_ref().map(subscription_from_row).transpose()
+        audience::subscription_get(&mut PgRun::Pool(&self.pool), recipient_id, topic).await
     }
 
     async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
-        let (after_r, after_t) = p.after.unzip();
-        // Differs from SQLite: typed NULL checks and boolean columns.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SUB_COLS} JOIN recipients r ON r.id = s.recipient_id
-             WHERE ($1::text IS NULL OR s.topic = $1) AND ($2::text IS NULL OR s.recipient_id = $2)
-               AND (NOT $3 OR (s.enabled AND r.state = 'active'))
-               AND ($4::text IS NULL OR (s.recipient_id, s.topic) > ($4::text, $5::text))
-             ORDER BY s.recipient_id, s.topic LIMIT $6"
-        )))
-        .bind(p.topic)
-        .bind(p.recipient_id)
-        .bind(p.active_only)
-        .bind(after_r)
-        .bind(after_t)
-        .bind(p.limit.unwrap_or(100))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| map_err("subscription list", e))?;
-        rows.iter().map(subscription_from_row).collect()
+        audience::subscription_list(&mut PgRun::Pool(&self.pool), p).await
     }
 
     async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
-        let n = sqlx::query(
-            "UPDATE subscriptions SET enabled = false, updated_at = $3
-             WHERE recipient_id = $1 AND topic = $2 AND enabled",
-        )
-        .bind(&p.recipient_id)
-        .bind(&p.topic)
-        .bind(p.now)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| map_err("subscription disable", e))?
-        .rows_affected();
-        Ok(n > 0)
+        audience::subscription_disable(&mut PgRun::Pool(&self.pool), p).await
     }
 
     async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
-        let n = sqlx::query("DELETE FROM subscriptions WHERE recipient_id = $1 AND topic = $2")
-            .bind(&p.recipient_id)
-            .bind(&p.topic)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| map_err("subscription delete", e))?
-            .rows_affected();
-        Ok(n > 0)
+        audience::subscription_delete(&mut PgRun::Pool(&self.pool), p).await
     }
 }

@@ -46,7 +46,6 @@ mod audience;
 mod bulk;
 mod delivery;
 mod endpoints;
-mod erasure;
 mod inbound;
 mod job_admin;
 mod jobs;

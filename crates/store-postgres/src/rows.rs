@@ -5,12 +5,12 @@
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::sql::{RowRead, rows};
-use kairos_store::{Attempt, Endpoint, Error, Result, Schedule};
+use kairos_store::{Attempt, Error, Result, Schedule};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-pub(crate) use kairos_store::sql::{ATTEMPT_COLS, ENDPOINT_COLS, JOB_COLS, SCHEDULE_COLS};
+pub(crate) use kairos_store::sql::{ATTEMPT_COLS, JOB_COLS, SCHEDULE_COLS};
 
 /// A sqlx PostgreSQL row read through [`RowRead`].
 pub(crate) struct Pg<'r>(pub &'r PgRow);
@@ -41,6 +41,9 @@ impl RowRead for Pg<'_> {
     fn opt_json(&self, col: &str) -> Result<Option<Value>> {
         get(self.0, col)
     }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
+        get(self.0, col)
+    }
 }
 
 pub(crate) fn job_from_row(row: &PgRow) -> Result<Job> {
@@ -49,10 +52,6 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job> {
 
 pub(crate) fn schedule_from_row(row: &PgRow) -> Result<Schedule> {
     rows::schedule(&Pg(row))
-}
-
-pub(crate) fn endpoint_from_row(row: &PgRow) -> Result<Endpoint> {
-    rows::endpoint(&Pg(row))
 }
 
 pub(crate) fn attempt_from_row(row: &PgRow) -> Result<Attempt> {
@@ -64,3 +63,32 @@ pub(crate) fn attempt_from_row(row: &PgRow) -> Result<Attempt> {
 pub(crate) fn ts_json(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
+
+fn bind_all(
+    sql: &str,
+    binds: Vec<kairos_store::sql::Bind>,
+) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    use kairos_store::sql::Bind;
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()));
+    for b in binds {
+        q = match b {
+            Bind::Text(v) => q.bind(v),
+            Bind::Int(v) => q.bind(v),
+            Bind::Bool(v) => q.bind(v),
+            Bind::Ts(v) => q.bind(v),
+            Bind::Json(v) => q.bind(v),
+            Bind::TextList(v) => q.bind(v),
+        };
+    }
+    q
+}
+
+kairos_store::sql_run!(
+    PgRun,
+    sqlx::PgPool,
+    sqlx::PgConnection,
+    kairos_store::sql::Dialect::Postgres,
+    bind_all,
+    Pg,
+    crate::map_err
+);

@@ -1,31 +1,17 @@
 //! Audiences on SQLite: recipients, topics and subscriptions, and the erasure of a person.
 
-use crate::rows::Sq;
+use crate::rows::{Sq, SqRun};
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use kairos_core::clock::to_millis;
-use kairos_store::sql::{
-    RECIPIENT_SELECT as RECIPIENT_COLS, SUBSCRIPTION_SELECT as SUB_COLS,
-    TOPIC_SELECT as TOPIC_COLS, rows,
-};
+use kairos_store::sql::audience;
+use kairos_store::sql::{RECIPIENT_SELECT as RECIPIENT_COLS, rows};
 use kairos_store::*;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 fn recipient_from_row(row: &SqliteRow) -> Result<Recipient> {
     rows::recipient(&Sq(row))
-}
-
-fn topic_from_row(row: &SqliteRow) -> Result<Topic> {
-    rows::topic(&Sq(row))
-}
-
-fn subscription_from_row(row: &SqliteRow) -> Result<Subscription> {
-    rows::subscription(&Sq(row))
-}
-
-pub(crate) fn expansion_from_row(row: &SqliteRow) -> Result<Expansion> {
-    rows::expansion(&Sq(row))
 }
 
 const UPSERT_RECIPIENT: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
@@ -49,25 +35,6 @@ fn recipients_json(p: &[RecipientUpsert]) -> String {
             .collect(),
     )
     .to_string()
-}
-
-impl SqliteStore {
-    async fn subscription_get_on(
-        &self,
-        pool: &sqlx::SqlitePool,
-        recipient_id: &str,
-        topic: &str,
-    ) -> Result<Option<Subscription>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SUB_COLS} WHERE s.recipient_id = ?1 AND s.topic = ?2"
-        )))
-        .bind(recipient_id)
-        .bind(topic)
-        .fetch_optional(pool)
-        .await
-        .map_err(|e| map_err("subscription get", e))?;
-        row.as_ref().map(subscription_from_row).transpose()
-    }
 }
 
 /// Record A/B exposures for the jobs of `applied` (a JSON array of ids of succeeded jobs whose
@@ -112,26 +79,11 @@ impl AudienceStore for SqliteStore {
     }
 
     async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{RECIPIENT_COLS} WHERE id = ?1"
-        )))
-        .bind(id)
-        .fetch_optional(&self.read)
-        .await
-        .map_err(|e| map_err("recipient get", e))?;
-        row.as_ref().map(recipient_from_row).transpose()
+        audience::recipient_get(&mut SqRun::Pool(&self.read), id).await
     }
 
     async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{RECIPIENT_COLS} WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2"
-        )))
-        .bind(p.after_id)
-        .bind(p.limit.unwrap_or(100))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("recipient list", e))?;
-        rows.iter().map(recipient_from_row).collect()
+        audience::recipient_list(&mut SqRun::Pool(&self.read), p).await
     }
 
     async fn recipient_erase(&self, p: RecipientErase) -> Result<Option<RecipientErased>> {
@@ -306,93 +258,26 @@ impl AudienceStore for SqliteStore {
     }
 
     async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
-        let variants = serde_json::to_string(&p.variants).unwrap_or_else(|_| "[]".into());
-        sqlx::query(
-            "INSERT INTO topics (name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
-             ON CONFLICT (name) DO UPDATE SET subject = excluded.subject, html = excluded.html,
-                text = excluded.text, variants = excluded.variants,
-                entitlement_url = excluded.entitlement_url,
-                entitlement_timeout_ms = excluded.entitlement_timeout_ms, updated_at = excluded.updated_at",
-        )
-        .bind(&p.name)
-        .bind(&p.subject)
-        .bind(&p.html)
-        .bind(&p.text)
-        .bind(variants)
-        .bind(&p.entitlement_url)
-        .bind(p.entitlement_timeout_ms)
-        .bind(to_millis(p.now))
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("topic put", e))?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TOPIC_COLS} WHERE name = ?1")))
-            .bind(&p.name)
-            .fetch_one(&self.write)
-            .await
-            .map_err(|e| map_err("topic put", e))?;
-        topic_from_row(&row)
+        audience::topic_put(&mut SqRun::Pool(&self.write), p).await
     }
 
     async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{TOPIC_COLS} WHERE name = ?1")))
-            .bind(name)
-            .fetch_optional(&self.read)
-            .await
-            .map_err(|e| map_err("topic get", e))?;
-        row.as_ref().map(topic_from_row).transpose()
+        audience::topic_get(&mut SqRun::Pool(&self.read), name).await
     }
 
     async fn topic_list(&self) -> Result<Vec<Topic>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{TOPIC_COLS} ORDER BY name LIMIT 1000"
-        )))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("topic list", e))?;
-        rows.iter().map(topic_from_row).collect()
+        audience::topic_list(&mut SqRun::Pool(&self.read)).await
     }
 
     async fn topic_delete(&self, name: &str) -> Result<bool> {
         let mut tx = self.begin_write("topic delete").await?;
-        let removed = sqlx::query("DELETE FROM topics WHERE name = ?1")
-            .bind(name)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("topic delete", e))?
-            .rows_affected()
-            > 0;
-        if removed {
-            sqlx::query("DELETE FROM subscriptions WHERE topic = ?1")
-                .bind(name)
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| map_err("topic delete", e))?;
-        }
+        let removed = audience::topic_delete(&mut SqRun::Conn(&mut tx), name).await?;
         tx.commit().await.map_err(|e| map_err("topic delete", e))?;
         Ok(removed)
     }
 
     async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
-        let channels = serde_json::to_string(&p.channels).unwrap_or_else(|_| "[]".into());
-        sqlx::query(
-            "INSERT INTO subscriptions (recipient_id, topic, target, channels, enabled, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-             ON CONFLICT (recipient_id, topic) DO UPDATE SET target = excluded.target,
-                channels = excluded.channels, enabled = excluded.enabled, updated_at = excluded.updated_at",
-        )
-        .bind(&p.recipient_id)
-        .bind(&p.topic)
-        .bind(&p.target)
-        .bind(channels)
-        .bind(i64::from(p.enabled))
-        .bind(to_millis(p.now))
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("subscription put", e))?;
-        self.subscription_get_on(&self.write, &p.recipient_id, &p.topic)
-            .await?
-            .ok_or_else(|| Error::new(ErrorKind::Database, "subscription vanished after put"))
+        audience::subscription_put(&mut SqRun::Pool(&self.write), p).await
     }
 
     async fn subscription_get(
@@ -400,56 +285,18 @@ impl AudienceStore for SqliteStore {
         recipient_id: &str,
         topic: &str,
     ) -> Result<Option<Subscription>> {
-        self.subscription_get_on(&self.read, recipient_id, topic)
-            .await
+        audience::subscription_get(&mut SqRun::Pool(&self.read), recipient_id, topic).await
     }
 
     async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
-        let (after_r, after_t) = p.after.unzip();
-        // Row-value comparison keeps the keyset on the (recipient_id, topic) primary key and,
-        // with a topic filter, on the (topic, recipient_id) index.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SUB_COLS} JOIN recipients r ON r.id = s.recipient_id
-             WHERE (?1 IS NULL OR s.topic = ?1) AND (?2 IS NULL OR s.recipient_id = ?2)
-               AND (?3 = 0 OR (s.enabled = 1 AND r.state = 'active'))
-               AND (?4 IS NULL OR (s.recipient_id, s.topic) > (?4, ?5))
-             ORDER BY s.recipient_id, s.topic LIMIT ?6"
-        )))
-        .bind(p.topic)
-        .bind(p.recipient_id)
-        .bind(i64::from(p.active_only))
-        .bind(after_r)
-        .bind(after_t)
-        .bind(p.limit.unwrap_or(100))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("subscription list", e))?;
-        rows.iter().map(subscription_from_row).collect()
+        audience::subscription_list(&mut SqRun::Pool(&self.read), p).await
     }
 
     async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
-        let n = sqlx::query(
-            "UPDATE subscriptions SET enabled = 0, updated_at = ?3
-             WHERE recipient_id = ?1 AND topic = ?2 AND enabled = 1",
-        )
-        .bind(&p.recipient_id)
-        .bind(&p.topic)
-        .bind(to_millis(p.now))
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("subscription disable", e))?
-        .rows_affected();
-        Ok(n > 0)
+        audience::subscription_disable(&mut SqRun::Pool(&self.write), p).await
     }
 
     async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
-        let n = sqlx::query("DELETE FROM subscriptions WHERE recipient_id = ?1 AND topic = ?2")
-            .bind(&p.recipient_id)
-            .bind(&p.topic)
-            .execute(&self.write)
-            .await
-            .map_err(|e| map_err("subscription delete", e))?
-            .rows_affected();
-        Ok(n > 0)
+        audience::subscription_delete(&mut SqRun::Pool(&self.write), p).await
     }
 }

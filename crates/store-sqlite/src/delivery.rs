@@ -1,13 +1,12 @@
 //! Suppressions, audience expansions and exposures on SQLite.
 
-use crate::audience::expansion_from_row;
-use crate::inbound::{apply_in_tx, suppression_from_row};
+use crate::inbound::apply_in_tx;
 use crate::jobs::{INSERT_MANY, insert_json};
-use crate::rows::Sq;
+use crate::rows::SqRun;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use kairos_core::clock::to_millis;
-use kairos_store::sql::rows;
+use kairos_store::sql::delivery;
 use kairos_store::*;
 
 #[async_trait]
@@ -18,25 +17,7 @@ impl DeliveryStore for SqliteStore {
             .acquire()
             .await
             .map_err(|e| map_err("suppression add", e))?;
-        let address = normalize_address(&p.address);
-        // An erased address is suppressed already, as its keyed hash.
-        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
-        let n = sqlx::query(
-            "INSERT INTO suppressions (address, reason, source_event_id, created_at)
-             SELECT ?1, ?2, ?3, ?4
-             WHERE ?5 IS NULL OR NOT EXISTS (SELECT 1 FROM suppressions WHERE address_hash = ?5)
-             ON CONFLICT (address) DO NOTHING",
-        )
-        .bind(&address)
-        .bind(&p.reason)
-        .bind(&p.source_event_id)
-        .bind(to_millis(p.now))
-        .bind(&hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| map_err("suppression add", e))?
-        .rows_affected();
-        Ok(n > 0)
+        delivery::suppression_add(&self.keys, &mut SqRun::Conn(&mut conn), p).await
     }
 
     async fn suppression_apply(&self, p: SuppressionApply) -> Result<SuppressionApplied> {
@@ -55,93 +36,29 @@ impl DeliveryStore for SqliteStore {
             .acquire()
             .await
             .map_err(|e| map_err("suppression get", e))?;
-        let address = normalize_address(address);
-        let hash = crate::erasure::hash_of(&self.keys, &mut conn, &address).await?;
-        let row = sqlx::query(
-            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
-             WHERE address = ?1 OR (?2 IS NOT NULL AND address_hash = ?2)
-             ORDER BY address_hash IS NULL DESC LIMIT 1",
-        )
-        .bind(&address)
-        .bind(&hash)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(|e| map_err("suppression get", e))?;
-        row.map(|r| rows::suppression(&Sq(&r))).transpose()
+        delivery::suppression_get(&self.keys, &mut SqRun::Conn(&mut conn), address).await
     }
 
     async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
-        let rows = sqlx::query(
-            "SELECT address, address_hash, reason, source_event_id, created_at FROM suppressions
-             WHERE (?1 IS NULL OR address > ?1) ORDER BY address LIMIT ?2",
-        )
-        .bind(&p.after)
-        .bind(p.limit.unwrap_or(100).clamp(1, 10_000))
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("suppression list", e))?;
-        rows.iter().map(suppression_from_row).collect()
+        delivery::suppression_list(&mut SqRun::Pool(&self.read), p).await
     }
 
     async fn suppression_remove(&self, p: SuppressionRemove) -> Result<bool> {
-        let address = normalize_address(&p.address);
         let mut tx = self.begin_write("suppression remove").await?;
-        // The address, or its keyed hash if it was erased; the log records what was stored
-        // (the hash for an erased address, which must not come back through the log).
-        let hash = crate::erasure::hash_of(&self.keys, &mut tx, &address).await?;
-        let removed: Option<String> = sqlx::query_scalar(
-            "DELETE FROM suppressions WHERE address = ?1 OR (?2 IS NOT NULL AND address_hash = ?2)
-             RETURNING address",
-        )
-        .bind(&address)
-        .bind(&hash)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| map_err("suppression remove", e))?;
-        if let Some(stored) = &removed {
-            sqlx::query(
-                "INSERT INTO suppression_log (address, action, reason, created_at)
-                 VALUES (?1, 'removed', ?2, ?3)",
-            )
-            .bind(stored)
-            .bind(&p.reason)
-            .bind(to_millis(p.now))
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| map_err("suppression log", e))?;
-        }
+        let removed =
+            delivery::suppression_remove(&self.keys, &mut SqRun::Conn(&mut tx), p).await?;
         tx.commit()
             .await
             .map_err(|e| map_err("suppression remove", e))?;
-        Ok(removed.is_some())
+        Ok(removed)
     }
 
     async fn expansion_begin(&self, p: ExpansionBegin) -> Result<bool> {
-        let n = sqlx::query(
-            "INSERT INTO expansions (schedule_id, period_key, fire_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (schedule_id, period_key) DO NOTHING",
-        )
-        .bind(&p.schedule_id)
-        .bind(&p.period_key)
-        .bind(to_millis(p.fire_at))
-        .bind(to_millis(p.now))
-        .execute(&self.write)
-        .await
-        .map_err(|e| map_err("expansion begin", e))?
-        .rows_affected();
-        Ok(n > 0)
+        delivery::expansion_begin(&mut SqRun::Pool(&self.write), p).await
     }
 
     async fn expansion_pending(&self, limit: i64) -> Result<Vec<Expansion>> {
-        let rows = sqlx::query(
-            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
-             FROM expansions WHERE done = 0 ORDER BY updated_at, schedule_id LIMIT ?1",
-        )
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("expansion pending", e))?;
-        rows.iter().map(expansion_from_row).collect()
+        delivery::expansion_pending(&mut SqRun::Pool(&self.read), limit).await
     }
 
     async fn expansion_get(
@@ -149,16 +66,7 @@ impl DeliveryStore for SqliteStore {
         schedule_id: &str,
         period_key: &str,
     ) -> Result<Option<Expansion>> {
-        let row = sqlx::query(
-            "SELECT schedule_id, period_key, fire_at, cursor, done, created, updated_at
-             FROM expansions WHERE schedule_id = ?1 AND period_key = ?2",
-        )
-        .bind(schedule_id)
-        .bind(period_key)
-        .fetch_optional(&self.write)
-        .await
-        .map_err(|e| map_err("expansion get", e))?;
-        row.as_ref().map(expansion_from_row).transpose()
+        delivery::expansion_get(&mut SqRun::Pool(&self.write), schedule_id, period_key).await
     }
 
     async fn expansion_advance(&self, p: ExpansionAdvance) -> Result<Option<Vec<String>>> {
@@ -199,13 +107,6 @@ impl DeliveryStore for SqliteStore {
     }
 
     async fn exposure_counts(&self, topic: &str) -> Result<Vec<ExposureCount>> {
-        let rows = sqlx::query(
-            "SELECT variant, COUNT(*) AS n FROM exposures WHERE topic = ?1 GROUP BY variant ORDER BY variant",
-        )
-        .bind(topic)
-        .fetch_all(&self.read)
-        .await
-        .map_err(|e| map_err("exposure counts", e))?;
-        rows.iter().map(|r| rows::exposure_count(&Sq(r))).collect()
+        delivery::exposure_counts(&mut SqRun::Pool(&self.read), topic).await
     }
 }

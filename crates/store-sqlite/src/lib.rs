@@ -40,7 +40,6 @@ mod audience;
 mod bulk;
 mod delivery;
 mod endpoints;
-mod erasure;
 mod files;
 mod inbound;
 mod job_admin;

@@ -4,7 +4,7 @@
 use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::sql::{RowRead, parse_json, rows};
-use kairos_store::{Attempt, Endpoint, Error, Result, Schedule};
+use kairos_store::{Attempt, Error, Result, Schedule};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -38,6 +38,9 @@ impl RowRead for Sq<'_> {
             .map(|s| parse_json(col, &s))
             .transpose()
     }
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
+        get(self.0, col)
+    }
 }
 
 pub(crate) fn ms_opt(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<i64> {
@@ -52,10 +55,41 @@ pub(crate) fn schedule_from_row(row: &SqliteRow) -> Result<Schedule> {
     rows::schedule(&Sq(row))
 }
 
-pub(crate) fn endpoint_from_row(row: &SqliteRow) -> Result<Endpoint> {
-    rows::endpoint(&Sq(row))
-}
-
 pub(crate) fn attempt_from_row(row: &SqliteRow) -> Result<Attempt> {
     rows::attempt(&Sq(row))
 }
+
+/// A shared `kairos_store::sql` statement with SQLite's placeholders, ready for
+/// `sqlx::query` (the text is the crate's own constant, not input).
+pub(crate) fn shared(sql: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(kairos_store::sql::sqlite_placeholders(sql))
+}
+
+fn bind_all(
+    sql: &str,
+    binds: Vec<kairos_store::sql::Bind>,
+) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    use kairos_store::sql::Bind;
+    let mut q = sqlx::query(shared(sql));
+    for b in binds {
+        q = match b {
+            Bind::Text(v) => q.bind(v),
+            Bind::Int(v) => q.bind(v),
+            Bind::Bool(v) => q.bind(v.map(i64::from)),
+            Bind::Ts(v) => q.bind(v.map(to_millis)),
+            Bind::Json(v) => q.bind(v.map(|v| v.to_string())),
+            Bind::TextList(v) => q.bind(serde_json::json!(v).to_string()),
+        };
+    }
+    q
+}
+
+kairos_store::sql_run!(
+    SqRun,
+    sqlx::SqlitePool,
+    sqlx::SqliteConnection,
+    kairos_store::sql::Dialect::Sqlite,
+    bind_all,
+    Sq,
+    crate::map_err
+);

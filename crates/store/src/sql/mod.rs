@@ -7,9 +7,20 @@
 //! boolean is an integer on SQLite. Shared statements are written with `$n` placeholders;
 //! SQLite runs them through [`sqlite_placeholders`].
 
+pub mod admin;
+pub mod artifacts;
+pub mod audience;
+pub mod delivery;
+pub mod endpoints;
+pub mod inbound;
+pub mod insight;
 pub mod rows;
+mod run;
+pub mod schedules;
+pub mod secrets;
 mod statements;
 
+pub use run::*;
 pub use statements::*;
 
 use crate::{Error, ErrorKind, Result};
@@ -31,6 +42,8 @@ pub trait RowRead {
     fn opt_ts(&self, col: &str) -> Result<Option<DateTime<Utc>>>;
     /// A JSON column; a stored value that is not JSON is `Corrupt`.
     fn opt_json(&self, col: &str) -> Result<Option<Value>>;
+    /// A byte column (BLOB on SQLite, `bytea` on PostgreSQL).
+    fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>>;
 
     /// A text column that is never `NULL`.
     fn text(&self, col: &str) -> Result<String> {

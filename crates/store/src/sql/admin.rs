@@ -1,0 +1,81 @@
+//! Settings and admin UI sessions ([`crate::NodeStore`] but migrations), written once over
+//! [`SqlRun`].
+
+use super::secrets::SETTING_UPSERT;
+use super::{SqlRun, rows};
+use crate::binds;
+use crate::{AdminSession, AdminSessionCreate, Result, Setting, SettingPut};
+
+/// `setting_get`.
+pub async fn setting_get(run: &mut impl SqlRun, name: &str) -> Result<Option<Setting>> {
+    run.fetch_optional(
+        "setting get",
+        "SELECT name, value, updated_at FROM settings WHERE name = $1",
+        binds![name],
+        &|r| rows::setting(r),
+    )
+    .await
+}
+
+/// `setting_put`: stored, or removed without a value.
+pub async fn setting_put(run: &mut impl SqlRun, p: SettingPut) -> Result<()> {
+    match p.value {
+        Some(v) => {
+            run.execute("setting put", SETTING_UPSERT, binds![p.name, v, p.now])
+                .await?
+        }
+        None => {
+            run.execute(
+                "setting put",
+                "DELETE FROM settings WHERE name = $1",
+                binds![p.name],
+            )
+            .await?
+        }
+    };
+    Ok(())
+}
+
+/// `admin_session_create`, on a transaction's connection: expired sessions go first.
+pub async fn admin_session_create(run: &mut impl SqlRun, p: AdminSessionCreate) -> Result<()> {
+    let s = p.session;
+    run.execute(
+        "admin session create",
+        "DELETE FROM admin_sessions WHERE expires_at <= $1",
+        binds![s.created_at],
+    )
+    .await?;
+    run.execute(
+        "admin session create",
+        "INSERT INTO admin_sessions (id_hash, created_at, expires_at) VALUES ($1, $2, $3)",
+        binds![s.id_hash, s.created_at, s.expires_at],
+    )
+    .await?;
+    Ok(())
+}
+
+/// `admin_session_get`.
+pub async fn admin_session_get(
+    run: &mut impl SqlRun,
+    id_hash: &str,
+) -> Result<Option<AdminSession>> {
+    run.fetch_optional(
+        "admin session get",
+        "SELECT id_hash, created_at, expires_at FROM admin_sessions WHERE id_hash = $1",
+        binds![id_hash],
+        &|r| rows::admin_session(r),
+    )
+    .await
+}
+
+/// `admin_session_delete`.
+pub async fn admin_session_delete(run: &mut impl SqlRun, id_hash: &str) -> Result<bool> {
+    let n = run
+        .execute(
+            "admin session delete",
+            "DELETE FROM admin_sessions WHERE id_hash = $1",
+            binds![id_hash],
+        )
+        .await?;
+    Ok(n > 0)
+}

@@ -1,0 +1,198 @@
+//! The monitoring reads and the SLO alert state ([`crate::InsightStore`]), written once over
+//! [`SqlRun`]: each store's impl hands them its read pool and writer.
+
+use super::{Dialect, SqlRun, rows};
+use crate::binds;
+use crate::{
+    Backlog, DeadScheduledRun, DecidedCount, JobBacklog, JobCount, JobCountDecided,
+    JobCountFinished, JobDeadScheduled, Result, ScheduleFireTimes, SloAlert, SloAlertPut,
+};
+use chrono::{DateTime, Utc};
+
+/// Jobs by state.
+pub async fn job_count_by_state(run: &mut impl SqlRun) -> Result<Vec<(String, i64)>> {
+    run.fetch(
+        "job count",
+        "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state ORDER BY state",
+        vec![],
+        &|r| Ok((r.text("state")?, r.int("n")?)),
+    )
+    .await
+}
+
+/// Jobs by state and kind.
+pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCount>> {
+    run.fetch(
+        "job count by state and kind",
+        "SELECT state, kind, COUNT(*) AS n FROM jobs GROUP BY state, kind ORDER BY state, kind",
+        vec![],
+        &|r| rows::job_count(r),
+    )
+    .await
+}
+
+/// The due, stuck and lease-expired jobs.
+pub async fn job_backlog(run: &mut impl SqlRun, p: JobBacklog) -> Result<Backlog> {
+    // Both halves read partial indexes: jobs_due (available, run_at) and jobs_lease
+    // (running, lease_expires_at).
+    run.fetch_one(
+        "job backlog",
+        "SELECT
+            (SELECT COUNT(*) FROM jobs WHERE state = 'available' AND run_at <= $1) AS due,
+            (SELECT MIN(run_at) FROM jobs WHERE state = 'available' AND run_at <= $1) AS oldest,
+            (SELECT COUNT(*) FROM jobs WHERE state = 'available' AND run_at <= $2) AS stuck,
+            (SELECT COUNT(*) FROM jobs WHERE state = 'running' AND lease_expires_at <= $3) AS expired",
+        binds![p.now, p.stuck_before.min(p.now), p.lease_expired_before],
+        &|r| {
+            Ok(Backlog {
+                due: r.opt_int("due")?.unwrap_or(0),
+                oldest_due_at: r.opt_ts("oldest")?,
+                stuck: r.opt_int("stuck")?.unwrap_or(0),
+                lease_expired: r.opt_int("expired")?.unwrap_or(0),
+            })
+        },
+    )
+    .await
+}
+
+/// Jobs finished in a window, by state and kind.
+pub async fn job_count_finished(
+    run: &mut impl SqlRun,
+    p: JobCountFinished,
+) -> Result<Vec<JobCount>> {
+    run.fetch(
+        "job count finished",
+        "SELECT state, kind, COUNT(*) AS n FROM jobs
+         WHERE finished_at >= $1 AND finished_at < $2
+         GROUP BY state, kind ORDER BY state, kind",
+        binds![p.since, p.until],
+        &|r| rows::job_count(r),
+    )
+    .await
+}
+
+/// The schedules with dead jobs in a window, each with its latest one.
+pub async fn job_dead_scheduled(
+    run: &mut impl SqlRun,
+    p: JobDeadScheduled,
+) -> Result<Vec<DeadScheduledRun>> {
+    // The inner scan reads the partial index jobs_dead_scheduled (finished_at of dead
+    // jobs of schedules): its size is the dead letters, not the jobs.
+    run.fetch(
+        "job dead scheduled",
+        "SELECT d.schedule_id, s.name AS schedule_name, d.n, d.id, d.kind, d.channel,
+                d.period_key, d.last_error, d.finished_at
+         FROM (
+            SELECT schedule_id, id, kind, channel, period_key, last_error, finished_at,
+                   COUNT(*) OVER (PARTITION BY schedule_id) AS n,
+                   ROW_NUMBER() OVER (PARTITION BY schedule_id
+                                      ORDER BY finished_at DESC, id DESC) AS rn
+            FROM jobs
+            WHERE state = 'dead' AND schedule_id IS NOT NULL
+              AND finished_at >= $1 AND finished_at < $2
+         ) d
+         LEFT JOIN schedules s ON s.id = d.schedule_id
+         WHERE d.rn = 1
+         ORDER BY d.finished_at DESC, d.schedule_id
+         LIMIT $3",
+        binds![p.since, p.until, p.limit.max(0)],
+        &|r| rows::dead_scheduled_run(r),
+    )
+    .await
+}
+
+/// The topic of a decided job: read from the payload of jobs of the topic kinds without a
+/// schedule only (another job's `topic` is the caller's data, and that firehose is not
+/// parsed). On SQLite, CASE evaluates in order, so a payload that is not JSON reads as no
+/// topic instead of failing the query; jsonb payloads are always valid JSON.
+fn decided_topic(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => {
+            "CASE WHEN schedule_id IS NOT NULL THEN NULL
+                  WHEN kind NOT IN (SELECT value FROM json_each($3)) THEN NULL
+                  WHEN NOT json_valid(payload) THEN NULL
+                  WHEN json_type(payload, '$.topic') = 'text'
+                  THEN json_extract(payload, '$.topic') END"
+        }
+        Dialect::Postgres => {
+            "CASE WHEN schedule_id IS NULL AND kind = ANY($3)
+                   AND jsonb_typeof(payload -> 'topic') = 'string'
+                  THEN payload ->> 'topic' END"
+        }
+    }
+}
+
+/// Jobs decided in a window, by schedule or topic, state and skip reason.
+pub async fn job_count_decided(
+    run: &mut impl SqlRun,
+    p: JobCountDecided,
+) -> Result<Vec<DecidedCount>> {
+    // The window reads the jobs_finished index, like the failure rate.
+    let sql = format!(
+        "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
+            SELECT schedule_id, {} AS topic, state,
+                   CASE WHEN state = 'skipped' THEN reason END AS reason
+            FROM jobs
+            WHERE finished_at >= $1 AND finished_at < $2
+              AND state IN ('succeeded', 'skipped', 'dead')
+         ) d
+         WHERE schedule_id IS NOT NULL OR topic IS NOT NULL
+         GROUP BY schedule_id, topic, state, reason
+         ORDER BY schedule_id, topic, state, reason",
+        decided_topic(run.dialect())
+    );
+    let mut b = binds![p.since, p.until];
+    b.push(super::Bind::TextList(p.topic_kinds));
+    run.fetch("job count decided", &sql, b, &|r| rows::decided_count(r))
+        .await
+}
+
+/// The instants a schedule fired at in a window.
+pub async fn schedule_fire_times(
+    run: &mut impl SqlRun,
+    p: ScheduleFireTimes,
+) -> Result<Vec<DateTime<Utc>>> {
+    run.fetch(
+        "schedule fire times",
+        // A firing recorded for audience expansion counts as materialized even before (or
+        // without: no subscriber) its jobs exist.
+        "SELECT fire_at FROM jobs
+         WHERE schedule_id = $1 AND fire_at >= $2 AND fire_at <= $3
+         UNION
+         SELECT fire_at FROM expansions
+         WHERE schedule_id = $1 AND fire_at >= $2 AND fire_at <= $3
+         ORDER BY 1",
+        binds![p.schedule_id, p.since, p.until],
+        &|r| r.ts("fire_at"),
+    )
+    .await
+}
+
+/// Every SLO alert.
+pub async fn slo_alert_list(run: &mut impl SqlRun) -> Result<Vec<SloAlert>> {
+    run.fetch(
+        "slo alert list",
+        "SELECT key, check_name, active, since, message, seq, notified_seq, updated_at
+         FROM slo_alerts ORDER BY key",
+        vec![],
+        &|r| rows::slo_alert(r),
+    )
+    .await
+}
+
+/// Store an SLO alert.
+pub async fn slo_alert_put(run: &mut impl SqlRun, p: SloAlertPut) -> Result<()> {
+    let a = p.alert;
+    run.execute(
+        "slo alert put",
+        "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (key) DO UPDATE SET check_name = excluded.check_name,
+            active = excluded.active, since = excluded.since, message = excluded.message,
+            seq = excluded.seq, notified_seq = excluded.notified_seq,
+            updated_at = excluded.updated_at",
+        binds![a.key, a.check, a.active, a.since, a.message, a.seq, a.notified_seq, a.updated_at],
+    )
+    .await?;
+    Ok(())
+}
