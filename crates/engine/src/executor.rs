@@ -58,7 +58,9 @@ pub struct ExecutorConfig {
     /// Most completions recorded in one transaction. Default 1000.
     pub complete_batch: usize,
     /// How long a completion may wait for others to share its transaction (unless
-    /// `complete_batch` are ready sooner). Default 2 ms; at most 1 s.
+    /// `complete_batch` are ready sooner). Default 0: a batch is whatever is ready when the
+    /// last one committed (a timer holds handler slots, since a slot comes back only with its
+    /// committed outcome); at most 1 s.
     pub complete_delay: Duration,
     /// Most jobs claimed ahead of the handlers, waiting in the local queue. Default 500; 0
     /// claims only for free handler slots.
@@ -77,7 +79,7 @@ impl Default for ExecutorConfig {
             renew_every: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
             complete_batch: 1000,
-            complete_delay: Duration::from_millis(2),
+            complete_delay: Duration::ZERO,
             prefetch: 500,
             shutdown_grace: Duration::from_secs(30),
         }
