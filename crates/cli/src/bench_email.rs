@@ -60,7 +60,7 @@ pub async fn run(
     let kinds = registry.kinds();
     let ecfg = EngineConfig {
         executor: ExecutorConfig {
-            concurrency: concurrency,
+            concurrency,
             max_batch: 1000,
             poll_interval: Duration::from_millis(50),
             ..Default::default()
