@@ -83,15 +83,20 @@ enum Db {
 }
 
 impl Db {
-    async fn jobs(&self) -> Vec<Row> {
-        let q = "SELECT id, state, schedule_id, period_key FROM jobs";
-        let rows: Vec<(String, String, Option<String>, Option<String>)> = match self {
+    /// Rows of one query, on a fresh connection to the run's database.
+    async fn rows<T>(&self, q: &'static str) -> Vec<T>
+    where
+        T: Send + Unpin,
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>,
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>,
+    {
+        match self {
             Db::Sqlite(path) => {
                 let url = format!("sqlite://{}", path.display());
                 let mut conn = sqlx::SqliteConnection::connect(&url)
                     .await
                     .expect("open the SQLite file");
-                let rows = sqlx::query_as(q).fetch_all(&mut conn).await.expect("jobs");
+                let rows = sqlx::query_as(q).fetch_all(&mut conn).await.expect(q);
                 let _ = conn.close().await;
                 rows
             }
@@ -101,11 +106,17 @@ impl Db {
                 conn.execute(AssertSqlSafe(format!("SET search_path TO \"{schema}\"")))
                     .await
                     .expect("search_path");
-                let rows = sqlx::query_as(q).fetch_all(&mut conn).await.expect("jobs");
+                let rows = sqlx::query_as(q).fetch_all(&mut conn).await.expect(q);
                 let _ = conn.close().await;
                 rows
             }
-        };
+        }
+    }
+
+    async fn jobs(&self) -> Vec<Row> {
+        let rows: Vec<(String, String, Option<String>, Option<String>)> = self
+            .rows("SELECT id, state, schedule_id, period_key FROM jobs")
+            .await;
         rows.into_iter()
             .map(|(id, state, schedule_id, period_key)| Row {
                 id,
@@ -115,32 +126,12 @@ impl Db {
             })
             .collect()
     }
-}
 
-impl Db {
     /// The schedules' firing state, for failure messages.
     async fn schedules(&self) -> String {
-        let q = "SELECT id || ' next=' || COALESCE(CAST(next_fire_at AS TEXT), '-') || ' last=' || COALESCE(CAST(last_fire_at AS TEXT), '-') || ' locked_until=' || COALESCE(CAST(locked_until AS TEXT), '-') || ' by=' || COALESCE(locked_by, '-') || ' state=' || state FROM schedules";
-        let rows: Vec<(String,)> = match self {
-            Db::Sqlite(path) => {
-                let url = format!("sqlite://{}", path.display());
-                let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("open");
-                sqlx::query_as(q)
-                    .fetch_all(&mut conn)
-                    .await
-                    .expect("schedules")
-            }
-            Db::Postgres { url, schema } => {
-                let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
-                conn.execute(AssertSqlSafe(format!("SET search_path TO \"{schema}\"")))
-                    .await
-                    .expect("search_path");
-                sqlx::query_as(q)
-                    .fetch_all(&mut conn)
-                    .await
-                    .expect("schedules")
-            }
-        };
+        let rows: Vec<(String,)> = self
+            .rows("SELECT id || ' next=' || COALESCE(CAST(next_fire_at AS TEXT), '-') || ' last=' || COALESCE(CAST(last_fire_at AS TEXT), '-') || ' locked_until=' || COALESCE(CAST(locked_until AS TEXT), '-') || ' by=' || COALESCE(locked_by, '-') || ' state=' || state FROM schedules")
+            .await;
         rows.into_iter().map(|r| r.0).collect::<Vec<_>>().join("\n")
     }
 }
