@@ -71,8 +71,8 @@ async fn rotate(global: &GlobalArgs, a: RotateArgs) -> CliResult {
         };
         let sealer = kairos_store::sealing::Sealer::new(new.bytes());
         let resealed = match &db {
-            Db::Sqlite(s) => s.reseal_secrets(&sealer, setting).await,
-            Db::Postgres(s, _) => s.reseal_secrets(&sealer, setting).await,
+            Db::Sqlite(s) => kairos_store::sql::secrets::reseal(s, &sealer, setting).await,
+            Db::Postgres(s, _) => kairos_store::sql::secrets::reseal(s, &sealer, setting).await,
         }
         .map_err(|e| CliError::runtime("re-sealing stored secrets under the new key", &e))?;
         println!("re-sealed {resealed} endpoints and http targets under the new key");

@@ -43,7 +43,7 @@ enum Cmd {
     /// Run the engine without the API.
     Worker,
     /// Apply the database migrations.
-    Migrate,
+    Migrate(serve::MigrateArgs),
     /// Cron expressions.
     #[command(subcommand)]
     Cron(cron::CronCmd),
@@ -91,7 +91,7 @@ async fn run(cli: Cli) -> CliResult {
     match cli.cmd {
         Cmd::Serve(a) => serve::serve(g, a).await,
         Cmd::Worker => serve::worker(g).await,
-        Cmd::Migrate => serve::migrate(g).await,
+        Cmd::Migrate(a) => serve::migrate(g, &a).await,
         Cmd::Cron(c) => cron::run(c),
         Cmd::Key(c) => key::run(g, c).await,
         Cmd::Schedule(c) => schedule::run(g, c).await,

@@ -163,10 +163,39 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
 }
 
 /// Apply the database migrations.
-pub async fn migrate(global: &GlobalArgs) -> CliResult {
+/// `kairos migrate` options.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// After applying, list every migration: version, name and when it was applied.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// `kairos migrate [--list]`: apply pending migrations (sqlx's migrator: checksums checked,
+/// under its lock), then say so or list them.
+pub async fn migrate(global: &GlobalArgs, args: &MigrateArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     let db = open_store(&cfg).await?;
+    let list = if args.list {
+        let l = kairos_store::NodeStore::migration_list(&*db.store()).await;
+        Some(l.map_err(|e| CliError::runtime("listing migrations", &e)))
+    } else {
+        None
+    };
     db.close().await;
     println!("database {} is up to date", cfg.database()?.describe());
+    if let Some(list) = list {
+        let rows: Vec<Vec<String>> = list?
+            .into_iter()
+            .map(|m| {
+                vec![
+                    format!("{:04}", m.version),
+                    m.name,
+                    m.applied_at.unwrap_or_else(|| "pending".into()),
+                ]
+            })
+            .collect();
+        crate::common::print_table(&["VERSION", "NAME", "APPLIED"], &rows);
+    }
     Ok(())
 }

@@ -5,25 +5,11 @@
 mod common;
 
 use chrono::Duration;
-use common::kairos_cmd;
+use common::run_in as run;
 use kairos_core::{Clock, SystemClock};
 use kairos_store::prelude::*;
 use kairos_store::{EndpointDisable, EndpointFailureRecord, EndpointUpsert};
 use kairos_store_sqlite::SqliteStore;
-
-fn run(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = kairos_cmd()
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("run kairos");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[tokio::test]
 async fn endpoint_list_shows_disabled_and_last_failure_and_enable_clears_it() {

@@ -269,6 +269,7 @@ impl Kairos {
             store: self.store.as_ref(),
             now: self.clock.now(),
             allow_private_targets: self.allow_private_targets,
+            digest_attempt_timeout: self.digest_attempt_timeout,
         }
     }
 

@@ -299,11 +299,11 @@ async fn readyz_requires_current_migrations() {
         assert!(pending.is_empty());
         let url = format!("sqlite://{}", node.dir.path().join("kairos.db").display());
         let pool = sqlx::SqlitePool::connect(&url).await.expect("connect");
-        let v: i64 = sqlx::query_scalar("SELECT MAX(version) FROM kairos_migrations")
+        let v: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
             .fetch_one(&pool)
             .await
             .expect("max");
-        sqlx::query("DELETE FROM kairos_migrations WHERE version = ?1")
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?1")
             .bind(v)
             .execute(&pool)
             .await

@@ -35,7 +35,11 @@ pub mod slo;
 #[macro_export]
 macro_rules! store_conformance_raw {
     ($factory:path) => {
-        $crate::store_conformance_raw!(@raw $factory; job_claim_isolates_an_undecodable_row);
+        $crate::store_conformance_raw!(@raw $factory;
+            job_claim_isolates_an_undecodable_row,
+            migrations_adopt_the_former_runners_record,
+            migrations_refuse_a_file_changed_after_it_was_applied,
+        );
     };
     (@raw $factory:path; $($name:ident),* $(,)?) => {
         $(

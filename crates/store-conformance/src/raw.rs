@@ -71,3 +71,60 @@ pub async fn job_claim_isolates_an_undecodable_row(s: S, raw: RawSql) {
     let running = counts.iter().find(|(st, _)| st == "running").map(|c| c.1);
     assert_eq!(running, Some(2), "{counts:?}");
 }
+
+/// A database the former migration runner migrated (`kairos_migrations`, no
+/// `_sqlx_migrations`) is adopted: `migrate` records every version applied, with the files'
+/// checksums, without running any of them again (running 0001 again would fail: its tables
+/// exist), and `migration_list` shows them applied.
+pub async fn migrations_adopt_the_former_runners_record(s: S, raw: RawSql) {
+    raw("DELETE FROM _sqlx_migrations".into()).await;
+    raw("CREATE TABLE kairos_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL)".into())
+        .await;
+    for m in kairos_store::sql::migrate::MIGRATIONS {
+        raw(format!(
+            "INSERT INTO kairos_migrations (version, name) VALUES ({}, '{}')",
+            m.version, m.name
+        ))
+        .await;
+    }
+    let before = s.migration_list().await.unwrap();
+    assert!(
+        before.iter().all(|m| m.applied_at.is_none()),
+        "nothing recorded by sqlx yet: {before:?}"
+    );
+    s.migrate().await.expect("adopted, not re-run");
+    let after = s.migration_list().await.unwrap();
+    assert_eq!(after.len(), kairos_store::sql::migrate::MIGRATIONS.len());
+    assert!(after.iter().all(|m| m.applied_at.is_some()), "{after:?}");
+    assert!(s.migration_pending().await.unwrap().is_empty());
+    // Recorded as skipped (sqlx's mark for "not executed"), each once.
+    let skipped =
+        raw("SELECT CAST(COUNT(*) AS TEXT) FROM _sqlx_migrations WHERE execution_time = -1".into())
+            .await;
+    assert_eq!(
+        skipped,
+        Some(kairos_store::sql::migrate::MIGRATIONS.len().to_string())
+    );
+    // Adopting is once: a second start changes nothing.
+    s.migrate().await.expect("migrate again");
+    let n = raw("SELECT CAST(COUNT(*) AS TEXT) FROM _sqlx_migrations".into()).await;
+    assert_eq!(
+        n,
+        Some(kairos_store::sql::migrate::MIGRATIONS.len().to_string())
+    );
+}
+
+/// A migration changed after it was applied (its recorded checksum no longer matches the
+/// file) stops `migrate` with a `Corrupt` error that says so, instead of running on a schema
+/// this build does not expect.
+pub async fn migrations_refuse_a_file_changed_after_it_was_applied(s: S, raw: RawSql) {
+    s.migrate().await.expect("current");
+    raw("UPDATE _sqlx_migrations SET checksum = (SELECT checksum FROM _sqlx_migrations WHERE version = 2) WHERE version = 1".into())
+        .await;
+    let e = s
+        .migrate()
+        .await
+        .expect_err("a changed migration is refused");
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("modified"), "{e}");
+}

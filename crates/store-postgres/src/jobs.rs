@@ -1,6 +1,6 @@
 //! Jobs and attempts on PostgreSQL.
 
-use crate::rows::{JOB_COLS, job_from_row, ts_json};
+use crate::rows::{JOB_COLS, job_from_row};
 use crate::{PostgresStore, map_err};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -16,52 +16,20 @@ pub(crate) fn sql(template: &str) -> AssertSqlSafe<String> {
 }
 
 /// How PostgreSQL wants batch values: RFC 3339 text (microseconds) and JSON as `jsonb` values.
-pub(crate) const ENC: kairos_store::batch::BatchEncoding = kairos_store::batch::BatchEncoding {
-    instant: |t| serde_json::Value::from(ts_json(t)),
-    json_as_text: false,
-};
+pub(crate) const ENC: kairos_store::batch::BatchEncoding =
+    kairos_store::batch::BatchEncoding::POSTGRES;
 
 /// The batch of jobs as the JSON array `INSERT_MANY` reads.
 pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
     kairos_store::batch::jobs_batch(jobs, ENC)
 }
 
-/// Insert many jobs from a JSON array in one statement, skipping existing dedupe keys (also
-/// duplicates within the batch: `DO NOTHING` sees rows this statement inserted).
-///
-/// Differs from SQLite: the array is unpacked by `jsonb_to_recordset` with typed columns
-/// (SQLite: `json_each` and `->>`), and the statement also notifies `kairos_jobs`, once per
-/// inserted row in the query, which PostgreSQL collapses into one notification per
-/// transaction (identical channel and payload) and delivers on commit; nothing inserted, no
-/// notification. Channels are per database, not per schema, so the payload is the schema
-/// (`current_schema()`, the store's): a listener can ignore other deployments' jobs. The
-/// second output column (`void`) is ignored.
-pub(crate) const INSERT_MANY: &str = "WITH ins AS (
-    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel
-    FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
-         fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
-         run_at timestamptz, created_at timestamptz, channel text)
-    ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id
-)
-SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
+/// The one job insert (`kairos_store::sql::JOBS_INSERT_POSTGRES`), with its notification.
+pub(crate) use kairos_store::sql::JOBS_INSERT_POSTGRES as INSERT_MANY;
 
 /// Chunk size for bulk inserts: large enough to amortize the round trip, small enough to keep
 /// a transaction short.
 const INSERT_CHUNK: usize = 5_000;
-
-pub(crate) async fn fetch_job(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-    id: &str,
-) -> Result<Option<Job>> {
-    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(|e| map_err("job get", e))?;
-    row.as_ref().map(job_from_row).transpose()
-}
 
 /// Why an insert created nothing and there is no job to answer with.
 fn not_inserted(has_dedupe_key: bool) -> Error {
@@ -383,6 +351,6 @@ impl JobStore for PostgresStore {
     }
 
     async fn retention_prune(&self, p: RetentionPrune) -> Result<u64> {
-        crate::retention::prune(self, p).await
+        kairos_store::sql::retention_prune(&mut crate::rows::PgRun::Pool(&self.pool), p).await
     }
 }

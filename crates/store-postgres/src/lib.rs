@@ -40,23 +40,10 @@
 //! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
 #![deny(missing_docs)]
 
-mod admin;
-mod artifacts;
-mod audience;
-mod bulk;
-mod delivery;
-mod endpoints;
-mod inbound;
-mod job_admin;
 mod jobs;
 mod leader;
 mod listen;
-mod migrate;
-mod retention;
 mod rows;
-mod schedules;
-mod sealed;
-mod slo;
 mod tx;
 
 pub use leader::{LEADER_KEY_SQL, run_leader_election};
@@ -109,8 +96,15 @@ impl PostgresStore {
             keys: Default::default(),
             sealer: None,
         };
-        migrate::run(&store.pool, &store.schema).await?;
+        migrate(&store).await?;
         Ok(store)
+    }
+
+    /// Seal stored secrets (webhook endpoint secrets, http target headers) under `sealer`
+    /// from now on, and open them with it.
+    pub fn with_sealer(mut self, sealer: std::sync::Arc<kairos_store::sealing::Sealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
     }
 
     /// The connection pool (for the engine's `LISTEN` and advisory locks).
@@ -127,6 +121,70 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+// Every role but the job queue is written once in `kairos_store::sql` over this impl. Every
+// method that changes state is one transaction, committed with the server's settings.
+kairos_store::sql_db!(
+    PostgresStore,
+    PgRun,
+    sqlx::Postgres,
+    read: pool,
+    write: pool,
+    begin: "BEGIN",
+    map_err: map_err,
+    apply: migrate,
+    list: migrations_list
+);
+
+use rows::PgRun;
+
+/// Create the schema if missing, then apply the migrations (sqlx's migrator, under its
+/// advisory lock) on one connection.
+async fn migrate(store: &PostgresStore) -> Result<(), Error> {
+    let schema = &store.schema;
+    let mut tx = store
+        .pool
+        .begin()
+        .await
+        .map_err(|e| map_err("creating the schema", e))?;
+    // Serialize schema creation across nodes starting together (CREATE SCHEMA IF NOT EXISTS
+    // can still fail on a concurrent creation). The key is a 64-bit hash of a namespaced
+    // string, so it does not collide with other lock users. Checked before creating so that a
+    // role without CREATE on the database can use a schema made for it.
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("kairos.migrate.{schema}"))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| map_err("locking for migration", e))?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+            .bind(schema)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| map_err("reading schemas", e))?;
+    if !exists {
+        // The name is validated (`validate_schema`) and quoted.
+        sqlx::query(AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| map_err(&format!("creating schema {schema}"), e))?;
+    }
+    tx.commit()
+        .await
+        .map_err(|e| map_err("creating the schema", e))?;
+    let mut conn = store
+        .pool
+        .acquire()
+        .await
+        .map_err(|e| map_err("migrating", e))?;
+    let legacy = kairos_store::sql::migrate::legacy_versions(&mut PgRun::Conn(&mut conn)).await?;
+    let d = kairos_store::sql::Dialect::Postgres;
+    kairos_store::sql::migrate::apply(&mut *conn, d, legacy).await
+}
+
+async fn migrations_list(s: &PostgresStore) -> Result<Vec<kairos_store::MigrationStatus>, Error> {
+    kairos_store::sql::migrate::list(&mut PgRun::Pool(&s.pool)).await
 }
 
 /// A schema name: `[a-z_][a-z0-9_]{0,62}`, and not `pg_…` (reserved by PostgreSQL).

@@ -5,12 +5,12 @@
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::sql::{RowRead, rows};
-use kairos_store::{Attempt, Error, Result, Schedule};
+use kairos_store::{Error, Result};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-pub(crate) use kairos_store::sql::{ATTEMPT_COLS, JOB_COLS, SCHEDULE_COLS};
+pub(crate) use kairos_store::sql::JOB_COLS;
 
 /// A sqlx PostgreSQL row read through [`RowRead`].
 pub(crate) struct Pg<'r>(pub &'r PgRow);
@@ -50,20 +50,6 @@ pub(crate) fn job_from_row(row: &PgRow) -> Result<Job> {
     rows::job(&Pg(row))
 }
 
-pub(crate) fn schedule_from_row(row: &PgRow) -> Result<Schedule> {
-    rows::schedule(&Pg(row))
-}
-
-pub(crate) fn attempt_from_row(row: &PgRow) -> Result<Attempt> {
-    rows::attempt(&Pg(row))
-}
-
-/// An instant as JSON text for `jsonb_to_recordset`, which reads it into a `timestamptz`
-/// column: RFC 3339 in UTC with microseconds, PostgreSQL's own precision.
-pub(crate) fn ts_json(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 fn bind_all(
     sql: &str,
     binds: Vec<kairos_store::sql::Bind>,
@@ -77,6 +63,7 @@ fn bind_all(
             Bind::Bool(v) => q.bind(v),
             Bind::Ts(v) => q.bind(v),
             Bind::Json(v) => q.bind(v),
+            Bind::Bytes(v) => q.bind(v),
             Bind::TextList(v) => q.bind(v),
         };
     }

@@ -40,14 +40,17 @@ async fn concurrent_connects_migrate_once() {
     for t in tasks {
         let s = t.await.unwrap().expect("concurrent connect");
         s.migrate().await.expect("migrate again");
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM kairos_migrations")
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations")
             .fetch_one(s.pool())
             .await
             .unwrap();
         // One row per embedded migration file, however many nodes raced to apply them.
-        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
-            .unwrap()
-            .count() as i64;
+        let files = std::fs::read_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../store/migrations/postgres"
+        ))
+        .unwrap()
+        .count() as i64;
         assert_eq!(n, files);
         s.close().await;
     }

@@ -3,7 +3,7 @@
 //! the rarer writes (cancel, retry) go through the sqlx pools.
 
 use crate::native;
-use crate::rows::{JOB_COLS, job_from_row};
+use crate::rows::{JOB_COLS, SqRun, job_from_row};
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -18,41 +18,9 @@ pub(crate) fn sql(template: &str) -> AssertSqlSafe<String> {
     AssertSqlSafe(template.replace("{cols}", JOB_COLS))
 }
 
-/// How SQLite wants batch values: integer milliseconds and JSON as TEXT.
-pub(crate) const ENC: kairos_store::batch::BatchEncoding = kairos_store::batch::BatchEncoding {
-    instant: |t| serde_json::Value::from(to_millis(t)),
-    json_as_text: true,
-};
-
-pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
-    kairos_store::batch::jobs_batch(jobs, ENC)
-}
-
-/// Insert many jobs from a JSON array in one statement. `WHERE true` resolves SQLite's parse
-/// ambiguity between `SELECT … ON CONFLICT` and a join constraint. `jsonb_each` (not
-/// `json_each`) yields each element as JSONB, so `value ->> 'key'` is a lookup instead of a
-/// re-parse of the element's text for every column.
-pub(crate) const INSERT_MANY: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel'
-FROM jsonb_each(?1) WHERE true
-ON CONFLICT (dedupe_key) DO NOTHING
-RETURNING id";
-
 /// Chunk size for bulk inserts: large enough to amortize the round trip, small enough to keep
 /// a transaction short.
 const INSERT_CHUNK: usize = 5_000;
-
-pub(crate) async fn fetch_job(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
-    id: &str,
-) -> Result<Option<Job>> {
-    let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(|e| map_err("job get", e))?;
-    row.as_ref().map(job_from_row).transpose()
-}
 
 #[async_trait]
 impl JobStore for SqliteStore {
@@ -151,8 +119,8 @@ impl JobStore for SqliteStore {
             return Ok(JobPruned::default());
         }
         let states = serde_json::to_string(&states).unwrap_or_else(|_| "[]".into());
-        // Reads before it writes: take the write lock first (see `SqliteStore::begin_write`).
-        let mut tx = self.begin_write("job prune").await?;
+        // Reads before it writes: take the write lock first (see `SqlDb::begin`).
+        let mut tx = kairos_store::sql::SqlDb::begin(self, "job prune").await?;
         // The batch: oldest finished first, through the partial index on finished_at.
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM jobs INDEXED BY jobs_finished
@@ -200,6 +168,6 @@ impl JobStore for SqliteStore {
     }
 
     async fn retention_prune(&self, p: RetentionPrune) -> Result<u64> {
-        crate::retention::prune(self, p).await
+        kairos_store::sql::retention_prune(&mut SqRun::Pool(&self.write), p).await
     }
 }

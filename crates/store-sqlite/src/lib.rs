@@ -34,23 +34,10 @@
 //! `webhook-id`.
 #![deny(missing_docs)]
 
-mod admin;
-mod artifacts;
-mod audience;
-mod bulk;
-mod delivery;
-mod endpoints;
 mod files;
-mod inbound;
-mod job_admin;
 mod jobs;
-mod migrate;
 mod native;
-mod retention;
 mod rows;
-mod schedules;
-mod sealed;
-mod slo;
 mod writer;
 
 use kairos_store::{Error, ErrorKind};
@@ -122,7 +109,7 @@ impl SqliteStore {
             .connect_with(opts.clone().read_only(true))
             .await
             .map_err(|e| map_err("opening the database for reading", e))?;
-        migrate::run(&write).await?;
+        migrate(&write).await?;
         // After the migrations: the writer's statements are prepared against the final schema.
         let file = opts.get_filename();
         if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {
@@ -143,18 +130,11 @@ impl SqliteStore {
         })
     }
 
-    /// A transaction on the sqlx write pool that takes SQLite's write lock at once
-    /// (`BEGIN IMMEDIATE`), waiting for it up to the busy timeout. Use it for every
-    /// transaction that reads before it writes: a deferred one would fail with `SQLITE_BUSY`
-    /// instead of waiting when the writer thread holds or has just released the lock.
-    pub(crate) async fn begin_write(
-        &self,
-        what: &str,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, Error> {
-        self.write
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| map_err(what, e))
+    /// Seal stored secrets (webhook endpoint secrets, http target headers) under `sealer`
+    /// from now on, and open them with it.
+    pub fn with_sealer(mut self, sealer: std::sync::Arc<kairos_store::sealing::Sealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
     }
 
     /// Close the writer thread and both pools, waiting for their connections.
@@ -163,6 +143,40 @@ impl SqliteStore {
         self.write.close().await;
         self.read.close().await;
     }
+}
+
+// Every role but the job queue is written once in `kairos_store::sql` over this impl. Write
+// transactions take SQLite's write lock at once (`BEGIN IMMEDIATE`), waiting for it up to the
+// busy timeout: a deferred one that reads before it writes would fail with `SQLITE_BUSY`
+// instead of waiting when the writer thread holds or has just released the lock.
+kairos_store::sql_db!(
+    SqliteStore,
+    SqRun,
+    sqlx::Sqlite,
+    read: read,
+    write: write,
+    begin: "BEGIN IMMEDIATE",
+    map_err: map_err,
+    apply: migrations_apply,
+    list: migrations_list
+);
+
+use rows::SqRun;
+
+/// Apply the migrations on the one write connection.
+async fn migrate(write: &SqlitePool) -> Result<(), Error> {
+    let mut conn = write.acquire().await.map_err(|e| map_err("migrating", e))?;
+    let legacy = kairos_store::sql::migrate::legacy_versions(&mut SqRun::Conn(&mut conn)).await?;
+    let d = kairos_store::sql::Dialect::Sqlite;
+    kairos_store::sql::migrate::apply(&mut *conn, d, legacy).await
+}
+
+async fn migrations_apply(s: &SqliteStore) -> Result<(), Error> {
+    migrate(&s.write).await
+}
+
+async fn migrations_list(s: &SqliteStore) -> Result<Vec<kairos_store::MigrationStatus>, Error> {
+    kairos_store::sql::migrate::list(&mut SqRun::Pool(&s.read)).await
 }
 
 /// Map a driver error to a store error with a kind.

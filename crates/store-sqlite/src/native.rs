@@ -293,7 +293,7 @@ pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<Comp
         }
     }
     if !exposed.is_empty() {
-        conn.prepare_cached(crate::audience::EXPOSE_SUCCEEDED)
+        conn.prepare_cached(EXPOSE_SUCCEEDED)
             .and_then(|mut s| s.execute([serde_json::json!(exposed).to_string()]))
             .map_err(|e| map_native("job complete (exposures)", e))?;
     }
@@ -473,3 +473,12 @@ impl StoredJob {
         })
     }
 }
+
+/// Record A/B exposures for the jobs of `applied` (a JSON array of ids of succeeded jobs whose
+/// completion asked for it): run inside the completion's transaction.
+const EXPOSE_SUCCEEDED: &str = "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
+     SELECT j.id, j.payload ->> 'topic', j.payload ->> 'variant', j.payload ->> 'recipient_id', j.period_key, j.finished_at
+     FROM json_each(?1) AS a CROSS JOIN jobs j
+     WHERE j.id = a.value AND j.state = 'succeeded'
+       AND j.payload ->> 'variant' IS NOT NULL AND j.payload ->> 'topic' IS NOT NULL
+     ON CONFLICT (job_id) DO NOTHING";

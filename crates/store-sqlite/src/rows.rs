@@ -4,11 +4,11 @@
 use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::sql::{RowRead, parse_json, rows};
-use kairos_store::{Attempt, Error, Result, Schedule};
+use kairos_store::{Error, Result};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-pub(crate) use kairos_store::sql::{JOB_COLS, SCHEDULE_COLS};
+pub(crate) use kairos_store::sql::JOB_COLS;
 
 /// A sqlx SQLite row read through [`RowRead`].
 pub(crate) struct Sq<'r>(pub &'r SqliteRow);
@@ -43,20 +43,8 @@ impl RowRead for Sq<'_> {
     }
 }
 
-pub(crate) fn ms_opt(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<i64> {
-    t.map(to_millis)
-}
-
 pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job> {
     rows::job(&Sq(row))
-}
-
-pub(crate) fn schedule_from_row(row: &SqliteRow) -> Result<Schedule> {
-    rows::schedule(&Sq(row))
-}
-
-pub(crate) fn attempt_from_row(row: &SqliteRow) -> Result<Attempt> {
-    rows::attempt(&Sq(row))
 }
 
 /// A shared `kairos_store::sql` statement with SQLite's placeholders, ready for
@@ -78,6 +66,7 @@ fn bind_all(
             Bind::Bool(v) => q.bind(v.map(i64::from)),
             Bind::Ts(v) => q.bind(v.map(to_millis)),
             Bind::Json(v) => q.bind(v.map(|v| v.to_string())),
+            Bind::Bytes(v) => q.bind(v),
             Bind::TextList(v) => q.bind(serde_json::json!(v).to_string()),
         };
     }

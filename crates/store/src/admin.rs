@@ -22,3 +22,14 @@ pub struct AdminSessionCreate {
     /// The session to store.
     pub session: AdminSession,
 }
+
+/// One embedded migration and whether it is applied (`kairos migrate --list`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// Its version.
+    pub version: i64,
+    /// Its name.
+    pub name: String,
+    /// When it was applied, as the database prints it; `None`: pending.
+    pub applied_at: Option<String>,
+}

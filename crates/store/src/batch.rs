@@ -19,7 +19,28 @@ pub struct BatchEncoding {
 }
 
 impl BatchEncoding {
-    fn json(&self, v: Value) -> Value {
+    /// SQLite's: integer milliseconds, JSON as TEXT.
+    pub const SQLITE: BatchEncoding = BatchEncoding {
+        instant: |t| Value::from(kairos_core::clock::to_millis(t)),
+        json_as_text: true,
+    };
+    /// PostgreSQL's: RFC 3339 text in UTC with microseconds (its own precision, which
+    /// `jsonb_to_recordset` reads into `timestamptz`), JSON as `jsonb` values.
+    pub const POSTGRES: BatchEncoding = BatchEncoding {
+        instant: |t| Value::from(t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
+        json_as_text: false,
+    };
+
+    /// The encoding of `dialect`.
+    pub fn of(dialect: crate::sql::Dialect) -> BatchEncoding {
+        match dialect {
+            crate::sql::Dialect::Sqlite => Self::SQLITE,
+            crate::sql::Dialect::Postgres => Self::POSTGRES,
+        }
+    }
+
+    /// Embedded JSON as this store holds it.
+    pub fn json(&self, v: Value) -> Value {
         if self.json_as_text {
             Value::String(v.to_string())
         } else {

@@ -27,6 +27,21 @@ pub fn kairos_cmd() -> std::process::Command {
     c
 }
 
+/// Run `kairos <args> --data-dir <dir>` to its end: exit code, stdout, stderr.
+pub fn run_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = kairos_cmd()
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .expect("run kairos");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// The current Unix time in seconds.
 pub fn now_unix() -> i64 {
     SystemTime::now()

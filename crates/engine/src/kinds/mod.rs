@@ -59,6 +59,52 @@ pub struct RequestEnv<'a> {
     pub now: DateTime<Utc>,
     /// Accept targets on private and loopback addresses (`KAIROS_ALLOW_PRIVATE_TARGETS`).
     pub allow_private_targets: bool,
+    /// The time budget of one digest attempt (feed reads, the model, 5 s), for budget checks.
+    pub digest_attempt_timeout: Duration,
+}
+
+/// Where a request's payload goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestScope {
+    /// A job enqueued on its own (`POST /v1/jobs`).
+    Job,
+    /// A schedule (`POST /v1/schedules`), or one of its `channels`.
+    Schedule,
+}
+
+/// The parts of a job or schedule request (or of one of its channels) that the kinds read.
+#[derive(Debug, Clone, Copy)]
+pub struct KindRequest<'a> {
+    /// The request's `payload`.
+    pub payload: Option<&'a serde_json::Value>,
+    /// The request's `http` object.
+    pub http: Option<&'a http::HttpSpec>,
+    /// The request's `digest` object.
+    pub digest: Option<&'a digest::handler::DigestSpec>,
+    /// The request's retry policy; `None`: the kind's default.
+    pub retry: Option<&'a RetryPolicy>,
+    /// Where the payload goes.
+    pub scope: RequestScope,
+}
+
+impl KindRequest<'_> {
+    /// Refuse the parts that belong to a kind other than `kind`, which owns `own` (an `http`
+    /// object on a `webhook` job): the field names the part.
+    pub fn refuse_foreign(&self, kind: &str, own: Option<&str>) -> Result<(), OpsError> {
+        let parts = [
+            (http::NAME, self.http.is_some()),
+            (digest::NAME, self.digest.is_some()),
+        ];
+        for (part, given) in parts {
+            if given && own != Some(part) {
+                return Err(OpsError::invalid(
+                    part,
+                    format!("only for kind {part:?}, not {kind:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What a schedule's `topic` means for a kind.
@@ -75,9 +121,28 @@ pub enum TopicUse {
 
 /// One job kind. Every method but [`Kind::name`] has the behaviour of a plain notification as
 /// its default.
+#[async_trait::async_trait]
 pub trait Kind: Send + Sync + 'static {
     /// The kind's name, as stored in `jobs.kind`.
     fn name(&self) -> &'static str;
+
+    /// The field of a request the kind owns besides `payload` (`http`, `digest`), if any:
+    /// given for another kind, it is refused.
+    fn request_part(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The payload stored for a request of this kind: the kind validates its part of the
+    /// request (and stores what it needs, such as an `http` target) and refuses the parts of
+    /// other kinds. The default: a plain payload (`{}` when none is given).
+    async fn request_payload(
+        &self,
+        _env: &RequestEnv<'_>,
+        req: KindRequest<'_>,
+    ) -> Result<serde_json::Value, OpsError> {
+        req.refuse_foreign(self.name(), self.request_part())?;
+        check_payload(req.payload.cloned())
+    }
 
     /// The retry policy of its jobs when the request gives none.
     fn default_retry(&self) -> RetryPolicy {
@@ -140,6 +205,7 @@ pub trait Kind: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct Plain;
 
+#[async_trait::async_trait]
 impl Kind for Plain {
     fn name(&self) -> &'static str {
         ""

@@ -7,7 +7,7 @@
 
 use super::{HttpSpec, Kairos, WebhookTarget};
 use crate::error::OpsError;
-use crate::kinds::{Kinds, http};
+use crate::kinds::{KindRequest, Kinds, RequestScope};
 use kairos_core::retry::RetrySpec;
 use kairos_store::ScheduleChannel;
 use serde::Deserialize;
@@ -154,21 +154,27 @@ impl Kairos {
                 .endpoint_for(&kind, c.webhook.as_ref())
                 .await
                 .map_err(|e| e.under(&at))?;
-            let payload = if k.name() == http::NAME {
-                // An http channel's request is its `http` definition; the stored payload
-                // names the target (its secrets stay in `http_targets`).
-                let base = payload.clone().unwrap_or_else(|| serde_json::json!({}));
+            let parts = KindRequest {
+                payload: payload.as_ref(),
+                http: c.http.as_ref(),
+                digest: None,
+                retry: retry.as_ref(),
+                scope: RequestScope::Schedule,
+            };
+            // A kind with a request part of its own (an http channel's `http` definition)
+            // stores its payload (which names the target; its secrets stay in
+            // `http_targets`); the others keep the channel's `payload`, or none, meaning the
+            // schedule's.
+            let payload = if k.request_part().is_some() {
                 Some(
-                    http::request::payload(&self.env(), k, c.http.as_ref(), base, retry.as_ref())
+                    k.request_payload(&self.env(), parts)
                         .await
                         .map_err(|e| e.under(&at))?,
                 )
-            } else if c.http.is_some() {
-                return Err(OpsError::invalid(
-                    format!("{at}.http"),
-                    format!("only for kind \"http\", not {:?}", c.kind),
-                ));
             } else {
+                parts
+                    .refuse_foreign(k.name(), None)
+                    .map_err(|e| e.under(&at))?;
                 payload
             };
             out.push(ScheduleChannel {

@@ -3,7 +3,7 @@
 
 use super::{Kairos, MAX_KEY, NewJob, parse_instant};
 use crate::error::OpsError;
-use crate::kinds::{Kinds, digest, http};
+use crate::kinds::{KindRequest, Kinds, RequestScope};
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Job, JobState};
 use kairos_store::*;
@@ -48,13 +48,15 @@ impl Kairos {
             Some(r) => r.to_policy(&k.default_retry())?,
             None => k.default_retry(),
         };
-        let payload =
-            digest::request::job_payload(k, req.payload, &retry, self.digest_attempt_timeout)?;
-        digest::request::check_feeds(self.allow_private_targets, k, &payload, "payload")?;
+        let parts = KindRequest {
+            payload: req.payload.as_ref(),
+            http: req.http.as_ref(),
+            digest: None,
+            retry: Some(&retry),
+            scope: RequestScope::Job,
+        };
+        let payload = k.request_payload(&self.env(), parts).await?;
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
-        let payload =
-            http::request::payload(&self.env(), k, req.http.as_ref(), payload, Some(&retry))
-                .await?;
         let retry_is_kind_default = retry == k.default_retry();
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),

@@ -4,7 +4,7 @@
 use super::{FiredNow, Kairos, MAX_NAME, NewSchedule, parse_instant, tz_of};
 use crate::error::OpsError;
 use crate::expand::jobs_for_firing;
-use crate::kinds::{Kinds, digest, http};
+use crate::kinds::{KindRequest, Kinds, RequestScope};
 use chrono::{DateTime, SubsecRound, Utc};
 use kairos_core::JobKind;
 use kairos_core::id::{IdPrefix, new_id};
@@ -90,14 +90,14 @@ impl Kairos {
             .as_ref()
             .map(|r| r.to_policy(&k.default_retry()))
             .transpose()?;
-        let payload = digest::request::schedule_payload(
-            k,
-            req.digest.as_ref(),
-            req.payload,
-            retry.as_ref(),
-            self.digest_attempt_timeout,
-        )?;
-        digest::request::check_feeds(self.allow_private_targets, k, &payload, "digest")?;
+        let parts = KindRequest {
+            payload: req.payload.as_ref(),
+            http: req.http.as_ref(),
+            digest: req.digest.as_ref(),
+            retry: retry.as_ref(),
+            scope: RequestScope::Schedule,
+        };
+        let payload = k.request_payload(&self.env(), parts).await?;
         let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
         let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
         if !catch_up.is_empty() && !k.allows_catch_up() {
@@ -118,9 +118,6 @@ impl Kairos {
             ));
         }
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
-        let payload =
-            http::request::payload(&self.env(), k, req.http.as_ref(), payload, retry.as_ref())
-                .await?;
         let def = ScheduleCreate {
             id,
             name,

@@ -811,8 +811,8 @@ impl NodeStore for CountingStore {
     async fn migrate(&self) -> kairos_store::Result<()> {
         self.inner.migrate().await
     }
-    async fn migration_pending(&self) -> kairos_store::Result<Vec<i64>> {
-        self.inner.migration_pending().await
+    async fn migration_list(&self) -> kairos_store::Result<Vec<kairos_store::MigrationStatus>> {
+        self.inner.migration_list().await
     }
     async fn setting_get(&self, name: &str) -> kairos_store::Result<Option<kairos_store::Setting>> {
         self.inner.setting_get(name).await

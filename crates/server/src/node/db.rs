@@ -77,12 +77,12 @@ pub async fn open_db(cfg: &Config, clock: &dyn Clock) -> Result<Db, NodeError> {
     let (db, sealed) = match db {
         Db::Sqlite(s) => {
             let s = s.with_sealer(sealer);
-            let n = s.seal_existing_secrets().await;
+            let n = kairos_store::sql::secrets::seal_existing(&s).await;
             (Db::Sqlite(s), n)
         }
         Db::Postgres(s, url) => {
             let s = s.with_sealer(sealer);
-            let n = s.seal_existing_secrets().await;
+            let n = kairos_store::sql::secrets::seal_existing(&s).await;
             (Db::Postgres(s, url), n)
         }
     };

@@ -9,7 +9,17 @@ pub trait NodeStore: Send + Sync {
     /// Apply the embedded migrations (idempotent).
     async fn migrate(&self) -> Result<()>;
     /// Versions of the embedded migrations not applied to the database (empty: current).
-    async fn migration_pending(&self) -> Result<Vec<i64>>;
+    async fn migration_pending(&self) -> Result<Vec<i64>> {
+        Ok(self
+            .migration_list()
+            .await?
+            .into_iter()
+            .filter(|m| m.applied_at.is_none())
+            .map(|m| m.version)
+            .collect())
+    }
+    /// Every embedded migration, in order, with whether it is applied.
+    async fn migration_list(&self) -> Result<Vec<MigrationStatus>>;
     /// A setting by name.
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.

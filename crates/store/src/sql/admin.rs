@@ -1,5 +1,5 @@
-//! Settings and admin UI sessions ([`crate::NodeStore`] but migrations), written once over
-//! [`SqlRun`].
+//! The node role ([`crate::NodeStore`]): migrations (the store's), settings and admin UI
+//! sessions, written once over [`SqlRun`].
 
 use super::secrets::SETTING_UPSERT;
 use super::{SqlRun, rows};
@@ -78,4 +78,37 @@ pub async fn admin_session_delete(run: &mut impl SqlRun, id_hash: &str) -> Resul
         )
         .await?;
     Ok(n > 0)
+}
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::NodeStore for D {
+    async fn migrate(&self) -> Result<()> {
+        self.migrations_apply().await
+    }
+
+    async fn migration_list(&self) -> Result<Vec<crate::MigrationStatus>> {
+        self.migrations_list().await
+    }
+
+    async fn setting_get(&self, name: &str) -> Result<Option<Setting>> {
+        setting_get(&mut self.reader(), name).await
+    }
+
+    async fn setting_put(&self, p: SettingPut) -> Result<()> {
+        setting_put(&mut self.writer(), p).await
+    }
+
+    async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
+        let mut tx = self.begin("admin session create").await?;
+        admin_session_create(&mut D::in_tx(&mut tx), p).await?;
+        self.commit(tx, "admin session create").await
+    }
+
+    async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>> {
+        admin_session_get(&mut self.reader(), id_hash).await
+    }
+
+    async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
+        admin_session_delete(&mut self.writer(), id_hash).await
+    }
 }

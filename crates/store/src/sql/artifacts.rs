@@ -1,5 +1,5 @@
-//! Artifacts: the statements both stores run as they are, written once over [`SqlRun`].
-//! The jobs an artifact starts and pruning stay with each store.
+//! Artifacts ([`crate::ArtifactStore`]), written once over [`SqlRun`]: one per (name, period
+//! key), written once, with the jobs it starts in the same transaction.
 
 use super::{ARTIFACT_COLS, SqlRun, rows};
 use crate::binds;
@@ -58,4 +58,43 @@ pub async fn artifact_list(run: &mut impl SqlRun, p: ArtifactList) -> Result<Vec
         &|r| rows::artifact(r),
     )
     .await
+}
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::ArtifactStore for D {
+    async fn artifact_put(&self, p: crate::ArtifactPut) -> Result<crate::ArtifactPutResult> {
+        let mut tx = self.begin("artifact put").await?;
+        let mut r = D::in_tx(&mut tx);
+        let run = &mut r;
+        let created = artifact_insert(run, &p.artifact).await?;
+        let jobs = if created {
+            super::jobs_insert(run, "artifact put (jobs)", &p.then).await?
+        } else {
+            vec![]
+        };
+        drop(r);
+        self.commit(tx, "artifact put").await?;
+        Ok(crate::ArtifactPutResult { created, jobs })
+    }
+
+    async fn artifact_get(&self, p: ArtifactKey) -> Result<Option<Artifact>> {
+        artifact_get(&mut self.reader(), p).await
+    }
+
+    async fn artifact_list(&self, p: ArtifactList) -> Result<Vec<Artifact>> {
+        artifact_list(&mut self.reader(), p).await
+    }
+
+    async fn artifact_prune(&self, p: crate::ArtifactPrune) -> Result<u64> {
+        let mut run = self.writer();
+        let sql = super::prune_sql(
+            run.dialect(),
+            "artifacts",
+            None,
+            "created_at < $1",
+            "created_at",
+        );
+        run.execute("artifact prune", &sql, binds![p.before, p.limit.max(0)])
+            .await
+    }
 }

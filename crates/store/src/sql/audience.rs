@@ -1,6 +1,6 @@
-//! Recipients, topics and subscriptions: the statements both stores run as they are, written
-//! once over [`SqlRun`]. Bulk upsert and erasure differ and stay with each store. Booleans
-//! are written `enabled`, `NOT $n` and `false`, which SQLite reads on its integers.
+//! Recipients, topics and subscriptions ([`crate::AudienceStore`]), written once over
+//! [`SqlRun`]; the erasure of a person is [`super::erase`]. Booleans are written `enabled`,
+//! `NOT $n` and `false`, which SQLite reads on its integers.
 
 use super::{RECIPIENT_SELECT, SUBSCRIPTION_SELECT, SqlRun, TOPIC_SELECT, rows};
 use crate::binds;
@@ -198,4 +198,141 @@ pub async fn subscription_delete(run: &mut impl SqlRun, p: SubscriptionDelete) -
         )
         .await?;
     Ok(n > 0)
+}
+
+/// The bulk upsert on SQLite: the JSON array read with `jsonb_each`.
+const UPSERT_SQLITE: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
+     SELECT value ->> 'id', value ->> 'email', value ->> 'timezone', value ->> 'locale', value ->> 'attributes', value ->> 'state', value ->> 'now', value ->> 'now', value ->> 'endpoint_id'
+     FROM jsonb_each($1) WHERE true
+     ON CONFLICT (id) DO UPDATE SET email = excluded.email, timezone = excluded.timezone,
+        locale = excluded.locale, attributes = excluded.attributes, state = excluded.state,
+        endpoint_id = excluded.endpoint_id, updated_at = excluded.updated_at";
+
+/// The bulk upsert on PostgreSQL: `jsonb_to_recordset` with typed columns.
+const UPSERT_POSTGRES: &str = "INSERT INTO recipients (id, email, timezone, locale, attributes, state, created_at, updated_at, endpoint_id)
+     SELECT c.id, c.email, c.timezone, c.locale, c.attributes, c.state, c.now, c.now, c.endpoint_id
+     FROM jsonb_to_recordset($1::jsonb) AS c(id text, email text, timezone text, locale text,
+          attributes jsonb, state text, now timestamptz, endpoint_id text)
+     ON CONFLICT (id) DO UPDATE SET email = excluded.email, timezone = excluded.timezone,
+        locale = excluded.locale, attributes = excluded.attributes, state = excluded.state,
+        endpoint_id = excluded.endpoint_id, updated_at = excluded.updated_at";
+
+/// `recipient_upsert_many`, in a transaction: chunks of 2,000 recipients a statement.
+pub async fn recipient_upsert_many(
+    run: &mut impl SqlRun,
+    p: &[crate::RecipientUpsert],
+) -> Result<u64> {
+    let d = run.dialect();
+    let enc = crate::batch::BatchEncoding::of(d);
+    let sql = match d {
+        super::Dialect::Sqlite => UPSERT_SQLITE,
+        super::Dialect::Postgres => UPSERT_POSTGRES,
+    };
+    let mut n = 0;
+    for chunk in p.chunks(2_000) {
+        let batch: Vec<Value> = chunk
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "email": r.email, "timezone": r.timezone, "locale": r.locale,
+                    "attributes": enc.json(r.attributes.clone()), "state": r.state.as_str(),
+                    "endpoint_id": r.endpoint_id, "now": (enc.instant)(r.now),
+                })
+            })
+            .collect();
+        n += run
+            .execute("recipient upsert", sql, vec![Value::Array(batch).into()])
+            .await?;
+    }
+    Ok(n)
+}
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::AudienceStore for D {
+    async fn recipient_upsert(&self, p: crate::RecipientUpsert) -> Result<Recipient> {
+        let id = p.id.clone();
+        self.recipient_upsert_many(vec![p]).await?;
+        // On the writer: the row just written.
+        recipient_get(&mut self.writer(), &id)
+            .await?
+            .ok_or_else(|| {
+                crate::Error::new(
+                    crate::ErrorKind::Database,
+                    "recipient vanished after upsert",
+                )
+            })
+    }
+
+    async fn recipient_upsert_many(&self, p: Vec<crate::RecipientUpsert>) -> Result<u64> {
+        let mut tx = self.begin("recipient upsert").await?;
+        let n = recipient_upsert_many(&mut D::in_tx(&mut tx), &p).await?;
+        self.commit(tx, "recipient upsert").await?;
+        Ok(n)
+    }
+
+    async fn recipient_get(&self, id: &str) -> Result<Option<Recipient>> {
+        recipient_get(&mut self.reader(), id).await
+    }
+
+    async fn recipient_list(&self, p: RecipientList) -> Result<Vec<Recipient>> {
+        recipient_list(&mut self.reader(), p).await
+    }
+
+    async fn recipient_erase(
+        &self,
+        p: crate::RecipientErase,
+    ) -> Result<Option<crate::RecipientErased>> {
+        let mut tx = self.begin("recipient erase").await?;
+        let Some((out, key)) = super::erase::recipient_erase(&mut D::in_tx(&mut tx), p).await?
+        else {
+            return Ok(None);
+        };
+        self.commit(tx, "recipient erase").await?;
+        // Cached only once committed.
+        self.keys().set(key);
+        Ok(Some(out))
+    }
+
+    async fn topic_put(&self, p: TopicPut) -> Result<Topic> {
+        topic_put(&mut self.writer(), p).await
+    }
+
+    async fn topic_get(&self, name: &str) -> Result<Option<Topic>> {
+        topic_get(&mut self.reader(), name).await
+    }
+
+    async fn topic_list(&self) -> Result<Vec<Topic>> {
+        topic_list(&mut self.reader()).await
+    }
+
+    async fn topic_delete(&self, name: &str) -> Result<bool> {
+        let mut tx = self.begin("topic delete").await?;
+        let removed = topic_delete(&mut D::in_tx(&mut tx), name).await?;
+        self.commit(tx, "topic delete").await?;
+        Ok(removed)
+    }
+
+    async fn subscription_put(&self, p: SubscriptionPut) -> Result<Subscription> {
+        subscription_put(&mut self.writer(), p).await
+    }
+
+    async fn subscription_get(
+        &self,
+        recipient_id: &str,
+        topic: &str,
+    ) -> Result<Option<Subscription>> {
+        subscription_get(&mut self.reader(), recipient_id, topic).await
+    }
+
+    async fn subscription_list(&self, p: SubscriptionList) -> Result<Vec<Subscription>> {
+        subscription_list(&mut self.reader(), p).await
+    }
+
+    async fn subscription_disable(&self, p: SubscriptionDisable) -> Result<bool> {
+        subscription_disable(&mut self.writer(), p).await
+    }
+
+    async fn subscription_delete(&self, p: SubscriptionDelete) -> Result<bool> {
+        subscription_delete(&mut self.writer(), p).await
+    }
 }

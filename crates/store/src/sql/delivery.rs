@@ -1,6 +1,5 @@
-//! Suppressions, audience expansions and exposures: the statements both stores run as they
-//! are, written once over [`SqlRun`]. Applying a suppression (see [`super::inbound`]) and
-//! advancing an expansion (locking order, job insert) stay with each store.
+//! Suppressions, audience expansions and exposures ([`crate::DeliveryStore`]), written once
+//! over [`SqlRun`]; applying a suppression runs the cascade of [`super::inbound`].
 
 use super::inbound::hash_of;
 use super::{SqlRun, rows};
@@ -158,4 +157,101 @@ pub async fn exposure_counts(run: &mut impl SqlRun, topic: &str) -> Result<Vec<E
         &|r| rows::exposure_count(r),
     )
     .await
+}
+
+/// `expansion_advance`, in a transaction: the cursor row is moved first, which locks it
+/// (PostgreSQL; SQLite's transaction holds the write lock already), so a second node expanding
+/// the same page waits and then finds the cursor moved; then the page's jobs are inserted and
+/// counted. `None`: another node took this page.
+pub async fn expansion_advance(
+    run: &mut impl SqlRun,
+    p: crate::ExpansionAdvance,
+) -> Result<Option<Vec<String>>> {
+    let sql = format!(
+        "UPDATE expansions SET cursor = $4, done = $5, updated_at = $6
+         WHERE schedule_id = $1 AND period_key = $2 AND cursor {} $3 AND NOT done",
+        super::null_eq(run.dialect())
+    );
+    let b = binds![
+        p.schedule_id.clone(),
+        p.period_key.clone(),
+        p.expected_cursor,
+        p.cursor,
+        p.done,
+        p.now
+    ];
+    if run.execute("expansion advance", &sql, b).await? == 0 {
+        return Ok(None);
+    }
+    let created = super::jobs_insert(run, "expansion advance (jobs)", &p.jobs).await?;
+    run.execute(
+        "expansion advance",
+        "UPDATE expansions SET created = created + $3 WHERE schedule_id = $1 AND period_key = $2",
+        binds![p.schedule_id, p.period_key, created.len() as i64],
+    )
+    .await?;
+    Ok(Some(created))
+}
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::DeliveryStore for D {
+    async fn suppression_add(&self, p: SuppressionAdd) -> Result<bool> {
+        suppression_add(self.keys(), &mut self.writer(), p).await
+    }
+
+    async fn suppression_apply(
+        &self,
+        p: crate::SuppressionApply,
+    ) -> Result<crate::SuppressionApplied> {
+        let mut tx = self.begin("suppression apply").await?;
+        let out =
+            super::inbound::suppression_apply(self.keys(), &mut D::in_tx(&mut tx), &p).await?;
+        self.commit(tx, "suppression apply").await?;
+        Ok(out)
+    }
+
+    async fn suppression_get(&self, address: &str) -> Result<Option<Suppression>> {
+        suppression_get(self.keys(), &mut self.reader(), address).await
+    }
+
+    async fn suppression_list(&self, p: SuppressionList) -> Result<Vec<Suppression>> {
+        suppression_list(&mut self.reader(), p).await
+    }
+
+    async fn suppression_remove(&self, p: SuppressionRemove) -> Result<bool> {
+        let mut tx = self.begin("suppression remove").await?;
+        let removed = suppression_remove(self.keys(), &mut D::in_tx(&mut tx), p).await?;
+        self.commit(tx, "suppression remove").await?;
+        Ok(removed)
+    }
+
+    async fn expansion_begin(&self, p: ExpansionBegin) -> Result<bool> {
+        expansion_begin(&mut self.writer(), p).await
+    }
+
+    async fn expansion_pending(&self, limit: i64) -> Result<Vec<Expansion>> {
+        expansion_pending(&mut self.reader(), limit).await
+    }
+
+    // On the writer: the cursor a node just moved is seen.
+    async fn expansion_get(
+        &self,
+        schedule_id: &str,
+        period_key: &str,
+    ) -> Result<Option<Expansion>> {
+        expansion_get(&mut self.writer(), schedule_id, period_key).await
+    }
+
+    async fn expansion_advance(&self, p: crate::ExpansionAdvance) -> Result<Option<Vec<String>>> {
+        let mut tx = self.begin("expansion advance").await?;
+        let out = expansion_advance(&mut D::in_tx(&mut tx), p).await?;
+        if out.is_some() {
+            self.commit(tx, "expansion advance").await?;
+        }
+        Ok(out)
+    }
+
+    async fn exposure_counts(&self, topic: &str) -> Result<Vec<ExposureCount>> {
+        exposure_counts(&mut self.reader(), topic).await
+    }
 }

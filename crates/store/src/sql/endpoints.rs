@@ -179,3 +179,38 @@ pub async fn http_target_get(
     )
     .await
 }
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::EndpointStore for D {
+    async fn endpoint_upsert(&self, p: crate::EndpointUpsert) -> Result<Endpoint> {
+        endpoint_upsert(&mut self.writer(), self.sealer(), p).await
+    }
+
+    async fn endpoint_get(&self, id: &str) -> Result<Option<Endpoint>> {
+        endpoint_get(&mut self.reader(), self.sealer(), id).await
+    }
+
+    async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>> {
+        endpoint_list(&mut self.reader(), self.sealer(), p).await
+    }
+
+    async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()> {
+        endpoint_disable(&mut self.writer(), p).await
+    }
+
+    async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>> {
+        endpoint_enable(&mut self.writer(), self.sealer(), p).await
+    }
+
+    async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
+        endpoint_failure_record(&mut self.writer(), p).await
+    }
+
+    async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
+        http_target_upsert(&mut self.writer(), self.sealer(), p).await
+    }
+
+    async fn http_target_get(&self, id: &str) -> Result<Option<HttpTarget>> {
+        http_target_get(&mut self.reader(), self.sealer(), id).await
+    }
+}

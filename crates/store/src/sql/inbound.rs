@@ -170,3 +170,46 @@ pub async fn event_get(
     )
     .await
 }
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::InboundStore for D {
+    async fn inbound_event_record(&self, p: InboundEventRecord) -> Result<InboundEventRecorded> {
+        let mut tx = self.begin("inbound event record").await?;
+        let Some(out) = event_record(self.keys(), &mut D::in_tx(&mut tx), &p).await? else {
+            drop(tx);
+            let job_id = self
+                .inbound_event_get(&p.source, &p.id)
+                .await?
+                .and_then(|e| e.job_id);
+            return Ok(InboundEventRecorded {
+                created: false,
+                job_id,
+                ..Default::default()
+            });
+        };
+        self.commit(tx, "inbound event record").await?;
+        Ok(out)
+    }
+
+    // On the writer: an event recorded a moment ago is seen (SQLite's read pool may lag).
+    async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
+        event_get(&mut self.writer(), source, id).await
+    }
+
+    async fn inbound_event_prune(&self, p: crate::InboundEventPrune) -> Result<u64> {
+        let mut run = self.writer();
+        let sql = super::prune_sql(
+            run.dialect(),
+            "inbound_events",
+            None,
+            "received_at < $1",
+            "received_at",
+        );
+        run.execute(
+            "inbound event prune",
+            &sql,
+            binds![p.before, p.limit.max(0)],
+        )
+        .await
+    }
+}

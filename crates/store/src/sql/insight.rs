@@ -196,3 +196,42 @@ pub async fn slo_alert_put(run: &mut impl SqlRun, p: SloAlertPut) -> Result<()> 
     .await?;
     Ok(())
 }
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::InsightStore for D {
+    async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
+        job_count_by_state(&mut self.reader()).await
+    }
+
+    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
+        job_count_by_state_kind(&mut self.reader()).await
+    }
+
+    async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
+        job_backlog(&mut self.reader(), p).await
+    }
+
+    async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
+        job_count_finished(&mut self.reader(), p).await
+    }
+
+    async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {
+        job_dead_scheduled(&mut self.reader(), p).await
+    }
+
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
+        job_count_decided(&mut self.reader(), p).await
+    }
+
+    async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>> {
+        schedule_fire_times(&mut self.reader(), p).await
+    }
+
+    async fn slo_alert_list(&self) -> Result<Vec<SloAlert>> {
+        slo_alert_list(&mut self.reader()).await
+    }
+
+    async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
+        slo_alert_put(&mut self.writer(), p).await
+    }
+}

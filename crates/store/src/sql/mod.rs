@@ -10,16 +10,23 @@
 pub mod admin;
 pub mod artifacts;
 pub mod audience;
+mod db;
 pub mod delivery;
 pub mod endpoints;
+pub mod erase;
 pub mod inbound;
 pub mod insight;
+pub mod job_admin;
+mod jobs;
+pub mod migrate;
 pub mod rows;
 mod run;
 pub mod schedules;
 pub mod secrets;
 mod statements;
 
+pub use db::SqlDb;
+pub use jobs::*;
 pub use run::*;
 pub use statements::*;
 
@@ -79,6 +86,14 @@ pub fn corrupt(what: &str, e: impl std::error::Error + Send + Sync + 'static) ->
 /// Parse JSON stored as text (SQLite's JSON columns).
 pub fn parse_json(col: &str, text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| corrupt(col, e))
+}
+
+/// Null-safe equality: SQLite's `IS`, PostgreSQL's `IS NOT DISTINCT FROM`.
+pub fn null_eq(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Sqlite => "IS",
+        Dialect::Postgres => "IS NOT DISTINCT FROM",
+    }
 }
 
 /// A shared statement with SQLite's placeholders: `$1` becomes `?1` (SQLite would read `$1` as

@@ -30,6 +30,8 @@ pub enum Bind {
     Ts(Option<DateTime<Utc>>),
     /// A JSON value, or `NULL`.
     Json(Option<Value>),
+    /// Bytes (BLOB on SQLite, `bytea` on PostgreSQL), or `NULL`.
+    Bytes(Option<Vec<u8>>),
     /// A list of text: a JSON array on SQLite (read with `json_each`), an array on PostgreSQL.
     TextList(Vec<String>),
 }
@@ -42,6 +44,11 @@ impl From<Value> for Bind {
 impl From<Option<Value>> for Bind {
     fn from(v: Option<Value>) -> Self {
         Bind::Json(v)
+    }
+}
+impl From<Vec<u8>> for Bind {
+    fn from(v: Vec<u8>) -> Self {
+        Bind::Bytes(Some(v))
     }
 }
 impl From<&str> for Bind {
@@ -155,8 +162,9 @@ pub trait SqlRun: Send + Sync {
 macro_rules! sql_run {
     ($run:ident, $pool:ty, $conn:ty, $dialect:expr, $bind:path, $wrap:path, $map_err:path) => {
         /// Shared statements (`kairos_store::sql::SqlRun`) run on a pool or on one
-        /// connection (a transaction's).
-        pub(crate) enum $run<'a> {
+        /// connection (a transaction's). Public only as the store's `SqlDb::Run`.
+        #[doc(hidden)]
+        pub enum $run<'a> {
             /// A pool.
             Pool(&'a $pool),
             /// One connection.

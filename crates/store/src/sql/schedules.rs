@@ -1,6 +1,5 @@
-//! The schedule and catch-up statements both stores run as they are, written once over
-//! [`SqlRun`]. Claiming due schedules and firing (null-safe compare, job insert) differ and
-//! stay with each store.
+//! Schedules and their catch-up times ([`crate::ScheduleStore`]), written once over
+//! [`SqlRun`]; only the claim of due schedules has a statement per dialect.
 
 use super::{SCHEDULE_COLS, SqlRun, rows};
 use crate::binds;
@@ -203,4 +202,171 @@ pub async fn catch_up_next_at(run: &mut impl SqlRun) -> Result<Option<DateTime<U
         &|r| r.opt_ts("m"),
     )
     .await
+}
+
+/// `schedule_due` on SQLite: the one writer serializes claimers.
+const DUE_SQLITE: &str = "UPDATE schedules SET locked_until = $2, locked_by = $3
+     WHERE id IN (SELECT id FROM schedules
+                  WHERE state = 'active' AND next_fire_at <= $1
+                    AND (locked_until IS NULL OR locked_until <= $1)
+                  ORDER BY next_fire_at, id LIMIT $4)
+     RETURNING {cols}";
+
+/// `schedule_due` on PostgreSQL: the due schedules are locked with `FOR UPDATE SKIP LOCKED`
+/// in a CTE (run exactly once), so schedulers on several nodes claim disjoint schedules
+/// without waiting; the time lock (`locked_until`) then keeps each with its node while it
+/// expands the firing.
+const DUE_POSTGRES: &str = "WITH due (due_id) AS (
+         SELECT id FROM schedules
+         WHERE state = 'active' AND next_fire_at <= $1
+           AND (locked_until IS NULL OR locked_until <= $1)
+         ORDER BY next_fire_at, id LIMIT $4
+         FOR UPDATE SKIP LOCKED)
+     UPDATE schedules SET locked_until = $2, locked_by = $3
+     FROM due WHERE schedules.id = due.due_id
+     RETURNING {cols}";
+
+/// `schedule_due`: claim due schedules for `p.node` until `p.lock_until`, soonest first.
+pub async fn due(run: &mut impl SqlRun, p: crate::ScheduleDue) -> Result<Vec<Schedule>> {
+    let sql = match run.dialect() {
+        super::Dialect::Sqlite => DUE_SQLITE,
+        super::Dialect::Postgres => DUE_POSTGRES,
+    };
+    let mut out = run
+        .fetch(
+            "schedule due",
+            &cols(sql),
+            binds![p.now, p.lock_until, p.node, p.limit.max(0)],
+            &|r| rows::schedule(r),
+        )
+        .await?;
+    out.sort_by(|a, b| (a.next_fire_at, &a.id).cmp(&(b.next_fire_at, &b.id)));
+    Ok(out)
+}
+
+/// `schedule_fire`, in a transaction: advance the schedule only if it still expects this
+/// firing, then insert its jobs. The UPDATE locks the row (PostgreSQL), so a second firing of
+/// the same occurrence waits, then sees the advanced value and matches nothing.
+pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate::ScheduleFired> {
+    let sql = format!(
+        "UPDATE schedules SET next_fire_at = $3,
+                last_fire_at = COALESCE($4, last_fire_at),
+                state = CASE WHEN $3 IS NULL AND state = 'active' THEN 'finished' ELSE state END,
+                locked_until = NULL, locked_by = NULL, updated_at = $5
+         WHERE id = $1 AND next_fire_at {} $2",
+        super::null_eq(run.dialect())
+    );
+    let b = binds![
+        p.schedule_id,
+        p.expected_next_fire_at,
+        p.next_fire_at,
+        p.last_fire_at,
+        p.now
+    ];
+    if run.execute("schedule fire", &sql, b).await? == 0 {
+        // Another node (or an earlier tick) already materialized these firings.
+        return Ok(crate::ScheduleFired::default());
+    }
+    let created = super::jobs_insert(run, "schedule fire (jobs)", &p.jobs).await?;
+    Ok(crate::ScheduleFired {
+        advanced: true,
+        created,
+    })
+}
+
+/// `catch_up_fire`, in a transaction: move the catch-up's next time only if it is still the
+/// expected one, then insert its jobs.
+pub async fn catch_up_fire(
+    run: &mut impl SqlRun,
+    p: crate::CatchUpFire,
+) -> Result<crate::ScheduleFired> {
+    let sql = format!(
+        "UPDATE schedule_catch_ups SET next_at = $4
+         WHERE schedule_id = $1 AND at = $2 AND next_at {} $3",
+        super::null_eq(run.dialect())
+    );
+    let b = binds![p.schedule_id, p.at, p.expected_next_at, p.next_at];
+    if run.execute("catch-up fire", &sql, b).await? == 0 {
+        return Ok(crate::ScheduleFired::default());
+    }
+    let created = super::jobs_insert(run, "catch-up fire (jobs)", &p.jobs).await?;
+    Ok(crate::ScheduleFired {
+        advanced: true,
+        created,
+    })
+}
+
+#[async_trait::async_trait]
+impl<D: super::SqlDb> crate::ScheduleStore for D {
+    async fn schedule_create(&self, p: ScheduleCreate) -> Result<Schedule> {
+        create(&mut self.writer(), p).await
+    }
+
+    async fn schedule_get(&self, id: &str) -> Result<Option<Schedule>> {
+        get(&mut self.reader(), id).await
+    }
+
+    async fn schedule_list(&self, p: ScheduleList) -> Result<Vec<Schedule>> {
+        list(&mut self.reader(), p).await
+    }
+
+    async fn schedule_update(&self, p: ScheduleUpdate) -> Result<Option<Schedule>> {
+        update(&mut self.writer(), p).await
+    }
+
+    async fn schedule_pause(&self, p: SchedulePause) -> Result<Option<Schedule>> {
+        pause(&mut self.writer(), p).await
+    }
+
+    async fn schedule_delete(&self, id: &str) -> Result<bool> {
+        delete(&mut self.writer(), id).await
+    }
+
+    async fn schedule_due(&self, p: crate::ScheduleDue) -> Result<Vec<Schedule>> {
+        due(&mut self.writer(), p).await
+    }
+
+    async fn schedule_release(&self, p: ScheduleRelease) -> Result<u64> {
+        release(&mut self.writer(), p).await
+    }
+
+    async fn schedule_fire(&self, p: crate::ScheduleFire) -> Result<crate::ScheduleFired> {
+        let mut tx = self.begin("schedule fire").await?;
+        let out = fire(&mut D::in_tx(&mut tx), p).await?;
+        if out.advanced {
+            self.commit(tx, "schedule fire").await?;
+        }
+        Ok(out)
+    }
+
+    async fn schedule_next_fire_at(&self) -> Result<Option<DateTime<Utc>>> {
+        next_fire_at(&mut self.reader()).await
+    }
+
+    async fn catch_up_set(&self, p: CatchUpSet) -> Result<()> {
+        let mut tx = self.begin("catch-up set").await?;
+        catch_up_set(&mut D::in_tx(&mut tx), p).await?;
+        self.commit(tx, "catch-up set").await
+    }
+
+    async fn catch_up_list(&self, schedule_id: &str) -> Result<Vec<CatchUp>> {
+        catch_up_list(&mut self.reader(), schedule_id).await
+    }
+
+    async fn catch_up_due(&self, p: CatchUpDue) -> Result<Vec<CatchUp>> {
+        catch_up_due(&mut self.reader(), p).await
+    }
+
+    async fn catch_up_next_at(&self) -> Result<Option<DateTime<Utc>>> {
+        catch_up_next_at(&mut self.reader()).await
+    }
+
+    async fn catch_up_fire(&self, p: crate::CatchUpFire) -> Result<crate::ScheduleFired> {
+        let mut tx = self.begin("catch-up fire").await?;
+        let out = catch_up_fire(&mut D::in_tx(&mut tx), p).await?;
+        if out.advanced {
+            self.commit(tx, "catch-up fire").await?;
+        }
+        Ok(out)
+    }
 }

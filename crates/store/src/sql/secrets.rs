@@ -1,9 +1,9 @@
-//! The sealing passes both stores run (the start-up pass that seals plaintext secrets, and key
-//! rotation): their statements and what each row becomes, so that a store only reads the rows
-//! and binds the results.
+//! The sealing passes ([`seal_existing`] at start-up, [`reseal`] for key rotation), written
+//! once over [`SqlDb`]: their statements and what each row becomes.
 
-use super::RowRead;
+use super::{Dialect, RowRead, SqlDb, SqlRun};
 use crate::Result;
+use crate::binds;
 use crate::sealing::{self, ENDPOINT_SECRET_AAD, Sealer};
 use serde_json::Value;
 
@@ -40,7 +40,11 @@ pub struct EndpointSealed {
 
 impl EndpointSealed {
     /// Read an endpoint row and seal it.
-    pub fn from_row(row: &impl RowRead, open: Option<&Sealer>, seal: &Sealer) -> Result<Self> {
+    pub fn from_row(
+        row: &(impl RowRead + ?Sized),
+        open: Option<&Sealer>,
+        seal: &Sealer,
+    ) -> Result<Self> {
         let (id, url) = (row.text("id")?, row.text("url")?);
         let plain = sealing::endpoint_secret_from_store(open, row.text("secret")?)?;
         Ok(EndpointSealed {
@@ -64,7 +68,11 @@ pub struct HttpTargetSealed {
 
 impl HttpTargetSealed {
     /// Read an http target row and seal it.
-    pub fn from_row(row: &impl RowRead, open: Option<&Sealer>, seal: &Sealer) -> Result<Self> {
+    pub fn from_row(
+        row: &(impl RowRead + ?Sized),
+        open: Option<&Sealer>,
+        seal: &Sealer,
+    ) -> Result<Self> {
         let headers = sealing::http_headers_from_store(open, row.json("headers")?)?;
         let secret = sealing::http_secret_from_store(open, row.opt_text("secret")?)?;
         Ok(HttpTargetSealed {
@@ -83,4 +91,143 @@ pub fn http_fingerprint_sealed(sealer: &Sealer, stored: String) -> String {
     } else {
         sealing::http_fingerprint_to_store(Some(sealer), &stored)
     }
+}
+
+/// Rows sealed per statement batch of the start-up pass.
+const BATCH: i64 = 500;
+
+/// Seal every secret still stored in plaintext under `db`'s sealer — endpoint secrets (with
+/// their lookup hash) and http targets' headers and secret (with their fingerprint's keyed
+/// hash) — in batches of 500 until none is left; running it again changes nothing. Returns
+/// how many rows were sealed; without a sealer it does nothing. On SQLite the WAL is then
+/// checkpointed and truncated, and `secure_delete` (set on every connection) has zeroed the
+/// replaced values, so no plaintext copy stays in the files. (On PostgreSQL, dead tuples keep
+/// the old values until VACUUM.)
+pub async fn seal_existing<D: SqlDb>(db: &D) -> Result<u64> {
+    let Some(sealer) = db.sealer() else {
+        return Ok(0);
+    };
+    let d = db.writer().dialect();
+    let unsealed_targets = match d {
+        Dialect::Sqlite => {
+            "SELECT id, fingerprint, headers, secret FROM http_targets WHERE headers NOT LIKE '\"kairos:v1:%' LIMIT $1"
+        }
+        Dialect::Postgres => {
+            "SELECT id, fingerprint, headers, secret FROM http_targets WHERE jsonb_typeof(headers) <> 'string' LIMIT $1"
+        }
+    };
+    let mut sealed = 0u64;
+    loop {
+        let rows = db
+            .writer()
+            .fetch(
+                "reading plaintext http targets",
+                unsealed_targets,
+                binds![BATCH],
+                &|r| {
+                    let t = HttpTargetSealed::from_row(r, Some(sealer), sealer)?;
+                    Ok((t, http_fingerprint_sealed(sealer, r.text("fingerprint")?)))
+                },
+            )
+            .await?;
+        if rows.is_empty() {
+            break;
+        }
+        let mut tx = db.begin("sealing http targets").await?;
+        let mut r = D::in_tx(&mut tx);
+        let run = &mut r;
+        for (t, fingerprint) in rows {
+            let b = binds![t.id, t.headers, t.secret, fingerprint];
+            run.execute("sealing an http target", HTTP_TARGET_SEAL, b)
+                .await?;
+            sealed += 1;
+        }
+        drop(r);
+        db.commit(tx, "sealing http targets").await?;
+    }
+    loop {
+        let rows = db
+            .writer()
+            .fetch(
+                "reading plaintext endpoint secrets",
+                ENDPOINTS_UNSEALED,
+                binds![BATCH],
+                &|r| EndpointSealed::from_row(r, Some(sealer), sealer),
+            )
+            .await?;
+        if rows.is_empty() {
+            break;
+        }
+        let mut tx = db.begin("sealing endpoint secrets").await?;
+        let mut r = D::in_tx(&mut tx);
+        let run = &mut r;
+        for e in rows {
+            let b = binds![e.id, e.secret, e.secret_hash];
+            run.execute("sealing an endpoint secret", ENDPOINT_SEAL, b)
+                .await?;
+            sealed += 1;
+        }
+        drop(r);
+        db.commit(tx, "sealing endpoint secrets").await?;
+    }
+    if sealed > 0 && d == Dialect::Sqlite {
+        // Copy every frame into the database file and empty the WAL, so the plaintext's old
+        // frames do not stay behind in it.
+        db.writer()
+            .execute(
+                "checkpointing after sealing",
+                "PRAGMA wal_checkpoint(TRUNCATE)",
+                vec![],
+            )
+            .await?;
+    }
+    Ok(sealed)
+}
+
+/// Key rotation: in one transaction, re-seal every endpoint secret and http target under
+/// `new` (opening each with `db`'s current sealer; a plaintext one is sealed too), recompute
+/// the endpoints' lookup hashes, and write `setting` (the new key's check value). Returns how
+/// many rows were re-sealed.
+pub async fn reseal<D: SqlDb>(db: &D, new: &Sealer, setting: crate::SettingPut) -> Result<u64> {
+    let mut tx = db.begin("re-sealing secrets").await?;
+    let mut r = D::in_tx(&mut tx);
+    let run = &mut r;
+    let open = db.sealer();
+    let endpoints = run
+        .fetch(
+            "reading endpoint secrets",
+            ENDPOINTS_ALL_SECRETS,
+            vec![],
+            &|r| EndpointSealed::from_row(r, open, new),
+        )
+        .await?;
+    let targets = run
+        .fetch(
+            "reading http targets",
+            HTTP_TARGETS_ALL_SECRETS,
+            vec![],
+            &|r| HttpTargetSealed::from_row(r, open, new),
+        )
+        .await?;
+    let n = (endpoints.len() + targets.len()) as u64;
+    for e in endpoints {
+        let b = binds![e.id, e.secret, e.secret_hash];
+        run.execute("re-sealing an endpoint secret", ENDPOINT_RESEAL, b)
+            .await?;
+    }
+    for t in targets {
+        // The keyed fingerprint cannot be recomputed under the new key (it hashes the
+        // definition, which is not stored in the clear): the row gets a unique one, so a new
+        // identical definition is stored as a new row.
+        let rotated = format!("rotated:{}", t.id);
+        let b = binds![t.id, t.headers, t.secret, rotated];
+        run.execute("re-sealing an http target", HTTP_TARGET_SEAL, b)
+            .await?;
+    }
+    let b = binds![setting.name, setting.value.unwrap_or_default(), setting.now];
+    run.execute("storing the new key's check value", SETTING_UPSERT, b)
+        .await?;
+    drop(r);
+    db.commit(tx, "re-sealing secrets").await?;
+    Ok(n)
 }

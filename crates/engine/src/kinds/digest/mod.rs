@@ -22,9 +22,44 @@ pub const DEADLINE: Duration = Duration::from_secs(15 * 60);
 #[derive(Debug, Clone, Copy)]
 pub struct Digest;
 
+#[async_trait::async_trait]
 impl Kind for Digest {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn request_part(&self) -> Option<&'static str> {
+        Some(NAME)
+    }
+
+    // A schedule's definition is its `digest` object (a separate `payload` is refused); a job
+    // enqueued on its own carries the definition, with its period, as its `payload`. Feed URLs
+    // that plainly target a private address are refused at save time.
+    async fn request_payload(
+        &self,
+        env: &super::RequestEnv<'_>,
+        req: super::KindRequest<'_>,
+    ) -> Result<serde_json::Value, crate::error::OpsError> {
+        req.refuse_foreign(NAME, self.request_part())?;
+        let default = self.default_retry();
+        let retry = req.retry.unwrap_or(&default);
+        let (payload, field) = match req.scope {
+            super::RequestScope::Job => (
+                request::job_payload(req.payload.cloned(), retry, env.digest_attempt_timeout)?,
+                "payload",
+            ),
+            super::RequestScope::Schedule => (
+                request::schedule_payload(
+                    req.digest,
+                    req.payload.cloned(),
+                    retry,
+                    env.digest_attempt_timeout,
+                )?,
+                "digest",
+            ),
+        };
+        request::check_feeds(env.allow_private_targets, &payload, field)?;
+        Ok(payload)
     }
 
     fn topic(&self) -> TopicUse {

@@ -5,7 +5,7 @@
 use super::handler::DigestSpec;
 use super::{DEADLINE, NAME};
 use crate::error::OpsError;
-use crate::kinds::{Kind, check_payload};
+
 use kairos_core::RetryPolicy;
 
 /// A digest's retry policy must fit the kind's deadline (15 min) with what one attempt
@@ -22,11 +22,10 @@ fn check_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(),
 /// definition came in (`digest`, `payload`).
 pub fn check_feeds(
     allow_private_targets: bool,
-    kind: &dyn Kind,
     payload: &serde_json::Value,
     prefix: &str,
 ) -> Result<(), OpsError> {
-    if kind.name() != NAME || allow_private_targets {
+    if allow_private_targets {
         return Ok(());
     }
     let feeds = payload.get("feeds").and_then(|f| f.as_array());
@@ -44,17 +43,16 @@ pub fn check_feeds(
     Ok(())
 }
 
-/// A schedule's or job's payload by kind: for `digest`, the validated `digest` definition
-/// (a separate `payload` is refused); for other kinds, `payload` (and `digest` is refused).
+/// A digest schedule's payload: the validated `digest` definition (required; a separate
+/// `payload` is refused).
 pub fn schedule_payload(
-    kind: &dyn Kind,
     digest: Option<&DigestSpec>,
     payload: Option<serde_json::Value>,
-    retry: Option<&RetryPolicy>,
+    retry: &RetryPolicy,
     attempt_timeout: std::time::Duration,
 ) -> Result<serde_json::Value, OpsError> {
-    match (kind.name() == NAME, digest) {
-        (true, Some(d)) => {
+    match digest {
+        Some(d) => {
             if payload.is_some() {
                 return Err(OpsError::invalid(
                     "payload",
@@ -69,33 +67,23 @@ pub fn schedule_payload(
                      their period",
                 ));
             }
-            let default = kind.default_retry();
-            check_budget(retry.unwrap_or(&default), attempt_timeout)?;
+            check_budget(retry, attempt_timeout)?;
             Ok(spec.to_payload())
         }
-        (true, None) => Err(OpsError::invalid(
+        None => Err(OpsError::invalid(
             "digest",
-            "required for kind \"digest\": {\"name\", \"feeds\": [url…], \"summarizer\"}",
+            format!("required for kind {NAME:?}: {{\"name\", \"feeds\": [url…], \"summarizer\"}}"),
         )),
-        (false, Some(_)) => Err(OpsError::invalid(
-            "digest",
-            format!("only for kind \"digest\", not {:?}", kind.name()),
-        )),
-        (false, None) => check_payload(payload),
     }
 }
 
 /// The payload of a directly enqueued job: for `digest`, the payload must be a digest
 /// definition with its `period` (a job outside a schedule has no period of its own).
 pub fn job_payload(
-    kind: &dyn Kind,
     payload: Option<serde_json::Value>,
     retry: &RetryPolicy,
     attempt_timeout: std::time::Duration,
 ) -> Result<serde_json::Value, OpsError> {
-    if kind.name() != NAME {
-        return check_payload(payload);
-    }
     check_budget(retry, attempt_timeout)?;
     let p = payload.unwrap_or_default();
     let spec: DigestSpec = serde_json::from_value(p).map_err(|e| {

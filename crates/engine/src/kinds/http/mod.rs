@@ -18,9 +18,26 @@ pub const NAME: &str = "http";
 #[derive(Debug, Clone, Copy)]
 pub struct Http;
 
+#[async_trait::async_trait]
 impl Kind for Http {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn request_part(&self) -> Option<&'static str> {
+        Some(NAME)
+    }
+
+    // The request is its `http` object: validated, its budget checked, stored as a target;
+    // the payload names the target (`payload` is the body's template input, kept as given).
+    async fn request_payload(
+        &self,
+        env: &super::RequestEnv<'_>,
+        req: super::KindRequest<'_>,
+    ) -> Result<serde_json::Value, crate::error::OpsError> {
+        req.refuse_foreign(NAME, self.request_part())?;
+        let base = super::check_payload(req.payload.cloned())?;
+        request::payload(env, self, req.http, base, req.retry).await
     }
 
     fn default_retry(&self) -> RetryPolicy {

@@ -62,9 +62,9 @@ fn invalid(field: &str, reason: impl Into<String>) -> OpsError {
     OpsError::invalid(field, reason)
 }
 
-/// The payload of an `http` job or schedule: validate `http`, check the budget of `retry`
-/// (None: the kind's default) against the deadline, store the target, and return
-/// `{"http_target_id": …}`. For other kinds `http` is refused and `payload` returned.
+/// The payload of an `http` job or schedule: validate `http` (required), check the budget of
+/// `retry` (None: the kind's default) against the deadline, store the target, and return
+/// `{"http_target_id": …}`.
 pub async fn payload(
     env: &RequestEnv<'_>,
     kind: &dyn Kind,
@@ -72,21 +72,13 @@ pub async fn payload(
     payload: serde_json::Value,
     retry: Option<&RetryPolicy>,
 ) -> Result<serde_json::Value, OpsError> {
-    let spec = match (kind.name() == NAME, http) {
-        (true, Some(h)) => h,
-        (true, None) => {
-            return Err(invalid(
-                "http",
-                "required for kind \"http\": {\"url\", \"method\", \"headers\", \"body\", \"timeout\"}",
-            ));
-        }
-        (false, Some(_)) => {
-            return Err(invalid(
-                "http",
-                format!("only for kind \"http\", not {:?}", kind.name()),
-            ));
-        }
-        (_, None) => return Ok(payload),
+    let Some(spec) = http else {
+        return Err(invalid(
+            "http",
+            format!(
+                "required for kind {NAME:?}: {{\"url\", \"method\", \"headers\", \"body\", \"timeout\"}}"
+            ),
+        ));
     };
     if payload.as_object().is_none_or(|o| !o.is_empty()) {
         return Err(invalid(

@@ -1,0 +1,210 @@
+//! The schema's migrations, one list for both databases, applied by sqlx's [`Migrator`]:
+//! each file once, in order, in a transaction, recorded with its checksum in
+//! `_sqlx_migrations` (a file changed after it was applied stops the node at start instead of
+//! leaving two databases with different schemas), under sqlx's lock (PostgreSQL: an advisory
+//! lock, so nodes that start together do not race; SQLite: the one writer).
+//!
+//! The files are `crates/store/migrations/{sqlite,postgres}/NNNN_name.sql`: one version, two
+//! dialects. A database migrated by the runner kairos had before (`kairos_migrations`) is
+//! adopted once: its recorded versions are marked applied in `_sqlx_migrations` with the
+//! files' checksums, without running them again.
+
+use super::{Dialect, SqlRun};
+use crate::{Error, ErrorKind, MigrationStatus, Result};
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
+use std::collections::HashMap;
+
+/// One migration: its version and name, and its SQL in each dialect.
+#[derive(Debug, Clone, Copy)]
+pub struct MigrationFile {
+    /// The version (the file name's number).
+    pub version: i64,
+    /// The name (the rest of the file name).
+    pub name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+macro_rules! migrations {
+    ($($v:literal $name:literal),* $(,)?) => {
+        &[$(MigrationFile {
+            version: $v,
+            name: $name,
+            sqlite: include_str!(concat!("../../migrations/sqlite/", stringify!($v), "_", $name, ".sql")),
+            postgres: include_str!(concat!("../../migrations/postgres/", stringify!($v), "_", $name, ".sql")),
+        }),*]
+    };
+}
+
+/// Every migration, in order.
+// The versions are written as their file names spell them (`0001_init.sql`).
+#[allow(clippy::zero_prefixed_literal)]
+pub const MIGRATIONS: &[MigrationFile] = migrations![
+    0001 "init",
+    0002 "http_targets",
+    0003 "artifacts",
+    0004 "audiences",
+    0005 "slo_alerts",
+    0006 "inbound",
+    0011 "channels",
+    0012 "slo_dead_runs",
+    0013 "endpoint_failures",
+    0014 "erasure",
+    0016 "admin_sessions",
+    0017 "sealed_secrets",
+    0018 "dedupe_tombstones",
+];
+
+/// The table sqlx records applied migrations in.
+const TABLE: &str = "_sqlx_migrations";
+
+/// The migrator of `dialect`'s files.
+pub fn migrator(dialect: Dialect) -> Migrator {
+    Migrator::with_migrations(
+        MIGRATIONS
+            .iter()
+            .map(|f| {
+                let sql = match dialect {
+                    Dialect::Sqlite => f.sqlite,
+                    Dialect::Postgres => f.postgres,
+                };
+                Migration::new(
+                    f.version,
+                    f.name.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}
+
+fn migrate_err(e: MigrateError) -> Error {
+    let kind = match &e {
+        // A file changed or removed after it was applied: the database is not what this build
+        // expects.
+        MigrateError::VersionMismatch(_) | MigrateError::VersionMissing(_) => ErrorKind::Corrupt,
+        _ => ErrorKind::Database,
+    };
+    Error::new(kind, format!("migrations: {e}")).with_source(e)
+}
+
+/// Whether `table` exists in the store's schema.
+async fn table_exists(run: &mut impl SqlRun, table: &str) -> Result<bool> {
+    let sql = match run.dialect() {
+        Dialect::Sqlite => {
+            "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = $1"
+        }
+        Dialect::Postgres => {
+            "SELECT COUNT(*) AS n FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1"
+        }
+    };
+    let n = run
+        .fetch_one("reading migrations", sql, crate::binds![table], &|r| {
+            r.int("n")
+        })
+        .await?;
+    Ok(n > 0)
+}
+
+/// The versions the runner kairos had before sqlx's recorded (`kairos_migrations`), if
+/// that table exists: read on the connection [`apply`] then runs on.
+pub async fn legacy_versions(run: &mut impl SqlRun) -> Result<Vec<i64>> {
+    if !table_exists(run, "kairos_migrations").await? {
+        return Ok(vec![]);
+    }
+    run.fetch(
+        "reading migrations",
+        "SELECT version FROM kairos_migrations",
+        vec![],
+        &|r| r.int("version"),
+    )
+    .await
+}
+
+/// Apply the pending migrations of `dialect` on `conn`, first adopting `legacy` (from
+/// [`legacy_versions`]) when nothing is recorded yet.
+pub async fn apply<C: Migrate + Send>(
+    conn: &mut C,
+    dialect: Dialect,
+    legacy: Vec<i64>,
+) -> Result<()> {
+    let migrator = migrator(dialect);
+    if !legacy.is_empty() {
+        conn.lock().await.map_err(migrate_err)?;
+        let adopted = adopt(conn, &migrator, &legacy).await;
+        conn.unlock().await.map_err(migrate_err)?;
+        adopted?;
+    }
+    // `run_direct` is `Migrator::run` on a connection the caller holds (`run` wants an
+    // `Acquire`, which a generic connection is not); it takes the lock itself.
+    migrator
+        .run_direct(None, conn, false)
+        .await
+        .map_err(migrate_err)
+}
+
+/// Mark `legacy` applied, once: under the lock, and only while nothing is recorded, so that
+/// nodes starting together adopt once.
+async fn adopt<C: Migrate + Send>(conn: &mut C, migrator: &Migrator, legacy: &[i64]) -> Result<()> {
+    conn.ensure_migrations_table(TABLE)
+        .await
+        .map_err(migrate_err)?;
+    let applied = conn
+        .list_applied_migrations(TABLE)
+        .await
+        .map_err(migrate_err)?;
+    if !applied.is_empty() {
+        return Ok(());
+    }
+    for m in migrator.iter().filter(|m| legacy.contains(&m.version)) {
+        conn.skip(TABLE, m).await.map_err(migrate_err)?;
+    }
+    tracing::info!(
+        versions = legacy.len(),
+        "recorded the migrations the former runner applied"
+    );
+    Ok(())
+}
+
+/// Every migration with whether (and when) it is applied.
+pub async fn list(run: &mut impl SqlRun) -> Result<Vec<MigrationStatus>> {
+    let applied: HashMap<i64, String> = if table_exists(run, TABLE).await? {
+        run.fetch(
+            "reading migrations",
+            "SELECT version, CAST(installed_on AS TEXT) AS installed_on FROM _sqlx_migrations WHERE success",
+            vec![],
+            &|r| Ok((r.int("version")?, r.text("installed_on")?)),
+        )
+        .await?
+        .into_iter()
+        .collect()
+    } else {
+        HashMap::new()
+    };
+    Ok(MIGRATIONS
+        .iter()
+        .map(|f| MigrationStatus {
+            version: f.version,
+            name: f.name.to_string(),
+            applied_at: applied.get(&f.version).cloned(),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_in_order_and_in_both_dialects() {
+        assert!(MIGRATIONS.windows(2).all(|w| w[0].version < w[1].version));
+        for f in MIGRATIONS {
+            assert!(!f.sqlite.trim().is_empty(), "{} sqlite", f.name);
+            assert!(!f.postgres.trim().is_empty(), "{} postgres", f.name);
+        }
+        assert_eq!(migrator(Dialect::Sqlite).iter().count(), MIGRATIONS.len());
+    }
+}
