@@ -218,6 +218,98 @@ impl ErrorClass {
     }
 }
 
+impl std::str::FromStr for ErrorClass {
+    type Err = String;
+    /// The stored string back (`transient`, `permanent`, `rate_limited`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "transient" => Ok(ErrorClass::Transient),
+            "permanent" => Ok(ErrorClass::Permanent),
+            "rate_limited" => Ok(ErrorClass::RateLimited),
+            other => Err(format!("unknown error class {other:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorClass {
+    /// Compares with its stored string.
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// What an attempt ended as (the attempt log's `outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The handler delivered.
+    Succeeded,
+    /// The handler decided not to send (a reason is recorded).
+    Skipped,
+    /// The handler failed (an error class is recorded).
+    Failed,
+    /// The node running it stopped answering; the rescuer took the job back.
+    Lost,
+    /// Cancelled while it ran.
+    Cancelled,
+}
+
+impl AttemptOutcome {
+    /// The stored string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Succeeded => "succeeded",
+            AttemptOutcome::Skipped => "skipped",
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::Lost => "lost",
+            AttemptOutcome::Cancelled => "cancelled",
+        }
+    }
+
+    /// The recorded outcome of a handler's outcome.
+    pub fn of(outcome: &Outcome) -> Self {
+        match outcome {
+            Outcome::Delivered { .. } => AttemptOutcome::Succeeded,
+            Outcome::Skipped(_) => AttemptOutcome::Skipped,
+            Outcome::Failed(_) => AttemptOutcome::Failed,
+        }
+    }
+}
+
+impl std::str::FromStr for AttemptOutcome {
+    type Err = String;
+    /// The stored string back.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "succeeded" => Ok(AttemptOutcome::Succeeded),
+            "skipped" => Ok(AttemptOutcome::Skipped),
+            "failed" => Ok(AttemptOutcome::Failed),
+            "lost" => Ok(AttemptOutcome::Lost),
+            "cancelled" => Ok(AttemptOutcome::Cancelled),
+            other => Err(format!("unknown attempt outcome {other:?}")),
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for AttemptOutcome {
+    /// Compares with its stored string (as `http::Method` compares with `"GET"`).
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A failed attempt, as a handler reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
@@ -323,5 +415,24 @@ mod tests {
                 "{s}"
             );
         }
+    }
+
+    #[test]
+    fn attempt_outcomes_and_error_classes_read_back_from_their_stored_names() {
+        use AttemptOutcome as O;
+        for o in [O::Succeeded, O::Skipped, O::Failed, O::Lost, O::Cancelled] {
+            assert_eq!(o.as_str().parse::<O>(), Ok(o));
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+            assert!(o == o.as_str());
+        }
+        assert!("done".parse::<O>().unwrap_err().contains("\"done\""));
+        for c in [
+            ErrorClass::Transient,
+            ErrorClass::Permanent,
+            ErrorClass::RateLimited,
+        ] {
+            assert_eq!(c.as_str().parse::<ErrorClass>(), Ok(c));
+        }
+        assert!("flaky".parse::<ErrorClass>().is_err());
     }
 }

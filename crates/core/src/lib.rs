@@ -25,5 +25,5 @@ pub mod schedule;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, error_chain};
 pub use id::{IdPrefix, new_id};
-pub use job::{ErrorClass, Failure, Job, JobKind, JobState, Outcome};
+pub use job::{AttemptOutcome, ErrorClass, Failure, Job, JobKind, JobState, Outcome};
 pub use retry::RetryPolicy;

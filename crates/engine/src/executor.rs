@@ -20,7 +20,8 @@ pub mod attempt;
 mod pool;
 mod queue;
 
-pub use attempt::{AttemptOutcome, completion_for};
+pub use attempt::completion_for;
+pub use kairos_core::AttemptOutcome;
 
 use crate::handler::{HandlerRegistry, JobContext};
 use crate::service::{Backoff, ServiceConfig, Woken, sleep_or_wake};

@@ -9,7 +9,7 @@ use crate::service::{Next, Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_core::schedule::{parse_timezone, period_key, plan_firings};
+use kairos_core::schedule::{period_key, plan_firings};
 use kairos_store::{CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, Store};
 use std::sync::Arc;
 use std::time::Duration;
@@ -211,7 +211,7 @@ impl Scheduler {
         else {
             return Ok(());
         };
-        let tz = parse_timezone(&s.timezone).map_err(|e| e.to_string())?;
+        let tz = crate::zone::tz_of(&s).map_err(|e| e.to_string())?;
         // The latest instant of this time of day at or before now: a node that was down
         // handles only the latest one it missed.
         let at = catch_up::clock(&c.at)
@@ -266,7 +266,7 @@ impl Scheduler {
         now: DateTime<Utc>,
         report: &mut SchedulerReport,
     ) -> Result<(), String> {
-        let tz = parse_timezone(&s.timezone).map_err(|e| e.to_string())?;
+        let tz = crate::zone::tz_of(&s).map_err(|e| e.to_string())?;
         let Some(next) = s.next_fire_at else {
             return Ok(());
         };

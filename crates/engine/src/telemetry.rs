@@ -55,17 +55,18 @@ fn next_state(t: &Transition) -> &'static str {
 pub fn attempt_done(job: &Job, c: &JobComplete) {
     let a = &c.attempt;
     let kind = job.kind.as_str().to_string();
-    let class = a.error_class.clone().unwrap_or_else(|| "none".into());
+    let class = a.error_class.map_or("none", |c| c.as_str());
+    let outcome = a.outcome.as_str();
     let lateness = seconds(job.run_at, a.started_at).max(0.0);
     let duration = seconds(a.started_at, a.finished_at).max(0.0);
-    metrics::counter!(names::ATTEMPTS, "outcome" => a.outcome.clone(), "class" => class.clone(), "kind" => kind.clone())
+    metrics::counter!(names::ATTEMPTS, "outcome" => outcome, "class" => class, "kind" => kind.clone())
         .increment(1);
     metrics::histogram!(names::LATENESS, "kind" => kind.clone()).record(lateness);
-    metrics::histogram!(names::ATTEMPT_DURATION, "kind" => kind, "outcome" => a.outcome.clone())
+    metrics::histogram!(names::ATTEMPT_DURATION, "kind" => kind, "outcome" => outcome)
         .record(duration);
     let state = next_state(&c.transition);
     let (duration_ms, lateness_ms) = ((duration * 1e3) as i64, (lateness * 1e3) as i64);
-    if a.outcome == "failed" {
+    if a.outcome == kairos_core::AttemptOutcome::Failed {
         tracing::warn!(target: "kairos::attempt", job_id = %job.id, kind = %job.kind,
             schedule_id = job.schedule_id.as_deref(), attempt = job.attempt,
             outcome = %a.outcome, class = %class, status = a.status_code, state,

@@ -258,7 +258,7 @@ async fn openai_summarizer_and_permanent_errors_stop_after_three_attempts() {
     assert!(
         attempts
             .iter()
-            .all(|a| a.error_class.as_deref() == Some("permanent"))
+            .all(|a| a.error_class.map(|c| c.as_str()) == Some("permanent"))
     );
     let gaps: Vec<i64> = attempts
         .windows(2)

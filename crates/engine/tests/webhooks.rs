@@ -35,7 +35,10 @@ async fn webhook_503_then_200_is_retried_with_same_id_and_valid_signatures() {
     assert_eq!(attempts[0].attempt, 1);
     assert_eq!(attempts[0].outcome, "failed");
     assert_eq!(attempts[0].status_code, Some(503));
-    assert_eq!(attempts[0].error_class.as_deref(), Some("transient"));
+    assert_eq!(
+        attempts[0].error_class.map(|c| c.as_str()),
+        Some("transient")
+    );
     let waiting = h.job(&job.id).await;
     assert_eq!(waiting.state, JobState::Available);
     assert!(waiting.run_at >= t0 + mins(1), "{}", waiting.run_at);
@@ -128,7 +131,7 @@ async fn webhook_410_disables_the_endpoint_and_later_jobs_are_skipped_without_a_
     assert_eq!(rx.count(), 1);
     let a = &h.attempts(&first.id).await[0];
     assert_eq!((a.outcome.as_str(), a.status_code), ("failed", Some(410)));
-    assert_eq!(a.error_class.as_deref(), Some("permanent"));
+    assert_eq!(a.error_class.map(|c| c.as_str()), Some("permanent"));
     let ep_id = first.endpoint_id.clone().unwrap();
     let ep = h.store.endpoint_get(&ep_id).await.unwrap().unwrap();
     assert!(ep.disabled_at.is_some(), "{ep:?}");

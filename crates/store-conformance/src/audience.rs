@@ -301,7 +301,7 @@ fn done(j: &Job, t: Transition) -> JobComplete {
             attempt: j.attempt,
             started_at: t0(),
             finished_at: t0(),
-            outcome: outcome.into(),
+            outcome: outcome.parse().expect("outcome"),
             error_class: None,
             status_code: None,
             error: None,

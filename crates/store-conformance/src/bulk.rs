@@ -29,7 +29,7 @@ async fn finish(s: &S, j: &Job, transition: Transition) {
                 attempt: j.attempt,
                 started_at: t0(),
                 finished_at: t0(),
-                outcome: outcome.into(),
+                outcome: outcome.parse().expect("outcome"),
                 error_class: None,
                 status_code: None,
                 error: None,

@@ -129,7 +129,7 @@ pub async fn inbound_event_matches_job_by_provider_message_id(s: S) {
             attempt: 1,
             started_at: t0(),
             finished_at: t0(),
-            outcome: "succeeded".into(),
+            outcome: "succeeded".parse().expect("outcome"),
             error_class: None,
             status_code: Some(200),
             error: None,

@@ -29,7 +29,7 @@ async fn finish(s: &S, transition: Transition, finished: DateTime<Utc>) -> Strin
         attempt: j.attempt,
         started_at: finished - Duration::seconds(1),
         finished_at: finished,
-        outcome: outcome.into(),
+        outcome: outcome.parse().expect("outcome"),
         error_class: None,
         status_code: Some(200),
         error: None,

@@ -23,7 +23,7 @@ async fn succeed_one(s: &S, finished: DateTime<Utc>, record_exposure: bool) -> S
                 attempt: j.attempt,
                 started_at: finished - Duration::seconds(1),
                 finished_at: finished,
-                outcome: "succeeded".into(),
+                outcome: "succeeded".parse().expect("outcome"),
                 error_class: None,
                 status_code: Some(200),
                 error: None,

@@ -161,9 +161,9 @@ pub struct Attempt {
     /// When it ended.
     pub finished_at: DateTime<Utc>,
     /// `succeeded`, `skipped`, `failed`, `lost` (lease expired), `cancelled`.
-    pub outcome: String,
-    /// `transient`, `permanent`, `rate_limited`, when it failed.
-    pub error_class: Option<String>,
+    pub outcome: kairos_core::AttemptOutcome,
+    /// How it failed, when it failed.
+    pub error_class: Option<kairos_core::ErrorClass>,
     /// The HTTP status, when there was a response.
     pub status_code: Option<i32>,
     /// The error message, when it failed.

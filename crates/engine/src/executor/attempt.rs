@@ -7,49 +7,13 @@ use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use kairos_core::retry::RetryDecision;
-use kairos_core::{ErrorClass, Failure, Job, Outcome};
+use kairos_core::{AttemptOutcome, ErrorClass, Failure, Job, Outcome};
 use kairos_store::{Attempt, JobComplete, Transition};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use super::ExecutorReport;
 
-/// What an attempt ended as: the `outcome` column of an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptOutcome {
-    /// The handler delivered.
-    Succeeded,
-    /// The handler decided not to send (a reason is recorded).
-    Skipped,
-    /// The handler failed (an error class is recorded).
-    Failed,
-}
-
-impl AttemptOutcome {
-    /// The stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AttemptOutcome::Succeeded => "succeeded",
-            AttemptOutcome::Skipped => "skipped",
-            AttemptOutcome::Failed => "failed",
-        }
-    }
-
-    /// The recorded outcome of a handler's outcome.
-    pub fn of(outcome: &Outcome) -> Self {
-        match outcome {
-            Outcome::Delivered { .. } => AttemptOutcome::Succeeded,
-            Outcome::Skipped(_) => AttemptOutcome::Skipped,
-            Outcome::Failed(_) => AttemptOutcome::Failed,
-        }
-    }
-}
-
-impl std::fmt::Display for AttemptOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 /// Run one attempt: the handler under its timeout, a panic caught and turned into a failure.
 pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
     let Some(handler) = registry.get(job.kind.as_str()) else {
@@ -92,7 +56,7 @@ pub fn completion_for(
         attempt: job.attempt,
         started_at: started,
         finished_at: finished,
-        outcome: AttemptOutcome::of(&outcome).as_str().to_string(),
+        outcome: AttemptOutcome::of(&outcome),
         error_class: None,
         status_code: None,
         error: None,
@@ -118,7 +82,7 @@ pub fn completion_for(
             Transition::Skipped(reason)
         }
         Outcome::Failed(f) => {
-            attempt.error_class = Some(f.class.as_str().to_string());
+            attempt.error_class = Some(f.class);
             attempt.status_code = f.status_code.map(i32::from);
             attempt.error = Some(f.message.clone());
             attempt.response = f.response.clone();

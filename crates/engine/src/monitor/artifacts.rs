@@ -8,7 +8,7 @@ use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use crate::catch_up;
 use crate::kinds::Kinds;
 use chrono::{DateTime, Utc};
-use kairos_core::schedule::{parse_timezone, period_key};
+use kairos_core::schedule::period_key;
 use kairos_store::{ArtifactKey, Schedule, ScheduleList, Store};
 
 /// The instant by which the artifact of the period fired at `fire_at` must exist: the last
@@ -55,7 +55,7 @@ pub(super) async fn missing_artifacts(
         };
         let name = name.as_str();
         let subject = Some(s.id.clone());
-        let tz = match parse_timezone(&s.timezone) {
+        let tz = match crate::zone::tz_of(&s) {
             Ok(tz) => tz,
             Err(e) => {
                 out.push(CheckResult::new(

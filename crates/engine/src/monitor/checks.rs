@@ -2,7 +2,6 @@
 
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
-use kairos_core::schedule::parse_timezone;
 use kairos_store::{JobBacklog, JobCountFinished, ScheduleFireTimes, ScheduleList, Store};
 use std::collections::{BTreeMap, HashSet};
 
@@ -171,7 +170,7 @@ pub(super) async fn missed_firings(
             continue;
         }
         let subject = Some(s.id.clone());
-        let tz = match parse_timezone(&s.timezone) {
+        let tz = match crate::zone::tz_of(&s) {
             Ok(tz) => tz,
             Err(e) => {
                 out.push(CheckResult::new(

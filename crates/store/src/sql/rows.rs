@@ -91,8 +91,11 @@ pub fn attempt<R: RowRead + ?Sized>(r: &R) -> Result<Attempt> {
         attempt: r.int("attempt")? as i32,
         started_at: r.ts("started_at")?,
         finished_at: r.ts("finished_at")?,
-        outcome: r.text("outcome")?,
-        error_class: r.opt_text("error_class")?,
+        outcome: parse_stored("outcome", r.text("outcome")?)?,
+        error_class: r
+            .opt_text("error_class")?
+            .map(|c| parse_stored("error_class", c))
+            .transpose()?,
         status_code: r.opt_int("status_code")?.map(|s| s as i32),
         error: r.opt_text("error")?,
         response: r.opt_text("response")?,
@@ -307,5 +310,12 @@ pub fn exposure_count<R: RowRead + ?Sized>(r: &R) -> Result<ExposureCount> {
     Ok(ExposureCount {
         variant: r.text("variant")?,
         count: r.int("n")?,
+    })
+}
+
+/// A stored name read back as its enum; an unknown one is `Corrupt`.
+fn parse_stored<T: std::str::FromStr<Err = String>>(col: &str, v: String) -> Result<T> {
+    v.parse().map_err(|e: String| {
+        crate::Error::new(crate::ErrorKind::Corrupt, format!("stored {col}: {e}"))
     })
 }
