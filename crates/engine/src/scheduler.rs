@@ -266,7 +266,7 @@ impl Scheduler {
         now: DateTime<Utc>,
         report: &mut SchedulerReport,
     ) -> Result<(), String> {
-        let tz = crate::zone::tz_of(&s).map_err(|e| e.to_string())?;
+        let tz = crate::zone::tz_of(s).map_err(|e| e.to_string())?;
         let Some(next) = s.next_fire_at else {
             return Ok(());
         };
