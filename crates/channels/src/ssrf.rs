@@ -4,6 +4,9 @@
 //! service), CGNAT, unspecified, multicast, and the IPv6 equivalents, also when embedded in an
 //! IPv4-mapped or NAT64/6to4 address.
 //!
+//! Hand-written: the guard has to sit in the resolver the HTTP client connects through (see
+//! below), which a URL-validating crate cannot do.
+//!
 //! # Why two checks
 //!
 //! A check of the resolved addresses before sending ([`check_target`]) alone is not sound: the

@@ -151,33 +151,22 @@ pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     print!("{}", format_table(headers, rows));
 }
 
-/// The table [`print_table`] prints. Columns are as wide as their widest cell in terminal
-/// columns (`unicode-width`: a CJK character or an emoji takes two, a combining mark none), so
-/// they line up whatever the script.
+/// The table [`print_table`] prints: no borders, each column as wide as its widest cell in
+/// terminal columns (comfy-table measures with `unicode-width`: a CJK character or an emoji
+/// takes two, a combining mark none) and two spaces before the next, no trailing spaces.
+/// Never wrapped to the terminal, so lines stay whole for `grep` and `cut`.
 pub fn format_table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    use unicode_width::UnicodeWidthStr;
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.width()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.width());
-        }
+    let mut table = comfy_table::Table::new();
+    table
+        .load_style(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
+        .set_header(headers.to_vec())
+        .add_rows(rows.iter().cloned());
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
     }
-    let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            s.push_str(cell);
-            if i + 1 < cells.len() {
-                s.push_str(&" ".repeat(w.saturating_sub(cell.width()) + 2));
-            }
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(headers.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let mut out = table.trim_fmt();
+    out.push('\n');
     out
 }
 
@@ -273,5 +262,24 @@ mod tests {
             })
             .collect();
         assert_eq!(starts, vec![8, 8, 8, 8], "{t}");
+    }
+
+    /// The layout scripts read: a header line, then a line per row, columns two spaces
+    /// apart, nothing trailing; a combining mark takes no column.
+    #[test]
+    fn table_layout_is_plain_columns() {
+        let rows = vec![
+            vec!["週報".to_string(), "ok".to_string(), "-".to_string()],
+            vec![
+                "cafe\u{301}".to_string(),
+                "dead".to_string(),
+                "x".to_string(),
+            ],
+        ];
+        assert_eq!(
+            format_table(&["NAME", "STATE", "LAST ERROR"], &rows),
+            "NAME  STATE  LAST ERROR\n週報  ok     -\ncafe\u{301}  dead   x\n"
+        );
+        assert_eq!(format_table(&["ID", "KIND"], &[]), "ID  KIND\n");
     }
 }

@@ -1,5 +1,9 @@
 //! Retry policies are data: delays per error class and a maximum of attempts.
 //!
+//! Hand-written rather than a retry crate (`backoff`, `backon`): those run a loop in one
+//! process, while here the policy is stored with each job and schedule, and the next attempt
+//! is a row's `run_at` that survives restarts and moves between nodes.
+//!
 //! A failure of class `c` on attempt `n` (1-based) is retried after `delays_c[n-1]` (the last
 //! delay repeats) unless `n` has reached the class's `max_attempts`, in which case the job is
 //! dead. `Retry-After` from the other side is honoured when it is longer than the policy's

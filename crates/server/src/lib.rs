@@ -27,6 +27,7 @@ pub mod maintenance;
 pub mod monitoring;
 pub mod node;
 pub mod openapi;
+pub mod pages;
 pub mod problem;
 pub mod routes;
 pub mod views;

@@ -10,8 +10,8 @@
 //!   signature check, written directly with `hmac`/`sha2`/`base64`, so that tests check the
 //!   code under test against something other than itself.
 //! - [`init_crypto`]: installs the rustls `ring` provider once.
-//! - [`webdriver::Browser`]: a tiny WebDriver client driving headless chromium for the admin
-//!   UI's browser test.
+//! - [`webdriver::Browser`]: headless chromium under chromedriver, driven by `fantoccini`, for
+//!   the admin UI's browser test.
 //! - [`smtp::SmtpSink`]: a real SMTP server (Python's aiosmtpd) saving what it receives.
 //! - [`refused_url`]: a URL on which nothing listens (connection refused).
 #![deny(missing_docs)]

@@ -1,29 +1,27 @@
-//! A small W3C WebDriver client for browser tests: Debian's `chromedriver` driving headless
-//! `chromium`, spoken to over plain HTTP on 127.0.0.1. Only what the admin UI tests need:
-//! navigate, find, click, type, read text, screenshot.
+//! Browser tests' WebDriver client: Debian's `chromedriver` driving headless `chromium`, spoken
+//! to by `fantoccini` over plain HTTP on 127.0.0.1 (no TLS connector: fantoccini's `rustls-tls`
+//! feature pulls in hyper-rustls' default `aws-lc-rs`, and a local driver needs none). This
+//! module starts the driver and keeps the few calls the admin UI tests make: navigate, find,
+//! click, type, read text, screenshot.
 //!
 //! [`Browser::start`] returns `None` (and says so loudly) when chromedriver or chromium is not
 //! installed, unless `KAIROS_TEST_BROWSER=required` (set by `.ci/run`), which makes it panic.
 
-use base64::Engine as _;
-use serde_json::{Value, json};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
-
 /// A headless chromium session under a chromedriver child process (killed on drop).
 pub struct Browser {
     driver: Child,
-    base: String,
-    session: String,
-    http: reqwest::Client,
+    client: Client,
 }
 
-/// An element handle of the current page.
+/// An element of the current page.
 #[derive(Debug, Clone)]
-pub struct Element(String);
+pub struct Element(fantoccini::elements::Element);
 
 fn find_binary(env: &str, candidates: &[&str]) -> Option<PathBuf> {
     if let Ok(p) = std::env::var(env) {
@@ -37,6 +35,9 @@ fn free_port() -> std::io::Result<u16> {
         .local_addr()?
         .port())
 }
+
+/// How long [`Browser::wait_url`] and [`Browser::wait_find`] wait.
+const WAIT: Duration = Duration::from_secs(10);
 
 impl Browser {
     /// Start chromedriver and a headless chromium session, or `None` when they are not
@@ -52,7 +53,7 @@ impl Browser {
             return None;
         };
         let port = free_port().expect("a free port");
-        let child = Command::new(&driver)
+        let mut child = Command::new(&driver)
             .arg(format!("--port={port}"))
             .arg("--allowed-ips=127.0.0.1")
             .stdin(Stdio::null())
@@ -60,35 +61,7 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", driver.display()));
-        let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .expect("http client");
-        let mut browser = Browser {
-            driver: child,
-            base,
-            session: String::new(),
-            http,
-        };
-        // Wait (bounded) for the driver to answer.
-        let mut ready = false;
-        for _ in 0..100 {
-            if let Ok(r) = browser
-                .http
-                .get(format!("{}/status", browser.base))
-                .send()
-                .await
-                && r.status().is_success()
-            {
-                ready = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert!(ready, "chromedriver did not answer within 10 s");
-        let caps = json!({"capabilities": {"alwaysMatch": {
+        let caps = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": chrome,
@@ -96,58 +69,65 @@ impl Browser {
                          "--disable-dev-shm-usage", "--window-size=1400,1000",
                          "--no-proxy-server"]
             }
-        }}});
-        let v = browser.call("POST", "/session", Some(caps)).await;
-        browser.session = v["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session id in {v}"))
-            .to_string();
-        Some(browser)
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}{path}", self.base);
-        let req = match method {
-            "GET" => self.http.get(url),
-            "DELETE" => self.http.delete(url),
-            _ => self.http.post(url).json(&body.unwrap_or_else(|| json!({}))),
+        });
+        let serde_json::Value::Object(caps) = caps else {
+            unreachable!("a JSON object literal")
         };
-        let res = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("webdriver {path}: {e}"));
-        let status = res.status();
-        let v: Value = res.json().await.unwrap_or(Value::Null);
-        assert!(
-            status.is_success(),
-            "webdriver {method} {path}: {status} {v}"
-        );
-        v["value"].clone()
-    }
-
-    fn s(&self, rest: &str) -> String {
-        format!("/session/{}{rest}", self.session)
+        let mut builder =
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+        builder.capabilities(caps);
+        // The driver takes a moment to listen (bounded: 10 s).
+        let mut listening = false;
+        for _ in 0..100 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                listening = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if !listening {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromedriver did not listen within 10 s");
+        }
+        match builder.connect(&format!("http://127.0.0.1:{port}")).await {
+            Ok(client) => Some(Browser {
+                driver: child,
+                client,
+            }),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no chromedriver session: {e}")
+            }
+        }
     }
 
     /// Navigate to `url` and wait for the page to load.
     pub async fn goto(&self, url: &str) {
-        self.call("POST", &self.s("/url"), Some(json!({"url": url})))
-            .await;
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("webdriver goto {url}: {e}"));
     }
 
     /// The current URL.
     pub async fn url(&self) -> String {
-        self.call("GET", &self.s("/url"), None)
+        self.client
+            .current_url()
             .await
-            .as_str()
-            .unwrap_or_default()
+            .unwrap_or_else(|e| panic!("webdriver current url: {e}"))
             .to_string()
     }
 
     /// Wait (at most 10 s) until the current URL contains `part`, and return it. A click
     /// that submits a form returns before the next page has loaded.
     pub async fn wait_url(&self, part: &str) -> String {
-        for _ in 0..100 {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while tokio::time::Instant::now() < deadline {
             let url = self.url().await;
             if url.contains(part) {
                 return url;
@@ -162,31 +142,27 @@ impl Browser {
 
     /// Wait (at most 10 s) for an element matching `css` to be on the page.
     pub async fn wait_find(&self, css: &str) -> Element {
-        for _ in 0..100 {
-            if let Some(e) = self.find_all(css).await.into_iter().next() {
-                return e;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        match self
+            .client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+        {
+            Ok(e) => Element(e),
+            Err(e) => panic!("no element matches {css:?} on {}: {e}", self.url().await),
         }
-        self.find(css).await
     }
 
     /// All elements matching a CSS selector.
     pub async fn find_all(&self, css: &str) -> Vec<Element> {
-        let v = self
-            .call(
-                "POST",
-                &self.s("/elements"),
-                Some(json!({"using": "css selector", "value": css})),
-            )
-            .await;
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|e| e[ELEMENT_KEY].as_str().map(|s| Element(s.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("webdriver find {css:?}: {e}"))
+            .into_iter()
+            .map(Element)
+            .collect()
     }
 
     /// The first element matching `css` (panics with the page URL when there is none).
@@ -199,29 +175,26 @@ impl Browser {
 
     /// Click an element.
     pub async fn click(&self, e: &Element) {
-        self.call("POST", &self.s(&format!("/element/{}/click", e.0)), None)
-            .await;
+        e.0.click()
+            .await
+            .unwrap_or_else(|err| panic!("webdriver click: {err}"));
     }
 
     /// Type `text` into an element (after clearing it).
     pub async fn type_into(&self, e: &Element, text: &str) {
-        self.call("POST", &self.s(&format!("/element/{}/clear", e.0)), None)
-            .await;
-        self.call(
-            "POST",
-            &self.s(&format!("/element/{}/value", e.0)),
-            Some(json!({"text": text})),
-        )
-        .await;
+        e.0.clear()
+            .await
+            .unwrap_or_else(|err| panic!("webdriver clear: {err}"));
+        e.0.send_keys(text)
+            .await
+            .unwrap_or_else(|err| panic!("webdriver send keys: {err}"));
     }
 
     /// The visible text of an element.
     pub async fn text(&self, e: &Element) -> String {
-        self.call("GET", &self.s(&format!("/element/{}/text", e.0)), None)
+        e.0.text()
             .await
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+            .unwrap_or_else(|err| panic!("webdriver text: {err}"))
     }
 
     /// The whole page's visible text.
@@ -232,25 +205,20 @@ impl Browser {
 
     /// Save a PNG screenshot of the viewport to `path` (creating its directory).
     pub async fn screenshot(&self, path: &Path) {
-        let v = self.call("GET", &self.s("/screenshot"), None).await;
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(v.as_str().unwrap_or_default())
-            .expect("screenshot is base64");
+        let png = self
+            .client
+            .screenshot()
+            .await
+            .unwrap_or_else(|e| panic!("webdriver screenshot: {e}"));
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("screenshot dir");
         }
         std::fs::write(path, png).expect("write screenshot");
     }
-}
 
-impl Browser {
     /// End the session (closing chromium) and stop the driver.
     pub async fn quit(self) {
-        let _ = self
-            .http
-            .delete(format!("{}/session/{}", self.base, self.session))
-            .send()
-            .await;
+        let _ = self.client.clone().close().await;
     }
 }
 

@@ -260,29 +260,34 @@ fn text_of(t: feed_rs::model::Text) -> String {
     }
 }
 
-/// Text without HTML tags and entities of the common kinds, whitespace collapsed.
+/// At most this many bytes of a feed's HTML are read as text: a digest shows one sentence.
+pub const MAX_HTML_BYTES: usize = 32 * 1024;
+
+/// At most this many tags (`<`) of a feed's HTML are read: parsing HTML as a browser does
+/// costs time in proportion to nesting depth times tags (64 KiB of nested `<ul><li>` took
+/// seconds), so the count of tags, which bounds the depth, is bounded too.
+pub const MAX_HTML_TAGS: usize = 512;
+
+/// Text of an HTML fragment (`html2text` parses it as a browser does: tags dropped, entities
+/// decoded, scripts, styles and comments left out), whitespace collapsed. Only the first
+/// [`MAX_HTML_BYTES`] and [`MAX_HTML_TAGS`] are read; HTML that cannot be rendered is no text.
 pub fn plain_text(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                out.push(' ');
-            }
-            _ if !in_tag => out.push(c),
-            _ => {}
-        }
+    let mut end = html.len().min(MAX_HTML_BYTES);
+    while !html.is_char_boundary(end) {
+        end -= 1;
     }
-    let out = out
-        .replace("&nbsp;", " ")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&");
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut html = &html[..end];
+    if let Some((i, _)) = html.match_indices('<').nth(MAX_HTML_TAGS) {
+        html = &html[..i];
+    }
+    // No line is longer than the input, so wrapping never splits a word; the newlines it
+    // adds are collapsed with the rest of the whitespace.
+    let text = html2text::config::with_decorator(html2text::render::TrivialDecorator::new())
+        .raw_mode(true)
+        .allow_width_overflow()
+        .string_from_read(html.as_bytes(), MAX_HTML_BYTES)
+        .unwrap_or_default();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。`), at most
@@ -360,5 +365,37 @@ mod tests {
             plain_text("<p>Hello&nbsp;<b>world</b> &amp; more</p>"),
             "Hello world & more"
         );
+    }
+
+    /// Nested tags and entities of every kind (named, decimal, hex, without `;`) come out as
+    /// the text a browser shows; scripts, styles and comments are not text.
+    #[test]
+    fn plain_text_decodes_entities_and_nested_tags() {
+        let html = "<div><p>Caf&eacute; <em>&ldquo;<b>ship&#8217;s</b>&rdquo;</em> \
+                    &lt;model&gt; &#x1F680; &amp;c&hellip;</p><script>alert(1)</script>\
+                    <style>p{x:y}</style><!-- hidden --><ul><li>one</li><li><a href=\"x\">two</a></li></ul>\
+                    <table><tr><td>a</td><td>b</td></tr></table>&copy 2026</div>";
+        assert_eq!(
+            plain_text(html),
+            "Café “ship’s” <model> 🚀 &c… one two a b © 2026"
+        );
+    }
+
+    /// Only the first `MAX_HTML_BYTES`, cut on a character boundary, and the first
+    /// `MAX_HTML_TAGS` tags are read; nesting and unclosed tags are text too.
+    #[test]
+    fn plain_text_is_bounded() {
+        let mut html = "é".repeat(MAX_HTML_BYTES / 2 + 10);
+        html.push_str("<b>tail</b>");
+        let text = plain_text(&html);
+        assert!(text.len() <= MAX_HTML_BYTES, "{}", text.len());
+        assert!(!text.contains("tail"));
+        let tags = format!("{}tail", "<i>x</i>".repeat(MAX_HTML_TAGS / 2 + 1));
+        assert!(tags.len() < MAX_HTML_BYTES);
+        let text = plain_text(&tags);
+        assert!(text.starts_with("xxx") && !text.contains("tail"), "{text}");
+        let deep = format!("{}deep", "<div><ul><li>".repeat(MAX_HTML_TAGS / 3 - 1));
+        assert_eq!(plain_text(&deep), "deep");
+        assert_eq!(plain_text("<p>unclosed <b>bold"), "unclosed bold");
     }
 }

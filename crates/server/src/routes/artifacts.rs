@@ -7,8 +7,8 @@ use crate::views::ts;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kairos_store::Artifact;
 use serde::{Deserialize, Serialize};
@@ -148,7 +148,7 @@ pub async fn show(
 ) -> ApiResult<Response> {
     let a = state.kairos.artifact_get(&name, &period).await?;
     if wants_html(&headers) {
-        return Ok(Html(render_html(&a)).into_response());
+        return Ok(crate::pages::respond(StatusCode::OK, render_html(&a)));
     }
     Ok(Json(ArtifactView::from(&a)).into_response())
 }
@@ -180,64 +180,41 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
     html > 0.0 && html > q_of("application/json")
 }
 
-/// Escape text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// The page of one artifact: its text, then its sources (items with links) and the feeds
-/// that failed. Everything from feeds is escaped; only http(s) links are linked.
-pub fn render_html(a: &Artifact) -> String {
-    let title = escape(&format!("{} — {}", a.name, a.period_key));
-    let mut body = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-         <style>body{{font-family:system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}}\
-         .content{{white-space:pre-wrap}}</style></head><body>\n<h1>{title}</h1>\n\
-         <article class=\"content\">{}</article>\n",
-        escape(&a.content)
-    );
-    if let Some(items) = a.data.get("items").and_then(|i| i.as_array())
-        && !items.is_empty()
-    {
-        body.push_str("<h2>Sources</h2>\n<ul>\n");
-        for it in items {
-            let s = |k: &str| it.get(k).and_then(|v| v.as_str()).unwrap_or_default();
-            let (title, source, link) = (escape(s("title")), escape(s("source")), s("link"));
-            if link.starts_with("https://") || link.starts_with("http://") {
-                body.push_str(&format!(
-                    "<li><a href=\"{}\" rel=\"noopener noreferrer\">{title}</a> <small>{source}</small></li>\n",
-                    escape(link)
-                ));
-            } else {
-                body.push_str(&format!("<li>{title} <small>{source}</small></li>\n"));
-            }
-        }
-        body.push_str("</ul>\n");
-    }
-    if let Some(failed) = a.data.get("failed_feeds").and_then(|i| i.as_array())
-        && !failed.is_empty()
-    {
-        body.push_str(&format!(
-            "<p class=\"failed\">{} feed(s) could not be read for this digest.</p>\n",
-            failed.len()
-        ));
-    }
-    body.push_str(&format!(
-        "<footer><small>built {}</small></footer>\n</body></html>\n",
-        escape(&ts(a.created_at))
-    ));
-    body
+/// that failed. Everything from feeds is escaped (the `artifact.html` template, minijinja's
+/// auto-escaping); only http(s) links are linked. `None` when the page failed to render.
+pub fn render_html(a: &Artifact) -> Option<String> {
+    let items: Vec<minijinja::Value> = a
+        .data
+        .get("items")
+        .and_then(|i| i.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .map(|it| {
+                    let s = |k: &str| it.get(k).and_then(|v| v.as_str()).unwrap_or_default();
+                    let link = Some(s("link"))
+                        .filter(|l| l.starts_with("https://") || l.starts_with("http://"));
+                    minijinja::context! { title => s("title"), source => s("source"), link => link }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let failed = a
+        .data
+        .get("failed_feeds")
+        .and_then(|i| i.as_array())
+        .map_or(0, Vec::len);
+    crate::pages::render(
+        "artifact.html",
+        minijinja::context! {
+            title => format!("{} — {}", a.name, a.period_key),
+            content => a.content,
+            items => items,
+            failed => failed,
+            built => ts(a.created_at),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -276,10 +253,44 @@ mod tests {
             schedule_id: None,
             created_at: chrono::DateTime::UNIX_EPOCH,
         };
-        let html = render_html(&a);
+        let html = render_html(&a).expect("renders");
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("&lt;script&gt;"));
         assert!(!html.contains("javascript:"), "{html}");
         assert!(html.contains("href=\"https://e.com/a?b=1&amp;c=2\""));
+    }
+
+    /// What reaches the page from a feed (an item's title and source, its link) is escaped
+    /// by the template engine, in text and in attributes.
+    #[test]
+    fn item_titles_and_links_are_escaped() {
+        let a = Artifact {
+            name: "ai & ml".into(),
+            period_key: "2026-10-20".into(),
+            content: String::new(),
+            data: serde_json::json!({"items": [{
+                "title": "<script>alert(\"x\")</script> & co",
+                "source": "Lab \"Q\"",
+                "link": "https://e.com/\"><script>",
+            }], "failed_feeds": [{}]}),
+            job_id: None,
+            schedule_id: None,
+            created_at: chrono::DateTime::UNIX_EPOCH,
+        };
+        let html = render_html(&a).expect("renders");
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(
+            html.contains(
+                ">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co</a> <small>Lab &quot;Q&quot;</small>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"https://e.com/&quot;&gt;&lt;script&gt;\""),
+            "{html}"
+        );
+        assert!(html.contains("<h1>ai &amp; ml — 2026-10-20</h1>"), "{html}");
+        assert!(html.contains("1 feed(s) could not be read"), "{html}");
+        assert!(html.ends_with("</body></html>\n"), "{html}");
     }
 }

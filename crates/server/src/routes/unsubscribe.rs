@@ -18,7 +18,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use kairos_channels::email::unsubscribe::verify;
 use serde::Deserialize;
@@ -36,42 +36,23 @@ pub struct TokenQuery {
     pub token: Option<String>,
 }
 
-fn escape(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '<' => "&lt;".into(),
-            '>' => "&gt;".into(),
-            '&' => "&amp;".into(),
-            '"' => "&quot;".into(),
-            '\'' => "&#39;".into(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex\"><title>{t}</title></head>\
-         <body style=\"font-family: sans-serif; max-width: 32rem; margin: 3rem auto\">\
-         <h1>{t}</h1>{body}</body></html>\n",
-        t = escape(title)
+/// An unsubscribe page (`unsubscribe.html`: `which` picks its paragraph, minijinja escapes the
+/// topic and token), never cached.
+fn page(status: StatusCode, title: &str, which: &str, topic: &str, token: &str) -> Response {
+    let mut res = crate::pages::page(
+        status,
+        "unsubscribe.html",
+        minijinja::context! { title => title, page => which, topic => topic, token => token },
     );
-    let mut res = (status, Html(html)).into_response();
     res.headers_mut().insert(
         header::CACHE_CONTROL,
-        "no-store".parse().unwrap_or_else(|_| unreachable!()),
+        header::HeaderValue::from_static("no-store"),
     );
     res
 }
 
 fn bad_token() -> Response {
-    page(
-        StatusCode::BAD_REQUEST,
-        "Invalid link",
-        "<p>This unsubscribe link is not valid. Use the link of a recent message.</p>",
-    )
+    page(StatusCode::BAD_REQUEST, "Invalid link", "invalid", "", "")
 }
 
 /// The (recipient, topic) of a valid token; `None` (answered with [`bad_token`]) otherwise.
@@ -93,18 +74,7 @@ pub async fn show(State(state): State<AppState>, Query(q): Query<TokenQuery>) ->
         return bad_token();
     };
     let token = q.token.unwrap_or_default();
-    page(
-        StatusCode::OK,
-        "Unsubscribe",
-        &format!(
-            "<p>Stop receiving <strong>{topic}</strong> messages?</p>\
-             <form method=\"post\" action=\"/unsubscribe?token={token}\">\
-             <input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
-             <button type=\"submit\">Unsubscribe</button></form>",
-            topic = escape(&topic),
-            token = escape(&token),
-        ),
-    )
+    page(StatusCode::OK, "Unsubscribe", "confirm", &topic, &token)
 }
 
 /// Whether a form body (urlencoded or multipart) carries `List-Unsubscribe=One-Click`.
@@ -186,25 +156,71 @@ pub async fn confirm(
         return page(
             StatusCode::BAD_REQUEST,
             "Not unsubscribed",
-            "<p>The request must carry <code>List-Unsubscribe=One-Click</code> (RFC 8058).</p>",
+            "not_one_click",
+            &topic,
+            "",
         );
     }
     match state.kairos.unsubscribe(&recipient, &topic).await {
-        Ok(_) => page(
-            StatusCode::OK,
-            "Unsubscribed",
-            &format!(
-                "<p>You will no longer receive <strong>{}</strong> messages.</p>",
-                escape(&topic)
-            ),
-        ),
+        Ok(_) => page(StatusCode::OK, "Unsubscribed", "done", &topic, ""),
         Err(e) => {
             tracing::error!(error = %e, "one-click unsubscribe failed");
             page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Try again",
-                "<p>We could not record your request just now. Please try again in a minute.</p>",
+                "retry",
+                "",
+                "",
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(res: Response) -> String {
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        String::from_utf8(bytes.to_vec()).expect("UTF-8")
+    }
+
+    /// A topic name reaches the confirmation page and the done page escaped (the template
+    /// engine's auto-escaping), the token in the form's action too; pages are never cached.
+    #[tokio::test]
+    async fn topic_and_token_are_escaped_and_pages_not_cached() {
+        let topic = "<script>alert(\"x\")</script> & co";
+        let res = page(StatusCode::OK, "Unsubscribe", "confirm", topic, "v1.\"a&b");
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()[header::CACHE_CONTROL], "no-store");
+        let ct = res.headers()[header::CONTENT_TYPE].to_str().expect("ASCII");
+        assert!(ct.starts_with("text/html"), "{ct}");
+        let html = body(res).await;
+        assert!(!html.contains("<script>"), "{html}");
+        assert!(
+            html.contains(
+                "<strong>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co</strong>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("action=\"/unsubscribe?token=v1.&quot;a&amp;b\""),
+            "{html}"
+        );
+        let done = body(page(StatusCode::OK, "Unsubscribed", "done", topic, "")).await;
+        assert!(
+            done.contains("no longer receive <strong>&lt;script&gt;"),
+            "{done}"
+        );
+        let bad = bad_token();
+        assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(bad.headers()[header::CACHE_CONTROL], "no-store");
+        assert!(
+            body(bad)
+                .await
+                .contains("<h1>Invalid link</h1><p>This unsubscribe link is not valid.")
+        );
     }
 }
