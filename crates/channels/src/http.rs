@@ -10,7 +10,8 @@
 use crate::signing::{WebhookSecret, sign};
 use crate::ssrf::check_target;
 use crate::transport::{
-    build_client, read_excerpt, request_failure, retry_after_of, status_failure,
+    build_client, call_span, read_excerpt, record_call, request_failure, retry_after_of,
+    status_failure, traceparent,
 };
 use chrono::{DateTime, Utc};
 use kairos_core::{Failure, Outcome};
@@ -18,6 +19,7 @@ use reqwest::Method;
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use std::collections::BTreeMap;
 use std::time::Duration;
+use tracing::Instrument;
 use url::Url;
 
 /// Settings of an [`HttpCaller`]. Every field has a default; [`HttpCallConfig::validate`]
@@ -171,7 +173,8 @@ impl HttpCaller {
             Ok(u) => u,
             Err(e) => return failed(Failure::permanent(format!("invalid URL: {e}"))),
         };
-        let request = match self.request(url.clone(), call, msg_id, now) {
+        let span = call_span("http", call.method);
+        let request = match self.request(url.clone(), call, msg_id, now, traceparent(&span)) {
             Ok(r) => r,
             Err(f) => return failed(f),
         };
@@ -201,13 +204,15 @@ impl HttpCaller {
             f.retry_after = retry_after;
             failed(f)
         };
-        match tokio::time::timeout(call.timeout, run).await {
+        let outcome = match tokio::time::timeout(call.timeout, run.instrument(span.clone())).await {
             Ok(outcome) => outcome,
             Err(_) => failed(Failure::transient(format!(
                 "request timed out after {}",
                 kairos_core::retry::format_duration(call.timeout)
             ))),
-        }
+        };
+        record_call(&span, &outcome);
+        outcome
     }
 
     fn request(
@@ -216,6 +221,7 @@ impl HttpCaller {
         call: &HttpCall<'_>,
         msg_id: &str,
         now: DateTime<Utc>,
+        trace: Option<HeaderValue>,
     ) -> Result<reqwest::RequestBuilder, Failure> {
         check_request_parts(call.method, call.headers)
             .map_err(|e| Failure::permanent(e.to_string()))?;
@@ -223,7 +229,14 @@ impl HttpCaller {
             .map_err(|_| Failure::permanent("http.method: not an HTTP method"))?;
         let mut rb = self.client.request(method, url).timeout(call.timeout);
         for (name, value) in call.headers {
+            // With tracing on, the call's own trace context replaces one given by the user.
+            if trace.is_some() && name.eq_ignore_ascii_case("traceparent") {
+                continue;
+            }
             rb = rb.header(name.as_str(), value.as_str());
+        }
+        if let Some(tp) = trace {
+            rb = rb.header("traceparent", tp);
         }
         let body = call.body.unwrap_or_default();
         match call.auth {

@@ -1,16 +1,20 @@
 //! What every outgoing HTTP call of kairos shares (webhooks, `http` jobs): the client (no
 //! redirects, no proxies, the SSRF-safe resolver), the classification of request errors and
-//! statuses, bounded response excerpts, and `Retry-After`.
+//! statuses, bounded response excerpts, `Retry-After`, and with tracing on the call's span and
+//! its W3C `traceparent` header.
 //!
 //! Messages never contain the URL (which may carry credentials) or a secret: reqwest's own
 //! messages include the URL, so only the innermost cause's text is used.
 
 use crate::ssrf::{PrivateAddressError, PublicOnlyResolver, private_message};
 use chrono::{DateTime, Utc};
+use kairos_core::Outcome;
 use kairos_core::{ErrorClass, Failure};
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use opentelemetry::trace::TraceContextExt;
+use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use std::error::Error as StdError;
 use std::time::{Duration, SystemTime};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Build a client: no redirects, no proxies (the address checked is the address connected
 /// to), `user_agent`, an overall `timeout` if given (a request may set its own), and — unless
@@ -38,6 +42,61 @@ pub(crate) fn build_client(
     builder
         .build()
         .map_err(|e| crate::Error::client(format!("could not build the {what} HTTP client"), e))
+}
+
+/// The span of one outgoing call (target `kairos::trace`: built only with tracing on), named
+/// `<channel> <method>` (`webhook POST`, `http GET`). Its attributes are the method and, once
+/// known, the response status: never the URL, the address or a header.
+pub(crate) fn call_span(channel: &'static str, method: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: "kairos::trace",
+        "outgoing call",
+        otel.name = %format_args!("{channel} {method}"),
+        kairos.channel = channel,
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = method,
+        http.response.status_code = tracing::field::Empty,
+    )
+}
+
+/// Record the outcome of the call of `span`: the response status, and an error status when
+/// it failed.
+pub(crate) fn record_call(span: &tracing::Span, outcome: &Outcome) {
+    if span.is_disabled() {
+        return;
+    }
+    let status = match outcome {
+        Outcome::Delivered { status_code, .. } => *status_code,
+        Outcome::Failed(f) => {
+            span.record("otel.status_code", "error");
+            f.status_code
+        }
+        Outcome::Skipped(_) => None,
+    };
+    if let Some(code) = status {
+        span.record("http.response.status_code", code);
+    }
+}
+
+/// The W3C `traceparent` header naming `span` as the caller, or `None` with tracing off (the
+/// span disabled, or no valid trace context).
+pub(crate) fn traceparent(span: &tracing::Span) -> Option<HeaderValue> {
+    if span.is_disabled() {
+        return None;
+    }
+    let cx = span.context();
+    let sc = cx.span().span_context().clone();
+    if !sc.is_valid() {
+        return None;
+    }
+    HeaderValue::from_str(&format!(
+        "00-{:032x}-{:016x}-{:02x}",
+        sc.trace_id(),
+        sc.span_id(),
+        sc.trace_flags().to_u8()
+    ))
+    .ok()
 }
 
 /// A request that got no response, as a classified failure: a private target refused at

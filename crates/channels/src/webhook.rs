@@ -8,12 +8,14 @@
 use crate::signing::{WebhookSecret, sign};
 use crate::ssrf::check_target;
 use crate::transport::{
-    build_client, read_excerpt, request_failure, retry_after_of, status_failure,
+    build_client, call_span, read_excerpt, record_call, request_failure, retry_after_of,
+    status_failure, traceparent,
 };
 use chrono::{DateTime, Utc};
 use kairos_core::{Failure, Outcome};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use std::time::Duration;
+use tracing::Instrument;
 use url::Url;
 
 pub use crate::transport::parse_retry_after;
@@ -134,7 +136,13 @@ impl WebhookSender {
         if let Err(e) = check_target(&url, self.config.allow_private_targets).await {
             return failed(e.to_failure());
         }
-        self.post(url, secret, msg_id, now, body).await
+        let span = call_span("webhook", "POST");
+        let outcome = self
+            .post(url, secret, msg_id, now, body, traceparent(&span))
+            .instrument(span.clone())
+            .await;
+        record_call(&span, &outcome);
+        outcome
     }
 
     /// The request itself, after the target check.
@@ -145,6 +153,7 @@ impl WebhookSender {
         msg_id: &str,
         now: DateTime<Utc>,
         body: &[u8],
+        trace: Option<HeaderValue>,
     ) -> Outcome {
         let id = match HeaderValue::from_str(msg_id) {
             Ok(v) => v,
@@ -156,9 +165,11 @@ impl WebhookSender {
         };
         let timestamp = now.timestamp();
         let signature = sign(secret, msg_id, timestamp, body);
-        let request = self
-            .client
-            .post(url)
+        let mut request = self.client.post(url);
+        if let Some(tp) = trace {
+            request = request.header("traceparent", tp);
+        }
+        let request = request
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header("webhook-id", id)
             .header("webhook-timestamp", timestamp.to_string())
@@ -250,7 +261,8 @@ mod tests {
         let sender = WebhookSender::new(WebhookConfig::default()).unwrap();
         let url = Url::parse("http://localhost:9/hook").unwrap();
         let secret = WebhookSecret::generate([1; 32]);
-        let Outcome::Failed(f) = sender.post(url, &secret, "msg_1", now(), b"{}").await else {
+        let Outcome::Failed(f) = sender.post(url, &secret, "msg_1", now(), b"{}", None).await
+        else {
             panic!("expected a failure");
         };
         assert_eq!(f.class, ErrorClass::Permanent, "{f:?}");

@@ -3,6 +3,7 @@
 use crate::common::{CliError, CliResult, GlobalArgs, open_store};
 use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
 use kairos_server::node::NodeBuilder;
+use kairos_server::otel::Tracing;
 use kairos_server::{ApiToken, app};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -18,19 +19,32 @@ pub struct ServeArgs {
 
 /// Set up logs on stderr: `RUST_LOG` filters (default `info`, without PostgreSQL's notices
 /// such as "relation already exists, skipping" from idempotent migrations); JSON lines with
-/// `log_format = json`.
-pub fn init_logging(format: LogFormat) {
+/// `log_format = json`. With `KAIROS_OTLP_ENDPOINT` set, also tracing: the returned
+/// [`Tracing`] is shut down once the node has stopped, so the last spans are exported.
+pub fn init_logging(cfg: &Config) -> Result<Option<Tracing>, CliError> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let otel = Tracing::from_config(cfg)?;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx::postgres::notice=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match cfg.log_format {
+        LogFormat::Json => fmt.json().boxed(),
+        LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).boxed(),
     };
+    let _ = tracing_subscriber::registry()
+        .with(fmt.with_filter(Tracing::hide_from_logs(filter)))
+        .with(otel.as_ref().map(|t| t.layer()))
+        .try_init();
+    Ok(otel)
+}
+
+/// Export the last spans, if tracing is on.
+async fn shutdown_tracing(otel: Option<Tracing>) {
+    if let Some(t) = otel {
+        t.shutdown().await;
+    }
 }
 
 /// Warn when the existing data directory is open to other users (kairos creates it 0700).
@@ -85,7 +99,7 @@ impl ShutdownSignal {
 pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(args.listen)?;
-    init_logging(cfg.log_format);
+    let otel = init_logging(&cfg)?;
     warn_open_data_dir(&cfg);
     let (token, source) = api_token(&cfg)?;
     if source == TokenSource::Generated {
@@ -133,6 +147,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     };
     running.join().await;
     node.close().await;
+    shutdown_tracing(otel).await;
     match served {
         Ok(Ok(())) => {
             tracing::info!("stopped");
@@ -147,7 +162,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
 pub async fn worker(global: &GlobalArgs) -> CliResult {
     let signal = ShutdownSignal::install();
     let cfg = global.load_config(None)?;
-    init_logging(cfg.log_format);
+    let otel = init_logging(&cfg)?;
     warn_open_data_dir(&cfg);
     let node = NodeBuilder::new(cfg.clone()).build().await?;
     let cancel = CancellationToken::new();
@@ -158,6 +173,7 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     cancel.cancel();
     running.join().await;
     node.close().await;
+    shutdown_tracing(otel).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -315,6 +315,13 @@ impl Scheduler {
                 plan.skipped,
                 now,
             );
+            crate::telemetry::spans::firings(
+                s,
+                &plan.fires,
+                fired.created.len(),
+                now,
+                self.clock.now().max(now),
+            );
             report.fired += plan.fires.len();
             report.jobs_created += fired.created.len();
             report.misfires_skipped += plan.skipped;

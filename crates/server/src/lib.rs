@@ -15,6 +15,7 @@
 //! - [`openapi`]: the OpenAPI document, generated from the code with utoipa.
 //! - [`node`]: one node built in one place ([`node::NodeBuilder`]): store, secret key,
 //!   handlers, engine and facade, for `kairos serve` and every other command.
+//! - [`otel`]: tracing over OpenTelemetry (`KAIROS_OTLP_ENDPOINT`), spans posted over OTLP/HTTP.
 #![deny(missing_docs)]
 
 pub mod access;
@@ -28,6 +29,7 @@ pub mod monitoring;
 pub mod node;
 pub mod openapi;
 pub mod pages;
+pub mod otel;
 pub mod problem;
 pub mod routes;
 pub mod views;

@@ -11,11 +11,22 @@ use kairos_core::{AttemptOutcome, ErrorClass, Failure, Job, Outcome};
 use kairos_store::{Attempt, JobComplete, Transition};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+use tracing::Instrument;
 
 use super::ExecutorReport;
 
-/// Run one attempt: the handler under its timeout, a panic caught and turned into a failure.
+/// Run one attempt: the handler under its timeout, a panic caught and turned into a failure;
+/// within the attempt's span (with tracing on), which records the outcome.
 pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
+    let span = crate::telemetry::spans::attempt(job);
+    let outcome = run_handler(registry, job, ctx)
+        .instrument(span.clone())
+        .await;
+    crate::telemetry::spans::attempt_outcome(&span, &outcome);
+    outcome
+}
+
+async fn run_handler(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
     let Some(handler) = registry.get(job.kind.as_str()) else {
         return Outcome::Failed(Failure::permanent(format!(
             "no handler is registered for kind {:?} on this node",

@@ -48,6 +48,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "shutdown_grace_secs",
     "poll_interval_ms",
     "log_format",
+    "otlp_endpoint",
     "retention_succeeded",
     "retention_dead",
     "retention_artifacts",
@@ -160,6 +161,13 @@ pub struct Config {
     pub poll_interval_ms: u64,
     /// `text` or `json` (`KAIROS_LOG_FORMAT`, default `text`).
     pub log_format: LogFormat,
+    /// The OpenTelemetry collector's base URL (`KAIROS_OTLP_ENDPOINT`, e.g.
+    /// `http://127.0.0.1:4318`): set, spans are posted to `<endpoint>/v1/traces` (OTLP over
+    /// HTTP, protobuf) and outgoing calls carry a W3C `traceparent`; unset (the default),
+    /// tracing is off. The standard `OTEL_*` variables (`OTEL_SERVICE_NAME`,
+    /// `OTEL_BSP_SCHEDULE_DELAY`, `OTEL_EXPORTER_OTLP_HEADERS`, …) apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
     /// Retention of succeeded, skipped and cancelled jobs and their attempts, counted from
     /// when they finished (`KAIROS_RETENTION_SUCCEEDED`, default `7d`; `off` keeps them; a
     /// bare number is seconds).
@@ -330,6 +338,7 @@ impl Default for Config {
             shutdown_grace_secs: 30,
             poll_interval_ms: 1000,
             log_format: LogFormat::Text,
+            otlp_endpoint: None,
             retention_succeeded: "7d".into(),
             retention_dead: "30d".into(),
             retention_artifacts: "365d".into(),

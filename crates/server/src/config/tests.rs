@@ -390,3 +390,46 @@ fn retention_dedupe_comes_from_the_environment() {
         Ok(())
     });
 }
+
+/// `KAIROS_OTLP_ENDPOINT`: unset or blank is off; a base URL gets `/v1/traces` appended
+/// (with or without a trailing slash, after a path prefix); anything else is refused with an
+/// error naming the variable.
+#[test]
+fn otlp_endpoint_comes_from_the_environment_and_must_be_an_http_url() {
+    Jail::expect_with(|jail| {
+        assert_eq!(
+            load().map_err(|e| e.to_string())?.otlp_traces_url(),
+            Ok(None)
+        );
+        jail.set_env("KAIROS_OTLP_ENDPOINT", " ");
+        assert_eq!(
+            load().map_err(|e| e.to_string())?.otlp_traces_url(),
+            Ok(None)
+        );
+        for (given, url) in [
+            ("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
+            ("http://127.0.0.1:4318/", "http://127.0.0.1:4318/v1/traces"),
+            (
+                "https://otel.example.com/collector/",
+                "https://otel.example.com/collector/v1/traces",
+            ),
+        ] {
+            jail.set_env("KAIROS_OTLP_ENDPOINT", given);
+            let c = load().map_err(|e| e.to_string())?;
+            assert_eq!(c.otlp_traces_url(), Ok(Some(url.to_string())), "{given}");
+        }
+        for bad in [
+            "127.0.0.1:4318",
+            "ftp://collector:21",
+            "not a url",
+            "http://collector:4318/?token=x",
+            "http://collector:4318/#x",
+        ] {
+            jail.set_env("KAIROS_OTLP_ENDPOINT", bad);
+            let e = load().expect_err(bad);
+            assert_eq!(e.field, "otlp_endpoint", "{bad}");
+            assert!(e.reason.contains("KAIROS_OTLP_ENDPOINT"), "{bad}: {e}");
+        }
+        Ok(())
+    });
+}

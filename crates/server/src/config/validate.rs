@@ -53,6 +53,42 @@ impl Config {
         Ok(())
     }
 
+    /// Where spans are posted: `<otlp_endpoint>/v1/traces`, or `None` when tracing is off (the
+    /// setting unset or blank). The endpoint must be an `http://` or `https://` URL with a
+    /// host and no query or fragment (the signal's path is appended to it).
+    pub fn otlp_traces_url(&self) -> Result<Option<String>, ConfigError> {
+        let Some(raw) = self.otlp_endpoint.as_deref().map(str::trim) else {
+            return Ok(None);
+        };
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let bad = |why: &str| {
+            ConfigError::new(
+                "otlp_endpoint",
+                format!(
+                    "{why} (KAIROS_OTLP_ENDPOINT: the collector's base URL, e.g. \
+                     http://127.0.0.1:4318; spans go to <endpoint>/v1/traces)"
+                ),
+            )
+        };
+        let url = url::Url::parse(raw).map_err(|e| bad(&format!("is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(bad("must be an http:// or https:// URL"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(bad("must name a host"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(bad("must not have a query or a fragment"));
+        }
+        let mut base = url.to_string();
+        while base.ends_with('/') {
+            base.pop();
+        }
+        Ok(Some(format!("{base}/v1/traces")))
+    }
+
     /// Check every field; the error names it.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.retention()?;
@@ -66,6 +102,7 @@ impl Config {
             &self.slo_expansions_stuck_after,
         )?;
         self.validate_email()?;
+        self.otlp_traces_url()?;
         super::inbound::InboundConfig::from_config(self)?;
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::new("data_dir", "must not be empty"));
