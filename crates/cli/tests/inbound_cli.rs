@@ -7,7 +7,7 @@ mod common;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::{SECRET, Server, TOKEN, api, kairos_cmd, now_unix};
+use common::{SECRET, Server, TOKEN, api, now_unix};
 use hmac::{Hmac, KeyInit, Mac};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -23,17 +23,8 @@ fn sign(id: &str, ts: i64, body: &str) -> String {
 }
 
 fn run(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = kairos_cmd()
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .expect("run kairos");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, out, err) = common::run_in(dir, args);
+    (code == Some(0), out, err)
 }
 
 /// Poll `GET /v1/schedules` (at most 400 × 25 ms) until it answers `want`.
