@@ -1,5 +1,5 @@
 //! A database whose roles are written once: [`SqlDb`] is what a store gives the shared role
-//! impls (`kairos_store::sql::roles`) — runners on its read and write pools, write
+//! impls (the `impl<D: SqlDb> … for D` in each `kairos_store::sql` module) — runners on its read and write pools, write
 //! transactions, its sealer and its erasure key — and [`sql_db!`](crate::sql_db) writes that
 //! impl from the store's field names, so neither store repeats it.
 //!
