@@ -45,7 +45,8 @@ pub(crate) fn build_client(
 }
 
 /// The span of one outgoing call (target `kairos::trace`: built only with tracing on), named
-/// `<channel> <method>` (`webhook POST`, `http GET`). Its attributes are the method and, once
+/// `<channel> <method>` (`webhook POST`, `http GET`, `feed GET`, `model POST`,
+/// `entitlement POST`, `resend POST`, `smtp SEND`). Its attributes are the method and, once
 /// known, the response status: never the URL, the address or a header.
 pub(crate) fn call_span(channel: &'static str, method: &str) -> tracing::Span {
     tracing::info_span!(
@@ -66,14 +67,22 @@ pub(crate) fn record_call(span: &tracing::Span, outcome: &Outcome) {
     if span.is_disabled() {
         return;
     }
-    let status = match outcome {
-        Outcome::Delivered { status_code, .. } => *status_code,
-        Outcome::Failed(f) => {
-            span.record("otel.status_code", "error");
-            f.status_code
-        }
-        Outcome::Skipped(_) => None,
-    };
+    match outcome {
+        Outcome::Delivered { status_code, .. } => record_status(span, *status_code, false),
+        Outcome::Failed(f) => record_status(span, f.status_code, true),
+        Outcome::Skipped(_) => {}
+    }
+}
+
+/// Record a call's result on its `span`: the response (or SMTP reply) status when there was
+/// one, and an error status when the call `failed`.
+pub(crate) fn record_status(span: &tracing::Span, status: Option<u16>, failed: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    if failed {
+        span.record("otel.status_code", "error");
+    }
     if let Some(code) = status {
         span.record("http.response.status_code", code);
     }

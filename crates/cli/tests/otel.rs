@@ -433,3 +433,212 @@ async fn without_an_endpoint_outgoing_calls_carry_no_traceparent() {
     assert_eq!(got.header("traceparent"), None, "{:?}", got.headers);
     server.terminate(Duration::from_secs(20)).await;
 }
+
+/// Every outgoing call is a client span under its attempt, not only webhooks and `http` jobs:
+/// a digest's feed fetch and model call, a mail's entitlement check and its SMTP send. And a
+/// request that carries a `traceparent` continues the caller's trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digest_and_mail_calls_are_spans_and_a_callers_traceparent_is_continued() {
+    kairos_testkit::init_crypto();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(smtp) = kairos_testkit::smtp::SmtpSink::start(&dir.path().join("smtp")).await else {
+        return; // SmtpSink said why on stderr (and panics where it is required).
+    };
+    let feeds = TestReceiver::start().await;
+    feeds.set_default(
+        kairos_testkit::Reply::status(200)
+            .with_header("content-type", "application/rss+xml")
+            .with_body(
+                "<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>News</title>\
+                 <link>https://example.com/</link><description>d</description>\
+                 <item><title>Rust 2.0</title><link>https://example.com/a</link>\
+                 <description>Rust 2.0 is out. More later.</description>\
+                 <pubDate>Mon, 30 Nov 2026 09:00:00 +0000</pubDate>\
+                 <guid>https://example.com/a</guid></item></channel></rss>",
+            ),
+    );
+    let model = TestReceiver::start().await;
+    model.set_default(
+        kairos_testkit::Reply::status(200)
+            .with_header("content-type", "application/json")
+            .with_body(
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": "A summary."}}]})
+                .to_string(),
+            ),
+    );
+    let entitled = TestReceiver::start().await;
+    entitled.set_default(
+        kairos_testkit::Reply::status(200)
+            .with_header("content-type", "application/json")
+            .with_body(r#"{"entitled": true}"#),
+    );
+    let (collector, endpoint) = Collector::start().await;
+    let model_url = model.url("");
+    let smtp_url = smtp.url();
+    let server = Server::start_with(
+        &dir.path().join("data"),
+        Some(TOKEN),
+        &[
+            ("KAIROS_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("KAIROS_EMAIL_TRANSPORT", "smtp"),
+            ("KAIROS_SMTP_URL", smtp_url.as_str()),
+            ("KAIROS_OPENAI_API_URL", model_url.trim_end_matches('/')),
+            ("KAIROS_OPENAI_API_KEY", "sk-test-not-a-real-key"),
+        ],
+    )
+    .await;
+    let http = client();
+    let base = server.base.clone();
+    let call = |m: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let (http, url) = (http.clone(), format!("{base}{path}"));
+        async move { api(&http, m, url, body).await }
+    };
+
+    let (s, b) = call(
+        reqwest::Method::POST,
+        "/v1/jobs",
+        Some(
+            json!({"kind": "digest", "payload": {"name": "news", "feeds": [feeds.url("/feed.xml")],
+                    "summarizer": "openai", "period": "2026-11-30"}}),
+        ),
+    )
+    .await;
+    assert_eq!(s, 201, "{b}");
+    let digest_job = b["id"].as_str().expect("digest job id").to_string();
+    let (s, b) = call(
+        reqwest::Method::PUT,
+        "/v1/recipients/usr_1",
+        Some(json!({"email": EMAIL, "timezone": "UTC"})),
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = call(
+        reqwest::Method::PUT,
+        "/v1/topics/weekly",
+        Some(
+            json!({"subject": "Your week", "text": "Hello {{ recipient.id }}",
+                    "entitlement_url": entitled.url("/entitled")}),
+        ),
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = call(
+        reqwest::Method::PUT,
+        "/v1/subscriptions/usr_1/weekly",
+        Some(json!({"channels": ["email"]})),
+    )
+    .await;
+    assert_eq!(s, 200, "{b}");
+    let (s, sched) = call(
+        reqwest::Method::POST,
+        "/v1/schedules",
+        Some(json!({"name": "weekly", "kind": "email", "topic": "weekly",
+                    "cron": "0 9 * * 1", "timezone": "UTC", "period": "iso_week"})),
+    )
+    .await;
+    assert_eq!(s, 201, "{sched}");
+    let sid = sched["id"].as_str().expect("schedule id").to_string();
+    let (s, b) = call(
+        reqwest::Method::POST,
+        &format!("/v1/schedules/{sid}/fire"),
+        None,
+    )
+    .await;
+    assert!(s == 200 || s == 201, "{b}");
+
+    // A caller's request, with its own trace context.
+    let caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let caller_span = "00f067aa0ba902b7";
+    let r = http
+        .get(format!("{}/v1/schedules/{sid}", server.base))
+        .bearer_auth(TOKEN)
+        .header("traceparent", format!("00-{caller_trace}-{caller_span}-01"))
+        .send()
+        .await
+        .expect("GET the schedule");
+    assert_eq!(r.status(), 200);
+
+    // Bounded: at most 30 s for the four calls' spans.
+    let names = ["feed GET", "model POST", "entitlement POST", "smtp SEND"];
+    let complete = |spans: &[Got]| {
+        names.iter().all(|n| spans.iter().any(|s| s.name == *n))
+            && spans
+                .iter()
+                .any(|s| s.attr("http.route") == Some("/v1/schedules/{id}"))
+    };
+    for _ in 0..300 {
+        if complete(&collector.spans()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let spans = collector.spans();
+    assert!(
+        complete(&spans),
+        "spans missing: {spans:#?}\nstderr:\n{}",
+        server.stderr()
+    );
+    let attempt_of = |call: &Got| {
+        spans
+            .iter()
+            .find(|a| a.span_id == call.parent)
+            .unwrap_or_else(|| panic!("the attempt above {call:?}"))
+            .clone()
+    };
+    for name in names {
+        let c = spans.iter().find(|s| s.name == name).expect("the call");
+        assert_eq!(c.kind, KIND_CLIENT, "{c:?}");
+        let a = attempt_of(c);
+        assert_eq!(a.kind, KIND_CONSUMER, "{name} under an attempt: {a:?}");
+        assert_eq!(a.trace_id, c.trace_id);
+        let kind = if name.starts_with("feed") || name.starts_with("model") {
+            assert_eq!(a.attr("kairos.job_id"), Some(digest_job.as_str()));
+            "digest"
+        } else {
+            "email"
+        };
+        assert_eq!(a.attr("kairos.kind"), Some(kind), "{a:?}");
+        if name != "smtp SEND" {
+            assert_eq!(c.attr("http.response.status_code"), Some("200"), "{c:?}");
+        }
+    }
+    let smtp_span = spans.iter().find(|s| s.name == "smtp SEND").expect("smtp");
+    assert_eq!(smtp_span.attr("http.response.status_code"), Some("250"));
+    assert_eq!(smtp.messages().len(), 1, "the mail was sent");
+
+    let got = spans
+        .iter()
+        .find(|s| s.attr("http.route") == Some("/v1/schedules/{id}"))
+        .expect("the caller's request");
+    assert_eq!(got.trace_id, caller_trace, "the caller's trace continues");
+    assert_eq!(got.parent, caller_span, "a child of the caller's span");
+    let own = spans
+        .iter()
+        .find(|s| s.attr("http.route") == Some("/v1/topics/{name}"))
+        .expect("a request without a traceparent");
+    assert!(own.parent.is_empty(), "a root of its own: {own:?}");
+    assert_ne!(own.trace_id, caller_trace);
+
+    for s in &spans {
+        for (k, v) in &s.attrs {
+            for secret in [
+                TOKEN,
+                EMAIL,
+                "sk-test-not-a-real-key",
+                "127.0.0.1",
+                "/feed.xml",
+            ] {
+                assert!(
+                    !v.contains(secret),
+                    "{k}={v} of {} holds {secret:?}",
+                    s.name
+                );
+            }
+        }
+    }
+    let status = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status:?}");
+}

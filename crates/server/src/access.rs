@@ -3,14 +3,21 @@
 //! hold data), the status and the latency. Headers are not logged, so neither is the token.
 //!
 //! With tracing on (`KAIROS_OTLP_ENDPOINT`), each request is also a server span with the
-//! same method, route pattern and status (see [`crate::otel`]).
+//! same method, route pattern and status (see [`crate::otel`]). A request that carries a
+//! valid W3C `traceparent` (and `tracestate`) continues the caller's trace: its span is a
+//! child of the caller's, so an application's trace shows the kairos call it made.
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_http::HeaderExtractor;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use std::time::Instant;
 use tracing::Instrument;
 use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Log the request once it is answered.
 pub async fn log(req: Request, next: Next) -> Response {
@@ -32,6 +39,12 @@ pub async fn log(req: Request, next: Next) -> Response {
         http.route = %route,
         http.response.status_code = Empty,
     );
+    if !span.is_disabled() {
+        let caller = TraceContextPropagator::new().extract(&HeaderExtractor(req.headers()));
+        if caller.span().span_context().is_valid() {
+            let _ = span.set_parent(caller);
+        }
+    }
     let res = next.run(req).instrument(span.clone()).await;
     let status = res.status().as_u16();
     span.record("http.response.status_code", status);

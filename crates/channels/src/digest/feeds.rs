@@ -5,10 +5,12 @@
 use super::Digester;
 use super::http::{read_body, request_failure, retry_after, status_failure};
 use crate::ssrf::check_target;
+use crate::transport::{call_span, record_status};
 use chrono::{DateTime, Utc};
 use kairos_core::{ErrorClass, Failure};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+use tracing::Instrument;
 
 /// One item of a feed, reduced to what a digest shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,16 +170,25 @@ impl Digester {
             if !(200..300).contains(&status) {
                 return Err(status_failure(&what, status, ra, &body));
             }
-            Ok(body)
+            Ok((status, body))
         };
         // reqwest's timeout covers the body too; this outer one also bounds the target check's
         // resolution and anything else that could wait.
-        let body = tokio::time::timeout(timeout, fetch).await.map_err(|_| {
-            Failure::transient(format!(
-                "{what}: timed out after {}",
-                kairos_core::retry::format_duration(timeout)
-            ))
-        })??;
+        let span = call_span("feed", "GET");
+        let fetched = tokio::time::timeout(timeout, fetch.instrument(span.clone()))
+            .await
+            .map_err(|_| {
+                Failure::transient(format!(
+                    "{what}: timed out after {}",
+                    kairos_core::retry::format_duration(timeout)
+                ))
+            })
+            .and_then(|r| r);
+        match &fetched {
+            Ok((status, _)) => record_status(&span, Some(*status), false),
+            Err(f) => record_status(&span, f.status_code, true),
+        }
+        let (_, body) = fetched?;
         let feed = feed_rs::parser::parse(body.as_slice()).map_err(|e| {
             Failure::permanent(format!("{what}: not an RSS, Atom or JSON feed: {e}"))
         })?;

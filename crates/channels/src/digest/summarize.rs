@@ -7,9 +7,11 @@
 use super::Digester;
 use super::feeds::Item;
 use super::http::{read_body, request_failure, retry_after, status_failure};
+use crate::transport::{call_span, record_status};
 use chrono::{DateTime, Utc};
 use kairos_core::Failure;
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 /// Which summarizer builds a digest's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -216,17 +218,29 @@ impl Digester {
             if !(200..300).contains(&status) {
                 return Err(status_failure(what, status, ra, &bytes));
             }
-            serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+            let answer = serde_json::from_slice::<Value>(&bytes).map_err(|e| {
                 // A garbled body from a proxy or a cut connection: worth another try.
-                Failure::transient(format!("{what}: the answer is not JSON: {e}"))
-            })
+                let mut f = Failure::transient(format!("{what}: the answer is not JSON: {e}"));
+                f.status_code = Some(status);
+                f
+            })?;
+            Ok((status, answer))
         };
-        tokio::time::timeout(timeout, call).await.map_err(|_| {
-            Failure::transient(format!(
-                "{what}: timed out after {}",
-                kairos_core::retry::format_duration(timeout)
-            ))
-        })?
+        let span = call_span("model", "POST");
+        let called = tokio::time::timeout(timeout, call.instrument(span.clone()))
+            .await
+            .map_err(|_| {
+                Failure::transient(format!(
+                    "{what}: timed out after {}",
+                    kairos_core::retry::format_duration(timeout)
+                ))
+            })
+            .and_then(|r| r);
+        match &called {
+            Ok((status, _)) => record_status(&span, Some(*status), false),
+            Err(f) => record_status(&span, f.status_code, true),
+        }
+        called.map(|(_, answer)| answer)
     }
 }
 

@@ -12,9 +12,10 @@
 //! [`MAX_ANSWER_BYTES`].
 
 use crate::ssrf::check_target;
-use crate::transport::{build_client, request_failure};
+use crate::transport::{build_client, call_span, record_status, request_failure};
 use kairos_core::{ErrorClass, Failure};
 use std::time::Duration;
+use tracing::Instrument;
 use url::Url;
 
 /// The largest entitlement answer read (16 KiB): the answer is a tiny JSON object, and a
@@ -78,6 +79,19 @@ impl EntitlementChecker {
                 format!("entitlement_url refused: {e}"),
             ));
         }
+        let span = call_span("entitlement", "POST");
+        let (answer, status) = self.post(url, timeout, body).instrument(span.clone()).await;
+        record_status(&span, status, matches!(answer, Entitlement::Unknown(_)));
+        answer
+    }
+
+    /// The question itself, after the target check: the answer and the response's status.
+    async fn post(
+        &self,
+        url: Url,
+        timeout: Duration,
+        body: &serde_json::Value,
+    ) -> (Entitlement, Option<u16>) {
         let resp = self
             .client
             .post(url)
@@ -90,12 +104,12 @@ impl EntitlementChecker {
             Err(e) => {
                 let mut f = request_failure(&e, timeout);
                 f.message = format!("entitlement check failed: {}", f.message);
-                return Entitlement::Unknown(f);
+                return (Entitlement::Unknown(f), None);
             }
         };
         let status = resp.status().as_u16();
         if matches!(status, 403 | 404 | 410) {
-            return Entitlement::No;
+            return (Entitlement::No, Some(status));
         }
         if !(200..300).contains(&status) {
             // Even a 400 (a bug in the entitlement service) is transient: the question is
@@ -105,18 +119,18 @@ impl EntitlementChecker {
                 format!("entitlement check answered HTTP {status}"),
             );
             f.status_code = Some(status);
-            return Entitlement::Unknown(f);
+            return (Entitlement::Unknown(f), Some(status));
         }
         let answer = match read_capped(&mut resp, MAX_ANSWER_BYTES).await {
             Ok(a) => a,
-            Err(f) => return Entitlement::Unknown(f),
+            Err(f) => return (Entitlement::Unknown(f), Some(status)),
         };
         let v: serde_json::Value =
             serde_json::from_slice(&answer).unwrap_or(serde_json::Value::Null);
         if v.get("entitled").and_then(|e| e.as_bool()) == Some(false) {
-            Entitlement::No
+            (Entitlement::No, Some(status))
         } else {
-            Entitlement::Yes
+            (Entitlement::Yes, Some(status))
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod unsubscribe;
 use kairos_core::{Failure, Outcome};
 use std::path::PathBuf;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// One mail to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,12 +124,22 @@ impl EmailTransport {
     }
 
     /// Send one message.
+    /// With tracing on, an SMTP or Resend send is a client span (`smtp SEND`, `resend POST`)
+    /// under the attempt's; writing to the outbox is not an outgoing call and has none.
     pub async fn send(&self, m: &EmailMessage) -> SendReport {
-        match self {
-            EmailTransport::File(t) => t.send(m).await,
-            EmailTransport::Smtp(t) => t.send(m).await,
-            EmailTransport::Resend(t) => t.send(m).await,
-        }
+        let (span, report) = match self {
+            EmailTransport::File(t) => return t.send(m).await,
+            EmailTransport::Smtp(t) => {
+                let span = crate::transport::call_span("smtp", "SEND");
+                (span.clone(), t.send(m).instrument(span).await)
+            }
+            EmailTransport::Resend(t) => {
+                let span = crate::transport::call_span("resend", "POST");
+                (span.clone(), t.send(m).instrument(span).await)
+            }
+        };
+        crate::transport::record_call(&span, &report.outcome);
+        report
     }
 
     /// The longest one send may take (the handler's timeout adds reading the recipient).
