@@ -159,6 +159,21 @@ fn parse_traceparent(v: &str) -> (String, String) {
     (parts[1].to_string(), parts[2].to_string())
 }
 
+/// No span attribute holds any of `secrets` (ids, kinds, statuses and outcomes only).
+fn assert_holds_none(spans: &[Got], secrets: &[&str]) {
+    for s in spans {
+        for (k, v) in &s.attrs {
+            for secret in secrets {
+                assert!(
+                    !v.contains(secret),
+                    "{k}={v} of {} holds {secret:?}",
+                    s.name
+                );
+            }
+        }
+    }
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
@@ -345,25 +360,18 @@ async fn spans_reach_the_collector_linked_and_outgoing_calls_carry_their_tracepa
     assert_eq!(parent, call.span_id);
 
     // Ids, kinds, statuses and outcomes only: no URL, address, query, token or payload.
-    for s in &spans {
-        for (k, v) in &s.attrs {
-            for secret in [
-                TOKEN,
-                BEARER,
-                EMAIL,
-                "127.0.0.1",
-                "who=alice",
-                "/tick",
-                "/call",
-            ] {
-                assert!(
-                    !v.contains(secret),
-                    "{k}={v} of {} holds {secret:?}",
-                    s.name
-                );
-            }
-        }
-    }
+    assert_holds_none(
+        &spans,
+        &[
+            TOKEN,
+            BEARER,
+            EMAIL,
+            "127.0.0.1",
+            "who=alice",
+            "/tick",
+            "/call",
+        ],
+    );
     let status = server.terminate(Duration::from_secs(20)).await;
     assert!(status.success(), "{status:?}");
 }
@@ -622,23 +630,16 @@ async fn digest_and_mail_calls_are_spans_and_a_callers_traceparent_is_continued(
     assert!(own.parent.is_empty(), "a root of its own: {own:?}");
     assert_ne!(own.trace_id, caller_trace);
 
-    for s in &spans {
-        for (k, v) in &s.attrs {
-            for secret in [
-                TOKEN,
-                EMAIL,
-                "sk-test-not-a-real-key",
-                "127.0.0.1",
-                "/feed.xml",
-            ] {
-                assert!(
-                    !v.contains(secret),
-                    "{k}={v} of {} holds {secret:?}",
-                    s.name
-                );
-            }
-        }
-    }
+    assert_holds_none(
+        &spans,
+        &[
+            TOKEN,
+            EMAIL,
+            "sk-test-not-a-real-key",
+            "127.0.0.1",
+            "/feed.xml",
+        ],
+    );
     let status = server.terminate(Duration::from_secs(20)).await;
     assert!(status.success(), "{status:?}");
 }

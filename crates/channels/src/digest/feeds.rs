@@ -3,14 +3,13 @@
 //! else by id, else by title) and ordered newest first, feeds in their given order on ties.
 
 use super::Digester;
-use super::http::{read_body, request_failure, retry_after, status_failure};
+use super::http::{read_body, request_failure, retry_after, status_failure, traced};
 use crate::ssrf::check_target;
-use crate::transport::{call_span, record_status};
+use crate::transport::call_span;
 use chrono::{DateTime, Utc};
 use kairos_core::{ErrorClass, Failure};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use tracing::Instrument;
 
 /// One item of a feed, reduced to what a digest shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -174,21 +173,7 @@ impl Digester {
         };
         // reqwest's timeout covers the body too; this outer one also bounds the target check's
         // resolution and anything else that could wait.
-        let span = call_span("feed", "GET");
-        let fetched = tokio::time::timeout(timeout, fetch.instrument(span.clone()))
-            .await
-            .map_err(|_| {
-                Failure::transient(format!(
-                    "{what}: timed out after {}",
-                    kairos_core::retry::format_duration(timeout)
-                ))
-            })
-            .and_then(|r| r);
-        match &fetched {
-            Ok((status, _)) => record_status(&span, Some(*status), false),
-            Err(f) => record_status(&span, f.status_code, true),
-        }
-        let (_, body) = fetched?;
+        let body = traced(&what, timeout, call_span("feed", "GET"), fetch).await?;
         let feed = feed_rs::parser::parse(body.as_slice()).map_err(|e| {
             Failure::permanent(format!("{what}: not an RSS, Atom or JSON feed: {e}"))
         })?;

@@ -64,6 +64,32 @@ pub(crate) async fn read_body(
     }
 }
 
+/// Run one call of a digest under `timeout` and inside `span` (its client span, see
+/// `transport::call_span`): the answer, with its status and any failure recorded on the span.
+/// `call` yields the response's status beside the answer.
+pub(crate) async fn traced<T>(
+    what: &str,
+    timeout: Duration,
+    span: tracing::Span,
+    call: impl std::future::Future<Output = Result<(u16, T), Failure>>,
+) -> Result<T, Failure> {
+    use tracing::Instrument;
+    let done = tokio::time::timeout(timeout, call.instrument(span.clone()))
+        .await
+        .map_err(|_| {
+            Failure::transient(format!(
+                "{what}: timed out after {}",
+                kairos_core::retry::format_duration(timeout)
+            ))
+        })
+        .and_then(|r| r);
+    match &done {
+        Ok((status, _)) => crate::transport::record_status(&span, Some(*status), false),
+        Err(f) => crate::transport::record_status(&span, f.status_code, true),
+    }
+    done.map(|(_, answer)| answer)
+}
+
 /// At most `max` bytes of `bytes` as text, cut at a character boundary.
 pub(crate) fn excerpt(bytes: &[u8], max: usize) -> String {
     transport::truncate_utf8(bytes, max)

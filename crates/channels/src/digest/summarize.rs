@@ -6,12 +6,11 @@
 
 use super::Digester;
 use super::feeds::Item;
-use super::http::{read_body, request_failure, retry_after, status_failure};
-use crate::transport::{call_span, record_status};
+use super::http::{read_body, request_failure, retry_after, status_failure, traced};
+use crate::transport::call_span;
 use chrono::{DateTime, Utc};
 use kairos_core::Failure;
 use serde_json::{Value, json};
-use tracing::Instrument;
 
 /// Which summarizer builds a digest's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,21 +225,7 @@ impl Digester {
             })?;
             Ok((status, answer))
         };
-        let span = call_span("model", "POST");
-        let called = tokio::time::timeout(timeout, call.instrument(span.clone()))
-            .await
-            .map_err(|_| {
-                Failure::transient(format!(
-                    "{what}: timed out after {}",
-                    kairos_core::retry::format_duration(timeout)
-                ))
-            })
-            .and_then(|r| r);
-        match &called {
-            Ok((status, _)) => record_status(&span, Some(*status), false),
-            Err(f) => record_status(&span, f.status_code, true),
-        }
-        called.map(|(_, answer)| answer)
+        traced(what, timeout, call_span("model", "POST"), call).await
     }
 }
 
