@@ -32,6 +32,6 @@ pub mod webhook;
 
 pub use error::{Error, ErrorKind};
 pub use http::{HttpCall, HttpCallAuth, HttpCallConfig, HttpCaller};
-pub use signing::{VerifyError, WebhookSecret, sign, verify};
+pub use signing::{VerifyError, WebhookSecret, sign, sign_all, verify};
 pub use ssrf::{PublicOnlyResolver, TargetError, check_target, is_private_address};
 pub use webhook::{WebhookConfig, WebhookSender, parse_retry_after};

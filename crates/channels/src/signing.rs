@@ -107,6 +107,17 @@ pub fn sign(secret: &WebhookSecret, msg_id: &str, timestamp: i64, body: &[u8]) -
     format!("{VERSION},{}", STANDARD.encode(tag))
 }
 
+/// The `webhook-signature` value signed by each of `secrets`, space-separated in their order
+/// (`v1,<sig> v1,<sig>`): during a key rotation the new secret first, then the previous one,
+/// so that a receiver holding either verifies the message.
+pub fn sign_all(secrets: &[&WebhookSecret], msg_id: &str, timestamp: i64, body: &[u8]) -> String {
+    secrets
+        .iter()
+        .map(|s| sign(s, msg_id, timestamp, body))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Why a signature was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -213,6 +224,20 @@ mod tests {
             verify(&[other_secret()], ID, TS, BODY, EXPECTED, TS, 300),
             Err(VerifyError::Mismatch)
         );
+    }
+
+    #[test]
+    fn sign_all_carries_one_signature_per_secret_in_order() {
+        let (new, old) = (other_secret(), secret());
+        let header = sign_all(&[&new, &old], ID, TS, BODY);
+        let parts: Vec<&str> = header.split(' ').collect();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0], sign(&new, ID, TS, BODY));
+        assert_eq!(parts[1], EXPECTED);
+        // A receiver holding only one of the two secrets verifies it.
+        assert_eq!(verify(&[old], ID, TS, BODY, &header, TS, 300), Ok(()));
+        assert_eq!(verify(&[new], ID, TS, BODY, &header, TS, 300), Ok(()));
+        assert_eq!(sign_all(&[&secret()], ID, TS, BODY), EXPECTED);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! `webhook-signature` (see [`crate::signing`]). Only a 2xx answer is a delivery; redirects are
 //! not followed; 410 Gone disables the endpoint; targets are checked by [`crate::ssrf`].
 
-use crate::signing::{WebhookSecret, sign};
+use crate::signing::{WebhookSecret, sign_all};
 use crate::ssrf::check_target;
 use crate::transport::{
     build_client, call_span, read_excerpt, record_call, request_failure, retry_after_of,
@@ -129,6 +129,23 @@ impl WebhookSender {
         now: DateTime<Utc>,
         body: &[u8],
     ) -> Outcome {
+        self.send_signed(url, &[secret], msg_id, now, body).await
+    }
+
+    /// [`send`](Self::send), signed by every secret of `secrets` (during a key rotation: the
+    /// new one and the previous one), each signature in `webhook-signature`, space-separated.
+    /// An empty `secrets` is a permanent failure (nothing is sent unsigned).
+    pub async fn send_signed(
+        &self,
+        url: &str,
+        secrets: &[&WebhookSecret],
+        msg_id: &str,
+        now: DateTime<Utc>,
+        body: &[u8],
+    ) -> Outcome {
+        if secrets.is_empty() {
+            return failed(Failure::permanent("no webhook secret to sign with"));
+        }
         let url = match Url::parse(url) {
             Ok(u) => u,
             Err(e) => return failed(Failure::permanent(format!("invalid webhook URL: {e}"))),
@@ -138,7 +155,7 @@ impl WebhookSender {
         }
         let span = call_span("webhook", "POST");
         let outcome = self
-            .post(url, secret, msg_id, now, body, traceparent(&span))
+            .post(url, secrets, msg_id, now, body, traceparent(&span))
             .instrument(span.clone())
             .await;
         record_call(&span, &outcome);
@@ -149,7 +166,7 @@ impl WebhookSender {
     async fn post(
         &self,
         url: Url,
-        secret: &WebhookSecret,
+        secrets: &[&WebhookSecret],
         msg_id: &str,
         now: DateTime<Utc>,
         body: &[u8],
@@ -164,7 +181,7 @@ impl WebhookSender {
             }
         };
         let timestamp = now.timestamp();
-        let signature = sign(secret, msg_id, timestamp, body);
+        let signature = sign_all(secrets, msg_id, timestamp, body);
         let mut request = self.client.post(url);
         if let Some(tp) = trace {
             request = request.header("traceparent", tp);
@@ -261,7 +278,9 @@ mod tests {
         let sender = WebhookSender::new(WebhookConfig::default()).unwrap();
         let url = Url::parse("http://localhost:9/hook").unwrap();
         let secret = WebhookSecret::generate([1; 32]);
-        let Outcome::Failed(f) = sender.post(url, &secret, "msg_1", now(), b"{}", None).await
+        let Outcome::Failed(f) = sender
+            .post(url, &[&secret], "msg_1", now(), b"{}", None)
+            .await
         else {
             panic!("expected a failure");
         };

@@ -134,8 +134,44 @@ pub async fn open_store(cfg: &Config) -> CliResult<Db> {
 /// without a server running), built by the same node builder as `kairos serve`, without an
 /// engine.
 pub async fn open_kairos(cfg: &Config) -> CliResult<Kairos> {
-    let (_db, kairos) = NodeBuilder::new(cfg.clone()).open_kairos().await?;
+    let (_db, kairos) = node_builder(cfg)?.open_kairos().await?;
     Ok(kairos)
+}
+
+/// The node builder for `cfg`, with templates rendered in worker processes of this binary
+/// (`kairos __render-worker`) unless `KAIROS_TEMPLATE_WORKERS=0`.
+pub fn node_builder(cfg: &Config) -> CliResult<NodeBuilder> {
+    let b = NodeBuilder::new(cfg.clone());
+    if cfg.template_workers == 0 {
+        return Ok(b);
+    }
+    Ok(b.with_template_workers(this_binary()?))
+}
+
+/// Where templates render for a command run outside a node (`kairos template preview`): as
+/// the node renders them.
+pub fn template_renderer(cfg: &Config) -> CliResult<kairos_channels::email::template::Renderer> {
+    if cfg.template_workers == 0 {
+        return Ok(kairos_channels::email::template::Renderer::InProcess);
+    }
+    Ok(kairos_server::node::template_renderer(cfg, this_binary()?))
+}
+
+/// This binary, started again as `kairos __render-worker`. On Linux `/proc/self/exe`: it is
+/// the running file itself, so workers still start after an upgrade replaced or removed the
+/// file on disk (the path `current_exe` gives then names a new binary, or none).
+fn this_binary() -> CliResult<std::path::PathBuf> {
+    let own = std::path::Path::new("/proc/self/exe");
+    if cfg!(target_os = "linux") && own.exists() {
+        return Ok(own.to_path_buf());
+    }
+    std::env::current_exe().map_err(|e| {
+        CliError::runtime(
+            "could not find this binary to start template workers \
+             (KAIROS_TEMPLATE_WORKERS=0 renders in-process)",
+            &e,
+        )
+    })
 }
 
 /// Print `v` as pretty JSON on stdout.

@@ -16,6 +16,7 @@ mod endpoint;
 mod job;
 mod key;
 mod maintenance;
+mod render_worker;
 mod schedule;
 mod serve;
 mod slo;
@@ -84,6 +85,9 @@ enum Cmd {
     /// The SLO report: failure rate, stuck work, missed firings (exit 0 even with warnings,
     /// 2 when the store cannot be reached).
     Slo,
+    /// Internal: a template worker of the node's render pool (stdin/stdout, OS limits).
+    #[command(name = "__render-worker", hide = true)]
+    RenderWorker,
 }
 
 async fn run(cli: Cli) -> CliResult {
@@ -108,6 +112,8 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Template(c) => template::run(g, c).await,
         Cmd::Recipient(c) => audience::run_recipient(g, c).await,
         Cmd::Subscription(c) => audience::run_subscription(g, c).await,
+        // Dispatched in `main`, before a runtime exists.
+        Cmd::RenderWorker => Ok(()),
         Cmd::Bench(a) => bench::run(a)
             .await
             .map_err(|e| CliError::Runtime(format!("bench: {e}"))),
@@ -116,6 +122,10 @@ async fn run(cli: Cli) -> CliResult {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.cmd, Cmd::RenderWorker) {
+        // No runtime, no threads: the worker sets its limits and serves on this thread.
+        return render_worker::run();
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -2,7 +2,6 @@
 
 use crate::common::{CliError, CliResult, GlobalArgs, open_store};
 use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
-use kairos_server::node::NodeBuilder;
 use kairos_server::otel::Tracing;
 use kairos_server::{ApiToken, app};
 use std::io::IsTerminal;
@@ -110,7 +109,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
             cfg.data_dir.join(TOKEN_FILE).display()
         );
     }
-    let node = NodeBuilder::new(cfg.clone()).build().await?;
+    let node = crate::common::node_builder(&cfg)?.build().await?;
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .map_err(|e| CliError::runtime(&format!("could not listen on {}", cfg.listen), &e))?;
@@ -164,7 +163,7 @@ pub async fn worker(global: &GlobalArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     let otel = init_logging(&cfg)?;
     warn_open_data_dir(&cfg);
-    let node = NodeBuilder::new(cfg.clone()).build().await?;
+    let node = crate::common::node_builder(&cfg)?.build().await?;
     let cancel = CancellationToken::new();
     let running = node.start(&cancel);
     tracing::info!(node = %cfg.node_name(), db = %cfg.database()?.describe(), "worker started");

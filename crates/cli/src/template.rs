@@ -52,14 +52,17 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
         })?),
         None => None,
     };
+    // A recipient's real data renders where the node renders it: in a template worker under
+    // its limits (unless KAIROS_TEMPLATE_WORKERS=0), so a template that explodes on that data
+    // is reported, not run in this process. The sample passed the same check at save time.
     let ctx = match &recipient {
-        None => template::sample_context(),
+        None => None,
         Some(id) => {
             let r = k
                 .recipient_get(id)
                 .await
                 .map_err(|e| CliError::Runtime(e.to_string()))?;
-            template::context(&serde_json::json!({
+            Some(serde_json::json!({
                 "recipient": {"id": r.id, "email": r.email, "timezone": r.timezone,
                               "locale": r.locale, "attributes": r.attributes},
                 "target": target,
@@ -75,15 +78,31 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
     let subject = v.and_then(|v| v.subject.as_deref()).unwrap_or(&t.subject);
     let html = v.and_then(|v| v.html.as_deref()).or(t.html.as_deref());
     let text = v.and_then(|v| v.text.as_deref()).or(t.text.as_deref());
-    let render = |f: &str, s: &str| {
-        template::render(f, s, &ctx).map_err(|e| CliError::usage(e.field.clone(), e.reason))
+    let mut parts = vec![("subject".to_string(), subject.to_string())];
+    parts.extend(text.map(|t| ("text".to_string(), t.to_string())));
+    parts.extend(html.map(|h| ("html".to_string(), h.to_string())));
+    let rendered = match ctx {
+        Some(ctx) => template_renderer(&cfg)?
+            .render(parts.clone(), ctx)
+            .await
+            .map_err(|e| match e {
+                template::RenderError::Template(e) => CliError::usage(e.field, e.reason),
+                e => CliError::Runtime(e.to_string()),
+            })?,
+        None => {
+            let ctx = template::sample_context();
+            parts
+                .iter()
+                .map(|(f, s)| template::render(f, s, &ctx))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CliError::usage(e.field.clone(), e.reason))?
+        }
     };
-    println!("Subject: {}", render("subject", subject)?);
-    if let Some(t) = text {
-        println!("\n--- text ---\n{}", render("text", t)?);
-    }
-    if let Some(h) = html {
-        println!("\n--- html ---\n{}", render("html", h)?);
+    for ((field, _), out) in parts.iter().zip(rendered) {
+        match field.as_str() {
+            "subject" => println!("Subject: {out}"),
+            other => println!("\n--- {other} ---\n{out}"),
+        }
     }
     Ok(())
 }

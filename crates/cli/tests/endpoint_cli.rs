@@ -1,6 +1,7 @@
-//! `kairos endpoint list|enable` against the real binary: a webhook endpoint disabled by a
-//! 410 is listed with `disabled_at` and its last failure, and enabled again; an unknown id is
-//! an error naming it.
+//! `kairos endpoint list|show|enable|rotate` against the real binary: a webhook endpoint
+//! disabled by a 410 is listed with `disabled_at` and its last failure, and enabled again; an
+//! unknown id is an error naming it; `show` prints the health; `rotate` prints a new secret
+//! once and opens the window.
 
 mod common;
 
@@ -77,6 +78,81 @@ async fn endpoint_list_shows_disabled_and_last_failure_and_enable_clears_it() {
     assert_eq!(out.trim(), "[]");
 
     let (code, _, err) = run(dir.path(), &["endpoint", "enable", "ep_nope"]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("ep_nope"), "{err}");
+}
+
+/// I15-3a / I15-3c: `kairos endpoint show` prints the health (never the secret) and `kairos
+/// endpoint rotate --window-secs` generates a secret, prints it once, and opens the window;
+/// a window out of range is refused naming the flag's field, with nothing changed.
+#[tokio::test]
+async fn endpoint_show_prints_health_and_rotate_opens_a_window() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open");
+    let old = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    store
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_rot".into(),
+            url: "https://example.com/rot".into(),
+            secret: old.into(),
+            now: SystemClock.now() - Duration::minutes(5),
+        })
+        .await
+        .expect("upsert");
+    store.close().await;
+
+    let (code, out, err) = run(dir.path(), &["endpoint", "show", "ep_rot"]);
+    assert_eq!(code, Some(0), "{err}");
+    for needle in [
+        "consecutive_failures        0",
+        "attempts_24h                0",
+        "failure_rate_24h            -",
+        "previous_secret_expires_at  -",
+    ] {
+        assert!(out.contains(needle), "{needle:?} in {out}");
+    }
+    assert!(!out.contains("whsec_"), "{out}");
+
+    let (code, _, err) = run(
+        dir.path(),
+        &["endpoint", "rotate", "ep_rot", "--window-secs", "2592001"],
+    );
+    assert_ne!(code, Some(0));
+    assert!(err.contains("window_secs"), "{err}");
+
+    let (code, out, err) = run(
+        dir.path(),
+        &[
+            "--json",
+            "endpoint",
+            "rotate",
+            "ep_rot",
+            "--window-secs",
+            "600",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let secret = v["secret"].as_str().expect("the new secret").to_string();
+    assert!(secret.starts_with("whsec_") && secret != old, "{v}");
+    assert!(
+        v["endpoint"]["previous_secret_expires_at"].is_string(),
+        "{v}"
+    );
+
+    let (code, out, err) = run(dir.path(), &["--json", "endpoint", "show", "ep_rot"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !out.contains("whsec_"),
+        "the secret is shown once only: {out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert!(v["previous_secret_expires_at"].is_string(), "{v}");
+    assert_eq!(v["health"]["consecutive_failures"], 0);
+
+    let (code, _, err) = run(dir.path(), &["endpoint", "rotate", "ep_nope"]);
     assert_ne!(code, Some(0));
     assert!(err.contains("ep_nope"), "{err}");
 }

@@ -413,6 +413,44 @@ async fn spans_queued_at_shutdown_are_exported_before_the_node_exits() {
     assert_eq!(request.service, "kairos", "the default service name");
 }
 
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is the URL spans go to, as the specification has it,
+/// over `<KAIROS_OTLP_ENDPOINT>/v1/traces` (here a port on which nothing listens).
+#[tokio::test]
+async fn the_standard_traces_endpoint_variable_wins_over_kairos_otlp_endpoint() {
+    kairos_testkit::init_crypto();
+    let (collector, endpoint) = Collector::start().await;
+    let nowhere = kairos_testkit::refused_url("").await;
+    let traces = format!("{endpoint}/v1/traces");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Server::start_with(
+        dir.path(),
+        Some(TOKEN),
+        &[
+            ("KAIROS_OTLP_ENDPOINT", nowhere.as_str()),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces.as_str()),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "5000"),
+        ],
+    )
+    .await;
+    let (status, _) = api(
+        &client(),
+        reqwest::Method::GET,
+        format!("{}/v1/jobs", server.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let status = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success(), "{status:?}");
+    let spans = collector.spans();
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.attr("http.route") == Some("/v1/jobs")),
+        "the request's span reached the standard variable's URL: {spans:#?}"
+    );
+}
+
 /// Tracing off (no `KAIROS_OTLP_ENDPOINT`): no `traceparent` on outgoing calls.
 #[tokio::test]
 async fn without_an_endpoint_outgoing_calls_carry_no_traceparent() {
@@ -568,6 +606,21 @@ async fn digest_and_mail_calls_are_spans_and_a_callers_traceparent_is_continued(
         .await
         .expect("GET the schedule");
     assert_eq!(r.status(), 200);
+    // A malformed traceparent (a trace id that is not hex, and one of all zeros) is ignored:
+    // the request is answered and its span is a root of its own.
+    for bad in [
+        "00-zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+    ] {
+        let r = http
+            .get(format!("{}/v1/endpoints", server.base))
+            .bearer_auth(TOKEN)
+            .header("traceparent", bad)
+            .send()
+            .await
+            .expect("GET the endpoints");
+        assert_eq!(r.status(), 200, "{bad}");
+    }
 
     // Bounded: at most 30 s for the four calls' spans.
     let names = ["feed GET", "model POST", "entitlement POST", "smtp SEND"];
@@ -576,6 +629,11 @@ async fn digest_and_mail_calls_are_spans_and_a_callers_traceparent_is_continued(
             && spans
                 .iter()
                 .any(|s| s.attr("http.route") == Some("/v1/schedules/{id}"))
+            && spans
+                .iter()
+                .filter(|s| s.attr("http.route") == Some("/v1/endpoints"))
+                .count()
+                == 2
     };
     for _ in 0..300 {
         if complete(&collector.spans()) {
@@ -629,6 +687,17 @@ async fn digest_and_mail_calls_are_spans_and_a_callers_traceparent_is_continued(
         .expect("a request without a traceparent");
     assert!(own.parent.is_empty(), "a root of its own: {own:?}");
     assert_ne!(own.trace_id, caller_trace);
+    for bad in spans
+        .iter()
+        .filter(|s| s.attr("http.route") == Some("/v1/endpoints"))
+    {
+        assert!(
+            bad.parent.is_empty(),
+            "a malformed traceparent is ignored: {bad:?}"
+        );
+        assert_ne!(bad.trace_id, caller_trace);
+        assert_ne!(bad.trace_id, "0".repeat(32));
+    }
 
     assert_holds_none(
         &spans,

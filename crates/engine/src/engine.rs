@@ -1,7 +1,8 @@
 //! The engine: the services of one node running together — the executor with its worker
-//! pool, and the scheduler, rescuer, pruner and monitor, each run by a
+//! pool, and the scheduler, rescuer, pruner, monitor and endpoint health, each run by a
 //! [`Runner`](crate::service::Runner) (the leader-only ones behind the node's [`Leader`]).
 
+use crate::endpoint_health::{EndpointHealthConfig, EndpointHealthService};
 use crate::executor::{Executor, ExecutorConfig};
 use crate::handler::HandlerRegistry;
 use crate::monitor::{AlertSink, Monitor, MonitorConfig};
@@ -28,6 +29,8 @@ pub struct EngineConfig {
     pub pruner: PrunerConfig,
     /// The SLO monitor.
     pub monitor: MonitorConfig,
+    /// Endpoint health and auto-disable.
+    pub endpoint_health: EndpointHealthConfig,
 }
 
 impl EngineConfig {
@@ -43,6 +46,7 @@ impl EngineConfig {
         self.executor.validate()?;
         self.rescuer.validate()?;
         self.pruner.validate()?;
+        self.endpoint_health.validate()?;
         self.monitor.validate()
     }
 }
@@ -55,6 +59,7 @@ pub struct Engine {
     rescuer: Rescuer,
     pruner: Pruner,
     monitor: Monitor,
+    endpoint_health: EndpointHealthService,
     wake: Arc<Notify>,
     leader: Leader,
     clock: Arc<dyn Clock>,
@@ -68,6 +73,7 @@ impl std::fmt::Debug for Engine {
             .field("rescuer", &self.rescuer)
             .field("pruner", &self.pruner)
             .field("monitor", &self.monitor)
+            .field("endpoint_health", &self.endpoint_health)
             .field("leader", &self.leader.is_leader())
             .finish_non_exhaustive()
     }
@@ -88,6 +94,7 @@ impl Engine {
             executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
             rescuer: Rescuer::new(cfg.rescuer, store.clone(), clock.clone())?,
             pruner: Pruner::new(cfg.pruner, store.clone())?,
+            endpoint_health: EndpointHealthService::new(cfg.endpoint_health, store.clone())?,
             monitor: Monitor::new(cfg.monitor, store)?,
             wake: Arc::new(Notify::new()),
             leader: Leader::always(),
@@ -95,7 +102,7 @@ impl Engine {
         })
     }
 
-    /// Run the leader-only services (the rescuer, the pruner, the monitor) only while
+    /// Run the leader-only services (the rescuer, the pruner, the monitor, endpoint health) only while
     /// `leader` leads. Without this the node always leads (one node on SQLite).
     pub fn with_leader(mut self, leader: Leader) -> Self {
         self.leader = leader;
@@ -148,6 +155,10 @@ impl Engine {
     pub fn monitor(&self) -> &Monitor {
         &self.monitor
     }
+    /// The endpoint health service (for `run_once` in tests).
+    pub fn endpoint_health(&self) -> &EndpointHealthService {
+        &self.endpoint_health
+    }
 
     /// Run all services until `cancel`; then stop claiming, drain running jobs within the
     /// grace period and return. First, before anything is claimed, the jobs this node's
@@ -194,6 +205,10 @@ impl Engine {
             let (r, s, c) = (runner.clone(), self.pruner.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
+        let health = {
+            let (r, s, c) = (runner.clone(), self.endpoint_health.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
+        };
         let moni = {
             let (r, s, c) = (runner, self.monitor.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
@@ -203,6 +218,7 @@ impl Engine {
         let _ = resc.await;
         let _ = prun.await;
         let _ = moni.await;
+        let _ = health.await;
         let _ = fan.await;
     }
 }

@@ -68,6 +68,13 @@ pub struct ExecutorConfig {
     pub prefetch: usize,
     /// On shutdown, how long running jobs may take to finish. Default 30 s.
     pub shutdown_grace: Duration,
+    /// Most attempts whose handler has returned but whose outcome is not yet committed. A
+    /// handler slot comes free when its handler returns, not when the outcome commits, while
+    /// fewer than this many outcomes wait: so ten handlers are not held to ten jobs per
+    /// commit round trip. What a crash can make a receiver see twice is at most
+    /// `concurrency + max_unrecorded` jobs (each such job once). Default 500; 0 frees a slot
+    /// only with its committed outcome.
+    pub max_unrecorded: usize,
 }
 
 impl Default for ExecutorConfig {
@@ -83,6 +90,7 @@ impl Default for ExecutorConfig {
             complete_delay: Duration::ZERO,
             prefetch: 500,
             shutdown_grace: Duration::from_secs(30),
+            max_unrecorded: 500,
         }
     }
 }
@@ -127,6 +135,12 @@ impl ExecutorConfig {
         if self.prefetch > 100_000 {
             return Err(Error::invalid(
                 "executor.prefetch",
+                "must be at most 100000",
+            ));
+        }
+        if self.max_unrecorded > 100_000 {
+            return Err(Error::invalid(
+                "executor.max_unrecorded",
                 "must be at most 100000",
             ));
         }
@@ -255,7 +269,9 @@ impl Executor {
     /// within the shutdown grace, record their outcomes. What cannot finish is returned by its
     /// lease.
     pub async fn run(&self, wake: Arc<Notify>, cancel: CancellationToken) {
-        let cap = self.cfg.concurrency + self.cfg.prefetch;
+        let cap = self.cfg.concurrency + self.cfg.prefetch + self.cfg.max_unrecorded;
+        // Outcomes whose handler slot came free before they were committed (see dispatch).
+        let unrecorded = Arc::new(Semaphore::new(self.cfg.max_unrecorded));
         // A permit of `held` for every job in hand — queued, running, or waiting for its
         // outcome to be recorded. It travels with the completion and comes back only once the
         // outcome is committed, so at most `cap` jobs hold leases however far the writer lags.
@@ -281,6 +297,7 @@ impl Executor {
             queued,
             tx,
             pace.clone(),
+            unrecorded.clone(),
             stop_now.clone(),
         ));
         let mut backoff = Backoff::default();
@@ -292,7 +309,10 @@ impl Executor {
             // Hold the handler slots' worth of jobs and what they finish within the horizon
             // at their recent speed.
             let limit = self.cfg.concurrency + pace.ahead(self.cfg.concurrency, self.cfg.prefetch);
-            let in_hand = cap - held.available_permits() - 1;
+            // Queued and running jobs; outcomes waiting for their commit hold leases too (and
+            // count in `cap`) but no longer need a place in the queue.
+            let waiting = self.cfg.max_unrecorded - unrecorded.available_permits();
+            let in_hand = (cap - held.available_permits() - 1).saturating_sub(waiting);
             let room = limit.saturating_sub(in_hand).min(self.cfg.max_batch);
             if room == 0 {
                 drop(first);

@@ -19,6 +19,9 @@
 //!   configured ages (dead letters kept longer), in bounded batches; leader-only.
 //! - [`monitor`]: SLO checks (failure rate, stuck work, missed firings) as warnings, with an
 //!   optional alert webhook; leader-only too.
+//! - [`endpoint_health`]: folds the attempt log into each webhook endpoint's failure streak
+//!   and 24 h counters, off the delivery path, and disables an endpoint after a sustained
+//!   failure streak when configured; leader-only.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
 //! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
 //!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the registry.
@@ -32,6 +35,7 @@
 
 pub mod audience;
 pub mod catch_up;
+pub mod endpoint_health;
 pub mod engine;
 pub mod error;
 pub mod executor;

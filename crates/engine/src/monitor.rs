@@ -17,6 +17,8 @@
 //!   everyone as `not_entitled`, and skips are outside the failure rate).
 //! - `expansions_stuck`: audience expansions not done that have not advanced for longer than
 //!   a threshold (one that fails on every tick never advances).
+//! - `endpoint_disabled`: one warning per webhook endpoint disabled after a sustained failure
+//!   streak, until it is enabled again.
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only [`Service`]: [`MonitorConfig`] with defaults and `validate()`,
@@ -30,6 +32,7 @@
 mod alerts;
 mod artifacts;
 mod checks;
+mod endpoints;
 mod runs;
 
 pub use alerts::{AlertChanges, AlertSink};
@@ -61,6 +64,8 @@ pub mod names {
     pub const SKIP_RATE: &str = "skip_rate";
     /// Audience expansions that stopped advancing.
     pub const EXPANSIONS_STUCK: &str = "expansions_stuck";
+    /// Webhook endpoints disabled after a failure streak.
+    pub const ENDPOINT_DISABLED: &str = "endpoint_disabled";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -71,6 +76,7 @@ pub mod names {
         DEAD_RUNS,
         SKIP_RATE,
         EXPANSIONS_STUCK,
+        ENDPOINT_DISABLED,
     ];
 }
 
@@ -361,6 +367,9 @@ impl Monitor {
         }
         if self.cfg.enabled(names::EXPANSIONS_STUCK) {
             checks.extend(runs::expansions_stuck(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::ENDPOINT_DISABLED) {
+            checks.extend(endpoints::endpoint_disabled(store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

@@ -27,6 +27,7 @@ pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
+pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, SecretRotation};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
@@ -175,6 +176,8 @@ pub struct Kairos {
     /// The longest one `digest` attempt can take (feed timeout + model timeout + 5 s): what
     /// the save-time budget check counts per attempt.
     digest_attempt_timeout: std::time::Duration,
+    /// Where topic templates are checked at save time (in-process by default).
+    renderer: kairos_channels::email::template::Renderer,
 }
 
 impl std::fmt::Debug for Kairos {
@@ -224,7 +227,15 @@ impl Kairos {
             maintenance: Default::default(),
             outbox: None,
             digest_attempt_timeout: DEFAULT_DIGEST_ATTEMPT_TIMEOUT,
+            renderer: Default::default(),
         }
+    }
+
+    /// Check topic templates with `r` (worker processes under OS limits, or in-process, the
+    /// default): the same renderer the email handler sends with.
+    pub fn with_renderer(mut self, r: kairos_channels::email::template::Renderer) -> Self {
+        self.renderer = r;
+        self
     }
 
     /// The longest one `digest` attempt can take on this node: the feed timeout plus the model

@@ -59,6 +59,9 @@ pub struct PrunerConfig {
     /// Age after which resolved SLO alerts (recovery notified) are deleted; a firing one
     /// stays. Default 30 days; `None` keeps them.
     pub slo_alerts: Option<Duration>,
+    /// Age after which endpoint health's hourly counters are deleted (the 24 h failure rate
+    /// reads only the last day). Default 48 h; `None` keeps them.
+    pub endpoint_health: Option<Duration>,
     /// Most jobs deleted per batch (one transaction). Default 1000.
     pub batch: usize,
     /// Most batches per run and class. Default 20.
@@ -78,6 +81,7 @@ impl Default for PrunerConfig {
             expansions: Some(Duration::from_secs(30 * 24 * 3600)),
             suppression_log: Some(Duration::from_secs(400 * 24 * 3600)),
             slo_alerts: Some(Duration::from_secs(30 * 24 * 3600)),
+            endpoint_health: Some(Duration::from_secs(48 * 3600)),
             batch: 1000,
             max_batches: 20,
         }
@@ -110,6 +114,7 @@ impl PrunerConfig {
             ("expansions", self.expansions),
             ("suppression_log", self.suppression_log),
             ("slo_alerts", self.slo_alerts),
+            ("endpoint_health", self.endpoint_health),
         ] {
             if let Some(a) = age
                 && (a < Duration::from_secs(60) || a > MAX_AGE)
@@ -193,6 +198,7 @@ impl Pruner {
             RetentionTable::Expansions => self.cfg.expansions,
             RetentionTable::SuppressionLog => self.cfg.suppression_log,
             RetentionTable::SloAlerts => self.cfg.slo_alerts,
+            RetentionTable::EndpointHealthHours => self.cfg.endpoint_health,
         }
     }
 

@@ -394,3 +394,99 @@ async fn engine_run_returns_after_the_shutdown_grace_and_leaves_the_rest_to_the_
         JobState::Available
     );
 }
+
+/// Start `n` jobs on one handler slot with every outcome commit held back; returns how many
+/// handlers ran while nothing could be recorded, then releases the commits and checks all
+/// `n` succeed.
+async fn handlers_run_while_commits_are_held(max_unrecorded: usize, n: usize) -> usize {
+    let handler = TestHandler::ok();
+    let (_dir, sqlite) = open_store().await;
+    let counting = CountingStore::new(sqlite);
+    let store: Arc<dyn kairos_store::Store> = counting.clone();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let registry = registry_with(
+        &store,
+        clock.clone(),
+        &[("fast", handler.clone() as Arc<dyn Handler>)],
+    );
+    let kinds = registry.kinds();
+    let mut cfg = EngineConfig::default();
+    cfg.executor.concurrency = 1;
+    cfg.executor.max_unrecorded = max_unrecorded;
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
+    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let (job, _) = kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                kind: Some("fast".into()),
+                payload: Some(serde_json::json!({ "i": i })),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        ids.push(job.id);
+    }
+    let held = counting.complete_gate.write().await;
+    let cancel = CancellationToken::new();
+    let run = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    // Bounded: until every handler ran, or 2 s with the commits held.
+    let deadline = Instant::now() + StdDuration::from_secs(2);
+    while handler.finished() < n && Instant::now() < deadline {
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    let ran = handler.finished();
+    for id in &ids {
+        assert_ne!(
+            store.job_get(id).await.unwrap().unwrap().state,
+            JobState::Succeeded,
+            "nothing is recorded while the commits are held"
+        );
+    }
+    drop(held);
+    let deadline = Instant::now() + StdDuration::from_secs(20);
+    while counting_succeeded(&store, &ids).await < n {
+        assert!(
+            Instant::now() < deadline,
+            "the held outcomes were not recorded"
+        );
+        tokio::time::sleep(StdDuration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    run.await.unwrap();
+    ran
+}
+
+async fn counting_succeeded(store: &Arc<dyn kairos_store::Store>, ids: &[String]) -> usize {
+    let mut n = 0;
+    for id in ids {
+        if store.job_get(id).await.unwrap().unwrap().state == JobState::Succeeded {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A handler slot comes free when its handler returns, while the outcome waits for its batch
+/// commit (up to `max_unrecorded`): one slot runs every job with no commit in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slot_runs_the_next_job_while_its_outcome_waits_for_the_commit() {
+    assert_eq!(handlers_run_while_commits_are_held(500, 4).await, 4);
+}
+
+/// With `max_unrecorded = 0` a slot comes back only with its committed outcome: while the
+/// commit is held, the one slot has run one job and no other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_unrecorded_room_a_slot_waits_for_its_outcomes_commit() {
+    assert_eq!(handlers_run_while_commits_are_held(0, 4).await, 1);
+}
+
+/// The bound: with room for two unrecorded outcomes, one slot runs three jobs (one whose
+/// outcome holds the slot, two waiting alone) and then waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unrecorded_outcomes_are_bounded_by_max_unrecorded() {
+    assert_eq!(handlers_run_while_commits_are_held(2, 5).await, 3);
+}

@@ -37,7 +37,7 @@ use utoipa::{Modify, OpenApi};
         occurrences::list,
         hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
         suppressions::list, suppressions::add, suppressions::remove,
-        endpoints::list, endpoints::show, endpoints::enable,
+        endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate,
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
@@ -52,7 +52,8 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::NewSuppression, kairos_engine::ops::InboundReceipt,
         suppressions::SuppressionView, suppressions::SuppressionPage, suppressions::SuppressionAdded,
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
-        endpoints::EndpointView, endpoints::EndpointPage,
+        endpoints::EndpointView, endpoints::EndpointPage, endpoints::EndpointHealthView,
+        endpoints::RotatedView, endpoints::RotateBody,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
@@ -63,7 +64,7 @@ use utoipa::{Modify, OpenApi};
         (name = "artifacts", description = "Products of periodic jobs (daily digests)"),
         (name = "slo", description = "SLO checks: warnings, never failures"),
         (name = "audiences", description = "Recipients, topics, subscriptions and occurrences (weekly summaries)"),
-        (name = "endpoints", description = "Webhook endpoints: disabled state, last failure, enabling again"),
+        (name = "endpoints", description = "Webhook endpoints: disabled state, last failure, health, enabling again, secret rotation"),
         (name = "inbound", description = "Provider webhooks, suppressions and one-click unsubscribe (no token on /hooks and /unsubscribe)"),
     )
 )]

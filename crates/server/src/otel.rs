@@ -14,7 +14,10 @@
 //!
 //! The standard `OTEL_*` variables apply: `OTEL_SERVICE_NAME` (default `kairos`),
 //! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_BSP_SCHEDULE_DELAY` and the other batch settings,
-//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`.
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, and `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+//! (the full URL spans are posted to, instead of `<KAIROS_OTLP_ENDPOINT>/v1/traces`; tracing
+//! is still switched on by `KAIROS_OTLP_ENDPOINT`) and `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` /
+//! `OTEL_EXPORTER_OTLP_TIMEOUT` (ms; default 10 s).
 
 use crate::config::Config;
 use crate::node::NodeError;
@@ -38,6 +41,25 @@ pub const DEFAULT_SERVICE_NAME: &str = "kairos";
 /// How long one export may take (the OTLP default).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Whether the environment variable `name` is set to something other than blanks.
+fn env_set(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+}
+
+/// The export timeout: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else `OTEL_EXPORTER_OTLP_TIMEOUT`
+/// (milliseconds, as the specification has it), else [`EXPORT_TIMEOUT`]. A value that is not
+/// a number of milliseconds is ignored, as the SDK ignores it.
+fn export_timeout() -> Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|n| std::env::var(n).ok()?.trim().parse::<u64>().ok())
+    .map(Duration::from_millis)
+    .unwrap_or(EXPORT_TIMEOUT)
+}
+
 /// Tracing switched on: the tracer provider, which owns the batch processor and the exporter.
 #[derive(Debug)]
 pub struct Tracing {
@@ -57,16 +79,25 @@ impl Tracing {
         // reqwest is built without a TLS provider of its own: building a client without the
         // process-wide one panics. Installing fails harmlessly when it is already there.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // The standard variables win over what kairos would set: the signal's own endpoint
+        // (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, used as given) over `KAIROS_OTLP_ENDPOINT`,
+        // and the export timeout (`OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, `…_OTLP_TIMEOUT`, in
+        // ms) over the 10 s default. The exporter reads them itself when the code sets none.
+        let traces_endpoint = env_set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+        let timeout = export_timeout();
         let client = reqwest::Client::builder()
             .no_proxy()
-            .timeout(EXPORT_TIMEOUT)
+            .timeout(timeout)
             .build()
             .map_err(|e| NodeError::runtime("building the OTLP exporter's HTTP client", &e))?;
-        let exporter = SpanExporter::builder()
+        let mut builder = SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(url)
-            .with_timeout(EXPORT_TIMEOUT)
+            .with_timeout(timeout);
+        if !traces_endpoint {
+            builder = builder.with_endpoint(url);
+        }
+        let exporter = builder
             .with_http_client(OnRuntime { client, runtime })
             .build()
             .map_err(|e| {

@@ -200,7 +200,8 @@ impl From<OpsError> for Problem {
                 Problem::new(StatusCode::CONFLICT, "conflict", "Conflict", e.message())
             }
             OpsErrorKind::Unavailable => {
-                tracing::warn!(error = %kairos_core::error_chain(&e), "database unavailable");
+                // The database, or a dependency such as the template workers: the chain says which.
+                tracing::warn!(error = %kairos_core::error_chain(&e), "service unavailable");
                 Problem::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",

@@ -19,6 +19,7 @@ pub mod artifacts;
 pub mod audience;
 pub mod bulk;
 pub mod channels;
+pub mod endpoint_health;
 pub mod erasure;
 pub mod fixtures;
 pub mod inbound;
@@ -111,6 +112,13 @@ macro_rules! store_conformance {
             schedule_next_fire_at_ignores_paused,
             endpoint_upsert_reuses_and_disable_records,
             endpoint_list_enable_and_last_failure,
+        );
+        $crate::store_conformance!(@endpoint_health $factory;
+            endpoint_health_flush_folds_settled_attempts_once,
+            endpoint_health_flush_is_bounded,
+            endpoint_streak_disable_needs_count_and_time_and_enable_resets,
+            endpoint_secret_rotate_keeps_the_previous_and_moves_the_lookup,
+            endpoint_health_hours_are_pruned_by_age,
         );
         $crate::store_conformance!(@channels $factory;
             schedule_channels_roundtrip_and_replace,
@@ -233,6 +241,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::retention::$name(store).await;
+            }
+        )*
+    };
+    (@endpoint_health $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::endpoint_health::$name(store).await;
             }
         )*
     };

@@ -32,7 +32,8 @@
 //! lock for the maintenance services (rescuer). Correctness never depends on leadership.
 //!
 //! **Transactional enqueue.** An application holding a transaction on the same database
-//! enqueues with [`enqueue_in_tx`]: the job exists iff that transaction commits.
+//! inserts jobs with [`job_insert_in_tx`] (the statement every insert path shares): the job
+//! exists iff that transaction commits. `kairos-embed` validates them first.
 //!
 //! **Durability.** Every method that changes state is one transaction, committed with the
 //! server's settings (`synchronous_commit = on` by default: a committed outcome survives a
@@ -48,7 +49,9 @@ mod tx;
 
 pub use leader::{LEADER_KEY_SQL, run_leader_election};
 pub use listen::{JOBS_CHANNEL, listen_wakeups};
+#[allow(deprecated)]
 pub use tx::enqueue_in_tx;
+pub use tx::job_insert_in_tx;
 
 use kairos_store::{Error, ErrorKind};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -188,7 +191,7 @@ async fn migrations_list(s: &PostgresStore) -> Result<Vec<kairos_store::Migratio
 }
 
 /// A schema name: `[a-z_][a-z0-9_]{0,62}`, and not `pg_…` (reserved by PostgreSQL).
-fn validate_schema(schema: &str) -> Result<(), Error> {
+pub fn validate_schema(schema: &str) -> Result<(), Error> {
     let b = schema.as_bytes();
     let ok = !b.is_empty()
         && b.len() <= 63

@@ -6,7 +6,7 @@ mod common;
 use common::{database_url, open};
 use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{job, t0};
-use kairos_store_postgres::enqueue_in_tx;
+use kairos_store_postgres::job_insert_in_tx;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_enqueued_in_a_transaction_exists_iff_it_commits() {
@@ -22,10 +22,20 @@ async fn a_job_enqueued_in_a_transaction_exists_iff_it_commits() {
     // Rolled back: the job never existed.
     let rolled = job(t0());
     let mut tx = app.begin().await.expect("begin");
-    let inserted = enqueue_in_tx(&mut tx, &schema, rolled.clone())
+    let path_before: String = sqlx::query_scalar("SHOW search_path")
+        .fetch_one(&mut *tx)
+        .await
+        .expect("search_path");
+    let inserted = job_insert_in_tx(&mut tx, &schema, rolled.clone())
         .await
         .expect("enqueue in tx");
     assert!(inserted.created);
+    // The transaction's search_path is set back after the insert.
+    let path_after: String = sqlx::query_scalar("SHOW search_path")
+        .fetch_one(&mut *tx)
+        .await
+        .expect("search_path");
+    assert_eq!(path_after, path_before);
     assert_eq!(inserted.job.id, rolled.id);
     assert!(
         store.job_get(&rolled.id).await.expect("get").is_none(),
@@ -38,13 +48,15 @@ async fn a_job_enqueued_in_a_transaction_exists_iff_it_commits() {
     let mut committed = job(t0());
     committed.dedupe_key = Some("order-42".into());
     let mut tx = app.begin().await.expect("begin");
-    let inserted = enqueue_in_tx(&mut tx, &schema, committed.clone())
+    let inserted = job_insert_in_tx(&mut tx, &schema, committed.clone())
         .await
         .expect("enqueue in tx");
     assert!(inserted.created);
     let mut again = job(t0());
     again.dedupe_key = Some("order-42".into());
-    let dup = enqueue_in_tx(&mut tx, &schema, again).await.expect("again");
+    let dup = job_insert_in_tx(&mut tx, &schema, again)
+        .await
+        .expect("again");
     assert!(!dup.created);
     assert_eq!(dup.job.id, committed.id);
     tx.commit().await.expect("commit");
@@ -64,7 +76,7 @@ async fn a_job_enqueued_in_a_transaction_exists_iff_it_commits() {
 
     // A bad schema name is refused.
     let mut tx = app.begin().await.expect("begin");
-    let e = enqueue_in_tx(&mut tx, "Bad-Name", job(t0()))
+    let e = job_insert_in_tx(&mut tx, "Bad-Name", job(t0()))
         .await
         .unwrap_err();
     assert_eq!(e.kind(), kairos_store::ErrorKind::Invalid);

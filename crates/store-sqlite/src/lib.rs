@@ -28,6 +28,9 @@
 //! either writer). Throughput comes from batching, not from connections: a claim takes many
 //! due jobs in one `UPDATE … RETURNING`, and a group commit records hundreds of outcomes.
 //!
+//! Transactional enqueue: an application's own pool on the file ([`connect_options`])
+//! inserts jobs in its transactions with [`job_insert_in_tx`].
+//!
 //! Durability: WAL with `synchronous = NORMAL`. A committed transaction survives a crash of
 //! kairos; a power loss can lose the last transactions, never corrupt the file. A job whose
 //! completion was lost that way runs again (at-least-once), which receivers deduplicate by
@@ -38,7 +41,10 @@ mod files;
 mod jobs;
 mod native;
 mod rows;
+mod tx;
 mod writer;
+
+pub use tx::{BUSY_TIMEOUT, connect_options, job_insert_in_tx};
 
 use kairos_store::{Error, ErrorKind};
 use sqlx::SqlitePool;
@@ -77,7 +83,7 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true)
             .pragma("temp_store", "memory")
             // Overwrite deleted content inside a page (no extra I/O): a value replaced by its

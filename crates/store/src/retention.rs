@@ -66,16 +66,19 @@ pub enum RetentionTable {
     /// SLO alert state, by its last update: only resolved alerts whose recovery has been
     /// notified. A firing alert, or one with a notification pending, stays.
     SloAlerts,
+    /// Endpoint health's hourly counters, by their hour (only the last 24 h are read).
+    EndpointHealthHours,
 }
 
 impl RetentionTable {
     /// Every table, in the order the pruner works them.
-    pub const ALL: [RetentionTable; 5] = [
+    pub const ALL: [RetentionTable; 6] = [
         RetentionTable::DedupeTombstones,
         RetentionTable::Exposures,
         RetentionTable::Expansions,
         RetentionTable::SuppressionLog,
         RetentionTable::SloAlerts,
+        RetentionTable::EndpointHealthHours,
     ];
 
     /// The table's name (for logs and reports).
@@ -86,6 +89,7 @@ impl RetentionTable {
             RetentionTable::Expansions => "expansions",
             RetentionTable::SuppressionLog => "suppression_log",
             RetentionTable::SloAlerts => "slo_alerts",
+            RetentionTable::EndpointHealthHours => "endpoint_health_hours",
         }
     }
 }

@@ -167,6 +167,17 @@ pub fn endpoint_secret_to_store(
     }
 }
 
+/// A stored endpoint secret as it must be stored from now on: a plaintext one (stored before
+/// sealing, not yet converted) is sealed when there is a sealer; a sealed one is kept.
+/// Rotation moves the current secret to `previous_secret` with this, so a row the sealing
+/// pass has not reached yet does not keep its old secret in plaintext there.
+pub fn endpoint_secret_resealed(sealer: Option<&Sealer>, stored: String) -> String {
+    match sealer {
+        Some(s) if !Sealer::is_sealed(&stored) => s.seal(&stored, ENDPOINT_SECRET_AAD),
+        _ => stored,
+    }
+}
+
 /// An endpoint's secret from its stored value: a sealed value is opened with the sealer; a
 /// plaintext one (stored before sealing, not yet converted) is returned as it is.
 pub fn endpoint_secret_from_store(

@@ -25,6 +25,35 @@ pub struct Endpoint {
     pub last_failure: Option<String>,
     /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// Its delivery health as last flushed from the attempt log (see
+    /// [`crate::EndpointStore::endpoint_health_flush`]).
+    pub health: EndpointHealth,
+    /// The secret it signed with before its last rotation, still signing beside `secret` until
+    /// `previous_secret_expires_at`.
+    pub previous_secret: Option<String>,
+    /// When the previous secret stops signing (the end of the rotation window).
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+}
+
+impl Endpoint {
+    /// The previous secret while its rotation window is open at `now`.
+    pub fn previous_secret_at(&self, now: DateTime<Utc>) -> Option<&str> {
+        match (&self.previous_secret, self.previous_secret_expires_at) {
+            (Some(s), Some(until)) if now < until => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// An endpoint's delivery health: the streak of failed sends since the last success.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointHealth {
+    /// When a send to it last succeeded.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Failed sends since the last success (or since it was enabled again).
+    pub consecutive_failures: i64,
+    /// When the current streak of failures began; `None` when there is none.
+    pub failing_since: Option<DateTime<Utc>>,
 }
 
 /// A schedule's state.

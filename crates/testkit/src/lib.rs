@@ -14,8 +14,10 @@
 //!   the admin UI's browser test.
 //! - [`smtp::SmtpSink`]: a real SMTP server (Python's aiosmtpd) saving what it receives.
 //! - [`refused_url`]: a URL on which nothing listens (connection refused).
+//! - [`pg`]: the PostgreSQL test server, loud skips, and a fresh schema per test.
 #![deny(missing_docs)]
 
+pub mod pg;
 mod receiver;
 pub mod smtp;
 pub mod webdriver;

@@ -21,6 +21,17 @@
 //! against the sample at save time, so a template over either limit is refused then, naming
 //! the field. Rendering is CPU work: async callers use [`check_blocking`] and
 //! [`render_blocking`], which run it on tokio's blocking pool, never on an async worker.
+//!
+//! Fuel does not bound memory: doubling a string in a loop reaches terabytes in a hundred
+//! instructions. A node therefore renders through a [`Renderer`]: [`Renderer::Workers`] sends
+//! each check and render to a pool of worker processes ([`pool`]) that run under OS limits
+//! (`RLIMIT_AS`, `RLIMIT_CPU`) and a timeout, so a template that exhausts its worker kills
+//! only that worker; [`Renderer::InProcess`] (the library's default) renders here.
+
+pub mod pool;
+pub mod worker;
+
+pub use pool::{Pool, PoolConfig, RenderError, Renderer};
 
 use minijinja::value::{Object, Value};
 use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
@@ -34,7 +45,7 @@ pub const FUEL: u64 = 500_000;
 pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
 
 /// A template that did not render.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TemplateError {
     /// Which template: `subject`, `html`, `text` (or `variants[i].subject`, …).
     pub field: String,
@@ -293,6 +304,27 @@ pub fn sample_context() -> Value {
 /// A variant's templates for [`check`]: (name, subject, html, text).
 pub type VariantSources = (String, Option<String>, Option<String>, Option<String>);
 
+/// The `(field, source)` pairs [`check`] renders, in its order: subject, html, text, then
+/// each variant's.
+pub fn check_fields(
+    subject: &str,
+    html: Option<&str>,
+    text: Option<&str>,
+    variants: &[VariantSources],
+) -> Vec<(String, String)> {
+    let mut out = vec![("subject".to_string(), subject.to_string())];
+    out.extend(html.map(|h| ("html".to_string(), h.to_string())));
+    out.extend(text.map(|t| ("text".to_string(), t.to_string())));
+    for (i, (_, s, h, t)) in variants.iter().enumerate() {
+        for (part, src) in [("subject", s), ("html", h), ("text", t)] {
+            if let Some(src) = src {
+                out.push((format!("variants[{i}].{part}"), src.clone()));
+            }
+        }
+    }
+    out
+}
+
 /// Check a topic's templates (and its variants') against the sample context, under the same
 /// fuel and output limits as a send. The error names the template. CPU work: async code calls
 /// [`check_blocking`].
@@ -303,23 +335,8 @@ pub fn check(
     variants: &[VariantSources],
 ) -> Result<(), TemplateError> {
     let ctx = sample_context();
-    render("subject", subject, &ctx)?;
-    if let Some(h) = html {
-        render("html", h, &ctx)?;
-    }
-    if let Some(t) = text {
-        render("text", t, &ctx)?;
-    }
-    for (i, (_, s, h, t)) in variants.iter().enumerate() {
-        if let Some(s) = s {
-            render(&format!("variants[{i}].subject"), s, &ctx)?;
-        }
-        if let Some(h) = h {
-            render(&format!("variants[{i}].html"), h, &ctx)?;
-        }
-        if let Some(t) = t {
-            render(&format!("variants[{i}].text"), t, &ctx)?;
-        }
+    for (field, source) in check_fields(subject, html, text, variants) {
+        render(&field, &source, &ctx)?;
     }
     Ok(())
 }

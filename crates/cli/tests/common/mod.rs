@@ -17,7 +17,12 @@ pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 /// A command with no inherited `KAIROS_*` settings.
 pub fn kairos_cmd() -> std::process::Command {
-    let mut c = std::process::Command::new(BIN);
+    kairos_cmd_at(std::path::Path::new(BIN))
+}
+
+/// [`kairos_cmd`] for the binary at `bin` (a copy of it, say).
+pub fn kairos_cmd_at(bin: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
     for (k, _) in std::env::vars() {
         if k.starts_with("KAIROS_") {
             c.env_remove(k);
@@ -66,7 +71,17 @@ impl Server {
     /// [`Server::start`] with extra environment variables (set after the defaults, so they
     /// can override them).
     pub async fn start_with(data_dir: &Path, token: Option<&str>, env: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::from(kairos_cmd());
+        Self::start_bin(Path::new(BIN), data_dir, token, env).await
+    }
+
+    /// [`Server::start_with`] running the binary at `bin`.
+    pub async fn start_bin(
+        bin: &Path,
+        data_dir: &Path,
+        token: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut cmd = Command::from(kairos_cmd_at(bin));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("KAIROS_ALLOW_PRIVATE_TARGETS", "1")

@@ -21,6 +21,7 @@ pub(super) async fn dispatch(
     mut queued: mpsc::UnboundedReceiver<(Job, OwnedSemaphorePermit)>,
     done: mpsc::UnboundedSender<(JobComplete, Vec<OwnedSemaphorePermit>)>,
     pace: Arc<Pace>,
+    unrecorded: Arc<Semaphore>,
     stop: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(exec.cfg.concurrency));
@@ -35,12 +36,13 @@ pub(super) async fn dispatch(
             _ = stop.cancelled() => break,
             j = queued.recv() => match j { Some(j) => j, None => break },
         };
-        let (registry, clock, done, node, pace) = (
+        let (registry, clock, done, node, pace, unrecorded) = (
             exec.registry.clone(),
             exec.clock.clone(),
             done.clone(),
             exec.cfg.node.clone(),
             pace.clone(),
+            unrecorded.clone(),
         );
         tasks.spawn(async move {
             let started = clock.now();
@@ -53,10 +55,18 @@ pub(super) async fn dispatch(
             pace.record(t.elapsed());
             let c = completion_for(&job, outcome, started, clock.now(), &node, rand::random());
             log_completion(&job, &c);
-            // The handler slot, too, comes back only once the outcome is committed: so at most
-            // `concurrency` jobs are ever sent but not yet recorded, which bounds what a crash
-            // can make a receiver see twice.
-            let _ = done.send((c, vec![held, slot]));
+            // The handler slot comes free now if an unrecorded-outcome permit is free, and that
+            // permit comes back once the outcome is committed; else the slot itself waits for
+            // the commit. Either way at most `concurrency + max_unrecorded` jobs are ever sent
+            // but not yet recorded, which bounds what a crash can make a receiver see twice.
+            let waiting = match unrecorded.try_acquire_owned() {
+                Ok(p) => {
+                    drop(slot);
+                    p
+                }
+                Err(_) => slot,
+            };
+            let _ = done.send((c, vec![held, waiting]));
         });
     }
     loop {

@@ -268,6 +268,16 @@ impl Kinds {
         self.kinds.iter().map(|k| k.name()).collect()
     }
 
+    /// The kinds whose jobs post to their endpoint ([`EndpointUse::Required`]): the sends
+    /// an endpoint's health counts.
+    pub fn posting_to_endpoints(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .filter(|k| k.endpoint() == EndpointUse::Required)
+            .map(|k| k.name().to_string())
+            .collect()
+    }
+
     /// The default retry policy of kind `name`.
     pub fn default_retry(&self, name: &str) -> RetryPolicy {
         self.get(name).default_retry()

@@ -6,6 +6,7 @@ use super::{Kairos, tz_of};
 use crate::error::OpsError;
 use crate::kinds::{Kinds, TopicUse};
 use chrono::{DateTime, Utc};
+use kairos_channels::email::template::RenderError;
 use kairos_core::JobKind;
 use kairos_core::schedule::parse_timezone;
 use kairos_store::*;
@@ -349,16 +350,19 @@ impl Kairos {
                 )
             })
             .collect();
-        // A sample render under the send-time limits (fuel, output size), off the async
-        // workers: a template that exceeds them is refused now, naming the field.
-        kairos_channels::email::template::check_blocking(
-            t.subject.clone(),
-            t.html.clone(),
-            t.text.clone(),
-            check,
-        )
-        .await
-        .map_err(|e| OpsError::invalid(&e.field, e.reason))?;
+        // A sample render under the send-time limits (fuel, output size; memory and time in
+        // a worker process), off the async workers: a template that exceeds them is refused
+        // now, naming the field, and nothing is stored.
+        self.renderer
+            .check(t.subject.clone(), t.html.clone(), t.text.clone(), check)
+            .await
+            .map_err(|e| match e {
+                RenderError::Template(e) => OpsError::invalid(&e.field, e.reason),
+                RenderError::Unavailable(m) => OpsError::new(
+                    crate::error::OpsErrorKind::Unavailable,
+                    format!("the templates could not be checked: {m}"),
+                ),
+            })?;
         if let Some(u) = &t.entitlement_url {
             let url = url::Url::parse(u).map_err(|e| {
                 OpsError::invalid("entitlement_url", format!("not a valid URL: {e}"))

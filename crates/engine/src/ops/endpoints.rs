@@ -1,5 +1,7 @@
-//! Webhook endpoints (issue 13): list them with their disabled state and last failure, and
-//! enable one again after it was disabled by an HTTP 410. Shared by the API and the CLI.
+//! Webhook endpoints (issue 13, issue 15 §3): list them with their disabled state, last
+//! failure and health, enable one again after it was disabled (by an HTTP 410 or a failure
+//! streak), and rotate its secret with a window during which both secrets sign. Shared by the
+//! API, the CLI and `/admin`.
 //!
 //! An endpoint is the (URL, secret) pair jobs post to; creating a job or schedule with the
 //! same pair reuses the row, **disabled or not**: a disabled endpoint stays disabled until it
@@ -7,7 +9,61 @@
 
 use super::Kairos;
 use crate::error::OpsError;
-use kairos_store::{Endpoint, EndpointEnable, EndpointList};
+use chrono::{DateTime, Utc};
+use kairos_channels::signing::WebhookSecret;
+use kairos_store::{
+    Endpoint, EndpointEnable, EndpointHealthCounts, EndpointList, EndpointSecretRotate,
+    MAX_ROTATION_WINDOW,
+};
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// The default rotation window: one day.
+pub const DEFAULT_ROTATION_WINDOW_SECS: i64 = 86_400;
+
+/// An endpoint with its sends and failed sends over the last 24 h (whole hours: the hour
+/// 24 h ago is counted from its start).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointStatus {
+    /// The endpoint (its health streak included).
+    pub endpoint: Endpoint,
+    /// Sends in the last 24 h.
+    pub attempts_24h: i64,
+    /// Failed sends in the last 24 h.
+    pub failures_24h: i64,
+}
+
+impl EndpointStatus {
+    /// failures / attempts over 24 h; `None` without attempts.
+    pub fn failure_rate_24h(&self) -> Option<f64> {
+        (self.attempts_24h > 0).then(|| self.failures_24h as f64 / self.attempts_24h as f64)
+    }
+}
+
+/// `POST /v1/endpoints/{id}/rotate` and `kairos endpoint rotate`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RotateBody))]
+#[serde(deny_unknown_fields)]
+pub struct SecretRotation {
+    /// The new `whsec_…` secret (24 to 64 bytes after the prefix, base64). Absent: one is
+    /// generated and returned once in the response.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// How long the current secret keeps signing beside the new one, in seconds (0 to
+    /// 2592000 = 30 days; default 86400). 0 ends the old secret at once.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 2592000))]
+    pub window_secs: Option<i64>,
+}
+
+/// What a rotation did.
+#[derive(Debug, Clone)]
+pub struct Rotated {
+    /// The endpoint after the rotation.
+    pub endpoint: Endpoint,
+    /// The new secret when it was generated (shown once); `None` when the caller gave it.
+    pub generated_secret: Option<String>,
+}
 
 impl Kairos {
     /// Endpoints by id after `after`, at most `limit` (1 to 1000, default 100); with
@@ -52,5 +108,97 @@ impl Kairos {
             .ok_or_else(|| OpsError::not_found("endpoint", id))?;
         tracing::info!(endpoint_id = %ep.id, "endpoint enabled");
         Ok(ep)
+    }
+
+    /// `endpoints` with their 24 h counts at `now`.
+    pub async fn endpoint_statuses(
+        &self,
+        endpoints: Vec<Endpoint>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<EndpointStatus>, OpsError> {
+        let counts: HashMap<String, (i64, i64)> = self
+            .store
+            .endpoint_health_counts(EndpointHealthCounts {
+                ids: endpoints.iter().map(|e| e.id.clone()).collect(),
+                since: now - chrono::Duration::hours(24),
+            })
+            .await?
+            .into_iter()
+            .map(|c| (c.endpoint_id, (c.attempts, c.failures)))
+            .collect();
+        Ok(endpoints
+            .into_iter()
+            .map(|e| {
+                let (attempts_24h, failures_24h) = counts.get(&e.id).copied().unwrap_or((0, 0));
+                EndpointStatus {
+                    endpoint: e,
+                    attempts_24h,
+                    failures_24h,
+                }
+            })
+            .collect())
+    }
+
+    /// One endpoint with its 24 h counts.
+    pub async fn endpoint_status(&self, id: &str) -> Result<EndpointStatus, OpsError> {
+        let ep = self.endpoint_get(id).await?;
+        let now = self.clock.now();
+        let mut v = self.endpoint_statuses(vec![ep], now).await?;
+        v.pop().ok_or_else(|| OpsError::not_found("endpoint", id))
+    }
+
+    /// Rotate an endpoint's secret: `r.secret` (or a generated one) signs from now on, and
+    /// the current secret keeps signing beside it for `r.window_secs` (default one day, at
+    /// most 30 days). Bad input is an error naming the field and changes nothing; an unknown
+    /// id is not found; a new secret that another endpoint with the same URL already has is a
+    /// conflict (endpoints are unique on URL and secret).
+    pub async fn endpoint_rotate(&self, id: &str, r: SecretRotation) -> Result<Rotated, OpsError> {
+        let window = r.window_secs.unwrap_or(DEFAULT_ROTATION_WINDOW_SECS);
+        let max = MAX_ROTATION_WINDOW.as_secs() as i64;
+        if !(0..=max).contains(&window) {
+            return Err(OpsError::invalid(
+                "window_secs",
+                format!("must be 0 to {max} seconds (30 days)"),
+            ));
+        }
+        let (secret, generated) = match r.secret {
+            Some(s) => {
+                WebhookSecret::parse(&s).map_err(|e| OpsError::invalid("secret", e.reason()))?;
+                (s.trim().to_string(), false)
+            }
+            None => (
+                WebhookSecret::generate(rand::random::<[u8; 32]>()).expose_whsec(),
+                true,
+            ),
+        };
+        let current = self.endpoint_get(id).await?;
+        if current.secret == secret {
+            return Err(OpsError::invalid(
+                "secret",
+                "is the endpoint's current secret; give a new one (or none to generate one)",
+            ));
+        }
+        let now = self.clock.now();
+        let until = now + chrono::Duration::seconds(window);
+        let ep = self
+            .store
+            .endpoint_secret_rotate(EndpointSecretRotate {
+                id: id.to_string(),
+                secret: secret.clone(),
+                previous_expires_at: until,
+            })
+            .await
+            .map_err(|e| match e.kind() {
+                kairos_store::ErrorKind::Conflict => OpsError::conflict(
+                    "another endpoint already has this URL and secret; choose another secret",
+                ),
+                _ => e.into(),
+            })?
+            .ok_or_else(|| OpsError::not_found("endpoint", id))?;
+        tracing::info!(endpoint_id = %ep.id, window_secs = window, "endpoint secret rotated");
+        Ok(Rotated {
+            endpoint: ep,
+            generated_secret: generated.then_some(secret),
+        })
     }
 }

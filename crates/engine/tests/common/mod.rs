@@ -383,6 +383,9 @@ pub struct CountingStore {
     pub inner: Arc<dyn Store>,
     pub schedule_due_calls: AtomicUsize,
     pub job_claim_calls: AtomicUsize,
+    /// Completions wait for a read guard: a test holding the write guard holds every commit
+    /// of outcomes back (the completion is then in flight, not yet recorded).
+    pub complete_gate: tokio::sync::RwLock<()>,
 }
 
 impl CountingStore {
@@ -391,6 +394,7 @@ impl CountingStore {
             inner,
             schedule_due_calls: AtomicUsize::new(0),
             job_claim_calls: AtomicUsize::new(0),
+            complete_gate: tokio::sync::RwLock::new(()),
         })
     }
 }
@@ -414,6 +418,7 @@ impl JobStore for CountingStore {
         self.inner.job_lease_renew(p).await
     }
     async fn job_complete_many(&self, p: Vec<JobComplete>) -> kairos_store::Result<CompleteReport> {
+        let _open = self.complete_gate.read().await;
         self.inner.job_complete_many(p).await
     }
     async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
@@ -558,6 +563,30 @@ impl EndpointStore for CountingStore {
         p: kairos_store::EndpointFailureRecord,
     ) -> kairos_store::Result<()> {
         self.inner.endpoint_failure_record(p).await
+    }
+    async fn endpoint_health_flush(
+        &self,
+        p: kairos_store::EndpointHealthFlush,
+    ) -> kairos_store::Result<kairos_store::EndpointHealthFlushed> {
+        self.inner.endpoint_health_flush(p).await
+    }
+    async fn endpoint_health_counts(
+        &self,
+        p: kairos_store::EndpointHealthCounts,
+    ) -> kairos_store::Result<Vec<kairos_store::EndpointHealthCount>> {
+        self.inner.endpoint_health_counts(p).await
+    }
+    async fn endpoint_streak_disable(
+        &self,
+        p: kairos_store::EndpointStreakDisable,
+    ) -> kairos_store::Result<Vec<String>> {
+        self.inner.endpoint_streak_disable(p).await
+    }
+    async fn endpoint_secret_rotate(
+        &self,
+        p: kairos_store::EndpointSecretRotate,
+    ) -> kairos_store::Result<Option<Endpoint>> {
+        self.inner.endpoint_secret_rotate(p).await
     }
     async fn http_target_upsert(
         &self,

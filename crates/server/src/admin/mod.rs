@@ -13,11 +13,14 @@
 //!   pause, resume, fire now.
 //! - `/admin/schedules/{id}/occurrences` — each firing with its channels side by side and the
 //!   derived status (success, partial, failure, pending).
+//! - `/admin/endpoints` — webhook endpoints with their health and disabled state; enable a
+//!   disabled one again.
 //!
 //! Stored values the code does not know (a state written by a newer version) render as
 //! "unknown" and never break a page.
 
 pub mod dashboard;
+pub mod endpoints;
 pub mod filters;
 pub mod jobs;
 pub mod login_limit;
@@ -69,6 +72,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         "occurrences.html",
         include_str!("templates/occurrences.html"),
     ),
+    ("endpoints.html", include_str!("templates/endpoints.html")),
 ];
 
 impl Admin {
@@ -146,6 +150,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/schedules", get(schedules::list))
         .route("/schedules/{id}/occurrences", get(schedules::occurrences))
         .route("/schedules/{id}/{action}", post(schedules::act))
+        .route("/endpoints", get(endpoints::list))
+        .route("/endpoints/{id}/enable", post(endpoints::enable))
         .layer(axum::Extension(admin))
         .layer(axum::middleware::map_response(
             crate::headers::security_headers,

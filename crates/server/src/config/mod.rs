@@ -43,6 +43,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "node",
     "node_id",
     "concurrency",
+    "max_unrecorded",
     "lease_secs",
     "webhook_timeout_secs",
     "shutdown_grace_secs",
@@ -96,6 +97,11 @@ pub const ENV_FIELDS: &[&str] = &[
     "http_request_timeout_secs",
     "http_max_connections",
     "http_max_requests",
+    "template_workers",
+    "template_timeout_secs",
+    "template_memory_mb",
+    "endpoint_disable_after_failures",
+    "endpoint_disable_after_secs",
 ];
 
 /// The name of the config file looked for in the data directory.
@@ -151,6 +157,10 @@ pub struct Config {
     pub node_id: Option<String>,
     /// Jobs running at once (`KAIROS_CONCURRENCY`, default 100).
     pub concurrency: usize,
+    /// Most finished attempts whose outcome is not yet committed while their handler slot
+    /// runs the next job (`KAIROS_MAX_UNRECORDED`, default 500, 0 to 100000; 0: a slot waits
+    /// for its outcome's commit). A crash can repeat at most `concurrency` + this many sends.
+    pub max_unrecorded: usize,
     /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it.
     pub lease_secs: u64,
     /// Timeout of one webhook request in seconds (`KAIROS_WEBHOOK_TIMEOUT_SECS`, default 10).
@@ -318,6 +328,23 @@ pub struct Config {
     pub http_max_connections: usize,
     /// Most requests in progress at once (`KAIROS_HTTP_MAX_REQUESTS`, default 512): then 503.
     pub http_max_requests: usize,
+    /// Template worker processes (`KAIROS_TEMPLATE_WORKERS`, default 2, at most 64): mail
+    /// templates are checked and rendered in them under OS limits. `0` renders in the node's
+    /// own process (fuel and output are bounded there, memory is not).
+    pub template_workers: usize,
+    /// The longest one template check or render may take in a worker, in seconds
+    /// (`KAIROS_TEMPLATE_TIMEOUT_SECS`, default 10, 1 to 300): then the worker is killed and
+    /// the template refused.
+    pub template_timeout_secs: u64,
+    /// A template worker's address-space limit in MiB (`KAIROS_TEMPLATE_MEMORY_MB`, default
+    /// 512, 64 to 65536): a render that needs more kills its worker and is refused.
+    pub template_memory_mb: u64,
+    /// Disable a webhook endpoint after this many consecutive failed sends
+    /// (`KAIROS_ENDPOINT_DISABLE_AFTER_FAILURES`, 0 to 1000000; default 0: never).
+    pub endpoint_disable_after_failures: u64,
+    /// … when its failure streak has also lasted this many seconds
+    /// (`KAIROS_ENDPOINT_DISABLE_AFTER_SECS`, 0 to 2592000; default 3600).
+    pub endpoint_disable_after_secs: u64,
 }
 
 impl Default for Config {
@@ -333,6 +360,7 @@ impl Default for Config {
             node: None,
             node_id: None,
             concurrency: 100,
+            max_unrecorded: 500,
             lease_secs: 30,
             webhook_timeout_secs: 10,
             shutdown_grace_secs: 30,
@@ -386,6 +414,11 @@ impl Default for Config {
             http_request_timeout_secs: 30,
             http_max_connections: 1024,
             http_max_requests: 512,
+            template_workers: 2,
+            template_timeout_secs: 10,
+            template_memory_mb: 512,
+            endpoint_disable_after_failures: 0,
+            endpoint_disable_after_secs: 3600,
         }
     }
 }

@@ -433,3 +433,109 @@ fn otlp_endpoint_comes_from_the_environment_and_must_be_an_http_url() {
         Ok(())
     });
 }
+
+/// Issue 12, finding 3: the template workers' settings, bounded, errors naming the variable.
+#[test]
+fn i12_3_template_worker_settings_come_from_the_environment_and_are_bounded() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            (
+                c.template_workers,
+                c.template_timeout_secs,
+                c.template_memory_mb
+            ),
+            (2, 10, 512)
+        );
+        jail.set_env("KAIROS_TEMPLATE_WORKERS", "0");
+        jail.set_env("KAIROS_TEMPLATE_TIMEOUT_SECS", "3");
+        jail.set_env("KAIROS_TEMPLATE_MEMORY_MB", "256");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            (
+                c.template_workers,
+                c.template_timeout_secs,
+                c.template_memory_mb
+            ),
+            (0, 3, 256)
+        );
+        for (var, bad, good, field) in [
+            ("KAIROS_TEMPLATE_WORKERS", "65", "1", "template_workers"),
+            (
+                "KAIROS_TEMPLATE_TIMEOUT_SECS",
+                "0",
+                "3",
+                "template_timeout_secs",
+            ),
+            (
+                "KAIROS_TEMPLATE_MEMORY_MB",
+                "8",
+                "256",
+                "template_memory_mb",
+            ),
+            ("KAIROS_TEMPLATE_WORKERS", "two", "1", "template_workers"),
+        ] {
+            jail.set_env(var, bad);
+            let e = load().expect_err(bad);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.reason.contains(var), "{var}: {e}");
+            jail.set_env(var, good);
+        }
+        Ok(())
+    });
+}
+
+/// I15-3b: auto-disable is off by default; both settings come from the environment, reach
+/// the engine's endpoint health settings, and are bounded with errors naming the setting.
+#[test]
+fn endpoint_auto_disable_comes_from_the_environment_and_is_bounded() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            (
+                c.endpoint_disable_after_failures,
+                c.endpoint_disable_after_secs
+            ),
+            (0, 3600)
+        );
+        jail.set_env("KAIROS_ENDPOINT_DISABLE_AFTER_FAILURES", "25");
+        jail.set_env("KAIROS_ENDPOINT_DISABLE_AFTER_SECS", "7200");
+        let c = load().map_err(|e| e.to_string())?;
+        let ec = crate::node::engine_config(&c).map_err(|e| e.to_string())?;
+        assert_eq!(ec.endpoint_health.disable_after_failures, 25);
+        assert_eq!(
+            ec.endpoint_health.disable_after,
+            std::time::Duration::from_secs(7200)
+        );
+        jail.set_env("KAIROS_ENDPOINT_DISABLE_AFTER_SECS", "2592001");
+        assert_eq!(
+            load().expect_err("too long").field,
+            "endpoint_disable_after_secs"
+        );
+        jail.set_env("KAIROS_ENDPOINT_DISABLE_AFTER_SECS", "60");
+        jail.set_env("KAIROS_ENDPOINT_DISABLE_AFTER_FAILURES", "1000001");
+        assert_eq!(
+            load().expect_err("too many").field,
+            "endpoint_disable_after_failures"
+        );
+        Ok(())
+    });
+}
+
+/// `KAIROS_MAX_UNRECORDED` reaches the executor, defaults to 500, and is bounded.
+#[test]
+fn max_unrecorded_comes_from_the_environment_reaches_the_executor_and_is_bounded() {
+    Jail::expect_with(|jail| {
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(c.max_unrecorded, 500);
+        jail.set_env("KAIROS_MAX_UNRECORDED", "0");
+        let c = load().map_err(|e| e.to_string())?;
+        let ec = crate::node::engine_config(&c).map_err(|e| e.to_string())?;
+        assert_eq!(ec.executor.max_unrecorded, 0);
+        jail.set_env("KAIROS_MAX_UNRECORDED", "100001");
+        assert_eq!(load().expect_err("too many").field, "max_unrecorded");
+        jail.set_env("KAIROS_MAX_UNRECORDED", "-1");
+        assert_eq!(load().expect_err("negative").field, "max_unrecorded");
+        Ok(())
+    });
+}

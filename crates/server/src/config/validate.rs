@@ -53,6 +53,29 @@ impl Config {
         Ok(())
     }
 
+    /// The template workers' settings (`KAIROS_TEMPLATE_*`).
+    pub fn validate_templates(&self) -> Result<(), ConfigError> {
+        if self.template_workers > 64 {
+            return Err(ConfigError::new(
+                "template_workers",
+                "must be between 0 and 64 (KAIROS_TEMPLATE_WORKERS; 0 renders in-process)",
+            ));
+        }
+        if !(1..=300).contains(&self.template_timeout_secs) {
+            return Err(ConfigError::new(
+                "template_timeout_secs",
+                "must be between 1 and 300 seconds (KAIROS_TEMPLATE_TIMEOUT_SECS)",
+            ));
+        }
+        if !(64..=65_536).contains(&self.template_memory_mb) {
+            return Err(ConfigError::new(
+                "template_memory_mb",
+                "must be between 64 and 65536 MiB (KAIROS_TEMPLATE_MEMORY_MB)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Where spans are posted: `<otlp_endpoint>/v1/traces`, or `None` when tracing is off (the
     /// setting unset or blank). The endpoint must be an `http://` or `https://` URL with a
     /// host and no query or fragment (the signal's path is appended to it).
@@ -143,6 +166,12 @@ impl Config {
                 "must be between 1 and 100000",
             ));
         }
+        if self.max_unrecorded > 100_000 {
+            return Err(ConfigError::new(
+                "max_unrecorded",
+                "must be between 0 and 100000",
+            ));
+        }
         if !(3..=3600).contains(&self.lease_secs) {
             return Err(ConfigError::new(
                 "lease_secs",
@@ -194,6 +223,19 @@ impl Config {
             if !(1..=1_000_000).contains(&n) {
                 return Err(ConfigError::new(field, "must be between 1 and 1000000"));
             }
+        }
+        self.validate_templates()?;
+        if self.endpoint_disable_after_failures > 1_000_000 {
+            return Err(ConfigError::new(
+                "endpoint_disable_after_failures",
+                "must be between 0 (off) and 1000000",
+            ));
+        }
+        if self.endpoint_disable_after_secs > 30 * 24 * 3600 {
+            return Err(ConfigError::new(
+                "endpoint_disable_after_secs",
+                "must be between 0 and 2592000 seconds (30 days)",
+            ));
         }
         for (field, url) in [
             ("gemini_api_url", &self.gemini_api_url),

@@ -4,6 +4,7 @@
 use super::NodeError;
 use crate::config::Config;
 use kairos_channels::email::resend::{DEFAULT_API_URL, ResendConfig};
+use kairos_channels::email::template::{Pool, PoolConfig, Renderer};
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::Clock;
@@ -100,11 +101,32 @@ pub fn email_setup(cfg: &Config) -> Result<(EmailTransport, EmailConfig), NodeEr
     Ok((transport, email))
 }
 
-/// The built-in handlers for `store`.
+/// Where templates render with `cfg`: in `program`'s worker processes
+/// (`program __render-worker`, `KAIROS_TEMPLATE_WORKERS` of them, under
+/// `KAIROS_TEMPLATE_TIMEOUT_SECS` and `KAIROS_TEMPLATE_MEMORY_MB`), or in-process when
+/// `KAIROS_TEMPLATE_WORKERS=0`.
+pub fn template_renderer(cfg: &Config, program: std::path::PathBuf) -> Renderer {
+    if cfg.template_workers == 0 {
+        return Renderer::InProcess;
+    }
+    Renderer::Workers(Arc::new(Pool::new(PoolConfig {
+        program,
+        args: vec![RENDER_WORKER_COMMAND.into()],
+        workers: cfg.template_workers,
+        timeout: Duration::from_secs(cfg.template_timeout_secs),
+        memory_mb: cfg.template_memory_mb,
+    })))
+}
+
+/// The hidden subcommand of the `kairos` binary that serves template renders.
+pub const RENDER_WORKER_COMMAND: &str = "__render-worker";
+
+/// The built-in handlers for `store`, rendering mail templates with `renderer`.
 pub fn registry(
     cfg: &Config,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    renderer: &Renderer,
 ) -> Result<HandlerRegistry, NodeError> {
     let mut r = kairos_engine::handlers::default_registry(
         store.clone(),
@@ -119,7 +141,8 @@ pub fn registry(
         digest_config(cfg),
     )
     .map_err(|e| NodeError::runtime("could not set up the digest handler", &e))?;
-    let (transport, email) = email_setup(cfg)?;
+    let (transport, mut email) = email_setup(cfg)?;
+    email.renderer = renderer.clone();
     kairos_engine::handlers::register_email(&mut r, store, clock, transport, email)
         .map_err(|e| NodeError::runtime("could not set up the email handler", &e))?;
     Ok(r)

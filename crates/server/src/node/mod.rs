@@ -12,10 +12,13 @@ mod handlers;
 
 pub use db::{Db, checked_secret_key, open_db};
 pub use error::NodeError;
-pub use handlers::{digest_config, email_setup, registry, webhook_config};
+pub use handlers::{
+    RENDER_WORKER_COMMAND, digest_config, email_setup, registry, template_renderer, webhook_config,
+};
 
 use crate::config::Config;
 use crate::{ApiToken, AppState};
+use kairos_channels::email::template::Renderer;
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::maintenance::Maintenance;
 use kairos_engine::{Engine, EngineConfig, Kairos};
@@ -40,6 +43,7 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     let lease = Duration::from_secs(cfg.lease_secs);
     let poll = Duration::from_millis(cfg.poll_interval_ms);
     ec.executor.concurrency = cfg.concurrency;
+    ec.executor.max_unrecorded = cfg.max_unrecorded;
     ec.executor.lease = lease;
     ec.executor.renew_every = lease / 3;
     ec.executor.poll_interval = poll;
@@ -52,6 +56,8 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.pruner.events = cfg.retention_events()?;
     ec.pruner.dedupe = cfg.retention_dedupe()?;
     ec.monitor = crate::monitoring::monitor_config(cfg)?;
+    ec.endpoint_health.disable_after_failures = cfg.endpoint_disable_after_failures;
+    ec.endpoint_health.disable_after = Duration::from_secs(cfg.endpoint_disable_after_secs);
     Ok(ec)
 }
 
@@ -60,6 +66,7 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
 pub struct NodeBuilder {
     cfg: Config,
     clock: Arc<dyn Clock>,
+    renderer: Renderer,
 }
 
 impl std::fmt::Debug for NodeBuilder {
@@ -75,7 +82,17 @@ impl NodeBuilder {
         NodeBuilder {
             cfg,
             clock: Arc::new(SystemClock),
+            renderer: Renderer::InProcess,
         }
+    }
+
+    /// Render mail templates in worker processes of `program` (the `kairos` binary, which
+    /// serves them as `kairos __render-worker`), as configured (`KAIROS_TEMPLATE_*`;
+    /// `KAIROS_TEMPLATE_WORKERS=0` keeps them in-process). Without this call templates render
+    /// in-process: the builder is also used by tests and embedders that have no such binary.
+    pub fn with_template_workers(mut self, program: std::path::PathBuf) -> Self {
+        self.renderer = template_renderer(&self.cfg, program);
+        self
     }
 
     /// Use `clock` instead of the system clock.
@@ -100,6 +117,7 @@ impl NodeBuilder {
         let cfg = &self.cfg;
         Kairos::new(db.store(), self.clock.clone(), wake, kinds)
             .allow_private_targets(cfg.allow_private_targets)
+            .with_renderer(self.renderer.clone())
             .with_digest_attempt_timeout(Duration::from_secs(
                 cfg.feed_timeout_secs + cfg.model_timeout_secs + 5,
             ))
@@ -112,7 +130,7 @@ impl NodeBuilder {
     /// poll (on PostgreSQL at once: inserting a job notifies the nodes).
     pub async fn open_kairos(&self) -> Result<(Db, Kairos), NodeError> {
         let db = self.open_db().await?;
-        let kinds = registry(&self.cfg, db.store(), self.clock.clone())?.kinds();
+        let kinds = registry(&self.cfg, db.store(), self.clock.clone(), &self.renderer)?.kinds();
         let kairos = self.facade(&db, Arc::new(Notify::new()), kinds);
         Ok((db, kairos))
     }
@@ -122,7 +140,7 @@ impl NodeBuilder {
         let cfg = &self.cfg;
         let db = self.open_db().await?;
         let store = db.store();
-        let registry = registry(cfg, store.clone(), self.clock.clone())?;
+        let registry = registry(cfg, store.clone(), self.clock.clone(), &self.renderer)?;
         let kinds = registry.kinds();
         // Installed before the engine runs, so its first attempts are counted on /metrics.
         let _ = crate::monitoring::metrics_recorder();

@@ -1,5 +1,6 @@
-//! `/v1/endpoints`: the webhook endpoints jobs post to — list them with their disabled state
-//! and last failure, show one, and enable one again after an HTTP 410 disabled it.
+//! `/v1/endpoints`: the webhook endpoints jobs post to — list them with their disabled state,
+//! last failure and health, show one, enable one again after it was disabled (an HTTP 410 or
+//! a failure streak), and rotate its secret.
 //!
 //! An endpoint is the (URL, secret) pair of a webhook target; creating a job or schedule
 //! with the same pair reuses its row. A disabled endpoint stays disabled when its pair is
@@ -7,12 +8,13 @@
 //! here. The secret is never shown.
 
 use crate::AppState;
-use crate::problem::{ApiQuery, ApiResult, Problem};
+use crate::problem::{ApiQuery, ApiResult, OptionalJson, Problem};
 use crate::views::{ts, ts_opt};
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use kairos_store::Endpoint;
+use chrono::{DateTime, Utc};
+use kairos_engine::ops::{EndpointStatus, SecretRotation};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -22,6 +24,27 @@ pub fn router() -> Router<AppState> {
         .route("/", get(list))
         .route("/{id}", get(show))
         .route("/{id}/enable", post(enable))
+        .route("/{id}/rotate", post(rotate))
+}
+
+/// An endpoint's delivery health. Folded from the attempt log by a background service, so it
+/// lags the sends by a few seconds (about 15 s by default; see docs/operations.md).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EndpointHealthView {
+    /// When a send last succeeded (RFC 3339), if one did.
+    pub last_success_at: Option<String>,
+    /// When a send last failed (RFC 3339), if one did.
+    pub last_failure_at: Option<String>,
+    /// Failed sends since the last success (or since it was enabled again).
+    pub consecutive_failures: i64,
+    /// When the current failure streak began; null when there is none.
+    pub failing_since: Option<String>,
+    /// Sends (succeeded or failed) in the last 24 h, by whole hours.
+    pub attempts_24h: i64,
+    /// Failed sends in the last 24 h.
+    pub failures_24h: i64,
+    /// `failures_24h / attempts_24h`; null without attempts.
+    pub failure_rate_24h: Option<f64>,
 }
 
 /// A webhook endpoint (never its secret).
@@ -42,11 +65,34 @@ pub struct EndpointView {
     pub last_failure_at: Option<String>,
     /// What that failure was (`HTTP 500 …`, a connection error, …).
     pub last_failure: Option<String>,
+    /// Its delivery health.
+    pub health: EndpointHealthView,
+    /// While a secret rotation window is open: when the previous secret stops signing
+    /// (RFC 3339); null otherwise.
+    pub previous_secret_expires_at: Option<String>,
 }
 
-impl From<Endpoint> for EndpointView {
-    fn from(e: Endpoint) -> Self {
+impl EndpointView {
+    /// The view of `s` at `now` (which decides whether a rotation window is open).
+    pub fn new(s: EndpointStatus, now: DateTime<Utc>) -> Self {
+        let rate = s.failure_rate_24h();
+        let e = s.endpoint;
+        let window_open = e.previous_secret_at(now).is_some();
         EndpointView {
+            health: EndpointHealthView {
+                last_success_at: ts_opt(e.health.last_success_at),
+                last_failure_at: ts_opt(e.last_failure_at),
+                consecutive_failures: e.health.consecutive_failures,
+                failing_since: ts_opt(e.health.failing_since),
+                attempts_24h: s.attempts_24h,
+                failures_24h: s.failures_24h,
+                failure_rate_24h: rate,
+            },
+            previous_secret_expires_at: if window_open {
+                ts_opt(e.previous_secret_expires_at)
+            } else {
+                None
+            },
             id: e.id,
             url: e.url,
             created_at: ts(e.created_at),
@@ -56,6 +102,16 @@ impl From<Endpoint> for EndpointView {
             last_failure: e.last_failure,
         }
     }
+}
+
+/// The answer of a rotation: the endpoint, and the new secret when it was generated.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RotatedView {
+    /// The endpoint after the rotation (`previous_secret_expires_at` is the window's end).
+    pub endpoint: EndpointView,
+    /// The generated `whsec_…` secret, shown this once; absent when the request gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
 /// A page of endpoints.
@@ -81,7 +137,7 @@ pub struct ListQuery {
     pub limit: Option<i64>,
 }
 
-/// Webhook endpoints by id, with their disabled state and last failure.
+/// Webhook endpoints by id, with their disabled state, last failure and health.
 #[utoipa::path(operation_id = "endpoints_list", get, path = "/v1/endpoints", tag = "endpoints", params(ListQuery),
     security(("bearer" = [])),
     responses(
@@ -100,13 +156,18 @@ pub async fn list(
     let next_after = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.id.clone()))
         .flatten();
+    let now = state.kairos.clock().now();
+    let data = state.kairos.endpoint_statuses(rows, now).await?;
     Ok(Json(EndpointPage {
-        data: rows.into_iter().map(Into::into).collect(),
+        data: data
+            .into_iter()
+            .map(|s| EndpointView::new(s, now))
+            .collect(),
         next_after,
     }))
 }
 
-/// One endpoint.
+/// One endpoint, with its health.
 #[utoipa::path(operation_id = "endpoints_show", get, path = "/v1/endpoints/{id}", tag = "endpoints",
     params(("id" = String, Path, description = "Endpoint id (`ep_…`)")),
     security(("bearer" = [])),
@@ -118,10 +179,12 @@ pub async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<EndpointView>> {
-    Ok(Json(state.kairos.endpoint_get(&id).await?.into()))
+    let s = state.kairos.endpoint_status(&id).await?;
+    Ok(Json(EndpointView::new(s, state.kairos.clock().now())))
 }
 
-/// Enable an endpoint again (after an HTTP 410 disabled it): later jobs to it are sent.
+/// Enable an endpoint again (after an HTTP 410 or a failure streak disabled it; its streak is
+/// reset): later jobs to it are sent.
 /// Jobs skipped while it was disabled stay skipped (`POST /v1/jobs/{id}/retry` sends one).
 /// Enabling an enabled endpoint changes nothing.
 #[utoipa::path(operation_id = "endpoints_enable", post, path = "/v1/endpoints/{id}/enable", tag = "endpoints",
@@ -135,5 +198,49 @@ pub async fn enable(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<EndpointView>> {
-    Ok(Json(state.kairos.endpoint_enable(&id).await?.into()))
+    state.kairos.endpoint_enable(&id).await?;
+    let s = state.kairos.endpoint_status(&id).await?;
+    Ok(Json(EndpointView::new(s, state.kairos.clock().now())))
 }
+
+/// Rotate an endpoint's secret. The new secret (given, or generated and returned once) signs
+/// from now on; the previous one keeps signing beside it until `previous_secret_expires_at`
+/// (`window_secs`, default one day): during the window `webhook-signature` carries both
+/// (`v1,<new> v1,<old>`), after it only the new. The body is optional.
+#[utoipa::path(operation_id = "endpoints_rotate", post, path = "/v1/endpoints/{id}/rotate", tag = "endpoints",
+    request_body(content = Option<RotateBody>),
+    params(("id" = String, Path, description = "Endpoint id (`ep_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Rotated", body = RotatedView),
+        (status = 404, description = "No such endpoint", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Another endpoint has this URL and secret", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The secret or the window is not valid; nothing changed", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn rotate(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    OptionalJson(body): OptionalJson<SecretRotation>,
+) -> ApiResult<Json<RotatedView>> {
+    let r = state
+        .kairos
+        .endpoint_rotate(&id, body.unwrap_or_default())
+        .await?;
+    let now = state.kairos.clock().now();
+    let s = state
+        .kairos
+        .endpoint_statuses(vec![r.endpoint], now)
+        .await?;
+    let endpoint = s
+        .into_iter()
+        .next()
+        .map(|s| EndpointView::new(s, now))
+        .ok_or_else(|| kairos_engine::OpsError::not_found("endpoint", &id))?;
+    Ok(Json(RotatedView {
+        endpoint,
+        secret: r.generated_secret,
+    }))
+}
+
+/// The body of a rotation, as the document names it.
+pub use kairos_engine::ops::SecretRotation as RotateBody;

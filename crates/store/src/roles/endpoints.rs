@@ -15,11 +15,30 @@ pub trait EndpointStore: Send + Sync {
     async fn endpoint_list(&self, p: EndpointList) -> Result<Vec<Endpoint>>;
     /// Disable an endpoint (HTTP 410); later jobs to it are skipped.
     async fn endpoint_disable(&self, p: EndpointDisable) -> Result<()>;
-    /// Enable an endpoint again (clear `disabled_at` and its reason); `None` if it does not
-    /// exist. Jobs skipped while it was disabled stay skipped.
+    /// Enable an endpoint again (clear `disabled_at` and its reason, and reset its failure
+    /// streak); `None` if it does not exist. Jobs skipped while it was disabled stay skipped.
     async fn endpoint_enable(&self, p: EndpointEnable) -> Result<Option<Endpoint>>;
     /// Record the latest failed send to an endpoint; an unknown id changes nothing.
     async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()>;
+    /// Fold the attempts of webhook jobs recorded since the last flush (up to
+    /// `settled_before`, at most `limit`) into their endpoints' streaks and hourly counters,
+    /// and move the cursor past them, in one transaction. Only `succeeded` and `failed`
+    /// attempts are sends; others move the cursor and count for nothing.
+    async fn endpoint_health_flush(&self, p: EndpointHealthFlush) -> Result<EndpointHealthFlushed>;
+    /// Attempts and failures per endpoint from the hourly counters since `p.since`; an
+    /// endpoint without any has no entry.
+    async fn endpoint_health_counts(
+        &self,
+        p: EndpointHealthCounts,
+    ) -> Result<Vec<EndpointHealthCount>>;
+    /// Disable the enabled endpoints whose streak reached `min_failures` and began at or
+    /// before `failing_before`, with reason `failure_streak`. Returns their ids.
+    async fn endpoint_streak_disable(&self, p: EndpointStreakDisable) -> Result<Vec<String>>;
+    /// Rotate an endpoint's secret: the new one becomes `secret` (sealed and hashed as on
+    /// creation), the current one becomes the previous secret until `previous_expires_at`
+    /// (stored as it was, sealed). `None` if the endpoint does not exist; a `Conflict` error
+    /// if another endpoint already has the same URL and new secret (nothing changes).
+    async fn endpoint_secret_rotate(&self, p: EndpointSecretRotate) -> Result<Option<Endpoint>>;
     /// Store an HTTP call target, or return the existing one with the same fingerprint.
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget>;
     /// An HTTP call target by id.

@@ -13,6 +13,10 @@ use crate::{
 /// `e` with its secret opened (a plaintext one is kept as it is).
 fn opened(sealer: Option<&Sealer>, mut e: Endpoint) -> Result<Endpoint> {
     e.secret = sealing::endpoint_secret_from_store(sealer, e.secret)?;
+    e.previous_secret = e
+        .previous_secret
+        .map(|s| sealing::endpoint_secret_from_store(sealer, s))
+        .transpose()?;
     Ok(e)
 }
 
@@ -109,7 +113,10 @@ pub async fn endpoint_enable(
     run.fetch_optional(
         "endpoint enable",
         &format!(
-            "UPDATE endpoints SET disabled_at = NULL, disabled_reason = NULL WHERE id = $1
+            "UPDATE endpoints SET disabled_at = NULL, disabled_reason = NULL,
+                 consecutive_failures = CASE WHEN disabled_at IS NULL THEN consecutive_failures ELSE 0 END,
+                 failing_since = CASE WHEN disabled_at IS NULL THEN failing_since ELSE NULL END
+             WHERE id = $1
              RETURNING {ENDPOINT_COLS}"
         ),
         binds![p.id],
@@ -204,6 +211,35 @@ impl<D: super::SqlDb> crate::EndpointStore for D {
 
     async fn endpoint_failure_record(&self, p: EndpointFailureRecord) -> Result<()> {
         endpoint_failure_record(&mut self.writer(), p).await
+    }
+
+    async fn endpoint_health_flush(
+        &self,
+        p: crate::EndpointHealthFlush,
+    ) -> Result<crate::EndpointHealthFlushed> {
+        super::endpoint_health::flush(self, p).await
+    }
+
+    async fn endpoint_health_counts(
+        &self,
+        p: crate::EndpointHealthCounts,
+    ) -> Result<Vec<crate::EndpointHealthCount>> {
+        super::endpoint_health::counts(&mut self.reader(), p).await
+    }
+
+    async fn endpoint_streak_disable(
+        &self,
+        p: crate::EndpointStreakDisable,
+    ) -> Result<Vec<String>> {
+        super::endpoint_health::streak_disable(&mut self.writer(), p).await
+    }
+
+    async fn endpoint_secret_rotate(
+        &self,
+        p: crate::EndpointSecretRotate,
+    ) -> Result<Option<Endpoint>> {
+        let e = super::endpoint_health::secret_rotate(self, p).await?;
+        e.map(|e| opened(self.sealer(), e)).transpose()
     }
 
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {

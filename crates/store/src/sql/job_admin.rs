@@ -45,7 +45,7 @@ fn casts(d: Dialect) -> Casts {
 }
 
 /// `column` is one of the bound text list `param` ([`crate::sql::Bind::TextList`]).
-fn in_list(d: Dialect, column: &str, param: &str) -> String {
+pub(crate) fn in_list(d: Dialect, column: &str, param: &str) -> String {
     match d {
         Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each({param}))"),
         Dialect::Postgres => format!("{column} = ANY({param}::text[])"),

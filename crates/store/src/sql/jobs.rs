@@ -3,9 +3,9 @@
 //! skipping taken dedupe keys (also duplicates within the batch: `DO NOTHING` sees rows this
 //! statement inserted).
 
-use super::{Dialect, SqlRun};
+use super::{Dialect, JOB_COLS, SqlRun, rows};
 use crate::batch::{BatchEncoding, jobs_batch};
-use crate::{JobInsert, Result};
+use crate::{Error, ErrorKind, JobInsert, JobInserted, PRUNED_KEY, Result};
 
 /// SQLite's: `WHERE true` resolves SQLite's parse ambiguity between `SELECT … ON CONFLICT`
 /// and a join constraint; `jsonb_each` (not `json_each`) yields each element as JSONB, so
@@ -53,6 +53,39 @@ pub async fn jobs_insert(
     let batch = jobs_batch(jobs, BatchEncoding::of(d));
     run.fetch(what, sql, vec![batch.into()], &|r| r.text("id"))
         .await
+}
+
+/// Insert one job on `run` (an application's own transaction: transactional enqueue) and
+/// answer with the job: the new one, or with an existing `dedupe_key` the job that holds it
+/// (`created = false`), as [`JobStore::job_insert`](crate::JobStore::job_insert) does. A key
+/// held only by a pruned job's tombstone is a `Conflict` saying [`PRUNED_KEY`]. On
+/// PostgreSQL the statement also notifies `kairos_jobs` (delivered on commit only).
+pub async fn job_insert_one(run: &mut impl SqlRun, job: JobInsert) -> Result<JobInserted> {
+    const WHAT: &str = "job insert in a transaction";
+    let created = !jobs_insert(run, WHAT, std::slice::from_ref(&job))
+        .await?
+        .is_empty();
+    // Under PostgreSQL's READ COMMITTED each statement sees the latest commits, so the job
+    // holding a dedupe key that made the insert do nothing is visible here (the insert waited
+    // for its writer); on SQLite the transaction holds the write lock.
+    let (filter, key) = if created {
+        ("id", Some(job.id.clone()))
+    } else {
+        ("dedupe_key", job.dedupe_key.clone())
+    };
+    let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE {filter} = $1");
+    let found = run
+        .fetch_optional(WHAT, &sql, vec![key.into()], &|r| rows::job(r))
+        .await?;
+    let job = found.ok_or_else(|| {
+        let msg = if job.dedupe_key.is_some() {
+            PRUNED_KEY
+        } else {
+            "job insert: the job id is taken"
+        };
+        Error::new(ErrorKind::Conflict, msg)
+    })?;
+    Ok(JobInserted { job, created })
 }
 
 /// A bounded prune: delete at most `$2` rows of `table` matching `cond` (which reads the
@@ -105,6 +138,7 @@ pub async fn retention_prune(run: &mut impl SqlRun, p: crate::RetentionPrune) ->
             "NOT active AND seq = notified_seq AND updated_at < $1",
             "updated_at",
         ),
+        T::EndpointHealthHours => ("endpoint_health_hours", None, "hour < $1", "hour"),
     };
     let sql = prune_sql(run.dialect(), table, key, cond, order);
     run.execute("retention prune", &sql, crate::binds![p.before, p.limit])

@@ -54,6 +54,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0016 "admin_sessions",
     0017 "sealed_secrets",
     0018 "dedupe_tombstones",
+    0019 "endpoint_health",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod audience;
 mod db;
 pub mod delivery;
+pub mod endpoint_health;
 pub mod endpoints;
 pub mod erase;
 pub mod inbound;

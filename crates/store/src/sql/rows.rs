@@ -81,6 +81,13 @@ pub fn endpoint<R: RowRead + ?Sized>(r: &R) -> Result<Endpoint> {
         last_failure_at: r.opt_ts("last_failure_at")?,
         last_failure: r.opt_text("last_failure")?,
         created_at: r.ts("created_at")?,
+        health: crate::EndpointHealth {
+            last_success_at: r.opt_ts("last_success_at")?,
+            consecutive_failures: r.int("consecutive_failures")?,
+            failing_since: r.opt_ts("failing_since")?,
+        },
+        previous_secret: r.opt_text("previous_secret")?,
+        previous_secret_expires_at: r.opt_ts("previous_secret_expires_at")?,
     })
 }
 

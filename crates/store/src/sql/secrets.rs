@@ -9,15 +9,17 @@ use serde_json::Value;
 
 /// Endpoints whose secret is still plaintext (no lookup hash), a batch of `$1`.
 pub const ENDPOINTS_UNSEALED: &str =
-    "SELECT id, url, secret FROM endpoints WHERE secret_hash IS NULL LIMIT $1";
-/// Seal one endpoint still unsealed: id `$1`, secret `$2`, lookup hash `$3`.
-pub const ENDPOINT_SEAL: &str = "UPDATE endpoints SET secret = $2, secret_hash = $3
+    "SELECT id, url, secret, previous_secret FROM endpoints WHERE secret_hash IS NULL LIMIT $1";
+/// Seal one endpoint still unsealed: id `$1`, secret `$2`, lookup hash `$3`, previous
+/// secret `$4`.
+pub const ENDPOINT_SEAL: &str =
+    "UPDATE endpoints SET secret = $2, secret_hash = $3, previous_secret = $4
      WHERE id = $1 AND secret_hash IS NULL";
 /// Every endpoint, for re-sealing under a new key.
-pub const ENDPOINTS_ALL_SECRETS: &str = "SELECT id, url, secret FROM endpoints";
-/// Re-seal one endpoint: id `$1`, secret `$2`, lookup hash `$3`.
+pub const ENDPOINTS_ALL_SECRETS: &str = "SELECT id, url, secret, previous_secret FROM endpoints";
+/// Re-seal one endpoint: id `$1`, secret `$2`, lookup hash `$3`, previous secret `$4`.
 pub const ENDPOINT_RESEAL: &str =
-    "UPDATE endpoints SET secret = $2, secret_hash = $3 WHERE id = $1";
+    "UPDATE endpoints SET secret = $2, secret_hash = $3, previous_secret = $4 WHERE id = $1";
 /// Every http target, for re-sealing under a new key.
 pub const HTTP_TARGETS_ALL_SECRETS: &str = "SELECT id, headers, secret FROM http_targets";
 /// Seal one http target: id `$1`, headers `$2`, secret `$3`, fingerprint `$4`.
@@ -27,7 +29,7 @@ pub const HTTP_TARGET_SEAL: &str =
 pub const SETTING_UPSERT: &str = "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
              ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at";
 
-/// An endpoint row (`id, url, secret`) sealed under `seal`, its stored secret opened with
+/// An endpoint row (`id, url, secret, previous_secret`) sealed under `seal`, its stored secret opened with
 /// `open` (a plaintext one is taken as it is).
 pub struct EndpointSealed {
     /// The endpoint's id.
@@ -36,6 +38,8 @@ pub struct EndpointSealed {
     pub secret: String,
     /// The secret's lookup hash to store.
     pub secret_hash: String,
+    /// The sealed previous secret (of a rotation) to store, if there is one.
+    pub previous_secret: Option<String>,
 }
 
 impl EndpointSealed {
@@ -47,10 +51,15 @@ impl EndpointSealed {
     ) -> Result<Self> {
         let (id, url) = (row.text("id")?, row.text("url")?);
         let plain = sealing::endpoint_secret_from_store(open, row.text("secret")?)?;
+        let previous = row
+            .opt_text("previous_secret")?
+            .map(|s| sealing::endpoint_secret_from_store(open, s))
+            .transpose()?;
         Ok(EndpointSealed {
             id,
             secret: seal.seal(&plain, ENDPOINT_SECRET_AAD),
             secret_hash: seal.lookup_hash(&[&url, &plain]),
+            previous_secret: previous.map(|p| seal.seal(&p, ENDPOINT_SECRET_AAD)),
         })
     }
 }
@@ -162,7 +171,7 @@ pub async fn seal_existing<D: SqlDb>(db: &D) -> Result<u64> {
         let mut r = D::in_tx(&mut tx);
         let run = &mut r;
         for e in rows {
-            let b = binds![e.id, e.secret, e.secret_hash];
+            let b = binds![e.id, e.secret, e.secret_hash, e.previous_secret];
             run.execute("sealing an endpoint secret", ENDPOINT_SEAL, b)
                 .await?;
             sealed += 1;
@@ -211,7 +220,7 @@ pub async fn reseal<D: SqlDb>(db: &D, new: &Sealer, setting: crate::SettingPut) 
         .await?;
     let n = (endpoints.len() + targets.len()) as u64;
     for e in endpoints {
-        let b = binds![e.id, e.secret, e.secret_hash];
+        let b = binds![e.id, e.secret, e.secret_hash, e.previous_secret];
         run.execute("re-sealing an endpoint secret", ENDPOINT_RESEAL, b)
             .await?;
     }

@@ -7,7 +7,8 @@ pub const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, 
 pub const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels";
 /// The endpoint columns `rows::endpoint` reads.
 pub const ENDPOINT_COLS: &str =
-    "id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at";
+    "id, url, secret, disabled_at, disabled_reason, last_failure_at, last_failure, created_at,
+     last_success_at, consecutive_failures, failing_since, previous_secret, previous_secret_expires_at";
 /// The attempt columns `rows::attempt` reads.
 pub const ATTEMPT_COLS: &str = "job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node";
 /// The HTTP call target columns `rows::http_target` reads.

@@ -44,6 +44,9 @@ pub struct EmailConfig {
     pub entitlement_timeout: Duration,
     /// Allow entitlement URLs on private and loopback addresses.
     pub allow_private_targets: bool,
+    /// Where templates render: in this process (the default) or in worker processes under
+    /// OS limits (`KAIROS_TEMPLATE_WORKERS`).
+    pub renderer: template::Renderer,
 }
 
 impl Default for EmailConfig {
@@ -55,6 +58,7 @@ impl Default for EmailConfig {
             settings_url: None,
             entitlement_timeout: Duration::from_secs(5),
             allow_private_targets: false,
+            renderer: template::Renderer::InProcess,
         }
     }
 }
@@ -238,7 +242,7 @@ impl EmailHandler {
         };
         let (unsubscribe_url, headers) = self.unsubscribe(&rid, &topic_name);
         let variant = field("variant").filter(|v| topic.variants.iter().any(|x| &x.name == v));
-        let ctx = template::context(&json!({
+        let ctx = json!({
             "recipient": {"id": r.id, "email": r.email, "timezone": r.timezone,
                           "locale": r.locale, "attributes": r.attributes},
             "target": p.get("target"),
@@ -248,16 +252,24 @@ impl EmailHandler {
             "payload": p,
             "artifact": artifact,
             "unsubscribe_url": unsubscribe_url,
-        }));
+        });
         let (subject, html, text) = pick_templates(&topic, variant.as_deref());
-        // Rendered on the blocking pool under the template limits (fuel, output size): a
-        // template is CPU work and must not stall the async workers.
+        // Rendered under the template limits (fuel, output size; in a worker process also
+        // memory and time), off the async workers. A template over a limit will be over it
+        // on every retry: permanent. A worker that could not be started is not the
+        // template's fault: transient.
         let mut parts = vec![("subject".to_string(), subject.to_string())];
         parts.extend(html.map(|h| ("html".to_string(), h.to_string())));
         parts.extend(text.map(|t| ("text".to_string(), t.to_string())));
-        let mut rendered = template::render_blocking(parts, ctx)
+        let mut rendered = self
+            .cfg
+            .renderer
+            .render(parts, ctx)
             .await
-            .map_err(|e| Failure::permanent(e.to_string()))?
+            .map_err(|e| match e {
+                template::RenderError::Template(e) => Failure::permanent(e.to_string()),
+                e @ template::RenderError::Unavailable(_) => Failure::transient(e.to_string()),
+            })?
             .into_iter();
         let subject = rendered.next().unwrap_or_default();
         let html = html.and_then(|_| rendered.next());

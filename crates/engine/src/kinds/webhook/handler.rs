@@ -44,8 +44,9 @@ pub fn envelope(job: &Job) -> serde_json::Value {
     })
 }
 
-/// POST `body` to endpoint `ep_id`, signed, with `job_id` as `webhook-id`; a disabled
-/// endpoint skips, and a 410 disables it. Shared by plain webhook jobs and the `webhook`
+/// POST `body` to endpoint `ep_id`, signed (by the new and the previous secret while a
+/// rotation window is open at `now`), with `job_id` as `webhook-id`; a disabled endpoint
+/// skips (after a 410 or a failure streak), and a 410 disables it. Shared by plain webhook jobs and the `webhook`
 /// channel of audience notifications.
 pub(crate) async fn post_to_endpoint(
     store: &dyn Store,
@@ -81,7 +82,21 @@ pub(crate) async fn post_to_endpoint(
             )));
         }
     };
-    let outcome = sender.send(&ep.url, &secret, job_id, now, body).await;
+    // During a rotation window the previous secret signs too, after the new one.
+    let previous = match ep.previous_secret_at(now).map(WebhookSecret::parse) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            return Outcome::Failed(Failure::permanent(format!(
+                "endpoint previous secret is not valid: {}",
+                e.reason()
+            )));
+        }
+    };
+    let secrets: Vec<&WebhookSecret> = std::iter::once(&secret).chain(previous.as_ref()).collect();
+    let outcome = sender
+        .send_signed(&ep.url, &secrets, job_id, now, body)
+        .await;
     if let Outcome::Failed(f) = &outcome {
         // What `GET /v1/endpoints` shows as the endpoint's last failure.
         let error = match f.status_code {
