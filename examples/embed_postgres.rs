@@ -7,7 +7,7 @@
 //! check held.
 
 use kairos_embed::sqlx::{self, PgPool};
-use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, JobState, Node};
+use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, Node};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -121,7 +121,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .fetch_one(&pool)
     .await?;
     assert_eq!(stored, 1, "orders stored by this run");
-    let state = succeeded(&node, &committed.job.id).await?;
+    // The handler returned before the engine committed its outcome: wait for the commit.
+    let state = node
+        .wait_finished(&committed.job.id, Duration::from_secs(30))
+        .await?
+        .state;
 
     pool.close().await;
     node.shutdown().await;
@@ -129,20 +133,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "embed_postgres: ok: jobs ran for orders {orders:?} in schema {schema}; the committed job is {state}; the rolled-back job does not exist"
     );
     Ok(())
-}
-
-/// The job's state once its outcome is recorded (the handler returned before the engine
-/// committed it): polled, at most 30 s.
-async fn succeeded(node: &Node, id: &str) -> Result<JobState, Box<dyn std::error::Error>> {
-    for _ in 0..600 {
-        let job = node
-            .job(id)
-            .await?
-            .ok_or("the committed job does not exist")?;
-        if job.state != JobState::Running && job.state != JobState::Available {
-            return Ok(job.state);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Err("the committed job did not finish in 30 s".into())
 }

@@ -21,6 +21,8 @@ pub enum ErrorKind {
     NotFound,
     /// The database is unreachable or busy; trying again may work.
     Unavailable,
+    /// A wait ended before what it waited for ([`crate::Node::wait_finished`]).
+    Timeout,
     /// Anything else (a database error, a task that could not be joined).
     Internal,
 }
@@ -40,6 +42,22 @@ impl Error {
         Error {
             message: format!("{field}: {reason}"),
             kind: ErrorKind::Invalid { field, reason },
+            source: None,
+        }
+    }
+
+    pub(crate) fn not_found(id: &str) -> Self {
+        Error {
+            kind: ErrorKind::NotFound,
+            message: format!("job {id} does not exist"),
+            source: None,
+        }
+    }
+
+    pub(crate) fn timeout(id: &str, after: std::time::Duration) -> Self {
+        Error {
+            kind: ErrorKind::Timeout,
+            message: format!("job {id} did not finish within {} ms", after.as_millis()),
             source: None,
         }
     }

@@ -344,6 +344,26 @@ impl Node {
         Ok(self.inner.kairos.store().job_get(id).await?)
     }
 
+    /// The job `id` once it has finished — succeeded, skipped, dead or cancelled, its
+    /// outcome committed — looked at every 20 ms for at most `timeout`. A job waiting for a
+    /// retry is not finished. Fails with [`ErrorKind::NotFound`](crate::ErrorKind::NotFound)
+    /// when there is no such job and [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) when
+    /// it has not finished in time.
+    pub async fn wait_finished(&self, id: &str, timeout: Duration) -> Result<Job, Error> {
+        let wait = async {
+            loop {
+                let job = self.job(id).await?.ok_or_else(|| Error::not_found(id))?;
+                if job.state.is_final() {
+                    return Ok(job);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .unwrap_or_else(|_| Err(Error::timeout(id, timeout)))
+    }
+
     /// Look for due jobs now: after committing a transaction that enqueued jobs on SQLite
     /// (on PostgreSQL the commit notifies every node itself).
     pub fn wake(&self) {

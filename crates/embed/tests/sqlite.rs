@@ -51,6 +51,35 @@ async fn i15_1_1_a_typed_handler_runs_an_enqueued_job() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_finished_times_out_on_a_job_not_yet_due_and_names_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _seen) = with_greet(Node::sqlite(dir.path().join("k.db")));
+    let node = b.start().await.expect("start");
+    let later = node
+        .enqueue_with(
+            greet("later"),
+            EnqueueOptions {
+                run_at: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
+                ..EnqueueOptions::default()
+            },
+        )
+        .await
+        .expect("enqueue");
+    let e = node
+        .wait_finished(&later.job.id, Duration::from_millis(150))
+        .await
+        .expect_err("not due for an hour");
+    assert_eq!(e.kind(), &ErrorKind::Timeout, "{e}");
+    assert!(e.to_string().contains(&later.job.id), "{e}");
+    let e = node
+        .wait_finished("job_does_not_exist", Duration::from_secs(5))
+        .await
+        .expect_err("no such job");
+    assert_eq!(e.kind(), &ErrorKind::NotFound, "{e}");
+    node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i15_1_1_a_payload_that_does_not_fit_the_type_fails_permanently_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let (b, _seen) = with_greet(Node::sqlite(dir.path().join("k.db")));

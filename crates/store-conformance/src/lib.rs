@@ -40,6 +40,7 @@ macro_rules! store_conformance_raw {
             job_claim_isolates_an_undecodable_row,
             migrations_adopt_the_former_runners_record,
             migrations_refuse_a_file_changed_after_it_was_applied,
+            plain_success_is_held_by_the_job_row_and_listed_as_its_attempt,
         );
     };
     (@raw $factory:path; $($name:ident),* $(,)?) => {

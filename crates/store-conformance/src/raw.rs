@@ -128,3 +128,169 @@ pub async fn migrations_refuse_a_file_changed_after_it_was_applied(s: S, raw: Ra
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("modified"), "{e}");
 }
+
+/// A plain success — succeeded with nothing but its times and node — is held by the job row
+/// and writes no attempt row; `attempt_list` still lists it, after the job's earlier attempt
+/// rows, and pruning counts it. A success with a status code keeps its row; a plain success
+/// under a stale lease changes nothing.
+pub async fn plain_success_is_held_by_the_job_row_and_listed_as_its_attempt(s: S, raw: RawSql) {
+    use chrono::Duration;
+    let plain = |j: &kairos_core::Job, started: i64, node: &str| JobComplete {
+        id: j.id.clone(),
+        lease_token: j.lease_token.clone().unwrap_or_default(),
+        attempt: Attempt {
+            job_id: j.id.clone(),
+            attempt: j.attempt,
+            started_at: t0() + Duration::milliseconds(started),
+            finished_at: t0() + Duration::milliseconds(started + 7),
+            outcome: kairos_core::AttemptOutcome::Succeeded,
+            error_class: None,
+            status_code: None,
+            error: None,
+            response: None,
+            provider_id: None,
+            node: Some(node.into()),
+        },
+        transition: Transition::Succeeded,
+        record_exposure: false,
+    };
+    let rows = |id: String| {
+        let raw = raw.clone();
+        async move {
+            raw(format!(
+                "SELECT CAST(COUNT(*) AS TEXT) FROM job_attempts WHERE job_id = '{id}'"
+            ))
+            .await
+        }
+    };
+
+    // A first-try plain success: no row, one listed attempt.
+    let first = job(t0());
+    s.job_insert(first.clone()).await.unwrap();
+    let j = s
+        .job_claim(claim(t0(), 1, "node-a"))
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(plain(&j, 3, "node-a").attempt_is_implicit());
+    let r = s
+        .job_complete_many(vec![plain(&j, 3, "node-a")])
+        .await
+        .unwrap();
+    assert_eq!((r.applied, r.stale.len()), (1, 0));
+    assert_eq!(
+        rows(j.id.clone()).await.as_deref(),
+        Some("0"),
+        "no attempt row"
+    );
+    let done = s.job_get(&j.id).await.unwrap().unwrap();
+    assert_eq!(done.state, JobState::Succeeded);
+    assert!(done.lease_token.is_none());
+    assert_eq!(done.finished_at, Some(t0() + Duration::milliseconds(10)));
+    let listed = s.attempt_list(&j.id).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let a = &listed[0];
+    assert_eq!(a.attempt, 1);
+    assert_eq!(a.outcome, kairos_core::AttemptOutcome::Succeeded);
+    assert_eq!(a.started_at, t0() + Duration::milliseconds(3));
+    assert_eq!(a.finished_at, t0() + Duration::milliseconds(10));
+    assert_eq!(a.node.as_deref(), Some("node-a"));
+    assert!(a.status_code.is_none() && a.error.is_none() && a.response.is_none());
+
+    // A failure first (a row), then a plain success: both listed, the failure first.
+    let second = job(t0());
+    s.job_insert(second.clone()).await.unwrap();
+    let j = s
+        .job_claim(claim(t0(), 1, "node-b"))
+        .await
+        .unwrap()
+        .remove(0);
+    let mut failed = plain(&j, 0, "node-b");
+    failed.attempt.outcome = kairos_core::AttemptOutcome::Failed;
+    failed.attempt.error_class = Some(kairos_core::ErrorClass::Transient);
+    failed.attempt.error = Some("HTTP 503".into());
+    failed.transition = Transition::Retry {
+        run_at: t0() + Duration::seconds(1),
+        refund_attempt: false,
+    };
+    assert!(!failed.attempt_is_implicit());
+    s.job_complete_many(vec![failed]).await.unwrap();
+    let later = t0() + Duration::seconds(2);
+    let j = s
+        .job_claim(claim(later, 1, "node-c"))
+        .await
+        .unwrap()
+        .remove(0);
+    // The same completion under a lease that is no longer live: stale, nothing written.
+    let mut stale = plain(&j, 2000, "node-c");
+    stale.lease_token = "lease_not_live".into();
+    let r = s.job_complete_many(vec![stale]).await.unwrap();
+    assert_eq!((r.applied, r.stale.len()), (0, 1));
+    assert_eq!(
+        s.job_get(&j.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+    s.job_complete_many(vec![plain(&j, 2000, "node-c")])
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(j.id.clone()).await.as_deref(),
+        Some("1"),
+        "only the failure's row"
+    );
+    let listed = s.attempt_list(&j.id).await.unwrap();
+    let seen: Vec<_> = listed
+        .iter()
+        .map(|a| (a.attempt, a.outcome, a.node.clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                1,
+                kairos_core::AttemptOutcome::Failed,
+                Some("node-b".into())
+            ),
+            (
+                2,
+                kairos_core::AttemptOutcome::Succeeded,
+                Some("node-c".into())
+            ),
+        ]
+    );
+
+    // A success that carries a status code keeps its row, listed once.
+    let third = job(t0());
+    s.job_insert(third.clone()).await.unwrap();
+    let j = s
+        .job_claim(claim(later, 1, "node-a"))
+        .await
+        .unwrap()
+        .remove(0);
+    let mut with_status = plain(&j, 0, "node-a");
+    with_status.attempt.status_code = Some(204);
+    assert!(!with_status.attempt_is_implicit());
+    s.job_complete_many(vec![with_status]).await.unwrap();
+    assert_eq!(rows(j.id.clone()).await.as_deref(), Some("1"));
+    let listed = s.attempt_list(&j.id).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status_code, Some(204));
+
+    // Pruning counts the attempts the job rows held: 1 + 2 + 1.
+    let pruned = s
+        .job_prune(JobPrune {
+            states: vec![JobState::Succeeded],
+            older_than: t0() + Duration::days(1),
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        pruned,
+        JobPruned {
+            jobs: 3,
+            attempts: 4
+        }
+    );
+    assert!(s.attempt_list(&first.id).await.unwrap().is_empty());
+}

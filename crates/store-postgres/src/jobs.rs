@@ -190,7 +190,7 @@ impl JobStore for PostgresStore {
                      id text, token text, state text, run_at timestamptz, refund integer,
                      reason text, started_at timestamptz, finished_at timestamptz, outcome text,
                      error_class text, status_code integer, error text, response text,
-                     provider_id text, node text, expose boolean)
+                     provider_id text, node text, expose boolean, implicit boolean)
              ),
              done AS (
                  UPDATE jobs SET state = c.state,
@@ -198,18 +198,21 @@ impl JobStore for PostgresStore {
                         attempt = jobs.attempt - c.refund,
                         finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
                         locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-                        last_error = c.error, reason = c.reason
+                        last_error = c.error, reason = c.reason,
+                        attempted_at = CASE WHEN c.implicit THEN c.started_at ELSE jobs.attempted_at END,
+                        attempted_by = CASE WHEN c.implicit THEN c.node ELSE jobs.attempted_by END
                  FROM c
                  WHERE jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'
                  RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
                            c.response, c.provider_id, c.node,
-                           c.state AS new_state, c.expose, jobs.payload, jobs.period_key
+                           c.state AS new_state, c.expose, c.implicit, jobs.payload, jobs.period_key
              ),
+             -- A plain success is held by the job row (attempted_at, attempted_by): no row.
              logged AS (
                  INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
                  SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
-                 FROM done
+                 FROM done WHERE NOT implicit
              ),
              -- A/B exposures of succeeded jobs whose completion asks for them, in the
              -- completion's statement.
@@ -317,7 +320,7 @@ impl JobStore for PostgresStore {
         // data-modifying CTEs.
         let row = sqlx::query(
             "WITH batch AS (
-                 SELECT id, dedupe_key, finished_at FROM jobs
+                 SELECT id, dedupe_key, finished_at, attempted_by FROM jobs
                  WHERE finished_at IS NOT NULL AND finished_at < $1 AND state = ANY($2)
                  ORDER BY finished_at LIMIT $3
                  FOR UPDATE SKIP LOCKED
@@ -331,7 +334,8 @@ impl JobStore for PostgresStore {
                  DELETE FROM jobs WHERE id IN (SELECT id FROM batch) RETURNING 1
              )
              SELECT (SELECT COUNT(*) FROM gone_jobs) AS jobs,
-                    (SELECT COUNT(*) FROM gone_attempts) AS attempts",
+                    (SELECT COUNT(*) FROM gone_attempts)
+                      + (SELECT COUNT(*) FROM batch WHERE attempted_by IS NOT NULL) AS attempts",
         )
         .bind(p.older_than)
         .bind(&states)

@@ -149,6 +149,15 @@ impl JobStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(|e| map_err("job prune", e))?;
+        // Plain successes the job rows hold (`attempted_by`) are attempts too.
+        let held: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM jobs
+             WHERE id IN (SELECT value FROM json_each(?1)) AND attempted_by IS NOT NULL",
+        )
+        .bind(&ids)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| map_err("job prune", e))?;
         let attempts = sqlx::query(
             "DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each(?1))",
         )
@@ -156,7 +165,8 @@ impl JobStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(|e| map_err("job prune", e))?
-        .rows_affected();
+        .rows_affected()
+            + held.max(0) as u64;
         let jobs = sqlx::query("DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?1))")
             .bind(&ids)
             .execute(&mut *tx)

@@ -217,6 +217,15 @@ const COMPLETE: &str = "UPDATE jobs SET state = ?3,
         last_error = ?7, reason = ?8
  WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
 
+/// A plain success ([`JobComplete::attempt_is_implicit`]): the state change holds the attempt
+/// too (its start and node), so there is no attempt row and no lookup of the attempt number;
+/// whether the lease was still live is the update's row count.
+const COMPLETE_IMPLICIT: &str = "UPDATE jobs SET state = 'succeeded',
+        finished_at = ?3, attempted_at = ?4, attempted_by = ?5,
+        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+        last_error = NULL, reason = NULL
+ WHERE id = ?1 AND lease_token = ?2 AND +state = 'running'";
+
 const ATTEMPT: &str = "INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
@@ -232,10 +241,34 @@ pub(crate) fn complete_many(conn: &Connection, p: &[JobComplete]) -> Result<Comp
     let mut attempt = conn
         .prepare_cached(ATTEMPT)
         .map_err(|e| map_native("job complete (attempts)", e))?;
+    let mut implicit = conn
+        .prepare_cached(COMPLETE_IMPLICIT)
+        .map_err(|e| map_native("job complete", e))?;
     let mut report = CompleteReport::default();
     // Succeeded jobs whose success is an A/B exposure.
     let mut exposed: Vec<&str> = Vec::new();
     for c in p {
+        if c.attempt_is_implicit() {
+            let a = &c.attempt;
+            let changed = implicit
+                .execute(params![
+                    c.id,
+                    c.lease_token,
+                    to_millis(a.finished_at),
+                    to_millis(a.started_at),
+                    a.node,
+                ])
+                .map_err(|e| map_native("job complete", e))?;
+            if changed == 0 {
+                report.stale.push(c.id.clone());
+                continue;
+            }
+            report.applied += 1;
+            if c.record_exposure {
+                exposed.push(&c.id);
+            }
+            continue;
+        }
         let (state, run_at, refund, reason) = match &c.transition {
             Transition::Succeeded => ("succeeded", None, 0_i64, None),
             Transition::Skipped(r) => ("skipped", None, 0, Some(r.as_str())),

@@ -120,6 +120,7 @@ pub fn completions_batch(completions: &[JobComplete], enc: BatchEncoding) -> Val
                     "provider_id": a.provider_id,
                     "node": a.node,
                     "expose": c.record_exposure,
+                    "implicit": c.attempt_is_implicit(),
                 })
             })
             .collect(),

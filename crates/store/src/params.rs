@@ -267,6 +267,25 @@ pub struct JobComplete {
     pub record_exposure: bool,
 }
 
+impl JobComplete {
+    /// Whether the job row holds this attempt instead of an attempt row: a success that
+    /// carries nothing beyond its times and node (no status code, response, provider id or
+    /// error). Such an attempt is stored in the job's `attempted_at`, `finished_at` and
+    /// `attempted_by`, and `attempt_list` shows it like any other — one write per job fewer
+    /// on the hot path, where most jobs are exactly that.
+    pub fn attempt_is_implicit(&self) -> bool {
+        let a = &self.attempt;
+        matches!(self.transition, Transition::Succeeded)
+            && a.outcome == kairos_core::AttemptOutcome::Succeeded
+            && a.node.is_some()
+            && a.error_class.is_none()
+            && a.status_code.is_none()
+            && a.error.is_none()
+            && a.response.is_none()
+            && a.provider_id.is_none()
+    }
+}
+
 /// `job_cancel`.
 #[derive(Debug, Clone)]
 pub struct JobCancel {

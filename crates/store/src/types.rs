@@ -6,8 +6,9 @@ use kairos_core::{JobKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
 /// A webhook endpoint: where `webhook` jobs post, and the secret they sign with. The secret
-/// lives here and not in job payloads, so that listing jobs never shows it.
-#[derive(Debug, Clone, PartialEq)]
+/// lives here and not in job payloads, so that listing jobs never shows it; its `Debug`
+/// does not show it either.
+#[derive(Clone, PartialEq)]
 pub struct Endpoint {
     /// `ep_…`.
     pub id: String,
@@ -33,6 +34,33 @@ pub struct Endpoint {
     pub previous_secret: Option<String>,
     /// When the previous secret stops signing (the end of the rotation window).
     pub previous_secret_expires_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry a credential in its path or query, as some receivers want: shown
+        // up to its path only.
+        let url = self.url.split(['?', '#']).next().unwrap_or_default();
+        f.debug_struct("Endpoint")
+            .field("id", &self.id)
+            .field("url", &url)
+            .field("secret", &"[redacted]")
+            .field("disabled_at", &self.disabled_at)
+            .field("disabled_reason", &self.disabled_reason)
+            .field("last_failure_at", &self.last_failure_at)
+            .field("last_failure", &self.last_failure)
+            .field("created_at", &self.created_at)
+            .field("health", &self.health)
+            .field(
+                "previous_secret",
+                &self.previous_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field(
+                "previous_secret_expires_at",
+                &self.previous_secret_expires_at,
+            )
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -230,4 +258,39 @@ pub struct CompleteReport {
     pub applied: u64,
     /// Ids whose lease token no longer matched: another node owns them now.
     pub stale: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_of_an_endpoint_hides_its_secrets_and_url_query() {
+        let ep = Endpoint {
+            id: "ep_1".into(),
+            url: "https://hooks.example/in?token=qtoken#frag".into(),
+            secret: "whsec_currentcurrent".into(),
+            disabled_at: None,
+            disabled_reason: None,
+            last_failure_at: None,
+            last_failure: None,
+            created_at: DateTime::<Utc>::UNIX_EPOCH,
+            health: EndpointHealth::default(),
+            previous_secret: Some("whsec_previousprevious".into()),
+            previous_secret_expires_at: None,
+        };
+        let shown = format!("{ep:?}");
+        for secret in [
+            "whsec_currentcurrent",
+            "whsec_previousprevious",
+            "qtoken",
+            "frag",
+        ] {
+            assert!(!shown.contains(secret), "{secret} shown in {shown}");
+        }
+        assert!(
+            shown.contains("ep_1") && shown.contains("https://hooks.example/in"),
+            "{shown}"
+        );
+    }
 }

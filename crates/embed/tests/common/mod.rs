@@ -3,7 +3,7 @@
 //! the server is not reachable unless `KAIROS_TEST_POSTGRES=required`.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
-use kairos_embed::{Context, Job, JobArgs, JobError, JobState, Node, NodeBuilder};
+use kairos_embed::{Context, Job, JobArgs, JobError, Node, NodeBuilder};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -49,16 +49,11 @@ pub async fn next(rx: &mut mpsc::UnboundedReceiver<Seen>) -> Seen {
         .expect("the handler is registered")
 }
 
-/// The job once it has left `available` and `running` (at most 600 looks, 50 ms apart).
+/// The job once it has finished (at most 30 s).
 pub async fn finished(node: &Node, id: &str) -> Job {
-    for _ in 0..600 {
-        let job = node.job(id).await.expect("job get").expect("job exists");
-        if job.state != JobState::Available && job.state != JobState::Running {
-            return job;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("job {id} did not finish");
+    node.wait_finished(id, Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("job {id}: {e}"))
 }
 
 #[allow(unused_imports)] // not every test binary uses both

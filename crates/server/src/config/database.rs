@@ -5,7 +5,7 @@ use super::{Config, ConfigError, DB_FILE};
 use std::path::PathBuf;
 
 /// The database a node runs on, chosen by the scheme of `database_url`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Database {
     /// An SQLite file: `sqlite://PATH`, a plain path, or `<data_dir>/kairos.db` by default.
     Sqlite(PathBuf),

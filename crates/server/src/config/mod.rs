@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 mod database;
+mod debug;
 mod dirs;
 mod error;
 pub mod inbound;
@@ -122,7 +123,7 @@ pub enum LogFormat {
 }
 
 /// The settings of a kairos node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Directory of `kairos.db`, `api-token` and `kairos.toml` (`KAIROS_DATA_DIR`, default `.`).

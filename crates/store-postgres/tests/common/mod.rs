@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use kairos_store_postgres::PostgresStore;
+#[allow(unused_imports)] // not every test binary uses both
 pub use kairos_testkit::pg::{SchemaGuard, database_url};
 
 /// A store in a fresh schema, and the guard that drops the schema; `None` when the server is

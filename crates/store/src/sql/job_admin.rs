@@ -169,6 +169,14 @@ const RETRY: &str = "UPDATE jobs SET
         state = 'available', run_at = $2, finished_at = NULL, reason = NULL
      WHERE {ids} AND state IN ({states})";
 
+/// The attempt a job row holds instead of an attempt row (a plain success, see
+/// `JobComplete::attempt_is_implicit`), in [`ATTEMPT_COLS`] after `held` and `seq`; it comes
+/// after the job's attempt rows. One statement with them, so both are read in one snapshot.
+const IMPLICIT_ATTEMPT: &str = "SELECT 1, 0, id, attempt, attempted_at, finished_at, 'succeeded',
+        NULL, NULL, NULL, NULL, NULL, attempted_by
+ FROM jobs WHERE id = $1 AND state = 'succeeded' AND attempted_by IS NOT NULL
+   AND attempted_at IS NOT NULL AND finished_at IS NOT NULL";
+
 #[async_trait::async_trait]
 impl<D: SqlDb> crate::JobAdminStore for D {
     async fn job_list(&self, p: JobList) -> Result<Vec<Job>> {
@@ -253,7 +261,13 @@ impl<D: SqlDb> crate::JobAdminStore for D {
     }
 
     async fn attempt_list(&self, job_id: &str) -> Result<Vec<Attempt>> {
-        let sql = format!("SELECT {ATTEMPT_COLS} FROM job_attempts WHERE job_id = $1 ORDER BY id");
+        let sql = format!(
+            "SELECT {ATTEMPT_COLS} FROM (
+                 SELECT 0 AS held, id AS seq, {ATTEMPT_COLS} FROM job_attempts WHERE job_id = $1
+                 UNION ALL
+                 {IMPLICIT_ATTEMPT}
+             ) a ORDER BY held, seq"
+        );
         self.reader()
             .fetch("attempt list", &sql, binds![job_id], &|r| rows::attempt(r))
             .await

@@ -55,6 +55,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0017 "sealed_secrets",
     0018 "dedupe_tombstones",
     0019 "endpoint_health",
+    0020 "implicit_attempts",
 ];
 
 /// The table sqlx records applied migrations in.
