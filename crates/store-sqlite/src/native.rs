@@ -22,7 +22,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
 const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
 VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13)
-ON CONFLICT (dedupe_key) DO NOTHING";
+ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
 /// serializing the payload does not take time on the writer thread.

@@ -14,7 +14,7 @@ use crate::{Error, ErrorKind, JobInsert, JobInserted, PRUNED_KEY, Result};
 pub const JOBS_INSERT_SQLITE: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
 SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel'
 FROM jsonb_each(?1) WHERE true
-ON CONFLICT (dedupe_key) DO NOTHING
+ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 RETURNING id";
 
 /// PostgreSQL's: the array is unpacked by `jsonb_to_recordset` with typed columns, and the
@@ -29,7 +29,7 @@ pub const JOBS_INSERT_POSTGRES: &str = "WITH ins AS (
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
          run_at timestamptz, created_at timestamptz, channel text)
-    ON CONFLICT (dedupe_key) DO NOTHING
+    ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id
 )
 SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";

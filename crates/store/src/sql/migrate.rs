@@ -56,6 +56,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0018 "dedupe_tombstones",
     0019 "endpoint_health",
     0020 "implicit_attempts",
+    0021 "dedupe_index",
 ];
 
 /// The table sqlx records applied migrations in.
