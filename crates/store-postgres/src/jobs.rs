@@ -106,7 +106,10 @@ impl JobStore for PostgresStore {
         // re-checks `state = 'available'` on the latest row version. The locking select is a
         // CTE rather than `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED
         // subquery re-scanned by a join could pick other rows). The CTE's column is renamed
-        // so that `RETURNING {cols}` is unambiguous.
+        // so that `RETURNING {cols}` is unambiguous. The update finds the rows by primary key
+        // (`= ANY(ARRAY(…))`, an init plan run once): joined to the CTE instead, the planner
+        // hashed or sorted the whole jobs table on every claim of a small table, which is
+        // where a benchmark's (and a young deployment's) jobs table is.
         let rows = sqlx::query(sql("WITH due (due_id) AS (
                  SELECT id FROM jobs
                  WHERE state = 'available' AND run_at <= $4
@@ -114,14 +117,14 @@ impl JobStore for PostgresStore {
                  FOR UPDATE SKIP LOCKED)
              UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
                     lease_token = $2, lease_expires_at = $3, attempted_at = $4
-             FROM due WHERE jobs.id = due.due_id
+             WHERE jobs.id = ANY(ARRAY(SELECT due_id FROM due))
              RETURNING {cols}"))
         .bind(&p.node)
         .bind(&p.lease_token)
         .bind(p.lease_until)
         .bind(p.now)
         .bind(p.limit.max(0))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.hot)
         .await
         .map_err(|e| map_err("job claim", e))?;
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
@@ -162,13 +165,15 @@ impl JobStore for PostgresStore {
             .collect();
         // Differs from SQLite: `jsonb_to_recordset` instead of `json_each`.
         let done = sqlx::query(
-            "UPDATE jobs SET lease_expires_at = $2
-             FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text)
-             WHERE jobs.id = r.id AND jobs.lease_token = r.token AND jobs.state = 'running'",
+            "WITH r AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text))
+             UPDATE jobs SET lease_expires_at = $2
+             FROM r
+             WHERE jobs.id = r.id AND jobs.id = ANY(ARRAY(SELECT id FROM r))
+               AND jobs.lease_token = r.token AND jobs.state = 'running'",
         )
         .bind(serde_json::Value::Array(list))
         .bind(p.lease_until)
-        .execute(&self.pool)
+        .execute(&self.hot)
         .await
         .map_err(|e| map_err("job lease renew", e))?;
         Ok(done.rows_affected())
@@ -183,7 +188,8 @@ impl JobStore for PostgresStore {
         // state change): one statement. The fenced UPDATE locks each job it applies to and
         // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
         // exactly the completions that applied, even with a rescuer running concurrently on
-        // another connection. The attempt number is the one before a refund.
+        // another connection. The attempt number is the one before a refund. The jobs are
+        // found by primary key (`= ANY(ARRAY(…))`), not by a scan of the running ones.
         let applied: Vec<String> = sqlx::query_scalar(
             "WITH c AS (
                  SELECT * FROM jsonb_to_recordset($1::jsonb) AS c(
@@ -202,7 +208,8 @@ impl JobStore for PostgresStore {
                         attempted_at = CASE WHEN c.implicit THEN c.started_at ELSE jobs.attempted_at END,
                         attempted_by = CASE WHEN c.implicit THEN c.node ELSE jobs.attempted_by END
                  FROM c
-                 WHERE jobs.id = c.id AND jobs.lease_token = c.token AND jobs.state = 'running'
+                 WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
+                   AND jobs.lease_token = c.token AND jobs.state = 'running'
                  RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
                            c.response, c.provider_id, c.node,
@@ -227,7 +234,7 @@ impl JobStore for PostgresStore {
              SELECT job_id FROM done",
         )
         .bind(batch)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.hot)
         .await
         .map_err(|e| map_err("job complete", e))?;
         let applied_set: std::collections::HashSet<&str> =
@@ -270,13 +277,13 @@ impl JobStore for PostgresStore {
                     last_error = CASE WHEN expired_at >= $1 THEN 'node restarted'
                                       ELSE 'lease expired' END,
                     locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-             FROM lost WHERE jobs.id = lost.lost_id
+             FROM lost WHERE jobs.id = lost.lost_id AND jobs.id = ANY(ARRAY(SELECT lost_id FROM lost))
              RETURNING jobs.id, lost.expired_at",
         )
         .bind(p.now)
         .bind(p.limit.max(0))
         .bind(&p.restarted_node)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.hot)
         .await
         .map_err(|e| map_err("job rescue", e))?;
         let mut out = rows

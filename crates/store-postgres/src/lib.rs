@@ -59,10 +59,28 @@ use sqlx::{AssertSqlSafe, Executor, PgPool};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// Connections of the executor's hot path: the claimer, the completer, the lease renewer and
+/// the rescuer each hold at most one at a time.
+const HOT_CONNECTIONS: u32 = 4;
+
+/// Settings of the hot path's connections. A queue's partial indexes (`jobs_due`,
+/// `jobs_lease`) fill with entries of row versions that are no longer available or running,
+/// until vacuum removes them. A plain index scan marks each such entry dead the first time it
+/// passes it, so the next scan skips it; a bitmap scan never does, and re-reads all of them —
+/// and their heap pages — on every claim and completion. With statistics that lag behind the
+/// queue, the planner chose bitmap scans there, and the cost of a claim grew with every job
+/// processed since the last vacuum (100,000 jobs: 1.6 to 1.8 times slower end to end,
+/// `docs/benchmarks.md`). Without bitmap scans these statements use the ordered index scan
+/// (claim) and primary-key lookups (completion) whatever the statistics say.
+const HOT_SETTINGS: [(&str, &str); 1] = [("enable_bitmapscan", "off")];
+
 /// The PostgreSQL store. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// The executor's hot path (claim, completion, lease renewal, rescue): a few connections
+    /// that never plan a bitmap scan (see [`HOT_SETTINGS`]).
+    hot: PgPool,
     schema: String,
     /// The erasure key, once read (`erasure.rs`).
     keys: std::sync::Arc<kairos_store::KeyCache>,
@@ -80,21 +98,29 @@ impl PostgresStore {
         })?;
         // The name is validated above, and quoted anyway (a valid name may be a keyword).
         let set_path = format!("SET search_path TO \"{schema}\"");
-        let pool = PgPoolOptions::new()
-            .max_connections(10)
-            .acquire_timeout(Duration::from_secs(30))
-            .after_connect(move |conn, _meta| {
-                let sql = AssertSqlSafe(set_path.clone());
-                Box::pin(async move {
-                    conn.execute(sql).await?;
-                    Ok(())
+        let pool_options = |max: u32| {
+            let set_path = set_path.clone();
+            PgPoolOptions::new()
+                .max_connections(max)
+                .acquire_timeout(Duration::from_secs(30))
+                .after_connect(move |conn, _meta| {
+                    let sql = AssertSqlSafe(set_path.clone());
+                    Box::pin(async move {
+                        conn.execute(sql).await?;
+                        Ok(())
+                    })
                 })
-            })
-            .connect_with(opts)
+        };
+        let pool = pool_options(10)
+            .connect_with(opts.clone())
             .await
             .map_err(|e| map_err("connecting to PostgreSQL", e))?;
+        let hot = pool_options(HOT_CONNECTIONS)
+            .min_connections(0)
+            .connect_lazy_with(opts.options(HOT_SETTINGS));
         let store = PostgresStore {
             pool,
+            hot,
             schema: schema.to_string(),
             keys: Default::default(),
             sealer: None,
@@ -115,6 +141,12 @@ impl PostgresStore {
         &self.pool
     }
 
+    /// The executor's hot-path pool (claims, completions, lease renewals, rescues): at most
+    /// four connections, opened on first use, that never plan a bitmap scan.
+    pub fn hot_pool(&self) -> &PgPool {
+        &self.hot
+    }
+
     /// The schema holding kairos's tables.
     pub fn schema(&self) -> &str {
         &self.schema
@@ -122,6 +154,7 @@ impl PostgresStore {
 
     /// Close the pool, waiting for its connections.
     pub async fn close(&self) {
+        self.hot.close().await;
         self.pool.close().await;
     }
 }

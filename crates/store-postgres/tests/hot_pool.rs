@@ -1,0 +1,38 @@
+//! The executor's hot path runs on connections that never plan a bitmap scan (see
+//! `HOT_SETTINGS` in the crate): the queue's partial indexes are full of dead entries between
+//! vacuums, and only plain index scans mark them dead. Skipped loudly when PostgreSQL is not
+//! reachable (see `common`).
+
+mod common;
+
+use kairos_store::prelude::*;
+use kairos_store_conformance::fixtures::{claim, job, t0};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hot_path_plans_no_bitmap_scan_and_the_other_pool_may() {
+    let Some((store, _guard)) = common::open().await else {
+        return;
+    };
+    let show = |pool: &sqlx::PgPool| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("SHOW enable_bitmapscan")
+                .fetch_one(&pool)
+                .await
+                .expect("show")
+        }
+    };
+    assert_eq!(show(store.hot_pool()).await, "off");
+    assert_eq!(show(store.pool()).await, "on", "only the hot path changes");
+
+    // The hot pool is the store's: claims run through it, in the store's schema.
+    store.job_insert(job(t0())).await.unwrap();
+    let got = store.job_claim(claim(t0(), 10, "node-a")).await.unwrap();
+    assert_eq!(got.len(), 1);
+    let path: String = sqlx::query_scalar("SHOW search_path")
+        .fetch_one(store.hot_pool())
+        .await
+        .unwrap();
+    assert!(path.contains(store.schema()), "{path}");
+    store.close().await;
+}
