@@ -183,7 +183,7 @@ impl JobStore for PostgresStore {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
-        let batch = kairos_store::batch::completions_batch(&p, ENC);
+        let c = crate::complete::Columns::of(&p);
         // Differs from SQLite (two statements: attempts joined on the live lease, then the
         // state change): one statement. The fenced UPDATE locks each job it applies to and
         // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
@@ -192,11 +192,13 @@ impl JobStore for PostgresStore {
         // found by primary key (`= ANY(ARRAY(…))`), not by a scan of the running ones.
         let applied: Vec<String> = sqlx::query_scalar(
             "WITH c AS (
-                 SELECT * FROM jsonb_to_recordset($1::jsonb) AS c(
-                     id text, token text, state text, run_at timestamptz, refund integer,
-                     reason text, started_at timestamptz, finished_at timestamptz, outcome text,
-                     error_class text, status_code integer, error text, response text,
-                     provider_id text, node text, expose boolean, implicit boolean)
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::timestamptz[],
+                     $5::integer[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[],
+                     $10::text[], $11::integer[], $12::text[], $13::text[], $14::text[],
+                     $15::text[], $16::boolean[], $17::boolean[])
+                 AS c(id, token, state, run_at, refund, reason, started_at, finished_at, outcome,
+                      error_class, status_code, error, response, provider_id, node, expose,
+                      implicit)
              ),
              done AS (
                  UPDATE jobs SET state = c.state,
@@ -233,7 +235,23 @@ impl JobStore for PostgresStore {
              )
              SELECT job_id FROM done",
         )
-        .bind(batch)
+        .bind(&c.id)
+        .bind(&c.token)
+        .bind(&c.state)
+        .bind(&c.run_at)
+        .bind(&c.refund)
+        .bind(&c.reason)
+        .bind(&c.started_at)
+        .bind(&c.finished_at)
+        .bind(&c.outcome)
+        .bind(&c.error_class)
+        .bind(&c.status_code)
+        .bind(&c.error)
+        .bind(&c.response)
+        .bind(&c.provider_id)
+        .bind(&c.node)
+        .bind(&c.expose)
+        .bind(&c.implicit)
         .fetch_all(&self.hot)
         .await
         .map_err(|e| map_err("job complete", e))?;

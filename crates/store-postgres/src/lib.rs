@@ -41,6 +41,7 @@
 //! the lease expires (at-least-once), which receivers deduplicate by `webhook-id`.
 #![deny(missing_docs)]
 
+mod complete;
 mod jobs;
 mod leader;
 mod listen;
@@ -72,7 +73,14 @@ const HOT_CONNECTIONS: u32 = 4;
 /// processed since the last vacuum (100,000 jobs: 1.6 to 1.8 times slower end to end,
 /// `docs/benchmarks.md`). Without bitmap scans these statements use the ordered index scan
 /// (claim) and primary-key lookups (completion) whatever the statistics say.
-const HOT_SETTINGS: [(&str, &str); 1] = [("enable_bitmapscan", "off")];
+///
+/// And every plan is made for its parameters (`plan_cache_mode`): a generic plan knows neither
+/// how many completions a batch holds nor how many jobs a claim asks for, and guessed ten —
+/// a nested loop over the batch for each job, quadratic in the batch's size.
+const HOT_SETTINGS: [(&str, &str); 2] = [
+    ("enable_bitmapscan", "off"),
+    ("plan_cache_mode", "force_custom_plan"),
+];
 
 /// The PostgreSQL store. Cheap to clone.
 #[derive(Clone, Debug)]

@@ -1,9 +1,9 @@
-//! The JSON batches both stores bind as one parameter, so one statement inserts or completes
-//! hundreds of jobs (SQLite reads them with `jsonb_each`, PostgreSQL with
-//! `jsonb_to_recordset`). The shape is defined once, here; each store says only how it
-//! encodes instants and embedded JSON.
+//! The JSON batches the stores bind as one parameter, so one statement inserts hundreds of
+//! jobs (SQLite reads them with `jsonb_each`, PostgreSQL with `jsonb_to_recordset`). The shape
+//! is defined once, here; each store says only how it encodes instants and embedded JSON.
+//! (Completions: SQLite binds each one to a cached statement, PostgreSQL one array per column.)
 
-use crate::{JobComplete, JobInsert, Transition};
+use crate::JobInsert;
 use chrono::{DateTime, Utc};
 use kairos_core::RetryPolicy;
 use serde_json::{Value, json};
@@ -75,52 +75,6 @@ pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
                         .map(|r| enc.json(serde_json::to_value(r).unwrap_or_default())),
                     "run_at": (enc.instant)(j.run_at),
                     "created_at": (enc.instant)(j.now),
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Completions to record, as a JSON array of objects: the fencing token, the new state
-/// (`available` for a retry), and the attempt to log.
-pub fn completions_batch(completions: &[JobComplete], enc: BatchEncoding) -> Value {
-    Value::Array(
-        completions
-            .iter()
-            .map(|c| {
-                let (state, run_at, refund, reason) = match &c.transition {
-                    Transition::Succeeded => ("succeeded", None, 0, None),
-                    Transition::Skipped(r) => ("skipped", None, 0, Some(r.clone())),
-                    Transition::Retry {
-                        run_at,
-                        refund_attempt,
-                    } => (
-                        "available",
-                        Some((enc.instant)(*run_at)),
-                        i64::from(*refund_attempt),
-                        None,
-                    ),
-                    Transition::Dead => ("dead", None, 0, None),
-                };
-                let a = &c.attempt;
-                json!({
-                    "id": c.id,
-                    "token": c.lease_token,
-                    "state": state,
-                    "run_at": run_at,
-                    "refund": refund,
-                    "reason": reason,
-                    "started_at": (enc.instant)(a.started_at),
-                    "finished_at": (enc.instant)(a.finished_at),
-                    "outcome": a.outcome,
-                    "error_class": a.error_class,
-                    "status_code": a.status_code,
-                    "error": a.error,
-                    "response": a.response,
-                    "provider_id": a.provider_id,
-                    "node": a.node,
-                    "expose": c.record_exposure,
-                    "implicit": c.attempt_is_implicit(),
                 })
             })
             .collect(),
