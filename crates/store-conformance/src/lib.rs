@@ -28,6 +28,7 @@ pub mod raw;
 pub mod retention;
 pub mod retention_tables;
 pub mod schedules;
+pub mod sealing;
 pub mod search;
 pub mod slo;
 

@@ -112,16 +112,10 @@ async fn job_insert_notifies_listeners() {
     );
 }
 
-/// The store and a back door: one SQL statement through the store's own pool (its
-/// connections are set to the test's schema).
-async fn factory_raw() -> Option<(
-    Arc<dyn Store>,
-    Box<dyn Any + Send>,
-    kairos_store_conformance::raw::RawSql,
-)> {
-    let (store, guard) = open().await?;
-    let pool = store.pool().clone();
-    let raw: kairos_store_conformance::raw::RawSql = Arc::new(move |sql: String| {
+/// A back door: one SQL statement through `pool` (a store's: its connections are set to the
+/// test's schema).
+fn raw_on(pool: sqlx::PgPool) -> kairos_store_conformance::raw::RawSql {
+    Arc::new(move |sql: String| {
         let pool = pool.clone();
         Box::pin(async move {
             let out: Option<Option<String>> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
@@ -130,8 +124,36 @@ async fn factory_raw() -> Option<(
                 .expect("raw statement");
             out.flatten()
         })
-    });
+    })
+}
+
+/// The store and a back door through its own pool.
+async fn factory_raw() -> Option<(
+    Arc<dyn Store>,
+    Box<dyn Any + Send>,
+    kairos_store_conformance::raw::RawSql,
+)> {
+    let (store, guard) = open().await?;
+    let raw = raw_on(store.pool().clone());
     Some((Arc::new(store), Box::new(guard), raw))
 }
 
 kairos_store_conformance::store_conformance_raw!(factory_raw);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous() {
+    let Some((plain, guard)) = open().await else {
+        return;
+    };
+    let sealed = PostgresStore::connect(&guard.url, &guard.schema)
+        .await
+        .expect("a second store on the schema")
+        .with_sealer(kairos_store_conformance::sealing::sealer());
+    let raw = raw_on(plain.pool().clone());
+    kairos_store_conformance::sealing::rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous(
+        Arc::new(plain),
+        Arc::new(sealed),
+        raw,
+    )
+    .await;
+}

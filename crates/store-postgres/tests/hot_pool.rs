@@ -9,21 +9,30 @@ use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{claim, job, t0};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_hot_path_plans_no_bitmap_scan_and_the_other_pool_may() {
+async fn the_hot_path_plans_no_bitmap_scan_and_plans_for_its_parameters() {
     let Some((store, _guard)) = common::open().await else {
         return;
     };
-    let show = |pool: &sqlx::PgPool| {
+    let show = |pool: &sqlx::PgPool, setting: &'static str| {
         let pool = pool.clone();
         async move {
-            sqlx::query_scalar::<_, String>("SHOW enable_bitmapscan")
+            sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(format!("SHOW {setting}")))
                 .fetch_one(&pool)
                 .await
                 .expect("show")
         }
     };
-    assert_eq!(show(store.hot_pool()).await, "off");
-    assert_eq!(show(store.pool()).await, "on", "only the hot path changes");
+    assert_eq!(show(store.hot_pool(), "enable_bitmapscan").await, "off");
+    assert_eq!(
+        show(store.hot_pool(), "plan_cache_mode").await,
+        "force_custom_plan"
+    );
+    assert_eq!(
+        show(store.pool(), "enable_bitmapscan").await,
+        "on",
+        "only the hot path changes"
+    );
+    assert_eq!(show(store.pool(), "plan_cache_mode").await, "auto");
 
     // The hot pool is the store's: claims run through it, in the store's schema.
     store.job_insert(job(t0())).await.unwrap();

@@ -15,18 +15,11 @@ async fn factory() -> Option<(Arc<dyn Store>, Box<dyn Any + Send>)> {
 
 kairos_store_conformance::store_conformance!(factory);
 
-/// The store and a back door: one SQL statement on the same file through a connection of its
-/// own (WAL lets it read and write beside the store's).
-async fn factory_raw() -> Option<(
-    Arc<dyn Store>,
-    Box<dyn Any + Send>,
-    kairos_store_conformance::raw::RawSql,
-)> {
+/// A back door: one SQL statement on the file at `path` through a connection of its own (WAL
+/// lets it read and write beside the store's).
+fn raw_on(path: std::path::PathBuf) -> kairos_store_conformance::raw::RawSql {
     use sqlx::Connection;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("kairos.db");
-    let store = SqliteStore::open(&path).await.expect("open sqlite");
-    let raw: kairos_store_conformance::raw::RawSql = Arc::new(move |sql: String| {
+    Arc::new(move |sql: String| {
         let path = path.clone();
         Box::pin(async move {
             let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
@@ -39,8 +32,36 @@ async fn factory_raw() -> Option<(
             conn.close().await.expect("close");
             out.flatten()
         })
-    });
-    Some((Arc::new(store), Box::new(dir), raw))
+    })
+}
+
+/// The store and a back door to its file.
+async fn factory_raw() -> Option<(
+    Arc<dyn Store>,
+    Box<dyn Any + Send>,
+    kairos_store_conformance::raw::RawSql,
+)> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("kairos.db");
+    let store = SqliteStore::open(&path).await.expect("open sqlite");
+    Some((Arc::new(store), Box::new(dir), raw_on(path)))
 }
 
 kairos_store_conformance::store_conformance_raw!(factory_raw);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("kairos.db");
+    let plain = SqliteStore::open(&path).await.expect("open sqlite");
+    let sealed = SqliteStore::open(&path)
+        .await
+        .expect("open sqlite")
+        .with_sealer(kairos_store_conformance::sealing::sealer());
+    kairos_store_conformance::sealing::rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous(
+        Arc::new(plain),
+        Arc::new(sealed),
+        raw_on(path),
+    )
+    .await;
+}
