@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::*;
-use serde_json::json;
 use sqlx::{AssertSqlSafe, Row};
 
 /// Assemble SQL from a template and the column list; the list is a constant, so the
@@ -158,20 +157,22 @@ impl JobStore for PostgresStore {
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {
-        let list: Vec<_> = p
+        let (ids, tokens): (Vec<&str>, Vec<&str>) = p
             .jobs
             .iter()
-            .map(|(id, t)| json!({"id": id, "token": t}))
-            .collect();
-        // Differs from SQLite: `jsonb_to_recordset` instead of `json_each`.
+            .map(|(id, t)| (id.as_str(), t.as_str()))
+            .unzip();
+        // Differs from SQLite (one cached statement per job): one statement, the leases as two
+        // arrays, the rows found by primary key as in `job_complete_many`.
         let done = sqlx::query(
-            "WITH r AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS r(id text, token text))
-             UPDATE jobs SET lease_expires_at = $2
+            "WITH r AS (SELECT * FROM UNNEST($1::text[], $2::text[]) AS r(id, token))
+             UPDATE jobs SET lease_expires_at = $3
              FROM r
              WHERE jobs.id = r.id AND jobs.id = ANY(ARRAY(SELECT id FROM r))
                AND jobs.lease_token = r.token AND jobs.state = 'running'",
         )
-        .bind(serde_json::Value::Array(list))
+        .bind(&ids)
+        .bind(&tokens)
         .bind(p.lease_until)
         .execute(&self.hot)
         .await
@@ -189,7 +190,9 @@ impl JobStore for PostgresStore {
         // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
         // exactly the completions that applied, even with a rescuer running concurrently on
         // another connection. The attempt number is the one before a refund. The jobs are
-        // found by primary key (`= ANY(ARRAY(…))`), not by a scan of the running ones.
+        // found by primary key, not by a scan of the running ones: `= ANY(ARRAY(SELECT …))` is an
+        // init plan the planner cannot see into, so it estimates a few rows and probes the key;
+        // `= ANY($1)` with the bound array let it scan `jobs_lease` instead.
         let applied: Vec<String> = sqlx::query_scalar(
             "WITH c AS (
                  SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::timestamptz[],

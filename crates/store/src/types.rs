@@ -38,9 +38,17 @@ pub struct Endpoint {
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The URL may carry a credential in its path or query, as some receivers want: shown
-        // up to its path only.
+        // The URL may carry a credential in its user info or query, as some receivers want:
+        // shown without either.
         let url = self.url.split(['?', '#']).next().unwrap_or_default();
+        let url = match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+                let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+                format!("{scheme}://{host}/{path}")
+            }
+            None => "[unparsed]".to_string(),
+        };
         f.debug_struct("Endpoint")
             .field("id", &self.id)
             .field("url", &url)
@@ -268,7 +276,7 @@ mod tests {
     fn debug_of_an_endpoint_hides_its_secrets_and_url_query() {
         let ep = Endpoint {
             id: "ep_1".into(),
-            url: "https://hooks.example/in?token=qtoken#frag".into(),
+            url: "https://hookuser:hookpass@hooks.example/in?token=qtoken#frag".into(),
             secret: "whsec_currentcurrent".into(),
             disabled_at: None,
             disabled_reason: None,
@@ -285,6 +293,7 @@ mod tests {
             "whsec_previousprevious",
             "qtoken",
             "frag",
+            "hookpass",
         ] {
             assert!(!shown.contains(secret), "{secret} shown in {shown}");
         }

@@ -66,11 +66,8 @@ impl fmt::Debug for Database {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Database::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
-            Database::Postgres { url, schema } => f
-                .debug_struct("Postgres")
-                .field("url", &url_without_credentials(url))
-                .field("schema", schema)
-                .finish(),
+            // What logs show of it, without credentials.
+            Database::Postgres { .. } => f.debug_tuple("Postgres").field(&self.describe()).finish(),
         }
     }
 }
