@@ -11,6 +11,7 @@
 
 use super::handler::{EmailHandler, Prepared};
 use crate::handler::{Handler, JobContext};
+use crate::kinds::webhook::EndpointReads;
 use crate::kinds::webhook::handler::post_to_endpoint;
 use async_trait::async_trait;
 use kairos_channels::WebhookSender;
@@ -35,6 +36,8 @@ pub struct WebhookChannel {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     sender: WebhookSender,
+    /// Endpoint reads shared by concurrent deliveries.
+    reads: EndpointReads,
 }
 
 impl WebhookChannel {
@@ -52,6 +55,7 @@ impl WebhookChannel {
             store,
             clock,
             sender,
+            reads: EndpointReads::default(),
         }
     }
 
@@ -78,7 +82,8 @@ impl WebhookChannel {
         })
         .to_string();
         post_to_endpoint(
-            self.store.as_ref(),
+            &self.store,
+            &self.reads,
             self.clock.as_ref(),
             &self.sender,
             ep_id,

@@ -5,6 +5,7 @@
 //! `webhook-id` is the job id, the same on every retry, so a receiver that deduplicates sees a
 //! crash between "delivered" and "recorded" as one message.
 
+use super::endpoints::EndpointReads;
 use crate::handler::{Handler, JobContext};
 use async_trait::async_trait;
 use kairos_channels::WebhookSender;
@@ -19,6 +20,8 @@ pub struct WebhookHandler {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     sender: WebhookSender,
+    /// Endpoint reads shared by concurrent deliveries.
+    reads: EndpointReads,
 }
 
 impl WebhookHandler {
@@ -28,6 +31,7 @@ impl WebhookHandler {
             store,
             clock,
             sender,
+            reads: EndpointReads::default(),
         }
     }
 }
@@ -47,9 +51,12 @@ pub fn envelope(job: &Job) -> serde_json::Value {
 /// POST `body` to endpoint `ep_id`, signed (by the new and the previous secret while a
 /// rotation window is open at `now`), with `job_id` as `webhook-id`; a disabled endpoint
 /// skips (after a 410 or a failure streak), and a 410 disables it. Shared by plain webhook jobs and the `webhook`
-/// channel of audience notifications.
+/// channel of audience notifications. The endpoint is read through `reads`: deliveries
+/// asking for it at the same moment share one read.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn post_to_endpoint(
-    store: &dyn Store,
+    store: &Arc<dyn Store>,
+    reads: &EndpointReads,
     clock: &dyn Clock,
     sender: &WebhookSender,
     ep_id: &str,
@@ -57,7 +64,7 @@ pub(crate) async fn post_to_endpoint(
     now: chrono::DateTime<chrono::Utc>,
     body: &[u8],
 ) -> Outcome {
-    let ep = match store.endpoint_get(ep_id).await {
+    let ep = match reads.get(store, ep_id).await {
         Ok(Some(ep)) => ep,
         Ok(None) => {
             return Outcome::Failed(Failure::permanent(format!(
@@ -139,7 +146,8 @@ impl Handler for WebhookHandler {
         };
         let body = envelope(job).to_string();
         post_to_endpoint(
-            self.store.as_ref(),
+            &self.store,
+            &self.reads,
             self.clock.as_ref(),
             &self.sender,
             ep_id,

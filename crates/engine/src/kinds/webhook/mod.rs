@@ -1,6 +1,8 @@
 //! The `webhook` kind: one signed POST (Standard Webhooks) to a stored endpoint. The default
 //! kind of a job or schedule that names none.
 
+mod endpoints;
+pub(crate) use endpoints::EndpointReads;
 pub mod handler;
 
 use super::{EndpointUse, Kind};

@@ -1,0 +1,87 @@
+//! Single-flight endpoint reads on a real SQLite file.
+
+use super::*;
+use chrono::Utc;
+use kairos_store::{EndpointDisable, EndpointUpsert};
+use kairos_store_sqlite::SqliteStore;
+use std::sync::atomic::Ordering;
+
+async fn store_with_endpoint() -> (tempfile::TempDir, Arc<dyn Store>, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store: Arc<dyn Store> = Arc::new(
+        SqliteStore::open(&dir.path().join("kairos.db"))
+            .await
+            .expect("open"),
+    );
+    let now = Utc::now();
+    let ep = store
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_1".into(),
+            url: "http://127.0.0.1:9/hook".into(),
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+            now,
+        })
+        .await
+        .expect("endpoint");
+    (dir, store, ep.id)
+}
+
+/// Deliveries asking for one endpoint at the same moment share one read, all get the
+/// endpoint, and no flight is left behind.
+#[tokio::test]
+async fn concurrent_deliveries_share_one_endpoint_read() {
+    let (_dir, store, id) = store_with_endpoint().await;
+    let reads = EndpointReads::default();
+    let all = futures::future::join_all((0..50).map(|_| reads.get(&store, &id))).await;
+    assert_eq!(
+        reads.started.load(Ordering::Relaxed),
+        1,
+        "one read for 50 deliveries"
+    );
+    for r in &all {
+        let ep = r.as_ref().expect("read").as_ref().expect("endpoint exists");
+        assert_eq!(ep.id, id);
+    }
+    assert_eq!(reads.in_flight(), 0, "the finished flight is retired");
+}
+
+/// Nothing is cached: a read after the previous one finished sees a change made in between
+/// (here a disable), as one read per delivery did.
+#[tokio::test]
+async fn a_change_after_a_read_is_seen_by_the_next_delivery() {
+    let (_dir, store, id) = store_with_endpoint().await;
+    let reads = EndpointReads::default();
+    let before = reads
+        .get(&store, &id)
+        .await
+        .expect("read")
+        .expect("endpoint");
+    assert!(before.disabled_at.is_none());
+    store
+        .endpoint_disable(EndpointDisable {
+            id: id.clone(),
+            reason: "test".into(),
+            now: Utc::now(),
+        })
+        .await
+        .expect("disable");
+    let after = reads
+        .get(&store, &id)
+        .await
+        .expect("read")
+        .expect("endpoint");
+    assert!(after.disabled_at.is_some(), "the disable is seen at once");
+    assert_eq!(reads.started.load(Ordering::Relaxed), 2);
+}
+
+/// A missing endpoint is `None` for every waiter, and different endpoints are read apart.
+#[tokio::test]
+async fn missing_and_distinct_endpoints() {
+    let (_dir, store, id) = store_with_endpoint().await;
+    let reads = EndpointReads::default();
+    let (a, b) = tokio::join!(reads.get(&store, &id), reads.get(&store, "ep_missing"));
+    assert!(a.expect("read").is_some());
+    assert!(b.expect("read").is_none());
+    assert_eq!(reads.started.load(Ordering::Relaxed), 2);
+    assert_eq!(reads.in_flight(), 0);
+}
