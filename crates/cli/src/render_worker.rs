@@ -50,9 +50,38 @@ fn limit() -> Result<(), String> {
         .map_err(|e| format!("setting RLIMIT_CPU: {e}"))
 }
 
+/// The allocator's settings in a worker process (the binary's allocator is mimalloc, see
+/// `main.rs`). The worker runs under `RLIMIT_AS`, which counts address space, not memory in
+/// use: with mimalloc's defaults — address space reserved ahead in arenas of up to 1 GiB, and
+/// freed memory handed back to the system a second later — a template that builds and drops
+/// large strings ran into the limit with memory it had already freed, and was reported as out
+/// of memory (`tests/template_sandbox.rs` failed three runs in four). Here every block comes
+/// from the system and goes back to it when freed, as with the C library's allocator.
+/// mimalloc reads these from the environment when the process starts, so the worker starts
+/// itself again with them (once; the pool starts it with an empty environment).
+pub(crate) const ALLOCATOR_ENV: [(&str, &str); 2] = [
+    ("MIMALLOC_PURGE_DELAY", "0"),
+    ("MIMALLOC_DISALLOW_ARENA_ALLOC", "1"),
+];
+
+/// Start this worker again with [`ALLOCATOR_ENV`] unless it already has it. `exec` returns
+/// only if it failed; the worker then goes on with the defaults.
+fn apply_allocator_settings() {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os(ALLOCATOR_ENV[0].0).is_some() {
+        return;
+    }
+    // /proc/self/exe: the running binary even when its file was replaced or removed.
+    let _failed = std::process::Command::new("/proc/self/exe")
+        .args(std::env::args_os().skip(1))
+        .envs(ALLOCATOR_ENV)
+        .exec();
+}
+
 /// Set the limits, then serve until stdin closes. Exit 2 when a limit cannot be set: the
 /// worker never renders unlimited.
 pub fn run() -> ExitCode {
+    apply_allocator_settings();
     if let Err(e) = limit() {
         eprintln!("error: {e}");
         return ExitCode::from(2);
