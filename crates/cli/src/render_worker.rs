@@ -64,11 +64,14 @@ pub(crate) const ALLOCATOR_ENV: [(&str, &str); 2] = [
     ("MIMALLOC_DISALLOW_ARENA_ALLOC", "1"),
 ];
 
-/// Start this worker again with [`ALLOCATOR_ENV`] unless it already has it. `exec` returns
-/// only if it failed; the worker then goes on with the defaults.
+/// Start this worker again with [`ALLOCATOR_ENV`] unless it already runs with all of it.
+/// `exec` returns only if it failed; the worker then goes on with the defaults.
 fn apply_allocator_settings() {
     use std::os::unix::process::CommandExt;
-    if std::env::var_os(ALLOCATOR_ENV[0].0).is_some() {
+    let applied = ALLOCATOR_ENV
+        .iter()
+        .all(|(name, value)| std::env::var_os(name).is_some_and(|v| v == *value));
+    if applied {
         return;
     }
     // /proc/self/exe: the running binary even when its file was replaced or removed.

@@ -2,40 +2,20 @@
 //! and nothing committed is lost on the way.
 
 use chrono::Utc;
-use kairos_core::id::{IdPrefix, new_id};
-use kairos_core::{JobKind, RetryPolicy};
-use kairos_store::JobInsert;
 use kairos_store::prelude::*;
+use kairos_store_conformance::fixtures::job;
 use kairos_store_sqlite::SqliteStore;
-
-fn job(now: chrono::DateTime<Utc>) -> JobInsert {
-    JobInsert {
-        id: new_id(IdPrefix::Job, now),
-        kind: JobKind("noop".into()),
-        payload: serde_json::json!({"n": 1}),
-        endpoint_id: None,
-        schedule_id: None,
-        fire_at: None,
-        period_key: None,
-        channel: None,
-        dedupe_key: None,
-        retry: RetryPolicy::notification(),
-        retry_is_kind_default: true,
-        run_at: now + chrono::Duration::days(365),
-        now,
-    }
-}
 
 #[tokio::test]
 async fn checkpoint_empties_the_wal_and_keeps_every_job() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("kairos.db");
     let store = SqliteStore::open(&path).await.expect("open");
-    let now = Utc::now();
+    let due = Utc::now() + chrono::Duration::days(365);
     // Fewer than 32 commits: the writer thread has not asked for a checkpoint of its own.
     for _ in 0..4 {
         store
-            .job_insert_many((0..2_000).map(|_| job(now)).collect())
+            .job_insert_many((0..2_000).map(|_| job(due)).collect())
             .await
             .expect("insert");
     }
@@ -54,7 +34,7 @@ async fn checkpoint_empties_the_wal_and_keeps_every_job() {
     let next = again.job_next_run_at().await.expect("next run");
     assert_eq!(
         next.map(|t| t.timestamp_millis()),
-        Some((now + chrono::Duration::days(365)).timestamp_millis())
+        Some(due.timestamp_millis())
     );
     let counts = again.job_count_by_state().await.expect("counts");
     let available: i64 = counts
