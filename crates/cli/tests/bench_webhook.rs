@@ -65,3 +65,58 @@ fn bench_without_webhook_keeps_its_fields_and_adds_none() {
     assert!(r.get("process_per_sec").is_some(), "{r}");
     assert!(r.get("verified").is_none(), "{r}");
 }
+
+/// Behind a backlog (checkpointed into the database file before phase 1: `SqliteStore::checkpoint`
+/// has its own test) the bench runs to
+/// its result line, and the backlog is left queued, untouched.
+#[test]
+fn bench_behind_a_backlog_runs_and_leaves_it_queued() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = kairos_cmd()
+        .args([
+            "bench",
+            "--jobs",
+            "20",
+            "--backlog",
+            "300",
+            "--concurrency",
+            "10",
+        ])
+        .args(["--lateness-jobs", "10", "--dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run kairos bench --backlog");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_str(stdout.lines().last().expect("a result line")).expect("JSON");
+    assert_eq!(r["backlog"], 300, "{r}");
+    assert_eq!(r["started_early"], 0, "{r}");
+    let db = available_jobs(&dir.path().join("kairos.db"));
+    assert_eq!(db, 300, "the backlog is still queued");
+}
+
+/// Jobs still available in the bench's database file, counted through the store.
+fn available_jobs(path: &std::path::Path) -> i64 {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        use kairos_store::prelude::*;
+        let store = kairos_store_sqlite::SqliteStore::open(path)
+            .await
+            .expect("open the bench's database");
+        let n = store
+            .job_count_by_state()
+            .await
+            .expect("counts")
+            .into_iter()
+            .filter(|(state, _)| state == "available")
+            .map(|(_, n)| n)
+            .sum();
+        store.close().await;
+        n
+    })
+}

@@ -33,11 +33,10 @@ pub fn is_notification(job: &Job) -> bool {
 pub struct WebhookChannel {
     plain: Arc<dyn Handler>,
     notifier: Arc<EmailHandler>,
-    store: Arc<dyn Store>,
+    /// The store, through endpoint reads shared by concurrent deliveries.
+    reads: EndpointReads,
     clock: Arc<dyn Clock>,
     sender: WebhookSender,
-    /// Endpoint reads shared by concurrent deliveries.
-    reads: EndpointReads,
 }
 
 impl WebhookChannel {
@@ -52,10 +51,9 @@ impl WebhookChannel {
         WebhookChannel {
             plain,
             notifier,
-            store,
+            reads: EndpointReads::new(store),
             clock,
             sender,
-            reads: EndpointReads::default(),
         }
     }
 
@@ -82,7 +80,6 @@ impl WebhookChannel {
         })
         .to_string();
         post_to_endpoint(
-            &self.store,
             &self.reads,
             self.clock.as_ref(),
             &self.sender,

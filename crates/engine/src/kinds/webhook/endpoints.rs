@@ -25,9 +25,11 @@ pub(crate) type Read = Result<Option<Endpoint>, String>;
 
 type Flight = Shared<BoxFuture<'static, Read>>;
 
-/// The endpoint reads in flight, by endpoint id. Cheap to clone (shared).
-#[derive(Clone, Default)]
+/// Endpoints read from one store, with the reads in flight by endpoint id. Cheap to clone
+/// (shared).
+#[derive(Clone)]
 pub(crate) struct EndpointReads {
+    store: Arc<dyn Store>,
     flights: Arc<Mutex<HashMap<String, Flight>>>,
     /// Reads started (for tests).
     #[cfg(test)]
@@ -35,8 +37,23 @@ pub(crate) struct EndpointReads {
 }
 
 impl EndpointReads {
-    /// Endpoint `id` from `store`: joins the read of `id` in flight, or starts one.
-    pub(crate) async fn get(&self, store: &Arc<dyn Store>, id: &str) -> Read {
+    /// Reads of endpoints in `store`.
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        EndpointReads {
+            store,
+            flights: Arc::default(),
+            #[cfg(test)]
+            started: Arc::default(),
+        }
+    }
+
+    /// The store the endpoints are read from (for the delivery's other writes).
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// Endpoint `id`: joins the read of `id` in flight, or starts one.
+    pub(crate) async fn get(&self, id: &str) -> Read {
         let flight = {
             let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
             match flights.get(id) {
@@ -47,7 +64,7 @@ impl EndpointReads {
                     #[cfg(test)]
                     self.started
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let (store, key) = (store.clone(), id.to_string());
+                    let (store, key) = (self.store.clone(), id.to_string());
                     let f =
                         async move { store.endpoint_get(&key).await.map_err(|e| e.to_string()) }
                             .boxed()

@@ -31,8 +31,8 @@ async fn store_with_endpoint() -> (tempfile::TempDir, Arc<dyn Store>, String) {
 #[tokio::test]
 async fn concurrent_deliveries_share_one_endpoint_read() {
     let (_dir, store, id) = store_with_endpoint().await;
-    let reads = EndpointReads::default();
-    let all = futures::future::join_all((0..50).map(|_| reads.get(&store, &id))).await;
+    let reads = EndpointReads::new(store.clone());
+    let all = futures::future::join_all((0..50).map(|_| reads.get(&id))).await;
     assert_eq!(
         reads.started.load(Ordering::Relaxed),
         1,
@@ -50,12 +50,8 @@ async fn concurrent_deliveries_share_one_endpoint_read() {
 #[tokio::test]
 async fn a_change_after_a_read_is_seen_by_the_next_delivery() {
     let (_dir, store, id) = store_with_endpoint().await;
-    let reads = EndpointReads::default();
-    let before = reads
-        .get(&store, &id)
-        .await
-        .expect("read")
-        .expect("endpoint");
+    let reads = EndpointReads::new(store.clone());
+    let before = reads.get(&id).await.expect("read").expect("endpoint");
     assert!(before.disabled_at.is_none());
     store
         .endpoint_disable(EndpointDisable {
@@ -65,11 +61,7 @@ async fn a_change_after_a_read_is_seen_by_the_next_delivery() {
         })
         .await
         .expect("disable");
-    let after = reads
-        .get(&store, &id)
-        .await
-        .expect("read")
-        .expect("endpoint");
+    let after = reads.get(&id).await.expect("read").expect("endpoint");
     assert!(after.disabled_at.is_some(), "the disable is seen at once");
     assert_eq!(reads.started.load(Ordering::Relaxed), 2);
 }
@@ -78,10 +70,30 @@ async fn a_change_after_a_read_is_seen_by_the_next_delivery() {
 #[tokio::test]
 async fn missing_and_distinct_endpoints() {
     let (_dir, store, id) = store_with_endpoint().await;
-    let reads = EndpointReads::default();
-    let (a, b) = tokio::join!(reads.get(&store, &id), reads.get(&store, "ep_missing"));
+    let reads = EndpointReads::new(store.clone());
+    let (a, b) = tokio::join!(reads.get(&id), reads.get("ep_missing"));
     assert!(a.expect("read").is_some());
     assert!(b.expect("read").is_none());
     assert_eq!(reads.started.load(Ordering::Relaxed), 2);
     assert_eq!(reads.in_flight(), 0);
+}
+
+/// A finished read still registered (its waiters not yet woken to retire it) is not joined:
+/// its answer may be older than the delivery asking, so the delivery reads anew.
+#[tokio::test]
+async fn a_finished_read_is_not_joined() {
+    let (_dir, store, id) = store_with_endpoint().await;
+    let reads = EndpointReads::new(store.clone());
+    // A stale answer (no such endpoint), finished, left in the map.
+    let stale: Flight = futures::future::ready(Ok(None)).boxed().shared();
+    assert!(stale.clone().await.expect("ready").is_none());
+    reads
+        .flights
+        .lock()
+        .expect("lock")
+        .insert(id.clone(), stale);
+    let got = reads.get(&id).await.expect("read");
+    assert!(got.is_some(), "read anew, not the finished answer");
+    assert_eq!(reads.started.load(Ordering::Relaxed), 1);
+    assert_eq!(reads.in_flight(), 0, "the new flight retired itself");
 }

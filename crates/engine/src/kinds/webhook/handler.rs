@@ -17,21 +17,19 @@ use std::time::Duration;
 
 /// Sends webhook jobs.
 pub struct WebhookHandler {
-    store: Arc<dyn Store>,
+    /// The store, through endpoint reads shared by concurrent deliveries.
+    reads: EndpointReads,
     clock: Arc<dyn Clock>,
     sender: WebhookSender,
-    /// Endpoint reads shared by concurrent deliveries.
-    reads: EndpointReads,
 }
 
 impl WebhookHandler {
     /// A handler sending through `sender`, reading endpoints from `store`.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, sender: WebhookSender) -> Self {
         WebhookHandler {
-            store,
+            reads: EndpointReads::new(store),
             clock,
             sender,
-            reads: EndpointReads::default(),
         }
     }
 }
@@ -53,9 +51,7 @@ pub fn envelope(job: &Job) -> serde_json::Value {
 /// skips (after a 410 or a failure streak), and a 410 disables it. Shared by plain webhook jobs and the `webhook`
 /// channel of audience notifications. The endpoint is read through `reads`: deliveries
 /// asking for it at the same moment share one read.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn post_to_endpoint(
-    store: &Arc<dyn Store>,
     reads: &EndpointReads,
     clock: &dyn Clock,
     sender: &WebhookSender,
@@ -64,7 +60,8 @@ pub(crate) async fn post_to_endpoint(
     now: chrono::DateTime<chrono::Utc>,
     body: &[u8],
 ) -> Outcome {
-    let ep = match reads.get(store, ep_id).await {
+    let store = reads.store();
+    let ep = match reads.get(ep_id).await {
         Ok(Some(ep)) => ep,
         Ok(None) => {
             return Outcome::Failed(Failure::permanent(format!(
@@ -146,7 +143,6 @@ impl Handler for WebhookHandler {
         };
         let body = envelope(job).to_string();
         post_to_endpoint(
-            &self.store,
             &self.reads,
             self.clock.as_ref(),
             &self.sender,
