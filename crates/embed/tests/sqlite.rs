@@ -417,10 +417,12 @@ async fn i15_1_2_sqlite_an_idempotency_key_in_a_transaction_answers_with_its_job
     assert_eq!(job_count(&pool).await, 2);
 
     // A key whose job was pruned (only its tombstone is left) creates nothing: a conflict
-    // that says so, as the API answers.
+    // that says so, as the API answers. The tombstone is recent: one finished in 1970 is past
+    // the pruner's retention, and the node's pruner could forget it before the enqueue.
     sqlx::query(
-        "INSERT INTO dedupe_tombstones (dedupe_key, job_id, finished_at) VALUES ('idem:order-1', 'job_x', 0)",
+        "INSERT INTO dedupe_tombstones (dedupe_key, job_id, finished_at) VALUES ('idem:order-1', 'job_x', ?1)",
     )
+    .bind(chrono::Utc::now().timestamp_millis())
     .execute(&pool)
     .await
     .unwrap();
