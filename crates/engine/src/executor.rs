@@ -63,6 +63,10 @@ pub struct ExecutorConfig {
     /// last one committed (a timer holds handler slots, since a slot comes back only with its
     /// committed outcome); at most 1 s.
     pub complete_delay: Duration,
+    /// Most completion batches written at once, each on its own connection. Default 2: while
+    /// one batch travels to the database and waits for its commit, the next one forms and
+    /// goes; completions are independent (each job's is fenced by its own lease token).
+    pub complete_parallel: usize,
     /// Most jobs claimed ahead of the handlers, waiting in the local queue. Default 500; 0
     /// claims only for free handler slots.
     pub prefetch: usize,
@@ -88,6 +92,7 @@ impl Default for ExecutorConfig {
             poll_interval: Duration::from_secs(1),
             complete_batch: 1000,
             complete_delay: Duration::ZERO,
+            complete_parallel: 2,
             prefetch: 500,
             shutdown_grace: Duration::from_secs(30),
             max_unrecorded: 500,
@@ -124,6 +129,12 @@ impl ExecutorConfig {
             return Err(Error::invalid(
                 "executor.renew_every",
                 "must be more than 0 and less than the lease",
+            ));
+        }
+        if self.complete_parallel == 0 || self.complete_parallel > 64 {
+            return Err(Error::invalid(
+                "executor.complete_parallel",
+                "must be between 1 and 64",
             ));
         }
         if self.complete_delay > Duration::from_secs(1) {
@@ -283,7 +294,11 @@ impl Executor {
         let completer = tokio::spawn(completer(
             self.store.clone(),
             rx,
-            (self.cfg.complete_batch, self.cfg.complete_delay),
+            (
+                self.cfg.complete_batch,
+                self.cfg.complete_delay,
+                self.cfg.complete_parallel,
+            ),
             running.clone(),
             freed.clone(),
         ));

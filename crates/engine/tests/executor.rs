@@ -11,6 +11,7 @@ use kairos_core::{Clock, Failure, JobState, Outcome, SystemClock};
 use kairos_engine::{Engine, EngineConfig, Handler, Kairos};
 use kairos_store::JobClaim;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration as StdDuration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -399,6 +400,12 @@ async fn engine_run_returns_after_the_shutdown_grace_and_leaves_the_rest_to_the_
 /// handlers ran while nothing could be recorded, then releases the commits and checks all
 /// `n` succeed.
 async fn handlers_run_while_commits_are_held(max_unrecorded: usize, n: usize) -> usize {
+    held_commits(max_unrecorded, n, 1).await.0
+}
+
+/// As [`handlers_run_while_commits_are_held`], with `complete_parallel` batch writers; also
+/// returns the most completion writes seen in flight at once.
+async fn held_commits(max_unrecorded: usize, n: usize, parallel: usize) -> (usize, usize) {
     let handler = TestHandler::ok();
     let (_dir, sqlite) = open_store().await;
     let counting = CountingStore::new(sqlite);
@@ -413,6 +420,7 @@ async fn handlers_run_while_commits_are_held(max_unrecorded: usize, n: usize) ->
     let mut cfg = EngineConfig::default();
     cfg.executor.concurrency = 1;
     cfg.executor.max_unrecorded = max_unrecorded;
+    cfg.executor.complete_parallel = parallel;
     let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
     let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
     let mut ids = Vec::new();
@@ -457,7 +465,20 @@ async fn handlers_run_while_commits_are_held(max_unrecorded: usize, n: usize) ->
     }
     cancel.cancel();
     run.await.unwrap();
-    ran
+    (ran, counting.completes_in_flight_max.load(Ordering::SeqCst))
+}
+
+/// While one batch of outcomes is being written, the next one is written beside it (each on
+/// its own connection), up to `complete_parallel` at once and never more; with 1, one at a
+/// time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn completion_batches_are_written_up_to_complete_parallel_at_once() {
+    let (ran, in_flight) = held_commits(500, 6, 2).await;
+    assert_eq!(ran, 6);
+    assert_eq!(in_flight, 2, "two batch writes in flight at once");
+    let (ran, in_flight) = held_commits(500, 6, 1).await;
+    assert_eq!(ran, 6);
+    assert_eq!(in_flight, 1, "one at a time");
 }
 
 async fn counting_succeeded(store: &Arc<dyn kairos_store::Store>, ids: &[String]) -> usize {
@@ -489,4 +510,20 @@ async fn without_unrecorded_room_a_slot_waits_for_its_outcomes_commit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unrecorded_outcomes_are_bounded_by_max_unrecorded() {
     assert_eq!(handlers_run_while_commits_are_held(2, 5).await, 3);
+}
+
+/// `complete_parallel` is between 1 and 64: no writer at all would record nothing, and each
+/// writer holds a connection; the error names the field.
+#[test]
+fn complete_parallel_out_of_range_is_refused_by_name() {
+    let mut cfg = kairos_engine::executor::ExecutorConfig::default();
+    assert_eq!(cfg.complete_parallel, 2);
+    assert!(cfg.validate().is_ok());
+    for bad in [0, 65] {
+        cfg.complete_parallel = bad;
+        assert_eq!(
+            cfg.validate().unwrap_err().field(),
+            "executor.complete_parallel"
+        );
+    }
 }

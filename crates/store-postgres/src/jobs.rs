@@ -109,21 +109,22 @@ impl JobStore for PostgresStore {
         // (`= ANY(ARRAY(…))`, an init plan run once): joined to the CTE instead, the planner
         // hashed or sorted the whole jobs table on every claim of a small table, which is
         // where a benchmark's (and a young deployment's) jobs table is.
-        let rows = sqlx::query(sql("WITH due (due_id) AS (
-                 SELECT id FROM jobs
+        let rows = sqlx::query(sql("WITH due (due_tid) AS (
+                 SELECT ctid FROM jobs
                  WHERE state = 'available' AND run_at <= $4
                  ORDER BY run_at, id LIMIT $5
                  FOR UPDATE SKIP LOCKED)
              UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
                     lease_token = $2, lease_expires_at = $3, attempted_at = $4
-             WHERE jobs.id = ANY(ARRAY(SELECT due_id FROM due))
+             WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
+               AND jobs.state = 'available'
              RETURNING {cols}"))
         .bind(&p.node)
         .bind(&p.lease_token)
         .bind(p.lease_until)
         .bind(p.now)
         .bind(p.limit.max(0))
-        .fetch_all(&self.hot)
+        .fetch_all(&self.claim)
         .await
         .map_err(|e| map_err("job claim", e))?;
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and

@@ -60,9 +60,10 @@ use sqlx::{AssertSqlSafe, Executor, PgPool};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Connections of the executor's hot path: the claimer, the completer, the lease renewer and
-/// the rescuer each hold at most one at a time.
-const HOT_CONNECTIONS: u32 = 4;
+/// Connections of the executor's hot path: the lease renewer and the rescuer each hold at most
+/// one at a time, the completer two (`ExecutorConfig::complete_parallel`); claims have their
+/// own ([`CLAIM_CONNECTIONS`]).
+const HOT_CONNECTIONS: u32 = 5;
 
 /// Settings of the hot path's connections. A queue's partial indexes (`jobs_due`,
 /// `jobs_lease`) fill with entries of row versions that are no longer available or running,
@@ -82,6 +83,24 @@ const HOT_SETTINGS: [(&str, &str); 2] = [
     ("plan_cache_mode", "force_custom_plan"),
 ];
 
+/// Connections for claims: one claim runs at a time per executor.
+const CLAIM_CONNECTIONS: u32 = 2;
+
+/// Settings of the claim connections: the hot path's, and a commit that does not wait for
+/// its WAL flush (`synchronous_commit = off`). A claim lost in a database crash is a claim
+/// that expired at once: the job is `available` again with its attempt count unchanged, and
+/// the lost lease token fences off the old claimant's completion, which is rejected as stale.
+/// That is what a node crash already does to a claim (the job may have run; it runs again),
+/// so nothing a receiver sees changes, and no outcome is ever acknowledged before it is
+/// durable: completions commit synchronously, and their flush carries every claim before
+/// them (WAL is flushed in order). With the flush, a claim's commit was a third of the
+/// claimer's time at ten workers (`docs/benchmarks.md`).
+const CLAIM_SETTINGS: [(&str, &str); 3] = [
+    ("enable_bitmapscan", "off"),
+    ("plan_cache_mode", "force_custom_plan"),
+    ("synchronous_commit", "off"),
+];
+
 /// The PostgreSQL store. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
@@ -89,6 +108,9 @@ pub struct PostgresStore {
     /// The executor's hot path (claim, completion, lease renewal, rescue): a few connections
     /// that never plan a bitmap scan (see [`HOT_SETTINGS`]).
     hot: PgPool,
+    /// Claims: the hot path's settings, committed without waiting for the flush (see
+    /// [`CLAIM_SETTINGS`]).
+    claim: PgPool,
     schema: String,
     /// The erasure key, once read (`erasure.rs`).
     keys: std::sync::Arc<kairos_store::KeyCache>,
@@ -125,10 +147,14 @@ impl PostgresStore {
             .map_err(|e| map_err("connecting to PostgreSQL", e))?;
         let hot = pool_options(HOT_CONNECTIONS)
             .min_connections(0)
-            .connect_lazy_with(opts.options(HOT_SETTINGS));
+            .connect_lazy_with(opts.clone().options(HOT_SETTINGS));
+        let claim = pool_options(CLAIM_CONNECTIONS)
+            .min_connections(0)
+            .connect_lazy_with(opts.options(CLAIM_SETTINGS));
         let store = PostgresStore {
             pool,
             hot,
+            claim,
             schema: schema.to_string(),
             keys: Default::default(),
             sealer: None,
@@ -149,10 +175,16 @@ impl PostgresStore {
         &self.pool
     }
 
-    /// The executor's hot-path pool (claims, completions, lease renewals, rescues): at most
-    /// four connections, opened on first use, that never plan a bitmap scan.
+    /// The executor's hot-path pool (completions, lease renewals, rescues): at most five
+    /// connections, opened on first use, that never plan a bitmap scan.
     pub fn hot_pool(&self) -> &PgPool {
         &self.hot
+    }
+
+    /// The claims' pool: the hot path's settings, and commits that do not wait for their
+    /// flush (a claim lost in a crash is a lease that expired at once).
+    pub fn claim_pool(&self) -> &PgPool {
+        &self.claim
     }
 
     /// The schema holding kairos's tables.
@@ -162,6 +194,7 @@ impl PostgresStore {
 
     /// Close the pool, waiting for its connections.
     pub async fn close(&self) {
+        self.claim.close().await;
         self.hot.close().await;
         self.pool.close().await;
     }

@@ -22,6 +22,19 @@ async fn the_hot_path_plans_no_bitmap_scan_and_plans_for_its_parameters() {
                 .expect("show")
         }
     };
+    // Claims run on the claim pool (opened lazily: its first connection is the claim's).
+    assert_eq!(store.claim_pool().size(), 0);
+    store.job_insert(job(t0())).await.unwrap();
+    assert_eq!(store.claim_pool().size(), 0);
+    assert_eq!(
+        store
+            .job_claim(claim(t0(), 10, "node-a"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(store.claim_pool().size(), 1, "claims use the claim pool");
     assert_eq!(show(store.hot_pool(), "enable_bitmapscan").await, "off");
     assert_eq!(
         show(store.hot_pool(), "plan_cache_mode").await,
@@ -33,11 +46,17 @@ async fn the_hot_path_plans_no_bitmap_scan_and_plans_for_its_parameters() {
         "only the hot path changes"
     );
     assert_eq!(show(store.pool(), "plan_cache_mode").await, "auto");
+    // Claims commit without waiting for the flush; completions and everything else wait.
+    assert_eq!(show(store.claim_pool(), "synchronous_commit").await, "off");
+    assert_eq!(show(store.claim_pool(), "enable_bitmapscan").await, "off");
+    assert_eq!(
+        show(store.claim_pool(), "plan_cache_mode").await,
+        "force_custom_plan"
+    );
+    assert_eq!(show(store.hot_pool(), "synchronous_commit").await, "on");
+    assert_eq!(show(store.pool(), "synchronous_commit").await, "on");
 
-    // The hot pool is the store's: claims run through it, in the store's schema.
-    store.job_insert(job(t0())).await.unwrap();
-    let got = store.job_claim(claim(t0(), 10, "node-a")).await.unwrap();
-    assert_eq!(got.len(), 1);
+    // The hot pool is the store's: it works in the store's schema.
     let path: String = sqlx::query_scalar("SHOW search_path")
         .fetch_one(store.hot_pool())
         .await

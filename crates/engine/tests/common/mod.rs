@@ -386,6 +386,9 @@ pub struct CountingStore {
     /// Completions wait for a read guard: a test holding the write guard holds every commit
     /// of outcomes back (the completion is then in flight, not yet recorded).
     pub complete_gate: tokio::sync::RwLock<()>,
+    /// Completion writes started and not yet returned, and the most seen at once.
+    pub completes_in_flight: AtomicUsize,
+    pub completes_in_flight_max: AtomicUsize,
 }
 
 impl CountingStore {
@@ -395,6 +398,8 @@ impl CountingStore {
             schedule_due_calls: AtomicUsize::new(0),
             job_claim_calls: AtomicUsize::new(0),
             complete_gate: tokio::sync::RwLock::new(()),
+            completes_in_flight: AtomicUsize::new(0),
+            completes_in_flight_max: AtomicUsize::new(0),
         })
     }
 }
@@ -418,8 +423,15 @@ impl JobStore for CountingStore {
         self.inner.job_lease_renew(p).await
     }
     async fn job_complete_many(&self, p: Vec<JobComplete>) -> kairos_store::Result<CompleteReport> {
-        let _open = self.complete_gate.read().await;
-        self.inner.job_complete_many(p).await
+        let now = self.completes_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.completes_in_flight_max
+            .fetch_max(now, Ordering::SeqCst);
+        let done = {
+            let _open = self.complete_gate.read().await;
+            self.inner.job_complete_many(p).await
+        };
+        self.completes_in_flight.fetch_sub(1, Ordering::SeqCst);
+        done
     }
     async fn job_rescue(&self, p: JobRescue) -> kairos_store::Result<Vec<String>> {
         self.inner.job_rescue(p).await
