@@ -27,10 +27,19 @@ impl RowRead for Pg<'_> {
         get(self.0, col)
     }
     fn opt_int(&self, col: &str) -> Result<Option<i64>> {
-        // `bigint`, `integer` or `smallint`, whichever the column is.
-        get::<Option<i64>>(self.0, col)
-            .or_else(|_| get::<Option<i32>>(self.0, col).map(|v| v.map(i64::from)))
-            .or_else(|_| get::<Option<i16>>(self.0, col).map(|v| v.map(i64::from)))
+        // `bigint`, `integer` or `smallint`, whichever the column is: asked of the column's
+        // type, not found by trying each width (a failed decode builds an error, and every
+        // claimed job has an `integer` column).
+        use sqlx::{TypeInfo, ValueRef};
+        let raw = self
+            .0
+            .try_get_raw(col)
+            .map_err(|e| crate::map_err(col, e))?;
+        match raw.type_info().name() {
+            "INT4" => get::<Option<i32>>(self.0, col).map(|v| v.map(i64::from)),
+            "INT2" => get::<Option<i16>>(self.0, col).map(|v| v.map(i64::from)),
+            _ => get::<Option<i64>>(self.0, col),
+        }
     }
     fn opt_bool(&self, col: &str) -> Result<Option<bool>> {
         get(self.0, col)
@@ -79,3 +88,41 @@ kairos_store::sql_run!(
     Pg,
     crate::map_err
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `smallint`, `integer` and `bigint` columns, NULL or not, read as `i64` by the column's
+    /// declared type; a column of another type or a missing one is an error naming it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn integers_of_every_width_and_null_read_as_i64() {
+        let Some(guard) =
+            kairos_testkit::pg::fresh_schema("kairos_rows", "Reading integer columns").await
+        else {
+            return;
+        };
+        let pool = sqlx::PgPool::connect(&guard.url).await.expect("connect");
+        let row = sqlx::query(
+            "SELECT 7::int2 AS a, -2::int4 AS b, 3000000000::int8 AS c, NULL::int4 AS d,
+                    NULL::int2 AS e, NULL::int8 AS f, 'x'::text AS t",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("select");
+        let r = Pg(&row);
+        assert_eq!(r.opt_int("a").unwrap(), Some(7));
+        assert_eq!(r.opt_int("b").unwrap(), Some(-2));
+        assert_eq!(r.opt_int("c").unwrap(), Some(3_000_000_000));
+        assert_eq!(r.opt_int("d").unwrap(), None);
+        assert_eq!(r.opt_int("e").unwrap(), None);
+        assert_eq!(r.opt_int("f").unwrap(), None);
+        let wrong = r.opt_int("t").unwrap_err().to_string();
+        assert!(
+            wrong.starts_with("t: ") && wrong.contains("TEXT"),
+            "names the column and its type: {wrong}"
+        );
+        assert!(r.opt_int("missing").is_err());
+        pool.close().await;
+    }
+}

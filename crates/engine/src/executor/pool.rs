@@ -63,7 +63,8 @@ async fn write(
     running: Arc<Mutex<HashMap<String, String>>>,
     freed: Arc<Notify>,
 ) {
-    let completions: Vec<JobComplete> = batch.iter().map(|(c, _)| c.clone()).collect();
+    // The permits are held until the outcomes are written (dropped at the end).
+    let (completions, permits): (Vec<JobComplete>, Vec<_>) = batch.into_iter().unzip();
     let mut tries = 0;
     loop {
         match store.job_complete_many(completions.clone()).await {
@@ -83,7 +84,7 @@ async fn write(
             }
             Err(e) => {
                 // Give up on this batch: the leases will expire and the jobs run again.
-                tracing::error!(error = %e, count = batch.len(), "could not record outcomes; leases will return the jobs");
+                tracing::error!(error = %e, count = completions.len(), "could not record outcomes; leases will return the jobs");
                 break;
             }
         }
@@ -94,7 +95,7 @@ async fn write(
     }
     drop(r);
     // Frees the permits.
-    drop(batch);
+    drop(permits);
     freed.notify_one();
 }
 
