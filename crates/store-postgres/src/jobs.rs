@@ -219,7 +219,9 @@ impl JobStore for PostgresStore {
                  RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
                            c.response, c.provider_id, c.node,
-                           c.state AS new_state, c.expose, c.implicit, jobs.payload, jobs.period_key
+                           c.state AS new_state, c.expose, c.implicit,
+                           CASE WHEN c.expose THEN jobs.payload END AS payload,
+                           CASE WHEN c.expose THEN jobs.period_key END AS period_key
              ),
              -- A plain success is held by the job row (attempted_at, attempted_by): no row.
              logged AS (
@@ -228,7 +230,8 @@ impl JobStore for PostgresStore {
                  FROM done WHERE NOT implicit
              ),
              -- A/B exposures of succeeded jobs whose completion asks for them, in the
-             -- completion's statement.
+             -- completion's statement. Only those carry their payload out of `done`: the
+             -- others' (an email's can be kilobytes) would be copied for nothing.
              exposed AS (
                  INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
                  SELECT job_id, payload ->> 'topic', payload ->> 'variant', payload ->> 'recipient_id', period_key, finished_at
