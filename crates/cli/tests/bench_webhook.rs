@@ -6,16 +6,11 @@ mod common;
 
 use common::kairos_cmd;
 use serde_json::Value;
+use std::ffi::OsStr;
 
-#[test]
-fn bench_webhook_delivers_and_verifies_every_signature() {
-    const N: u64 = 40;
-    // No KAIROS_ALLOW_PRIVATE_TARGETS: the bench allows its own receiver by itself.
-    let out = kairos_cmd()
-        .args(["bench", "--webhook", "--jobs", &N.to_string()])
-        .args(["--concurrency", "10", "--lateness-jobs", "10"])
-        .output()
-        .expect("run kairos bench --webhook");
+/// Run `kairos <args>`, require success, and return its last line as JSON.
+fn bench(args: &[&OsStr]) -> Value {
+    let out = kairos_cmd().args(args).output().expect("run kairos bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -23,7 +18,28 @@ fn bench_webhook_delivers_and_verifies_every_signature() {
         String::from_utf8_lossy(&out.stderr)
     );
     let last = stdout.lines().last().expect("a result line");
-    let r: Value = serde_json::from_str(last).expect("the last line is JSON");
+    serde_json::from_str(last).expect("the last line is JSON")
+}
+
+fn os<'a>(args: &[&'a str]) -> Vec<&'a OsStr> {
+    args.iter().map(|a| OsStr::new(*a)).collect()
+}
+
+#[test]
+fn bench_webhook_delivers_and_verifies_every_signature() {
+    const N: u64 = 40;
+    // No KAIROS_ALLOW_PRIVATE_TARGETS: the bench allows its own receiver by itself.
+    let n = N.to_string();
+    let mut args = os(&[
+        "bench",
+        "--webhook",
+        "--concurrency",
+        "10",
+        "--lateness-jobs",
+        "10",
+    ]);
+    args.extend([OsStr::new("--jobs"), OsStr::new(&n)]);
+    let r = bench(&args);
     for field in [
         "process_per_sec",
         "enqueue_per_sec",
@@ -49,18 +65,15 @@ fn bench_webhook_delivers_and_verifies_every_signature() {
 
 #[test]
 fn bench_without_webhook_keeps_its_fields_and_adds_none() {
-    let out = kairos_cmd()
-        .args(["bench", "--jobs", "20", "--concurrency", "10"])
-        .args(["--lateness-jobs", "10"])
-        .output()
-        .expect("run kairos bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let r: Value = serde_json::from_str(stdout.lines().last().expect("a line")).expect("JSON");
+    let r = bench(&os(&[
+        "bench",
+        "--jobs",
+        "20",
+        "--concurrency",
+        "10",
+        "--lateness-jobs",
+        "10",
+    ]));
     assert_eq!(r["jobs"], 20, "{r}");
     assert!(r.get("process_per_sec").is_some(), "{r}");
     assert!(r.get("verified").is_none(), "{r}");
@@ -72,28 +85,20 @@ fn bench_without_webhook_keeps_its_fields_and_adds_none() {
 #[test]
 fn bench_behind_a_backlog_runs_and_leaves_it_queued() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = kairos_cmd()
-        .args([
-            "bench",
-            "--jobs",
-            "20",
-            "--backlog",
-            "300",
-            "--concurrency",
-            "10",
-        ])
-        .args(["--lateness-jobs", "10", "--dir"])
-        .arg(dir.path())
-        .output()
-        .expect("run kairos bench --backlog");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value =
-        serde_json::from_str(stdout.lines().last().expect("a result line")).expect("JSON");
+    let mut args = os(&[
+        "bench",
+        "--jobs",
+        "20",
+        "--backlog",
+        "300",
+        "--concurrency",
+        "10",
+        "--lateness-jobs",
+        "10",
+        "--dir",
+    ]);
+    args.push(dir.path().as_os_str());
+    let r = bench(&args);
     assert_eq!(r["backlog"], 300, "{r}");
     assert_eq!(r["started_early"], 0, "{r}");
     let db = available_jobs(&dir.path().join("kairos.db"));

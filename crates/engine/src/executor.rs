@@ -59,8 +59,8 @@ pub struct ExecutorConfig {
     /// Most completions recorded in one transaction. Default 1000.
     pub complete_batch: usize,
     /// How long a completion may wait for others to share its transaction (unless
-    /// `complete_batch` are ready sooner). Default 0: a batch is whatever is ready when the
-    /// last one committed (a timer holds handler slots, since a slot comes back only with its
+    /// `complete_batch` are ready sooner). Default 0: a batch is whatever is ready when a
+    /// writer (`complete_parallel`) is free (a timer holds handler slots, since a slot comes back only with its
     /// committed outcome); at most 1 s.
     pub complete_delay: Duration,
     /// Most completion batches written at once, each on its own connection. Default 2: while

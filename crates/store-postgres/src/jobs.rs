@@ -105,10 +105,13 @@ impl JobStore for PostgresStore {
         // re-checks `state = 'available'` on the latest row version. The locking select is a
         // CTE rather than `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED
         // subquery re-scanned by a join could pick other rows). The CTE's column is renamed
-        // so that `RETURNING {cols}` is unambiguous. The update finds the rows by primary key
-        // (`= ANY(ARRAY(…))`, an init plan run once): joined to the CTE instead, the planner
-        // hashed or sorted the whole jobs table on every claim of a small table, which is
-        // where a benchmark's (and a young deployment's) jobs table is.
+        // so that `RETURNING {cols}` is unambiguous. The update finds the rows by their tids
+        // (`ctid = ANY(ARRAY(…))`, an init plan run once, then a TID scan): joined to the CTE
+        // instead, the planner hashed or sorted the whole jobs table on every claim of a small
+        // table, and a primary-key lookup per row cost a second index descent. The rows are
+        // locked by this statement, so their tids cannot move under it; a row whose locked
+        // version is newer than the statement's snapshot is not seen by the TID scan and
+        // stays `available` for the next claim (the state check guards it either way).
         let rows = sqlx::query(sql("WITH due (due_tid) AS (
                  SELECT ctid FROM jobs
                  WHERE state = 'available' AND run_at <= $4
