@@ -9,7 +9,7 @@ use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{claim, job, t0};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_hot_path_plans_no_bitmap_scan_and_plans_for_its_parameters() {
+async fn hot_path_plans_once_without_bitmap_scans_or_nested_loops_and_claims_per_parameters() {
     let Some((store, _guard)) = common::open().await else {
         return;
     };
@@ -38,8 +38,11 @@ async fn the_hot_path_plans_no_bitmap_scan_and_plans_for_its_parameters() {
     assert_eq!(show(store.hot_pool(), "enable_bitmapscan").await, "off");
     assert_eq!(
         show(store.hot_pool(), "plan_cache_mode").await,
-        "force_custom_plan"
+        "force_generic_plan"
     );
+    assert_eq!(show(store.hot_pool(), "enable_nestloop").await, "off");
+    assert_eq!(show(store.claim_pool(), "enable_nestloop").await, "on");
+    assert_eq!(show(store.pool(), "enable_nestloop").await, "on");
     assert_eq!(
         show(store.pool(), "enable_bitmapscan").await,
         "on",
