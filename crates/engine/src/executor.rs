@@ -5,18 +5,25 @@
 //! It has the shape of every service ([`crate::service`]): [`ExecutorConfig`] with defaults
 //! and `validate()`, [`Executor::run_once`] for tests on a manual clock. Its loop,
 //! [`Executor::run`], keeps its own worker pool but waits with the services' pieces
-//! ([`sleep_or_wake`], [`Backoff`]). One attempt — the handler call and the mapping of its
-//! outcome to a completion — is [`attempt`]; the completer and the lease renewer are in
-//! `pool`; the local queue and the handler slots in `queue`.
+//! ([`sleep_or_wake`], [`Backoff`](crate::service::Backoff)). One attempt — the handler call
+//! and the mapping of its outcome to a completion — is [`attempt`]; the claimers are in
+//! `claim`; the completer and the lease renewer in `pool`; the local queue and the handler
+//! slots in `queue`.
 //!
 //! Claims run ahead of the handlers: jobs claimed but not started yet wait in a local queue
 //! (under their lease, renewed like running ones), so that a few handler slots stay busy
 //! while the next claim and the last completions travel to the database. How far ahead is
 //! measured, not guessed: about [`PREFETCH_HORIZON`] of work at the handlers' recent speed,
 //! at most `prefetch` jobs — fast handlers get a deep queue, slow ones (and a node that just
-//! started) hardly any, so a node does not hoard work another could start sooner.
+//! started) hardly any, so a node does not hoard work another could start sooner. While
+//! that queue still holds a job for every slot, a claim waits until it has room for half of
+//! it: a claim costs a round trip and a plan whatever its size, so a busy node makes a few
+//! large ones rather than one per batch of finished jobs. Two claimers each keep a claim of
+//! up to half that queue in flight, so the handlers run one claim's jobs while the next is
+//! in the database.
 
 pub mod attempt;
+mod claim;
 mod pool;
 mod queue;
 
@@ -24,7 +31,7 @@ pub use attempt::completion_for;
 pub use kairos_core::AttemptOutcome;
 
 use crate::handler::{HandlerRegistry, JobContext};
-use crate::service::{Backoff, ServiceConfig, Woken, sleep_or_wake};
+use crate::service::{ServiceConfig, sleep_or_wake};
 use attempt::{execute, log_completion, tally, to_chrono};
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
@@ -33,7 +40,7 @@ use kairos_core::id::{IdPrefix, new_id};
 use kairos_store::{JobClaim, JobComplete, Store};
 use pool::{completer, renewer};
 pub use queue::PREFETCH_HORIZON;
-use queue::{Pace, dispatch};
+use queue::{Pace, Stock, dispatch};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -290,6 +297,7 @@ impl Executor {
         let running: Arc<Mutex<HashMap<String, String>>> = Arc::default();
         let freed = Arc::new(Notify::new());
         let pace = Arc::new(Pace::default());
+        let stock = Arc::new(Stock::default());
         let (tx, rx) = mpsc::unbounded_channel::<(JobComplete, Vec<OwnedSemaphorePermit>)>();
         let completer = tokio::spawn(completer(
             self.store.clone(),
@@ -310,101 +318,30 @@ impl Executor {
         let dispatcher = tokio::spawn(dispatch(
             self.clone(),
             queued,
+            stock.clone(),
             tx,
             pace.clone(),
             unrecorded.clone(),
             stop_now.clone(),
         ));
-        let mut backoff = Backoff::default();
-        loop {
-            let first = tokio::select! {
-                _ = cancel.cancelled() => break,
-                p = held.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            };
-            // Hold the handler slots' worth of jobs and what they finish within the horizon
-            // at their recent speed.
-            let limit = self.cfg.concurrency + pace.ahead(self.cfg.concurrency, self.cfg.prefetch);
-            // Queued and running jobs; outcomes waiting for their commit hold leases too (and
-            // count in `cap`) but no longer need a place in the queue.
-            let waiting = self.cfg.max_unrecorded - unrecorded.available_permits();
-            let in_hand = (cap - held.available_permits() - 1).saturating_sub(waiting);
-            let room = limit.saturating_sub(in_hand).min(self.cfg.max_batch);
-            if room == 0 {
-                drop(first);
-                tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    _ = freed.notified() => continue,
-                    _ = tokio::time::sleep(self.cfg.poll_interval) => continue,
-                }
-            }
-            let mut permits = vec![first];
-            // Under load permits come back one batch of completions at a time; claiming a few
-            // jobs per round trip would spend the database on tiny claims. Gather permits for
-            // up to 2 ms (or until half the limit is free), so claims stay batched. When idle,
-            // all are free at once.
-            let want = (limit / 2).clamp(1, room);
-            let gather_until = tokio::time::Instant::now() + Duration::from_millis(2);
-            while permits.len() < room {
-                match held.clone().try_acquire_owned() {
-                    Ok(p) => permits.push(p),
-                    Err(_) if permits.len() >= want => break,
-                    Err(_) => {
-                        match tokio::time::timeout_at(gather_until, held.clone().acquire_owned())
-                            .await
-                        {
-                            Ok(Ok(p)) => permits.push(p),
-                            _ => break,
-                        }
-                    }
-                }
-            }
-            if self.pause.is_on() {
-                // Maintenance mode: running jobs finish, nothing new is claimed.
-                drop(permits);
-                match sleep_or_wake(self.cfg.poll_interval, Some(&wake), &cancel).await {
-                    Woken::Cancelled => break,
-                    _ => continue,
-                }
-            }
-            let now = self.clock.now();
-            let claimed = match self
-                .store
-                .job_claim(self.claim_params(now, permits.len()))
-                .await
-            {
-                Ok(j) => {
-                    backoff.succeeded();
-                    j
-                }
-                Err(e) => {
-                    let wait = backoff.failed(self.cfg.poll_interval);
-                    tracing::error!(error = %e, failures = backoff.failures(),
-                        retry_in_ms = wait.as_millis() as u64, "claiming jobs failed; retrying");
-                    drop(permits);
-                    match sleep_or_wake(wait, None, &cancel).await {
-                        Woken::Cancelled => break,
-                        _ => continue,
-                    }
-                }
-            };
-            let got = claimed.len();
-            {
-                let mut r = running.lock().unwrap_or_else(|e| e.into_inner());
-                for j in &claimed {
-                    r.insert(j.id.clone(), j.lease_token.clone().unwrap_or_default());
-                }
-            }
-            for job in claimed {
-                // A claim returns at most as many jobs as it was asked for.
-                let Some(permit) = permits.pop() else { break };
-                let _ = queue.send((job, permit));
-            }
-            drop(permits);
-            if got == 0 {
-                self.idle_wait(&wake, &cancel).await;
-            }
-        }
-        drop(queue);
+        // Claims run from `CLAIMERS` loops at once, each with a claim in flight: a large
+        // claim spends as long in the database and in decoding its rows as the handlers take
+        // to run them, so one claimer left the handlers idle half the time.
+        let claims = claim::Shared {
+            cap,
+            held: held.clone(),
+            unrecorded,
+            running,
+            freed,
+            pace,
+            stock,
+            queue,
+        };
+        futures::future::join_all(
+            (0..claim::CLAIMERS).map(|_| self.claim_loop(&claims, &wake, &cancel)),
+        )
+        .await;
+        drop(claims);
         // Drain: wait for every job in hand to come back, within the grace period.
         let all = u32::try_from(cap).unwrap_or(u32::MAX);
         if tokio::time::timeout(self.cfg.shutdown_grace, held.acquire_many(all))

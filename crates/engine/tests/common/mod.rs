@@ -383,6 +383,11 @@ pub struct CountingStore {
     pub inner: Arc<dyn Store>,
     pub schedule_due_calls: AtomicUsize,
     pub job_claim_calls: AtomicUsize,
+    /// Claims wait for a read guard, as completions do for `complete_gate`.
+    pub claim_gate: tokio::sync::RwLock<()>,
+    /// Claims started and not yet returned, and the most seen at once.
+    pub claims_in_flight: AtomicUsize,
+    pub claims_in_flight_max: AtomicUsize,
     /// Completions wait for a read guard: a test holding the write guard holds every commit
     /// of outcomes back (the completion is then in flight, not yet recorded).
     pub complete_gate: tokio::sync::RwLock<()>,
@@ -397,6 +402,9 @@ impl CountingStore {
             inner,
             schedule_due_calls: AtomicUsize::new(0),
             job_claim_calls: AtomicUsize::new(0),
+            claim_gate: tokio::sync::RwLock::new(()),
+            claims_in_flight: AtomicUsize::new(0),
+            claims_in_flight_max: AtomicUsize::new(0),
             complete_gate: tokio::sync::RwLock::new(()),
             completes_in_flight: AtomicUsize::new(0),
             completes_in_flight_max: AtomicUsize::new(0),
@@ -417,7 +425,14 @@ impl JobStore for CountingStore {
     }
     async fn job_claim(&self, p: JobClaim) -> kairos_store::Result<Vec<Job>> {
         self.job_claim_calls.fetch_add(1, Ordering::SeqCst);
-        self.inner.job_claim(p).await
+        let now = self.claims_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.claims_in_flight_max.fetch_max(now, Ordering::SeqCst);
+        let claimed = {
+            let _open = self.claim_gate.read().await;
+            self.inner.job_claim(p).await
+        };
+        self.claims_in_flight.fetch_sub(1, Ordering::SeqCst);
+        claimed
     }
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> kairos_store::Result<u64> {
         self.inner.job_lease_renew(p).await
