@@ -201,13 +201,18 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    // The same settings as the sqlx pools (see `SqliteStore::connect`).
+    // The same settings as the sqlx pools (see `SqliteStore::connect`), but a page cache of
+    // 16 MiB instead of 256: SQLite trims the cache at the end of every write transaction,
+    // walking its whole hash table when it drops pages past the end, and with 256 MiB that
+    // walk was a sixteenth of this thread's time under load (`docs/benchmarks.md`). The hot
+    // part of a queue — the front of `jobs_due`, the rows in flight — fits in far less, and
+    // reads come from the memory-mapped file either way.
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
-    conn.pragma_update(None, "cache_size", -262_144)?;
+    conn.pragma_update(None, "cache_size", -16_384)?;
     conn.pragma_update_and_check(None, "mmap_size", 1_073_741_824_i64, |r| r.get::<_, i64>(0))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)

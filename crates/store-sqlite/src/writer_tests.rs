@@ -142,3 +142,26 @@ async fn the_checkpoint_thread_copies_the_wal_into_the_database() {
     );
     w.close().await;
 }
+
+/// The writer's connection keeps a 16 MiB page cache (the pools keep 256 MiB): SQLite walks a
+/// cache's whole hash table when it trims it at the end of a write transaction.
+#[tokio::test]
+async fn the_writer_keeps_a_small_page_cache_and_maps_the_file() {
+    let (_dir, path) = db();
+    let w = Writer::start(&path).expect("writer");
+    let (cache, mmap) = w
+        .call(|c: &Connection| {
+            let cache: i64 = c
+                .query_row("PRAGMA cache_size", [], |r| r.get(0))
+                .map_err(|e| map_native("cache_size", e))?;
+            let mmap: i64 = c
+                .query_row("PRAGMA mmap_size", [], |r| r.get(0))
+                .map_err(|e| map_native("mmap_size", e))?;
+            Ok((cache, mmap))
+        })
+        .await
+        .expect("pragmas");
+    assert_eq!(cache, -16_384, "16 MiB, in KiB");
+    assert_eq!(mmap, 1_073_741_824);
+    w.close().await;
+}
