@@ -528,61 +528,70 @@ fn complete_parallel_out_of_range_is_refused_by_name() {
     }
 }
 
-/// Runs `n` jobs of 1 ms each on one handler slot through the engine and returns how many
-/// claims it made.
-async fn claims_for_one_slot(n: usize) -> usize {
-    let handler = TestHandler::slow(
-        StdDuration::from_millis(1),
-        StdDuration::from_secs(10),
-        |_, _| Outcome::ok(),
-    );
-    let (_dir, sqlite) = open_store().await;
+/// An engine on a fresh SQLite file behind a [`CountingStore`], with `concurrency` handler
+/// slots and `n` jobs queued for `handler` (kind `counted`).
+async fn counted_engine(
+    handler: &Arc<TestHandler>,
+    concurrency: usize,
+    n: usize,
+) -> (tempfile::TempDir, Arc<CountingStore>, Engine) {
+    let (dir, sqlite) = open_store().await;
     let counting = CountingStore::new(sqlite);
     let store: Arc<dyn kairos_store::Store> = counting.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let registry = registry_with(
         &store,
         clock.clone(),
-        &[("one_ms", handler.clone() as Arc<dyn Handler>)],
+        &[("counted", handler.clone() as Arc<dyn Handler>)],
     );
     let kinds = registry.kinds();
     let mut cfg = EngineConfig::default();
-    cfg.executor.concurrency = 1;
+    cfg.executor.concurrency = concurrency;
     let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
-    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
+    let kairos = Kairos::new(store, clock, engine.wake(), kinds);
     for i in 0..n {
         kairos
             .job_enqueue(kairos_engine::ops::NewJob {
-                kind: Some("one_ms".into()),
+                kind: Some("counted".into()),
                 payload: Some(serde_json::json!({ "i": i })),
                 ..Default::default()
             })
             .await
             .unwrap();
     }
+    (dir, counting, engine)
+}
+
+/// Runs the engine until `handler` has finished `n` jobs (bounded: 20 s), then stops it.
+async fn run_until_finished(engine: &Engine, handler: &TestHandler, n: usize) {
     let cancel = CancellationToken::new();
     let run = {
         let (engine, cancel) = (engine.clone(), cancel.clone());
         tokio::spawn(async move { engine.run(cancel).await })
     };
-    // Bounded: every job ran, or 20 s.
     let deadline = Instant::now() + StdDuration::from_secs(20);
     while handler.finished() < n && Instant::now() < deadline {
         tokio::time::sleep(StdDuration::from_millis(5)).await;
     }
-    assert_eq!(handler.finished(), n, "every job ran");
+    assert_eq!(handler.finished(), n, "every job ran once");
     cancel.cancel();
     run.await.unwrap();
-    counting.job_claim_calls.load(Ordering::SeqCst)
 }
 
 /// One slot running 1 ms jobs finishes one job at a time; while its local queue still holds
 /// a job, the next claim waits until it has room for half the queue's limit (about 50 here:
 /// a hundred 1 ms jobs within the prefetch horizon). Claiming as soon as any room opened took
-/// one or two jobs per claim, about a hundred claims for these 200 jobs.
+/// one or two jobs per claim, about 80 claims for these 200 jobs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn busy_queue_claims_in_few_large_batches_not_one_per_finished_job() {
-    let claims = claims_for_one_slot(200).await;
+    let handler = TestHandler::slow(
+        StdDuration::from_millis(1),
+        StdDuration::from_secs(10),
+        |_, _| Outcome::ok(),
+    );
+    let (_dir, counting, engine) = counted_engine(&handler, 1, 200).await;
+    run_until_finished(&engine, &handler, 200).await;
+    let claims = counting.job_claim_calls.load(Ordering::SeqCst);
     assert!(
         claims <= 25,
         "{claims} claims for 200 jobs: claims did not wait to grow"
@@ -594,51 +603,29 @@ async fn busy_queue_claims_in_few_large_batches_not_one_per_finished_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_claims_are_in_flight_at_once_and_never_three() {
     let handler = TestHandler::ok();
-    let (_dir, sqlite) = open_store().await;
-    let counting = CountingStore::new(sqlite);
-    let store: Arc<dyn kairos_store::Store> = counting.clone();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let registry = registry_with(
-        &store,
-        clock.clone(),
-        &[("fast", handler.clone() as Arc<dyn Handler>)],
-    );
-    let kinds = registry.kinds();
-    let mut cfg = EngineConfig::default();
-    cfg.executor.concurrency = 4;
-    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
-    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
-    for i in 0..40 {
-        kairos
-            .job_enqueue(kairos_engine::ops::NewJob {
-                kind: Some("fast".into()),
-                payload: Some(serde_json::json!({ "i": i })),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-    }
+    let (_dir, counting, engine) = counted_engine(&handler, 4, 40).await;
     let held = counting.claim_gate.write().await;
-    let cancel = CancellationToken::new();
-    let run = {
-        let (engine, cancel) = (engine.clone(), cancel.clone());
-        tokio::spawn(async move { engine.run(cancel).await })
+    let waiting = {
+        let counting = counting.clone();
+        tokio::spawn(async move {
+            // Bounded: until two claims wait at the gate, or 2 s; then a moment more, in
+            // which a third claimer would arrive.
+            let deadline = Instant::now() + StdDuration::from_secs(2);
+            while counting.claims_in_flight.load(Ordering::SeqCst) < 2 && Instant::now() < deadline
+            {
+                tokio::time::sleep(StdDuration::from_millis(5)).await;
+            }
+            tokio::time::sleep(StdDuration::from_millis(50)).await;
+            counting.claims_in_flight.load(Ordering::SeqCst)
+        })
     };
-    // Bounded: until two claims wait at the gate, or 2 s.
-    let deadline = Instant::now() + StdDuration::from_secs(2);
-    while counting.claims_in_flight.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
-        tokio::time::sleep(StdDuration::from_millis(5)).await;
-    }
-    // A moment more: a third claimer would have arrived by now.
-    tokio::time::sleep(StdDuration::from_millis(50)).await;
-    assert_eq!(counting.claims_in_flight.load(Ordering::SeqCst), 2);
-    drop(held);
-    let deadline = Instant::now() + StdDuration::from_secs(20);
-    while handler.finished() < 40 && Instant::now() < deadline {
-        tokio::time::sleep(StdDuration::from_millis(5)).await;
-    }
-    assert_eq!(handler.finished(), 40, "every job ran once");
-    cancel.cancel();
-    run.await.unwrap();
+    let run = run_until_finished(&engine, &handler, 40);
+    let check = async {
+        let at_once = waiting.await.unwrap();
+        drop(held);
+        at_once
+    };
+    let ((), at_once) = tokio::join!(run, check);
+    assert_eq!(at_once, 2, "two claims wait at the gate together");
     assert_eq!(counting.claims_in_flight_max.load(Ordering::SeqCst), 2);
 }
