@@ -407,34 +407,13 @@ async fn handlers_run_while_commits_are_held(max_unrecorded: usize, n: usize) ->
 /// returns the most completion writes seen in flight at once.
 async fn held_commits(max_unrecorded: usize, n: usize, parallel: usize) -> (usize, usize) {
     let handler = TestHandler::ok();
-    let (_dir, sqlite) = open_store().await;
-    let counting = CountingStore::new(sqlite);
+    let (_dir, counting, engine, ids) = counted_engine(&handler, n, |cfg| {
+        cfg.executor.concurrency = 1;
+        cfg.executor.max_unrecorded = max_unrecorded;
+        cfg.executor.complete_parallel = parallel;
+    })
+    .await;
     let store: Arc<dyn kairos_store::Store> = counting.clone();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let registry = registry_with(
-        &store,
-        clock.clone(),
-        &[("fast", handler.clone() as Arc<dyn Handler>)],
-    );
-    let kinds = registry.kinds();
-    let mut cfg = EngineConfig::default();
-    cfg.executor.concurrency = 1;
-    cfg.executor.max_unrecorded = max_unrecorded;
-    cfg.executor.complete_parallel = parallel;
-    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
-    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
-    let mut ids = Vec::new();
-    for i in 0..n {
-        let (job, _) = kairos
-            .job_enqueue(kairos_engine::ops::NewJob {
-                kind: Some("fast".into()),
-                payload: Some(serde_json::json!({ "i": i })),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        ids.push(job.id);
-    }
     let held = counting.complete_gate.write().await;
     let cancel = CancellationToken::new();
     let run = {
@@ -528,13 +507,13 @@ fn complete_parallel_out_of_range_is_refused_by_name() {
     }
 }
 
-/// An engine on a fresh SQLite file behind a [`CountingStore`], with `concurrency` handler
-/// slots and `n` jobs queued for `handler` (kind `counted`).
+/// An engine on a fresh SQLite file behind a [`CountingStore`], configured by `configure`,
+/// with `n` jobs queued for `handler` (kind `counted`); their ids in order.
 async fn counted_engine(
     handler: &Arc<TestHandler>,
-    concurrency: usize,
     n: usize,
-) -> (tempfile::TempDir, Arc<CountingStore>, Engine) {
+    configure: impl FnOnce(&mut EngineConfig),
+) -> (tempfile::TempDir, Arc<CountingStore>, Engine, Vec<String>) {
     let (dir, sqlite) = open_store().await;
     let counting = CountingStore::new(sqlite);
     let store: Arc<dyn kairos_store::Store> = counting.clone();
@@ -546,11 +525,12 @@ async fn counted_engine(
     );
     let kinds = registry.kinds();
     let mut cfg = EngineConfig::default();
-    cfg.executor.concurrency = concurrency;
+    configure(&mut cfg);
     let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
     let kairos = Kairos::new(store, clock, engine.wake(), kinds);
+    let mut ids = Vec::new();
     for i in 0..n {
-        kairos
+        let (job, _) = kairos
             .job_enqueue(kairos_engine::ops::NewJob {
                 kind: Some("counted".into()),
                 payload: Some(serde_json::json!({ "i": i })),
@@ -558,8 +538,9 @@ async fn counted_engine(
             })
             .await
             .unwrap();
+        ids.push(job.id);
     }
-    (dir, counting, engine)
+    (dir, counting, engine, ids)
 }
 
 /// Runs the engine until `handler` has finished `n` jobs (bounded: 20 s), then stops it.
@@ -589,7 +570,8 @@ async fn busy_queue_claims_in_few_large_batches_not_one_per_finished_job() {
         StdDuration::from_secs(10),
         |_, _| Outcome::ok(),
     );
-    let (_dir, counting, engine) = counted_engine(&handler, 1, 200).await;
+    let (_dir, counting, engine, _) =
+        counted_engine(&handler, 200, |cfg| cfg.executor.concurrency = 1).await;
     run_until_finished(&engine, &handler, 200).await;
     let claims = counting.job_claim_calls.load(Ordering::SeqCst);
     assert!(
@@ -603,7 +585,8 @@ async fn busy_queue_claims_in_few_large_batches_not_one_per_finished_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_claims_are_in_flight_at_once_and_never_three() {
     let handler = TestHandler::ok();
-    let (_dir, counting, engine) = counted_engine(&handler, 4, 40).await;
+    let (_dir, counting, engine, _) =
+        counted_engine(&handler, 40, |cfg| cfg.executor.concurrency = 4).await;
     let held = counting.claim_gate.write().await;
     let waiting = {
         let counting = counting.clone();
