@@ -18,7 +18,9 @@
 //! twice for that reason (`Fn`), always inside a transaction that is then rolled back.
 //!
 //! Checkpoints: the writer's connection has `wal_autocheckpoint = 0`; every 32 commits it asks
-//! a second connection on a thread of its own to run `PRAGMA wal_checkpoint(PASSIVE)`. SQLite's
+//! a second connection on a thread of its own to run `PRAGMA wal_checkpoint(PASSIVE)`. That
+//! connection is opened at the first request and closed after 30 s without one, so an idle
+//! node holds no memory for it (a connection's page cache, schema and statements). SQLite's
 //! default would copy the WAL into the database file, fsyncs included, inside a `COMMIT` on the
 //! writer — the largest stall left on the hot path. A passive checkpoint never waits for or
 //! blocks the writer or readers; the WAL restarts from its beginning once a checkpoint caught
@@ -33,6 +35,8 @@ use kairos_store::{Error, ErrorKind, Result};
 use rusqlite::{Connection, OpenFlags};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -95,7 +99,21 @@ const GROUP_MAX: usize = 64;
 #[derive(Clone)]
 pub(crate) struct Writer {
     tx: mpsc::Sender<Cmd>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    checkpoints: Arc<Checkpoints>,
 }
+
+/// What the checkpoint thread is doing, for tests.
+#[derive(Debug, Default)]
+struct Checkpoints {
+    /// Its connection is open.
+    open: AtomicBool,
+    /// Checkpoints run.
+    runs: AtomicU32,
+}
+
+/// How long the checkpoint connection stays open without a request.
+const CHECKPOINT_IDLE: Duration = Duration::from_secs(30);
 
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -142,27 +160,32 @@ impl Writer {
     /// Open the native connection on `path` (an existing, migrated database) and start the
     /// thread.
     pub(crate) fn start(path: &Path) -> Result<Writer> {
+        Self::start_with(path, CHECKPOINT_IDLE)
+    }
+
+    /// [`Writer::start`] with the checkpoint connection closed after `idle` without a request.
+    fn start_with(path: &Path, idle: Duration) -> Result<Writer> {
         let conn = open(path).map_err(|e| map_native("opening the database (writer)", e))?;
         // Checkpoints run on a thread of their own instead of inside this thread's COMMITs
         // (SQLite's default: every 1,000 WAL pages, on the committing connection).
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| map_native("opening the database (writer)", e))?;
-        let checkpoints =
-            open(path).map_err(|e| map_native("opening the database (checkpoints)", e))?;
         let (nudge, nudged) = mpsc::sync_channel(1);
         let spawn_err = |e| {
             Error::new(ErrorKind::Unavailable, "starting the SQLite writer thread").with_source(e)
         };
+        let checkpoints = Arc::new(Checkpoints::default());
+        let (file, state) = (path.to_path_buf(), checkpoints.clone());
         std::thread::Builder::new()
             .name("kairos-sqlite-checkpoint".into())
-            .spawn(move || checkpointer(checkpoints, nudged))
+            .spawn(move || checkpointer(&file, nudged, idle, &state))
             .map_err(spawn_err)?;
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
             .name("kairos-sqlite-writer".into())
             .spawn(move || run(conn, rx, nudge))
             .map_err(spawn_err)?;
-        Ok(Writer { tx })
+        Ok(Writer { tx, checkpoints })
     }
 
     /// Run `f` on the writer thread inside a write transaction; its result once committed.
@@ -229,13 +252,47 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 const CHECKPOINT_EVERY: u32 = 32;
 
 /// Runs a passive checkpoint (copy committed WAL pages into the database file, never waiting
-/// for or blocking the writer or readers) each time the writer asks. Ends when the writer
-/// thread does (its sender is dropped).
-fn checkpointer(conn: Connection, nudged: mpsc::Receiver<()>) {
-    while nudged.recv().is_ok() {
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            // The next request tries again; the WAL only grows meanwhile.
-            tracing::warn!(error = %e, "SQLite WAL checkpoint failed");
+/// for or blocking the writer or readers) each time the writer asks, on a connection opened at
+/// the first request and closed after `idle` without one. Ends when the writer thread does
+/// (its sender is dropped).
+fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: &Checkpoints) {
+    use mpsc::RecvTimeoutError;
+    let mut conn: Option<Connection> = None;
+    loop {
+        let next = match conn {
+            Some(_) => nudged.recv_timeout(idle),
+            None => nudged.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match next {
+            Ok(()) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                conn = None;
+                state.open.store(false, Ordering::Release);
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if conn.is_none() {
+            match open(path) {
+                Ok(c) => {
+                    conn = Some(c);
+                    state.open.store(true, Ordering::Release);
+                }
+                Err(e) => {
+                    // The next request tries again; the WAL only grows meanwhile.
+                    tracing::warn!(error = %e, "opening the SQLite checkpoint connection failed");
+                    continue;
+                }
+            }
+        }
+        if let Some(c) = &conn {
+            match c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                Ok(()) => {
+                    state.runs.fetch_add(1, Ordering::AcqRel);
+                }
+                // The next request tries again; the WAL only grows meanwhile.
+                Err(e) => tracing::warn!(error = %e, "SQLite WAL checkpoint failed"),
+            }
         }
     }
 }

@@ -165,3 +165,43 @@ async fn the_writer_keeps_a_small_page_cache_and_maps_the_file() {
     assert_eq!(mmap, 1_073_741_824);
     w.close().await;
 }
+
+/// Wait (boundedly) until `f` holds.
+async fn eventually(what: &str, f: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// An idle node holds no checkpoint connection: it is opened at the first checkpoint request,
+/// closed after a quiet spell, and opened again when commits resume — checkpoints still run.
+#[tokio::test]
+async fn checkpoint_connection_opens_on_demand_and_closes_when_idle() {
+    let (_dir, path) = db();
+    let w = Writer::start_with(&path, Duration::from_secs(1)).expect("writer");
+    let state = w.checkpoints.clone();
+    assert!(
+        !state.open.load(Ordering::Acquire),
+        "no connection before any commit"
+    );
+    for round in 1..=2u32 {
+        for _ in 0..CHECKPOINT_EVERY {
+            w.call(insert("x")).await.expect("insert");
+        }
+        eventually("a checkpoint ran", || {
+            state.runs.load(Ordering::Acquire) >= round
+        })
+        .await;
+        assert!(state.open.load(Ordering::Acquire), "open while in use");
+        eventually("the idle connection closed", || {
+            !state.open.load(Ordering::Acquire)
+        })
+        .await;
+    }
+    assert_eq!(values(&path).len(), 2 * CHECKPOINT_EVERY as usize);
+    w.close().await;
+}

@@ -41,7 +41,6 @@ use std::sync::Arc;
 
 /// What the admin pages share: the templates, the session key, the login backoff.
 pub struct Admin {
-    env: Environment<'static>,
     /// Signs sessions and CSRF tokens.
     pub key: SessionKey,
     /// Whether the session cookie is `Secure` (the public URL is https).
@@ -75,20 +74,26 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("endpoints.html", include_str!("templates/endpoints.html")),
 ];
 
+/// The admin templates, compiled at the first page rendered rather than at start-up: a node
+/// whose admin UI is never opened does not hold them (nor run the template compiler) — part of
+/// keeping an idle `kairos serve` small (`docs/benchmarks.md`).
+static ENV: std::sync::LazyLock<Environment<'static>> = std::sync::LazyLock::new(|| {
+    let mut env = Environment::new();
+    // Templates are compiled into the binary and tested; a broken one is a build bug.
+    for (name, src) in TEMPLATES {
+        if let Err(e) = env.add_template(name, src) {
+            tracing::error!(template = name, error = %e, "admin template does not parse");
+        }
+    }
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+    env.add_filter("truncate", truncate);
+    env
+});
+
 impl Admin {
     /// The admin UI for a server whose API token is `token`.
     pub fn new(token: &crate::ApiToken) -> Self {
-        let mut env = Environment::new();
-        // Templates are compiled into the binary and tested; a broken one is a build bug.
-        for (name, src) in TEMPLATES {
-            if let Err(e) = env.add_template(name, src) {
-                tracing::error!(template = name, error = %e, "admin template does not parse");
-            }
-        }
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
-        env.add_filter("truncate", truncate);
         Admin {
-            env,
             key: SessionKey::derive(token.secret_bytes()),
             secure_cookie: false,
             limiter: login_limit::LoginLimiter::default(),
@@ -103,7 +108,7 @@ impl Admin {
         name: &str,
         ctx: minijinja::Value,
     ) -> Response {
-        match self.env.get_template(name).and_then(|t| t.render(ctx)) {
+        match ENV.get_template(name).and_then(|t| t.render(ctx)) {
             Ok(html) => (status, Html(html)).into_response(),
             Err(e) => {
                 tracing::error!(template = name, error = %e, "admin page failed to render");
@@ -305,9 +310,8 @@ mod tests {
 
     #[test]
     fn every_template_parses_and_truncate_cuts_on_characters() {
-        let a = Admin::new(&crate::ApiToken::new("t".repeat(32)));
         for (name, _) in TEMPLATES {
-            assert!(a.env.get_template(name).is_ok(), "{name}");
+            assert!(ENV.get_template(name).is_ok(), "{name}");
         }
         assert_eq!(truncate("héllo".into(), 2), "hé…");
         assert_eq!(truncate("hi".into(), 5), "hi");
