@@ -1,19 +1,41 @@
-//! Link the `kairos` binary with packed relative relocations (`DT_RELR`) on Linux with glibc.
+//! How the `kairos` binary is linked, to keep an idle server small (`docs/benchmarks.md`).
 //!
-//! A position-independent executable carries one relocation per pointer in its read-only data
-//! (vtables, panic locations, tracing callsites): about 72,000 of them in `kairos`, 1.7 MB of
-//! `.rela.dyn` that the dynamic loader reads at every start, so that much of the file stays
-//! resident for the life of the process. Packed, the same relocations take a few kilobytes
-//! (`.relr.dyn`); what they do is unchanged, and the executable keeps its random base address
-//! (ASLR). Needs GNU ld 2.38+ or lld 15+ and glibc 2.36+ where the binary runs; set
-//! `KAIROS_LINK_RELR=0` to build without it (an older toolchain or C library).
+//! - **Packed relative relocations** (`DT_RELR`), on Linux with glibc. A position-independent
+//!   executable carries one relocation per pointer in its read-only data (vtables, panic
+//!   locations, tracing callsites): about 72,000 in `kairos`, 1.7 MB of `.rela.dyn` that the
+//!   dynamic loader reads at every start, so that much of the file stayed resident for the
+//!   life of the process. Packed, they take a few kilobytes (`.relr.dyn`); what they do is
+//!   unchanged, and the executable keeps its random base address (ASLR). Needs GNU ld 2.38+
+//!   or lld 15+ and glibc 2.36+ where the binary runs; `KAIROS_LINK_RELR=0` builds without.
+//! - **The idle path's functions side by side** (release builds for x86_64 Linux, whose
+//!   default linker is lld): `link/idle-symbols.txt` lists the functions an idle `kairos
+//!   serve` runs, and the linker places them first. The kernel maps a binary's pages 64 KB at
+//!   a time around each page touched, so code spread over the whole 19 MB text kept most of
+//!   it resident; gathered, it fits in about 3 MB. `KAIROS_LINK_ORDER=0` builds without (a
+//!   linker other than lld).
+
+use std::path::Path;
 
 fn main() {
     println!("cargo::rerun-if-env-changed=KAIROS_LINK_RELR");
-    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    let off = std::env::var("KAIROS_LINK_RELR").is_ok_and(|v| v == "0");
-    if os == "linux" && env == "gnu" && !off {
+    println!("cargo::rerun-if-env-changed=KAIROS_LINK_ORDER");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let os = var("CARGO_CFG_TARGET_OS");
+    let env = var("CARGO_CFG_TARGET_ENV");
+    if os == "linux" && env == "gnu" && var("KAIROS_LINK_RELR") != "0" {
         println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    let order = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/idle-symbols.txt");
+    println!("cargo::rerun-if-changed={}", order.display());
+    if var("TARGET") == "x86_64-unknown-linux-gnu"
+        && var("PROFILE") == "release"
+        && var("KAIROS_LINK_ORDER") != "0"
+    {
+        println!(
+            "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+            order.display()
+        );
+        // Names a later build no longer has (renamed or inlined functions) are expected.
+        println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
 }

@@ -1,32 +1,92 @@
-//! How the `kairos` executable is linked (`build.rs`): with packed relative relocations on
-//! Linux with glibc, so the dynamic loader reads a few kilobytes of relocations at start
-//! instead of 1.7 MB that would stay resident in an idle server.
+//! How the `kairos` executable is linked (`build.rs`), to keep an idle server small: with
+//! packed relative relocations on Linux with glibc, so the dynamic loader reads a few
+//! kilobytes of relocations at start instead of 1.7 MB that would stay resident; and, in
+//! release builds for x86_64 Linux, with the functions an idle server runs side by side
+//! (`link/idle-symbols.txt`).
 
-/// Sizes of the named sections of a little-endian ELF64 file (what `readelf -S` lists).
-fn sections(elf: &[u8]) -> Vec<(String, u64)> {
-    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
-    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().expect("4 bytes"));
-    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().expect("8 bytes"));
-    assert_eq!(&elf[..4], b"\x7fELF", "an ELF file");
-    assert_eq!(elf[4], 2, "ELF64");
-    assert_eq!(elf[5], 1, "little-endian");
-    let shoff = u64_at(0x28) as usize;
-    let (shentsize, shnum, shstrndx) = (u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
-    let header = |i: usize| shoff + i * shentsize;
-    let names_at = u64_at(header(shstrndx) + 0x18) as usize;
-    (0..shnum)
-        .map(|i| {
-            let h = header(i);
-            let start = names_at + u32_at(h) as usize;
-            let end = start
-                + elf[start..]
-                    .iter()
-                    .position(|&b| b == 0)
-                    .expect("name ends");
-            let name = String::from_utf8_lossy(&elf[start..end]).into_owned();
-            (name, u64_at(h + 0x20))
-        })
+/// The linker's list of the idle path's functions (comments and blank lines left out).
+const IDLE_SYMBOLS: &str = include_str!("../link/idle-symbols.txt");
+
+fn idle_symbols() -> Vec<&'static str> {
+    IDLE_SYMBOLS
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect()
+}
+
+/// Just enough of a little-endian ELF64 file to list its sections and function symbols.
+struct Elf(Vec<u8>);
+
+/// A section header: (name offset, type, file offset, size, link).
+type Section = (usize, u32, usize, usize, usize);
+
+impl Elf {
+    fn read(path: &str) -> Elf {
+        let elf = Elf(std::fs::read(path).expect("read the kairos binary"));
+        assert_eq!(&elf.0[..4], b"\x7fELF", "an ELF file");
+        assert_eq!(elf.0[4], 2, "ELF64");
+        assert_eq!(elf.0[5], 1, "little-endian");
+        elf
+    }
+
+    fn u16_at(&self, o: usize) -> usize {
+        u16::from_le_bytes([self.0[o], self.0[o + 1]]) as usize
+    }
+
+    fn u32_at(&self, o: usize) -> usize {
+        u32::from_le_bytes(self.0[o..o + 4].try_into().expect("4 bytes")) as usize
+    }
+
+    fn u64_at(&self, o: usize) -> usize {
+        u64::from_le_bytes(self.0[o..o + 8].try_into().expect("8 bytes")) as usize
+    }
+
+    /// The NUL-terminated string at `o`.
+    fn str_at(&self, o: usize) -> String {
+        let len = self.0[o..]
+            .iter()
+            .position(|&b| b == 0)
+            .expect("string ends");
+        String::from_utf8_lossy(&self.0[o..o + len]).into_owned()
+    }
+
+    fn sections(&self) -> Vec<Section> {
+        let (shoff, size, count) = (self.u64_at(0x28), self.u16_at(0x3a), self.u16_at(0x3c));
+        (0..count)
+            .map(|i| shoff + i * size)
+            .map(|h| {
+                let (name, kind) = (self.u32_at(h), self.u32_at(h + 4) as u32);
+                let (offset, len) = (self.u64_at(h + 0x18), self.u64_at(h + 0x20));
+                (name, kind, offset, len, self.u32_at(h + 0x28))
+            })
+            .collect()
+    }
+
+    /// Sizes of the named sections (what `readelf -S` lists).
+    fn section_sizes(&self) -> Vec<(String, usize)> {
+        let all = self.sections();
+        let names = all[self.u16_at(0x3e)].2;
+        all.iter()
+            .map(|&(name, _, _, len, _)| (self.str_at(names + name), len))
+            .collect()
+    }
+
+    /// Addresses of the functions in the symbol table (`.symtab`), by name.
+    fn function_addresses(&self) -> std::collections::HashMap<String, usize> {
+        let all = self.sections();
+        // SHT_SYMTAB = 2; its link is the string table.
+        let Some(&(_, _, offset, len, link)) = all.iter().find(|s| s.1 == 2) else {
+            return Default::default();
+        };
+        let strings = all[link].2;
+        (offset..offset + len)
+            .step_by(24)
+            // STT_FUNC = 2, in the low nibble of st_info.
+            .filter(|&s| self.0[s + 4] & 0xf == 2)
+            .map(|s| (self.str_at(strings + self.u32_at(s)), self.u64_at(s + 8)))
+            .collect()
+    }
 }
 
 /// The binary's relative relocations are packed (`.relr.dyn`), and what is left unpacked
@@ -38,8 +98,7 @@ fn relative_relocations_are_packed() {
         eprintln!("SKIPPED: built with KAIROS_LINK_RELR=0");
         return;
     }
-    let elf = std::fs::read(env!("CARGO_BIN_EXE_kairos")).expect("read the kairos binary");
-    let all = sections(&elf);
+    let all = Elf::read(env!("CARGO_BIN_EXE_kairos")).section_sizes();
     let size = |n: &str| all.iter().find(|(name, _)| name == n).map(|(_, s)| *s);
     let relr = size(".relr.dyn").expect("a .relr.dyn section: relative relocations packed");
     assert!(relr > 0);
@@ -47,5 +106,57 @@ fn relative_relocations_are_packed() {
     assert!(
         rela < 64 * 1024,
         ".rela.dyn is {rela} bytes: relative relocations were not packed"
+    );
+}
+
+/// The list names what an idle node runs: the scheduler's and executor's loops, the SQLite
+/// store's hot path, SQLite itself, the runtime; and only symbol names, once each.
+#[test]
+fn idle_symbol_list_names_the_idle_services() {
+    let names = idle_symbols();
+    assert!(names.len() > 1_000, "{} names", names.len());
+    let mut seen = std::collections::HashSet::new();
+    for n in &names {
+        assert!(!n.contains(char::is_whitespace), "not a symbol name: {n:?}");
+        assert!(seen.insert(n), "listed twice: {n}");
+    }
+    for part in [
+        "kairos_engine..scheduler..Scheduler",
+        "kairos_engine..executor",
+        "kairos_store_sqlite",
+        "tokio..runtime",
+    ] {
+        assert!(names.iter().any(|n| n.contains(part)), "nothing of {part}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("sqlite3")), "no SQLite");
+}
+
+/// In a release build for x86_64 Linux, the listed functions the binary has lie side by side:
+/// within 8 MB of each other, where the whole text is about 19 MB. (Test builds are not
+/// ordered: their symbols carry other hashes, so this checks only a binary built with
+/// `--release`, e.g. `cargo test --release --test binary_layout`.)
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+#[test]
+fn idle_functions_are_side_by_side_in_a_release_build() {
+    if cfg!(debug_assertions) || std::env::var("KAIROS_LINK_ORDER").is_ok_and(|v| v == "0") {
+        eprintln!("SKIPPED: only a release build is linked in the idle functions' order");
+        return;
+    }
+    let at = Elf::read(env!("CARGO_BIN_EXE_kairos")).function_addresses();
+    let found: Vec<usize> = idle_symbols()
+        .iter()
+        .filter_map(|n| at.get(*n).copied())
+        .collect();
+    assert!(
+        found.len() > 1_000,
+        "only {} of the listed functions are in the binary: regenerate the list with \
+         scripts/idle-symbols.sh",
+        found.len()
+    );
+    let (lo, hi) = (found.iter().min().unwrap(), found.iter().max().unwrap());
+    assert!(
+        hi - lo < 8 << 20,
+        "the idle functions span {} bytes",
+        hi - lo
     );
 }
