@@ -66,4 +66,4 @@ with open(out, "w") as f:
     f.write(head + "\n".join(keep) + "\n")
 print(f"[idle-symbols] {len(keep)} functions written to {out}")
 PY
-log "rebuild (cargo build --release -p kairos) to link with the new list"
+log "rebuild with exactly: cargo build --release -p kairos (other feature sets give other symbol hashes)"

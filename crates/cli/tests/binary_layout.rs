@@ -131,32 +131,32 @@ fn idle_symbol_list_names_the_idle_services() {
     assert!(names.iter().any(|n| n.starts_with("sqlite3")), "no SQLite");
 }
 
-/// In a release build for x86_64 Linux, the listed functions the binary has lie side by side:
-/// within 8 MB of each other, where the whole text is about 19 MB. (Test builds are not
-/// ordered: their symbols carry other hashes, so this checks only a binary built with
-/// `--release`, e.g. `cargo test --release --test binary_layout`.)
-#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+/// In the binary `cargo build --release -p kairos` makes for x86_64 Linux (what `cargo install`
+/// and `scripts/release.sh` build), nearly every listed function is present and they lie side
+/// by side: within 8 MB of each other, where the whole text is about 19 MB. Test builds cannot
+/// show it (their dependencies are built with the dev-dependencies' features too, so their
+/// symbols carry other hashes): set `KAIROS_RELEASE_BIN` to the release binary, e.g.
+/// `KAIROS_RELEASE_BIN=target/release/kairos cargo test -p kairos --test binary_layout`.
 #[test]
 fn idle_functions_are_side_by_side_in_a_release_build() {
-    if cfg!(debug_assertions) || std::env::var("KAIROS_LINK_ORDER").is_ok_and(|v| v == "0") {
-        eprintln!("SKIPPED: only a release build is linked in the idle functions' order");
+    let Ok(bin) = std::env::var("KAIROS_RELEASE_BIN") else {
+        eprintln!("SKIPPED: set KAIROS_RELEASE_BIN to a `cargo build --release -p kairos` binary");
         return;
-    }
-    let at = Elf::read(env!("CARGO_BIN_EXE_kairos")).function_addresses();
-    let found: Vec<usize> = idle_symbols()
-        .iter()
-        .filter_map(|n| at.get(*n).copied())
-        .collect();
+    };
+    let at = Elf::read(&bin).function_addresses();
+    let names = idle_symbols();
+    let found: Vec<usize> = names.iter().filter_map(|n| at.get(*n).copied()).collect();
     assert!(
-        found.len() > 1_000,
-        "only {} of the listed functions are in the binary: regenerate the list with \
+        found.len() * 10 >= names.len() * 9,
+        "only {} of the {} listed functions are in {bin}: regenerate the list with \
          scripts/idle-symbols.sh",
-        found.len()
+        found.len(),
+        names.len()
     );
     let (lo, hi) = (found.iter().min().unwrap(), found.iter().max().unwrap());
     assert!(
         hi - lo < 8 << 20,
-        "the idle functions span {} bytes",
+        "the idle functions span {} bytes: built with KAIROS_LINK_ORDER=0 or not by lld?",
         hi - lo
     );
 }
