@@ -243,4 +243,19 @@ mod tests {
         assert_eq!(read_connections(3), 3);
         assert_eq!(read_connections(64), 4);
     }
+
+    /// An opened store's read pool is sized by that rule for this machine.
+    #[tokio::test]
+    async fn an_opened_store_reads_on_one_connection_per_core() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = super::SqliteStore::open(&dir.path().join("k.db"))
+            .await
+            .expect("open");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(
+            store.read.options().get_max_connections(),
+            read_connections(cores)
+        );
+        store.close().await;
+    }
 }
