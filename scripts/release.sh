@@ -36,17 +36,32 @@ fi
 [ -x "$bin" ] || die "$bin was not built"
 
 # The idle path's functions must sit side by side (crates/cli/build.rs), or an idle server
-# holds about 24 MB instead of 14: nine in ten of the listed functions present, within 8 MB.
+# holds about 24 MB instead of 14: 98 in 100 of the listed functions present, within 8 MB. A
+# listed local copy (`name.10363`) counts when a copy numbered within SUFFIX_DRIFT of it is
+# there, the rule build.rs links by (crates/cli/link/idle_order.rs).
 if [ "$target" = x86_64-unknown-linux-gnu ] && [ "${KAIROS_LINK_ORDER:-}" != 0 ]; then
-  read -r listed found span < <(nm --defined-only -t d "$bin" | awk '
-    NR == FNR { if ($0 !~ /^#/ && NF) want[$1] = 1; next }
-    ($2 ~ /^[tTwW]$/) && ($3 in want) && !($3 in seen) {
-      seen[$3] = 1; a = $1 + 0; n++
-      if (lo == "" || a < lo) lo = a; if (a > hi) hi = a
-    }
-    END { printf "%d %d %d\n", length(want), n, hi - lo }' crates/cli/link/idle-symbols.txt -)
+  drift="$(sed -n 's/^pub const SUFFIX_DRIFT: u32 = \([0-9]*\);$/\1/p' crates/cli/link/idle_order.rs)"
+  [ -n "$drift" ] || die "no SUFFIX_DRIFT in crates/cli/link/idle_order.rs"
+  read -r listed found span < <(nm --defined-only -t d "$bin" | awk -v drift="$drift" '
+    NR == FNR { if ($0 !~ /^#/ && NF && !($1 in want)) { want[$1] = 1; listed++ } next }
+    $2 ~ /^[tTwW]$/ && !($3 in at) { at[$3] = $1 + 0 }
+    END {
+      for (w in want) {
+        a = ""
+        if (w in at) a = at[w]
+        else if (match(w, /\.[0-9]+$/)) {
+          base = substr(w, 1, RSTART - 1); n = substr(w, RSTART + 1) + 0
+          for (d = 1; d <= drift && a == ""; d++) {
+            if ((base "." (n + d)) in at) a = at[base "." (n + d)]
+            else if (n >= d && (base "." (n - d)) in at) a = at[base "." (n - d)]
+          }
+        }
+        if (a != "") { found++; if (lo == "" || a < lo) lo = a; if (a > hi) hi = a }
+      }
+      printf "%d %d %d\n", listed, found, hi - lo
+    }' crates/cli/link/idle-symbols.txt -)
   log "idle functions: $found of $listed listed, spanning $span bytes"
-  [ $((found * 10)) -ge $((listed * 9)) ] && [ "$span" -lt $((8 << 20)) ] \
+  [ $((found * 100)) -ge $((listed * 98)) ] && [ "$span" -lt $((8 << 20)) ] \
     || die "the idle functions are not side by side: run scripts/idle-symbols.sh, or set KAIROS_LINK_ORDER=0"
 fi
 

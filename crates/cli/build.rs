@@ -11,10 +11,16 @@
 //!   default linker is lld): `link/idle-symbols.txt` lists the functions an idle `kairos
 //!   serve` runs, and the linker places them first. The kernel maps a binary's pages 64 KB at
 //!   a time around each page touched, so code spread over the whole 19 MB text kept most of
-//!   it resident; gathered, it fits in about 3 MB. `KAIROS_LINK_ORDER=0` builds without (a
-//!   linker other than lld).
+//!   it resident; gathered, it fits in about 3 MB. The list's numbered local copies stand for
+//!   their neighbours too (`link/idle_order.rs`), so that a change elsewhere, which renumbers
+//!   them, does not scatter them again. `KAIROS_LINK_ORDER=0` builds without (a linker other
+//!   than lld).
 
 use std::path::Path;
+
+mod idle_order {
+    include!("link/idle_order.rs");
+}
 
 fn main() {
     println!("cargo::rerun-if-env-changed=KAIROS_LINK_RELR");
@@ -27,13 +33,17 @@ fn main() {
     }
     let order = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/idle-symbols.txt");
     println!("cargo::rerun-if-changed={}", order.display());
+    println!("cargo::rerun-if-changed=link/idle_order.rs");
     if var("TARGET") == "x86_64-unknown-linux-gnu"
         && var("PROFILE") == "release"
         && var("KAIROS_LINK_ORDER") != "0"
     {
+        let list = std::fs::read_to_string(&order).expect("read link/idle-symbols.txt");
+        let file = Path::new(&var("OUT_DIR")).join("idle-symbol-order.txt");
+        std::fs::write(&file, idle_order::ordering_file(&list)).expect("write the ordering file");
         println!(
             "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            order.display()
+            file.display()
         );
         // Names a later build no longer has (renamed or inlined functions) are expected.
         println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");

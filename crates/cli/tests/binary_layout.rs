@@ -4,15 +4,16 @@
 //! release builds for x86_64 Linux, with the functions an idle server runs side by side
 //! (`link/idle-symbols.txt`).
 
-/// The linker's list of the idle path's functions (comments and blank lines left out).
+/// The linker's list of the idle path's functions.
 const IDLE_SYMBOLS: &str = include_str!("../link/idle-symbols.txt");
 
+/// The rule `build.rs` turns the list into the linker's ordering file with.
+mod idle_order {
+    include!("../link/idle_order.rs");
+}
+
 fn idle_symbols() -> Vec<&'static str> {
-    IDLE_SYMBOLS
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect()
+    idle_order::listed(IDLE_SYMBOLS).collect()
 }
 
 /// Just enough of a little-endian ELF64 file to list its sections and function symbols.
@@ -132,7 +133,7 @@ fn idle_symbol_list_names_the_idle_services() {
 }
 
 /// In the binary `cargo build --release -p kairos` makes for x86_64 Linux (what `cargo install`
-/// and `scripts/release.sh` build), nearly every listed function is present and they lie side
+/// and `scripts/release.sh` build), 98 in 100 listed functions are present and they lie side
 /// by side: within 8 MB of each other, where the whole text is about 19 MB. Test builds cannot
 /// show it (their dependencies are built with the dev-dependencies' features too, so their
 /// symbols carry other hashes): set `KAIROS_RELEASE_BIN` to the release binary, e.g.
@@ -145,9 +146,17 @@ fn idle_functions_are_side_by_side_in_a_release_build() {
     };
     let at = Elf::read(&bin).function_addresses();
     let names = idle_symbols();
-    let found: Vec<usize> = names.iter().filter_map(|n| at.get(*n).copied()).collect();
+    // A listed name is found when it, or a copy it stands for (renumbered), is in the binary.
+    let found: Vec<usize> = names
+        .iter()
+        .filter_map(|n| {
+            idle_order::candidates(n)
+                .iter()
+                .find_map(|c| at.get(c).copied())
+        })
+        .collect();
     assert!(
-        found.len() * 10 >= names.len() * 9,
+        found.len() * 100 >= names.len() * 98,
         "only {} of the {} listed functions are in {bin}: regenerate the list with \
          scripts/idle-symbols.sh",
         found.len(),
@@ -156,7 +165,33 @@ fn idle_functions_are_side_by_side_in_a_release_build() {
     let (lo, hi) = (found.iter().min().unwrap(), found.iter().max().unwrap());
     assert!(
         hi - lo < 8 << 20,
-        "the idle functions span {} bytes: built with KAIROS_LINK_ORDER=0 or not by lld?",
+        "the idle functions span {} bytes: built with KAIROS_LINK_ORDER=0, not by lld, or \
+         the list's numbered copies moved further than SUFFIX_DRIFT (regenerate it with \
+         scripts/idle-symbols.sh)",
         hi - lo
     );
+}
+
+/// A listed local copy (`write_str.10363`) stands for the copies numbered near it, since a
+/// change anywhere renumbers them; other names stand for themselves. The ordering file holds
+/// them in list order, the listed name first.
+#[test]
+fn numbered_local_copies_stand_for_their_neighbours() {
+    assert_eq!(idle_order::numbered("f.10363"), Some(("f", 10363)));
+    assert_eq!(idle_order::numbered("_ZN3foo17h0123E"), None);
+    assert_eq!(idle_order::numbered("f.llvm.x"), None);
+    assert_eq!(idle_order::numbered(".12"), None);
+    let d = idle_order::SUFFIX_DRIFT;
+    let c = idle_order::candidates("f.1000");
+    assert_eq!(c[0], "f.1000");
+    assert_eq!(c.len() as u32, 2 * d + 1);
+    assert!(c.contains(&"f.1002".to_string()), "moved by two");
+    assert!(c.contains(&format!("f.{}", 1000 + d)));
+    assert!(!c.contains(&format!("f.{}", 1000 + d + 1)));
+    assert_eq!(idle_order::candidates("plain"), vec!["plain"]);
+    let file = idle_order::ordering_file("# a comment\n\nplain\nf.5\n");
+    let lines: Vec<&str> = file.lines().collect();
+    assert_eq!(lines[0], "plain");
+    assert_eq!(lines[1], "f.5");
+    assert_eq!(lines.len() as u32, 2 + 5 + d, "f.0 to f.{}", 5 + d);
 }
