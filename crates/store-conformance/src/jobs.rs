@@ -213,6 +213,73 @@ pub async fn job_complete_success_records_attempt(s: S) {
     );
 }
 
+/// One batch of every kind of completion — plain successes, a failure to retry, a success
+/// with a status code, a plain success under a lease no longer held — applies each as it
+/// would alone: the plain ones held by their rows (listed, no status), the others' attempts
+/// recorded with their fields, the stale one refused and its job left running.
+pub async fn job_complete_mixed_batch_applies_each_completion(s: S) {
+    for _ in 0..5 {
+        s.job_insert(job(t0())).await.unwrap();
+    }
+    let js = s.job_claim(claim(t0(), 5, "a")).await.unwrap();
+    assert_eq!(js.len(), 5);
+    let plain = |j: &Job| {
+        let mut c = complete(j, Transition::Succeeded);
+        c.attempt.status_code = None;
+        c.attempt.response = None;
+        assert!(c.attempt_is_implicit());
+        c
+    };
+    let later = t0() + Duration::minutes(1);
+    let mut stale = plain(&js[4]);
+    stale.lease_token = "lease_not_live".into();
+    let batch = vec![
+        plain(&js[0]),
+        complete(
+            &js[1],
+            Transition::Retry {
+                run_at: later,
+                refund_attempt: false,
+            },
+        ),
+        plain(&js[2]),
+        complete(&js[3], Transition::Succeeded),
+        stale,
+    ];
+    let r = s.job_complete_many(batch).await.unwrap();
+    assert_eq!(r.applied, 4);
+    assert_eq!(r.stale, vec![js[4].id.clone()]);
+    for j in [&js[0], &js[2]] {
+        let done = get(&s, &j.id).await;
+        assert_eq!(done.state, JobState::Succeeded);
+        assert!(done.lease_token.is_none() && done.last_error.is_none());
+        assert_eq!(done.finished_at, Some(t0() + Duration::milliseconds(5)));
+        let atts = s.attempt_list(&j.id).await.unwrap();
+        assert_eq!(atts.len(), 1, "{atts:?}");
+        assert_eq!(atts[0].outcome, "succeeded");
+        assert_eq!(atts[0].status_code, None);
+        assert_eq!(atts[0].node.as_deref(), Some("node-a"));
+        assert_eq!(atts[0].started_at, t0());
+    }
+    let retried = get(&s, &js[1].id).await;
+    assert_eq!(retried.state, JobState::Available);
+    assert_eq!(retried.run_at, later);
+    assert_eq!(retried.last_error.as_deref(), Some("HTTP 503"));
+    let atts = s.attempt_list(&js[1].id).await.unwrap();
+    assert_eq!(atts.len(), 1);
+    assert_eq!(
+        (atts[0].outcome.as_str(), atts[0].status_code),
+        ("failed", Some(503))
+    );
+    let with_status = s.attempt_list(&js[3].id).await.unwrap();
+    assert_eq!(with_status.len(), 1);
+    assert_eq!(with_status[0].status_code, Some(200));
+    assert_eq!(get(&s, &js[3].id).await.state, JobState::Succeeded);
+    let held = get(&s, &js[4].id).await;
+    assert_eq!(held.state, JobState::Running);
+    assert!(s.attempt_list(&js[4].id).await.unwrap().is_empty());
+}
+
 /// A failed attempt goes back to available at the retry time; then to dead.
 pub async fn job_complete_retry_then_dead(s: S) {
     s.job_insert(job(t0())).await.unwrap();

@@ -68,6 +68,7 @@ macro_rules! store_conformance {
             job_claim_never_takes_a_job_before_its_run_at,
             job_claim_is_exclusive_under_concurrency,
             job_complete_success_records_attempt,
+            job_complete_mixed_batch_applies_each_completion,
             job_complete_retry_then_dead,
             job_complete_refund_does_not_spend_an_attempt,
             job_complete_with_stale_lease_token_is_rejected,

@@ -188,83 +188,25 @@ impl JobStore for PostgresStore {
         if p.is_empty() {
             return Ok(CompleteReport::default());
         }
-        let c = crate::complete::Columns::of(&p);
-        // Differs from SQLite (two statements: attempts joined on the live lease, then the
-        // state change): one statement. The fenced UPDATE locks each job it applies to and
-        // hands the attempt fields through RETURNING to the INSERT, so the attempt log holds
-        // exactly the completions that applied, even with a rescuer running concurrently on
-        // another connection. The attempt number is the one before a refund. The jobs are
-        // found by primary key, not by a scan of the running ones: `= ANY(ARRAY(SELECT …))` is an
-        // init plan the planner cannot see into, so it estimates a few rows and probes the key;
-        // `= ANY($1)` with the bound array let it scan `jobs_lease` instead.
-        let applied: Vec<String> = sqlx::query_scalar(
-            "WITH c AS (
-                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                     $5::integer[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[],
-                     $10::text[], $11::integer[], $12::text[], $13::text[], $14::text[],
-                     $15::text[], $16::boolean[], $17::boolean[])
-                 AS c(id, token, state, run_at, refund, reason, started_at, finished_at, outcome,
-                      error_class, status_code, error, response, provider_id, node, expose,
-                      implicit)
-             ),
-             done AS (
-                 UPDATE jobs SET state = c.state,
-                        run_at = COALESCE(c.run_at, jobs.run_at),
-                        attempt = jobs.attempt - c.refund,
-                        finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
-                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-                        last_error = c.error, reason = c.reason,
-                        attempted_at = CASE WHEN c.implicit THEN c.started_at ELSE jobs.attempted_at END,
-                        attempted_by = CASE WHEN c.implicit THEN c.node ELSE jobs.attempted_by END
-                 FROM c
-                 WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
-                   AND jobs.lease_token = c.token AND jobs.state = 'running'
-                 RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
-                           c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
-                           c.response, c.provider_id, c.node,
-                           c.state AS new_state, c.expose, c.implicit,
-                           CASE WHEN c.expose THEN jobs.payload END AS payload,
-                           CASE WHEN c.expose THEN jobs.period_key END AS period_key
-             ),
-             -- A plain success is held by the job row (attempted_at, attempted_by): no row.
-             logged AS (
-                 INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
-                 SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
-                 FROM done WHERE NOT implicit
-             ),
-             -- A/B exposures of succeeded jobs whose completion asks for them, in the
-             -- completion's statement. Only those carry their payload out of `done`: the
-             -- others' (an email's can be kilobytes) would be copied for nothing.
-             exposed AS (
-                 INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
-                 SELECT job_id, payload ->> 'topic', payload ->> 'variant', payload ->> 'recipient_id', period_key, finished_at
-                 FROM done
-                 WHERE new_state = 'succeeded' AND expose
-                   AND payload ->> 'variant' IS NOT NULL AND payload ->> 'topic' IS NOT NULL
-                 ON CONFLICT (job_id) DO NOTHING
-             )
-             SELECT job_id FROM done",
-        )
-        .bind(&c.id)
-        .bind(&c.token)
-        .bind(&c.state)
-        .bind(&c.run_at)
-        .bind(&c.refund)
-        .bind(&c.reason)
-        .bind(&c.started_at)
-        .bind(&c.finished_at)
-        .bind(&c.outcome)
-        .bind(&c.error_class)
-        .bind(&c.status_code)
-        .bind(&c.error)
-        .bind(&c.response)
-        .bind(&c.provider_id)
-        .bind(&c.node)
-        .bind(&c.expose)
-        .bind(&c.implicit)
-        .fetch_all(&self.hot)
-        .await
-        .map_err(|e| map_err("job complete", e))?;
+        // Plain successes (most completions) take the short statement, the rest the full one;
+        // a batch of both writes them in one transaction, so it still commits once.
+        let (plain, full): (Vec<&JobComplete>, Vec<&JobComplete>) =
+            p.iter().partition(|c| crate::complete::is_plain(c));
+        let applied = match (plain.is_empty(), full.is_empty()) {
+            (false, true) => crate::complete::plain(&self.hot, &plain).await?,
+            (true, false) => crate::complete::full(&self.hot, &full).await?,
+            _ => {
+                let mut tx = self
+                    .hot
+                    .begin()
+                    .await
+                    .map_err(|e| map_err("job complete", e))?;
+                let mut applied = crate::complete::plain(&mut *tx, &plain).await?;
+                applied.extend(crate::complete::full(&mut *tx, &full).await?);
+                tx.commit().await.map_err(|e| map_err("job complete", e))?;
+                applied
+            }
+        };
         let applied_set: std::collections::HashSet<&str> =
             applied.iter().map(|s| s.as_str()).collect();
         let stale = p
