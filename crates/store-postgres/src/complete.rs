@@ -14,7 +14,7 @@ use crate::map_err;
 use chrono::{DateTime, Utc};
 use kairos_store::{JobComplete, Result, Transition};
 
-/// The columns, in the order of the statement's `UNNEST` (see [`crate::jobs`]).
+/// The columns, in the order of the full statement's `UNNEST` (see [`full`]).
 #[derive(Default)]
 pub(crate) struct Columns {
     pub id: Vec<String>,
