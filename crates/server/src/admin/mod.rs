@@ -90,6 +90,12 @@ static ENV: std::sync::LazyLock<Environment<'static>> = std::sync::LazyLock::new
     env
 });
 
+/// Whether the admin templates have been compiled. They are compiled at the first admin page,
+/// not when the server starts: a node whose admin UI nobody opens never holds them.
+pub fn templates_compiled() -> bool {
+    std::sync::LazyLock::get(&ENV).is_some()
+}
+
 impl Admin {
     /// The admin UI for a server whose API token is `token`.
     pub fn new(token: &crate::ApiToken) -> Self {
