@@ -470,8 +470,8 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kairos_core::AttemptOutcome;
-    use kairos_store::{Attempt, JobClaim, JobComplete, JobStore, Transition};
+    use kairos_engine::executor::completion_for;
+    use kairos_store::{JobClaim, JobStore};
 
     fn handler(target: u64) -> NoopHandler {
         NoopHandler {
@@ -484,15 +484,21 @@ mod tests {
         }
     }
 
+    /// A store on a real SQLite file in a temp dir (kept alive by the returned guard).
+    async fn scratch() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("kairos.db"))
+            .await
+            .unwrap();
+        (dir, store)
+    }
+
     /// The bench's clock stops when every outcome is committed, not when the handlers have
     /// returned: a job handled but still running in the database keeps the wait going, and
     /// the wait ends once its outcome is committed.
     #[tokio::test]
     async fn bench_clock_stops_only_once_every_outcome_is_committed() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("kairos.db"))
-            .await
-            .unwrap();
+        let (_dir, store) = scratch().await;
         let clock = SystemClock;
         let now = clock.now();
         let since = now - chrono::Duration::seconds(1);
@@ -524,29 +530,8 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("1 running"), "{err}");
 
-        let finished = clock.now();
-        store
-            .job_complete_many(vec![JobComplete {
-                id: claimed[0].id.clone(),
-                lease_token: "lease".into(),
-                attempt: Attempt {
-                    job_id: claimed[0].id.clone(),
-                    attempt: 1,
-                    started_at: now,
-                    finished_at: finished,
-                    outcome: AttemptOutcome::Succeeded,
-                    error_class: None,
-                    status_code: None,
-                    error: None,
-                    response: None,
-                    provider_id: None,
-                    node: Some("bench".into()),
-                },
-                transition: Transition::Succeeded,
-                record_exposure: false,
-            }])
-            .await
-            .unwrap();
+        let done = completion_for(&claimed[0], Outcome::ok(), now, clock.now(), "bench", 0.0);
+        store.job_complete_many(vec![done]).await.unwrap();
         let took = wait_done(&store, &clock, since, &h, (1, &bar, Duration::from_secs(5)))
             .await
             .unwrap();
@@ -558,10 +543,7 @@ mod tests {
     /// checks the succeeded count rather than trusting the handler's counter.
     #[tokio::test]
     async fn bench_fails_when_fewer_jobs_succeeded_than_it_ran() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("kairos.db"))
-            .await
-            .unwrap();
+        let (_dir, store) = scratch().await;
         let clock = SystemClock;
         let since = clock.now() - chrono::Duration::seconds(1);
         let h = handler(3);
