@@ -90,6 +90,8 @@ impl SqliteStore {
             // sealed form leaves no plaintext behind in the page's free space.
             .pragma("secure_delete", "fast")
             .pragma("cache_size", "-262144")
+            // The WAL is cut back to this size whenever a writer restarts it (`writer.rs`).
+            .pragma("journal_size_limit", writer::JOURNAL_SIZE_LIMIT.to_string())
             // Map the file: page reads without a syscall each (a hot queue fits in memory).
             .pragma("mmap_size", "1073741824")
             // Claims return hundreds of rows; the default channel of 50 rows makes the

@@ -18,7 +18,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The connection settings of the store's own connections, for an application's pool on the
 /// same file: WAL, `synchronous = NORMAL`, a busy timeout of [`BUSY_TIMEOUT`], foreign keys
-/// on. The file is not created: open the store (which creates and migrates it) first.
+/// on, the WAL cut back to 64 MiB when a writer restarts it. The file is not created: open the store (which creates and migrates it) first.
 ///
 /// Start a transaction that reads before it writes with `BEGIN IMMEDIATE`
 /// (`pool.begin_with("BEGIN IMMEDIATE")`): a deferred one that must upgrade its lock while a
@@ -30,6 +30,10 @@ pub fn connect_options(path: &Path) -> SqliteConnectOptions {
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
+        .pragma(
+            "journal_size_limit",
+            crate::writer::JOURNAL_SIZE_LIMIT.to_string(),
+        )
 }
 
 /// Insert `job` on `conn` (the application's transaction, on the store's file) with the

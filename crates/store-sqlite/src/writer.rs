@@ -26,6 +26,17 @@
 //! blocks the writer or readers; the WAL restarts from its beginning once a checkpoint caught
 //! up. (The sqlx connections keep the default automatic checkpoint for their own commits.)
 //!
+//! A WAL that stays small: passive checkpoints copy pages back but never shrink the `-wal`
+//! file, and during a burst they rarely catch up, so 300,000 jobs once left a 917 MB WAL on
+//! disk for good. Two things bound it. Every connection sets `journal_size_limit` to
+//! [`JOURNAL_SIZE_LIMIT`]: when a writer restarts the WAL from its beginning (after a
+//! checkpoint caught up), SQLite truncates the file to that size. And when the queue goes quiet
+//! (no checkpoint request for the idle spell), the checkpoint thread runs one
+//! `wal_checkpoint(TRUNCATE)` before it closes its connection, which empties the file. That
+//! checkpoint waits for readers and blocks new writers while it waits, so it runs with a busy
+//! timeout of [`TRUNCATE_BUSY`] (a quiet queue has no writer to stall), and if a reader still
+//! holds an old snapshot it is tried again after the next idle spell rather than waited for.
+//!
 //! The `sqlx` write pool still exists for everything else (schedules and the newer domains).
 //! Both connections write the same file; SQLite's write lock orders them, and both wait for it
 //! (`busy_timeout`) instead of failing. This thread always starts with `BEGIN IMMEDIATE`, so it
@@ -110,10 +121,20 @@ struct Checkpoints {
     open: AtomicBool,
     /// Checkpoints run.
     runs: AtomicU32,
+    /// Idle truncating checkpoints that emptied the WAL.
+    truncated: AtomicU32,
 }
 
 /// How long the checkpoint connection stays open without a request.
 const CHECKPOINT_IDLE: Duration = Duration::from_secs(30);
+
+/// The size SQLite truncates the `-wal` file to when a writer restarts it (64 MiB): a burst
+/// may grow it past this, but never leaves it larger once a checkpoint caught up.
+pub(crate) const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// How long the idle truncating checkpoint waits for readers and writers before giving up
+/// until the next idle spell.
+const TRUNCATE_BUSY: Duration = Duration::from_millis(200);
 
 impl std::fmt::Debug for Writer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -236,6 +257,9 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "cache_size", -16_384)?;
+    conn.pragma_update_and_check(None, "journal_size_limit", JOURNAL_SIZE_LIMIT, |r| {
+        r.get::<_, i64>(0)
+    })?;
     conn.pragma_update_and_check(None, "mmap_size", 1_073_741_824_i64, |r| r.get::<_, i64>(0))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
@@ -253,8 +277,9 @@ const CHECKPOINT_EVERY: u32 = 32;
 
 /// Runs a passive checkpoint (copy committed WAL pages into the database file, never waiting
 /// for or blocking the writer or readers) each time the writer asks, on a connection opened at
-/// the first request and closed after `idle` without one. Ends when the writer thread does
-/// (its sender is dropped).
+/// the first request and closed after `idle` without one — once a truncating checkpoint has
+/// emptied the WAL (see the module doc; until then it is tried again every `idle`). Ends when
+/// the writer thread does (its sender is dropped).
 fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: &Checkpoints) {
     use mpsc::RecvTimeoutError;
     let mut conn: Option<Connection> = None;
@@ -266,8 +291,11 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
         match next {
             Ok(()) => {}
             Err(RecvTimeoutError::Timeout) => {
-                conn = None;
-                state.open.store(false, Ordering::Release);
+                if conn.as_ref().is_some_and(truncate) {
+                    state.truncated.fetch_add(1, Ordering::AcqRel);
+                    conn = None;
+                    state.open.store(false, Ordering::Release);
+                }
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -293,6 +321,28 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
                 // The next request tries again; the WAL only grows meanwhile.
                 Err(e) => tracing::warn!(error = %e, "SQLite WAL checkpoint failed"),
             }
+        }
+    }
+}
+
+/// One `wal_checkpoint(TRUNCATE)` with a short busy timeout: `true` if it emptied the WAL,
+/// `false` if a reader or writer kept it from finishing (or it failed), to try again later.
+fn truncate(conn: &Connection) -> bool {
+    let run = || -> rusqlite::Result<bool> {
+        conn.busy_timeout(TRUNCATE_BUSY)?;
+        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(busy == 0)
+    };
+    match run() {
+        Ok(done) => {
+            if !done {
+                tracing::debug!("a reader kept the idle WAL truncation from finishing; retrying");
+            }
+            done
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "truncating the SQLite WAL failed");
+            false
         }
     }
 }
