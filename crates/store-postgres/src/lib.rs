@@ -42,6 +42,7 @@
 #![deny(missing_docs)]
 
 mod complete;
+mod health;
 mod jobs;
 mod leader;
 mod listen;
@@ -222,7 +223,8 @@ kairos_store::sql_db!(
     begin: "BEGIN",
     map_err: map_err,
     apply: migrate,
-    list: migrations_list
+    list: migrations_list,
+    health: health::health_read
 );
 
 use rows::PgRun;

@@ -38,6 +38,7 @@
 #![deny(missing_docs)]
 
 mod files;
+mod health;
 mod jobs;
 mod native;
 mod rows;
@@ -64,6 +65,8 @@ pub struct SqliteStore {
     keys: std::sync::Arc<kairos_store::KeyCache>,
     /// Seals stored secrets under the secret key (`with_sealer`); `None`: plaintext.
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
+    /// Since when checkpoints have been seen behind (`health.rs`).
+    behind_since: std::sync::Arc<std::sync::Mutex<Option<health::Behind>>>,
 }
 
 impl SqliteStore {
@@ -137,6 +140,7 @@ impl SqliteStore {
             hot,
             keys: Default::default(),
             sealer: None,
+            behind_since: Default::default(),
         })
     }
 
@@ -187,7 +191,8 @@ kairos_store::sql_db!(
     begin: "BEGIN IMMEDIATE",
     map_err: map_err,
     apply: migrations_apply,
-    list: migrations_list
+    list: migrations_list,
+    health: health::health_read
 );
 
 use rows::SqRun;

@@ -110,11 +110,13 @@ const GROUP_MAX: usize = 64;
 #[derive(Clone)]
 pub(crate) struct Writer {
     tx: mpsc::Sender<Cmd>,
-    #[cfg_attr(not(test), allow(dead_code))]
     checkpoints: Arc<Checkpoints>,
+    /// The `-wal` file.
+    wal: std::path::PathBuf,
 }
 
-/// What the checkpoint thread is doing, for tests.
+/// What the checkpoint thread is doing: for tests, and for `db_health_read` (is a reader
+/// keeping checkpoints from catching up?).
 #[derive(Debug, Default)]
 struct Checkpoints {
     /// Its connection is open.
@@ -123,6 +125,19 @@ struct Checkpoints {
     runs: AtomicU32,
     /// Idle truncating checkpoints that emptied the WAL.
     truncated: AtomicU32,
+    /// The last checkpoint left WAL frames it could not copy (a reader's snapshot needs them).
+    behind: AtomicBool,
+    /// Checkpoints that copied every frame: a change means it caught up in between.
+    caught_up: AtomicU32,
+}
+
+/// Whether checkpoints are behind, and how many caught up so far ([`Writer::checkpoint_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CheckpointState {
+    /// The last checkpoint could not copy every frame.
+    pub behind: bool,
+    /// Checkpoints that copied every frame, ever.
+    pub caught_up: u32,
 }
 
 /// How long the checkpoint connection stays open without a request.
@@ -206,7 +221,26 @@ impl Writer {
             .name("kairos-sqlite-writer".into())
             .spawn(move || run(conn, rx, nudge))
             .map_err(spawn_err)?;
-        Ok(Writer { tx, checkpoints })
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Ok(Writer {
+            tx,
+            checkpoints,
+            wal: wal.into(),
+        })
+    }
+
+    /// Whether the checkpoint thread is behind the WAL.
+    pub(crate) fn checkpoint_state(&self) -> CheckpointState {
+        CheckpointState {
+            behind: self.checkpoints.behind.load(Ordering::Acquire),
+            caught_up: self.checkpoints.caught_up.load(Ordering::Acquire),
+        }
+    }
+
+    /// The `-wal` file's size in bytes (0 when it does not exist).
+    pub(crate) fn wal_bytes(&self) -> u64 {
+        std::fs::metadata(&self.wal).map_or(0, |m| m.len())
     }
 
     /// Run `f` on the writer thread inside a write transaction; its result once committed.
@@ -291,8 +325,7 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
         match next {
             Ok(()) => {}
             Err(RecvTimeoutError::Timeout) => {
-                if conn.as_ref().is_some_and(truncate) {
-                    state.truncated.fetch_add(1, Ordering::AcqRel);
+                if conn.as_ref().is_some_and(|c| truncate(c, state)) {
                     conn = None;
                     state.open.store(false, Ordering::Release);
                 }
@@ -314,9 +347,17 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
             }
         }
         if let Some(c) = &conn {
-            match c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                Ok(()) => {
+            let passive = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            });
+            match passive {
+                Ok((log, copied)) => {
                     state.runs.fetch_add(1, Ordering::AcqRel);
+                    let behind = copied < log;
+                    state.behind.store(behind, Ordering::Release);
+                    if !behind {
+                        state.caught_up.fetch_add(1, Ordering::AcqRel);
+                    }
                 }
                 // The next request tries again; the WAL only grows meanwhile.
                 Err(e) => tracing::warn!(error = %e, "SQLite WAL checkpoint failed"),
@@ -327,18 +368,27 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
 
 /// One `wal_checkpoint(TRUNCATE)` with a short busy timeout: `true` if it emptied the WAL,
 /// `false` if a reader or writer kept it from finishing (or it failed), to try again later.
-fn truncate(conn: &Connection) -> bool {
-    let run = || -> rusqlite::Result<bool> {
+/// Records in `state` whether frames are left behind.
+fn truncate(conn: &Connection, state: &Checkpoints) -> bool {
+    let run = || -> rusqlite::Result<(i64, i64, i64)> {
         conn.busy_timeout(TRUNCATE_BUSY)?;
-        let busy: i64 = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-        Ok(busy == 0)
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
     };
     match run() {
-        Ok(done) => {
-            if !done {
-                tracing::debug!("a reader kept the idle WAL truncation from finishing; retrying");
+        Ok((busy, log, copied)) => {
+            let behind = copied < log;
+            state.behind.store(behind, Ordering::Release);
+            if !behind {
+                state.caught_up.fetch_add(1, Ordering::AcqRel);
             }
-            done
+            if busy != 0 {
+                tracing::debug!("a reader kept the idle WAL truncation from finishing; retrying");
+                return false;
+            }
+            state.truncated.fetch_add(1, Ordering::AcqRel);
+            true
         }
         Err(e) => {
             tracing::warn!(error = %e, "truncating the SQLite WAL failed");

@@ -30,4 +30,6 @@ pub trait NodeStore: Send + Sync {
     async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
     /// End an admin session (logout); `false` if it did not exist.
     async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
+    /// What holds the database's cleanup back: open snapshots, dead row versions, the WAL.
+    async fn db_health_read(&self, p: DbHealthRead) -> Result<DbHealth>;
 }

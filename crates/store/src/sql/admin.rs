@@ -111,4 +111,8 @@ impl<D: super::SqlDb> crate::NodeStore for D {
     async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
         admin_session_delete(&mut self.writer(), id_hash).await
     }
+
+    async fn db_health_read(&self, p: crate::DbHealthRead) -> Result<crate::DbHealth> {
+        self.health_read(p).await
+    }
 }

@@ -43,17 +43,20 @@ pub trait SqlDb: Send + Sync + 'static {
     async fn migrations_apply(&self) -> Result<()>;
     /// The embedded migrations, each with whether it is applied.
     async fn migrations_list(&self) -> Result<Vec<crate::MigrationStatus>>;
+    /// What holds cleanup back ([`crate::NodeStore::db_health_read`]): each database's own.
+    async fn health_read(&self, p: crate::DbHealthRead) -> Result<crate::DbHealth>;
 }
 
 /// Implement [`SqlDb`] for `$store`, whose fields `$read` and `$write` are its pools (the
 /// same field on PostgreSQL), `sealer` is `Option<Arc<Sealer>>` and `keys` is
 /// `Arc<KeyCache>`; `$run` is its [`sql_run!`](crate::sql_run) runner, `$begin` the statement
-/// that opens a write transaction, `$map_err` its error mapper, and `$apply`/`$list` its
-/// migration functions (`async fn(&$store) -> Result<…>`).
+/// that opens a write transaction, `$map_err` its error mapper, `$apply`/`$list` its
+/// migration functions (`async fn(&$store) -> Result<…>`) and `$health` its
+/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`.
 #[macro_export]
 macro_rules! sql_db {
     ($store:ty, $run:ident, $db:ty, read: $read:ident, write: $write:ident, begin: $begin:expr,
-     map_err: $map_err:path, apply: $apply:path, list: $list:path) => {
+     map_err: $map_err:path, apply: $apply:path, list: $list:path, health: $health:path) => {
         #[async_trait::async_trait]
         impl $crate::sql::SqlDb for $store {
             type Run<'a> = $run<'a>;
@@ -88,6 +91,12 @@ macro_rules! sql_db {
             }
             async fn migrations_list(&self) -> $crate::Result<Vec<$crate::MigrationStatus>> {
                 $list(self).await
+            }
+            async fn health_read(
+                &self,
+                p: $crate::DbHealthRead,
+            ) -> $crate::Result<$crate::DbHealth> {
+                $health(self, p).await
             }
         }
     };
