@@ -19,6 +19,9 @@
 //!   a threshold (one that fails on every tick never advances).
 //! - `endpoint_disabled`: one warning per webhook endpoint disabled after a sustained failure
 //!   streak, until it is enabled again.
+//! - `db_horizon`: a transaction that has held the database's cleanup back (PostgreSQL:
+//!   a session's snapshot; SQLite: a reader keeping checkpoints behind) for longer than a
+//!   threshold, before the queue slows down for it.
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only [`Service`]: [`MonitorConfig`] with defaults and `validate()`,
@@ -33,6 +36,7 @@ mod alerts;
 mod artifacts;
 mod checks;
 mod endpoints;
+mod horizon;
 mod runs;
 
 pub use alerts::{AlertChanges, AlertSink};
@@ -66,6 +70,8 @@ pub mod names {
     pub const EXPANSIONS_STUCK: &str = "expansions_stuck";
     /// Webhook endpoints disabled after a failure streak.
     pub const ENDPOINT_DISABLED: &str = "endpoint_disabled";
+    /// A transaction holding the database's cleanup back.
+    pub const DB_HORIZON: &str = "db_horizon";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -77,6 +83,7 @@ pub mod names {
         SKIP_RATE,
         EXPANSIONS_STUCK,
         ENDPOINT_DISABLED,
+        DB_HORIZON,
     ];
 }
 
@@ -114,6 +121,9 @@ pub struct MonitorConfig {
     /// An audience expansion not done and not advanced for this long is stuck. Default
     /// 15 min.
     pub expansion_stuck_after: Duration,
+    /// A transaction holding the database's cleanup back longer than this warns. Default
+    /// 300 s.
+    pub db_horizon: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -135,6 +145,7 @@ impl Default for MonitorConfig {
             skip_min: 5,
             skip_ignore: Vec::new(),
             expansion_stuck_after: Duration::from_secs(15 * 60),
+            db_horizon: Duration::from_secs(300),
             disabled: Vec::new(),
         }
     }
@@ -158,6 +169,7 @@ impl MonitorConfig {
             ("monitor.dead_runs_window", self.dead_runs_window),
             ("monitor.skip_window", self.skip_window),
             ("monitor.expansion_stuck_after", self.expansion_stuck_after),
+            ("monitor.db_horizon", self.db_horizon),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
@@ -370,6 +382,9 @@ impl Monitor {
         }
         if self.cfg.enabled(names::ENDPOINT_DISABLED) {
             checks.extend(endpoints::endpoint_disabled(store, now).await?);
+        }
+        if self.cfg.enabled(names::DB_HORIZON) {
+            checks.extend(horizon::db_horizon(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);

@@ -73,6 +73,7 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "slo_expansions_stuck_after",
             &cfg.slo_expansions_stuck_after,
         )?,
+        db_horizon: Duration::from_secs(cfg.slo_db_horizon_secs),
         disabled,
         ..MonitorConfig::default()
     };
@@ -87,6 +88,7 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.skip_window" => "slo_skip_rate_window",
             "monitor.skip_min" => "slo_skip_rate_min",
             "monitor.expansion_stuck_after" => "slo_expansions_stuck_after",
+            "monitor.db_horizon" => "slo_db_horizon_secs",
             "monitor.disabled" => "slo_disabled",
             other => other,
         };

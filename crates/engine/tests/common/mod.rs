@@ -891,4 +891,10 @@ impl NodeStore for CountingStore {
     async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
         self.inner.admin_session_delete(id_hash).await
     }
+    async fn db_health_read(
+        &self,
+        p: kairos_store::DbHealthRead,
+    ) -> kairos_store::Result<kairos_store::DbHealth> {
+        self.inner.db_health_read(p).await
+    }
 }

@@ -78,6 +78,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "slo_skip_rate_min",
     "slo_skip_rate_ignore",
     "slo_expansions_stuck_after",
+    "slo_db_horizon_secs",
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
@@ -263,6 +264,9 @@ pub struct Config {
     /// (`KAIROS_SLO_EXPANSIONS_STUCK_AFTER`, default `15m`).
     #[serde(deserialize_with = "flex_duration")]
     pub slo_expansions_stuck_after: String,
+    /// A transaction holding the database's cleanup back this long is a `db_horizon`
+    /// warning (`KAIROS_SLO_DB_HORIZON_SECS`, default 300).
+    pub slo_db_horizon_secs: u64,
     /// Where SLO warnings and recoveries are posted (`KAIROS_ALERT_WEBHOOK_URL`; none: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert_webhook_url: Option<String>,
@@ -395,6 +399,7 @@ impl Default for Config {
             slo_skip_rate_min: 5,
             slo_skip_rate_ignore: String::new(),
             slo_expansions_stuck_after: "15m".into(),
+            slo_db_horizon_secs: 300,
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),

@@ -7,7 +7,8 @@
 //!   attempts, lateness and duration histograms, scheduler firings and misfires, SLO
 //!   transitions — counted by this node's engine;
 //! - the database, read at each scrape: jobs by state and kind, queue depth, oldest due age,
-//!   SLO warnings. These are the same on every node, and are not put in the global recorder,
+//!   SLO warnings, what holds cleanup back (oldest snapshot age, dead row versions, WAL size).
+//!   These are the same on every node, and are not put in the global recorder,
 //!   so that several apps over several stores in one process (tests) never mix them up.
 
 use crate::AppState;
@@ -16,7 +17,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Router, routing::get};
-use kairos_store::JobBacklog;
+use kairos_store::{DbHealth, DbHealthRead, JobBacklog};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -100,7 +101,50 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
     for (check, v) in by_check {
         let _ = writeln!(out, "kairos_slo_warning{{check=\"{}\"}} {v}", label(&check));
     }
+    // What holds cleanup back: optional, so a database that refuses these reads (a role
+    // without pg_read_all_stats sees its own sessions only, still fine) never hides the rest.
+    match store.db_health_read(DbHealthRead { now }).await {
+        Ok(h) => db_health_lines(&mut out, &h),
+        Err(e) => tracing::warn!(error = %e, "metrics: reading the database's health failed"),
+    }
     Ok(out)
+}
+
+/// `kairos_db_oldest_snapshot_age_seconds`, `kairos_db_dead_tuples{table}` (PostgreSQL) and
+/// `kairos_sqlite_wal_bytes` (SQLite).
+fn db_health_lines(out: &mut String, h: &DbHealth) {
+    header_lines(
+        out,
+        "kairos_db_oldest_snapshot_age_seconds",
+        "How long the oldest transaction has held the database's cleanup back (0 when none).",
+    );
+    let _ = writeln!(
+        out,
+        "kairos_db_oldest_snapshot_age_seconds {}",
+        h.oldest_age_secs()
+    );
+    if !h.dead_tuples.is_empty() {
+        header_lines(
+            out,
+            "kairos_db_dead_tuples",
+            "Dead row versions per table, from pg_stat_user_tables.",
+        );
+        for (table, n) in &h.dead_tuples {
+            let _ = writeln!(
+                out,
+                "kairos_db_dead_tuples{{table=\"{}\"}} {n}",
+                label(table)
+            );
+        }
+    }
+    if let Some(bytes) = h.wal_bytes {
+        header_lines(
+            out,
+            "kairos_sqlite_wal_bytes",
+            "The size of the SQLite -wal file.",
+        );
+        let _ = writeln!(out, "kairos_sqlite_wal_bytes {bytes}");
+    }
 }
 
 /// The metrics.
