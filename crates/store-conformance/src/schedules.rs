@@ -28,6 +28,8 @@ fn fire(
                 j
             })
             .collect(),
+        gaps: Vec::new(),
+        on_time: false,
         now: t0(),
     }
 }
