@@ -206,7 +206,10 @@ async fn schedule_whose_scheduler_paused_for_a_day_reports_missed_firings_s4_10(
     h.sched(t("2026-11-30T12:00:00Z")).await;
     let later = m.evaluate(t("2026-11-30T12:10:00Z")).await.unwrap();
     assert!(
-        later.checks.iter().all(|c| c.subject.as_deref() != Some(gap.as_str())),
+        later
+            .checks
+            .iter()
+            .all(|c| c.subject.as_deref() != Some(gap.as_str())),
         "{later:?}"
     );
 }
@@ -227,9 +230,17 @@ async fn finished_one_shot_with_a_missed_firing_warns_per_gap() {
     let r = m.run_once(t("2026-11-29T09:05:00Z")).await.unwrap();
     let gap = format!("{}@2026-11-29T09:01:00Z", s.id);
     let c = find(&r.slo, names::MISSED_FIRINGS, Some(&gap));
-    assert_eq!((c.status, c.value), (CheckStatus::Warning, Some(1.0)), "{c:?}");
+    assert_eq!(
+        (c.status, c.value),
+        (CheckStatus::Warning, Some(1.0)),
+        "{c:?}"
+    );
     assert!(c.message.contains("reminder"), "{}", c.message);
-    assert!(r.alerts.raised.contains(&format!("missed_firings:{gap}")), "{:?}", r.alerts);
+    assert!(
+        r.alerts.raised.contains(&format!("missed_firings:{gap}")),
+        "{:?}",
+        r.alerts
+    );
 }
 
 fn alerting_monitor(h: &Harness, rx: &TestReceiver) -> Monitor {

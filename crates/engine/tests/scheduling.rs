@@ -418,7 +418,11 @@ async fn after_three_days_down(
 async fn one_shot_missed_for_three_minutes(
     misfire: Option<&str>,
     window: Option<&str>,
-) -> (Harness, kairos_store::Schedule, kairos_engine::scheduler::SchedulerReport) {
+) -> (
+    Harness,
+    kairos_store::Schedule,
+    kairos_engine::scheduler::SchedulerReport,
+) {
     let h = Harness::new(t("2026-06-01T09:00:00Z"), &[("noop", TestHandler::ok())]).await;
     let mut req = new_schedule("reminder", "noop");
     req.at = Some("2026-06-01T09:01:00Z".into());
@@ -441,7 +445,13 @@ async fn one_shot_missed_while_down_fires_on_restart_s0_1() {
     assert_eq!(jobs[0].fire_at, Some(t("2026-06-01T09:01:00Z")));
     let run = h.exec(t("2026-06-01T09:04:00Z")).await;
     assert_eq!(run.succeeded, 1, "{run:?}");
-    assert!(h.kairos.schedule_gap_list(&s.id, 10).await.unwrap().is_empty());
+    assert!(
+        h.kairos
+            .schedule_gap_list(&s.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// With an explicit `"misfire": "skip"` the missed one-shot creates no job and is recorded
@@ -455,8 +465,18 @@ async fn one_shot_missed_with_explicit_skip_is_recorded_as_a_gap() {
     assert_eq!(gaps.len(), 1);
     let g = &gaps[0];
     assert_eq!(
-        (g.gap.reason.as_str(), g.gap.first_fire_at, g.gap.last_fire_at, g.gap.count),
-        ("skip", t("2026-06-01T09:01:00Z"), t("2026-06-01T09:01:00Z"), 1)
+        (
+            g.gap.reason.as_str(),
+            g.gap.first_fire_at,
+            g.gap.last_fire_at,
+            g.gap.count
+        ),
+        (
+            "skip",
+            t("2026-06-01T09:01:00Z"),
+            t("2026-06-01T09:01:00Z"),
+            1
+        )
     );
     assert_eq!(g.gap.recovered_at, None);
 }
@@ -469,7 +489,9 @@ async fn one_shot_older_than_its_window_is_a_window_gap_and_no_job() {
     assert!(h.schedule_jobs(&s.id).await.is_empty());
     let gaps = h.kairos.schedule_gap_list(&s.id, 10).await.unwrap();
     assert_eq!(
-        gaps.iter().map(|g| g.gap.reason.as_str()).collect::<Vec<_>>(),
+        gaps.iter()
+            .map(|g| g.gap.reason.as_str())
+            .collect::<Vec<_>>(),
         ["window"]
     );
 }

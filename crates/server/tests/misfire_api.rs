@@ -15,7 +15,12 @@ fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
-async fn call(app: &TestApp, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut req = app
         .http
         .request(method, format!("{}{path}", app.base))
@@ -64,7 +69,13 @@ async fn misfire_threshold_and_window_are_accepted_validated_and_shown() {
         (&v["misfire"], &v["misfire_threshold"], &v["misfire_window"]),
         (&json!("all:3"), &json!("5m"), &json!("2d"))
     );
-    let (status, v) = call(&app, post.clone(), "/v1/schedules", Some(body("plain", json!({})))).await;
+    let (status, v) = call(
+        &app,
+        post.clone(),
+        "/v1/schedules",
+        Some(body("plain", json!({}))),
+    )
+    .await;
     assert_eq!(status, 201, "{v}");
     assert_eq!(
         (&v["misfire"], &v["misfire_threshold"], &v["misfire_window"]),
@@ -75,11 +86,20 @@ async fn misfire_threshold_and_window_are_accepted_validated_and_shown() {
         (json!({"misfire_threshold": "0s"}), "misfire_threshold"),
         (json!({"misfire_window": "forever"}), "misfire_window"),
         (json!({"misfire_window": "400d"}), "misfire_window"),
-        (json!({"misfire_threshold": "2h", "misfire_window": "1h"}), "misfire_threshold"),
+        (
+            json!({"misfire_threshold": "2h", "misfire_window": "1h"}),
+            "misfire_threshold",
+        ),
         (json!({"misfire_threshold": "8d"}), "misfire_threshold"),
         (json!({"misfire": "sometimes"}), "misfire"),
     ] {
-        let (status, v) = call(&app, post.clone(), "/v1/schedules", Some(body("bad", extra.clone()))).await;
+        let (status, v) = call(
+            &app,
+            post.clone(),
+            "/v1/schedules",
+            Some(body("bad", extra.clone())),
+        )
+        .await;
         assert_eq!(status, 422, "{extra}: {v}");
         assert_eq!(v["field"], field, "{extra}: {v}");
     }

@@ -44,13 +44,25 @@ pub async fn schedule_fire_records_a_finished_one_shots_gap(s: S) {
     let other = s.schedule_create(schedule("other", t0())).await.unwrap();
     let now = t0() + Duration::minutes(3);
     let fired = s
-        .schedule_fire(firing(&sch, None, vec![gap("skip", t0(), t0(), 1)], false, now))
+        .schedule_fire(firing(
+            &sch,
+            None,
+            vec![gap("skip", t0(), t0(), 1)],
+            false,
+            now,
+        ))
         .await
         .unwrap();
     assert!(fired.advanced);
     // A second firing of the same occurrence loses the race and records no second gap.
     let again = s
-        .schedule_fire(firing(&sch, None, vec![gap("skip", t0(), t0(), 1)], false, now))
+        .schedule_fire(firing(
+            &sch,
+            None,
+            vec![gap("skip", t0(), t0(), 1)],
+            false,
+            now,
+        ))
         .await
         .unwrap();
     assert!(!again.advanced);
@@ -100,7 +112,10 @@ pub async fn schedule_gap_recovers_at_the_next_on_time_firing_and_goes_with_its_
     let day = |n: i64| t0() + Duration::days(n);
     let sch = s.schedule_create(schedule("daily", day(0))).await.unwrap();
     // Back at day 3: days 0-1 too old (window), day 2 dropped (skip), day 3 on time.
-    let gaps = vec![gap("window", day(0), day(1), 2), gap("skip", day(2), day(2), 1)];
+    let gaps = vec![
+        gap("window", day(0), day(1), 2),
+        gap("skip", day(2), day(2), 1),
+    ];
     s.schedule_fire(firing(&sch, Some(day(4)), gaps, true, day(3)))
         .await
         .unwrap();
@@ -133,7 +148,10 @@ pub async fn schedule_gap_recovers_at_the_next_on_time_firing_and_goes_with_its_
     assert!(list(true).await.is_empty());
     let all = list(false).await;
     assert_eq!(all.len(), 2);
-    assert!(all.iter().all(|g| g.recovered_at == Some(day(4))), "{all:?}");
+    assert!(
+        all.iter().all(|g| g.recovered_at == Some(day(4))),
+        "{all:?}"
+    );
     assert!(s.schedule_delete(&sch.id).await.unwrap());
     assert!(list(false).await.is_empty(), "gone with the schedule");
 }
@@ -144,10 +162,19 @@ pub async fn schedule_misfire_threshold_and_window_roundtrip(s: S) {
     def.misfire_threshold = Some(std::time::Duration::from_secs(300));
     def.misfire_window = Some(std::time::Duration::from_secs(2 * 86_400));
     let a = s.schedule_create(def.clone()).await.unwrap();
-    assert_eq!(a.misfire_threshold, Some(std::time::Duration::from_secs(300)));
-    assert_eq!(a.misfire_window, Some(std::time::Duration::from_secs(2 * 86_400)));
+    assert_eq!(
+        a.misfire_threshold,
+        Some(std::time::Duration::from_secs(300))
+    );
+    assert_eq!(
+        a.misfire_window,
+        Some(std::time::Duration::from_secs(2 * 86_400))
+    );
     let plain = s.schedule_create(schedule("plain", t0())).await.unwrap();
-    assert_eq!((plain.misfire_threshold, plain.misfire_window), (None, None));
+    assert_eq!(
+        (plain.misfire_threshold, plain.misfire_window),
+        (None, None)
+    );
     def.id = a.id.clone();
     def.misfire_threshold = None;
     let b = s
@@ -159,5 +186,8 @@ pub async fn schedule_misfire_threshold_and_window_roundtrip(s: S) {
         .unwrap()
         .unwrap();
     assert_eq!(b.misfire_threshold, None);
-    assert_eq!(b.misfire_window, Some(std::time::Duration::from_secs(2 * 86_400)));
+    assert_eq!(
+        b.misfire_window,
+        Some(std::time::Duration::from_secs(2 * 86_400))
+    );
 }

@@ -12,9 +12,10 @@ use sqlx::Connection;
 async fn schedule_stored_with_skip_reads_back_as_once_after_migration_0022() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("kairos.db");
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
-        .await
-        .expect("connect");
+    let mut conn =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .expect("connect");
     // The schema as the release before 0022 left it.
     let mut before = migrator(Dialect::Sqlite);
     before.migrations = before
@@ -40,10 +41,18 @@ async fn schedule_stored_with_skip_reads_back_as_once_after_migration_0022() {
 
     // Opening the store applies 0022.
     let store = SqliteStore::open(&path).await.expect("open and migrate");
-    let s = store.schedule_get("sch_old_skip").await.unwrap().expect("kept");
+    let s = store
+        .schedule_get("sch_old_skip")
+        .await
+        .unwrap()
+        .expect("kept");
     assert_eq!(s.misfire, Misfire::Once);
     assert_eq!((s.misfire_threshold, s.misfire_window), (None, None));
-    let s = store.schedule_get("sch_old_all").await.unwrap().expect("kept");
+    let s = store
+        .schedule_get("sch_old_all")
+        .await
+        .unwrap()
+        .expect("kept");
     assert_eq!(s.misfire, Misfire::All { cap: 3 }, "only skip moves");
     store.close().await;
 }
