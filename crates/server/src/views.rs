@@ -454,7 +454,7 @@ pub fn compact_duration(d: std::time::Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if ms > 0 && ms % size == 0 {
+        if ms > 0 && ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }
