@@ -98,9 +98,17 @@ pub struct AddArgs {
     /// Maximum attempts.
     #[arg(long)]
     pub max_attempts: Option<u32>,
-    /// skip (default), once, all, all:N.
+    /// What a firing later than the misfire threshold does: once (default: it runs late),
+    /// skip, all, all:N.
     #[arg(long)]
     pub misfire: Option<String>,
+    /// A firing later than this follows --misfire ("60s", "5m"; default: the node's
+    /// KAIROS_MISFIRE_THRESHOLD, 60s).
+    #[arg(long)]
+    pub misfire_threshold: Option<String>,
+    /// A firing later than this is not run and is recorded as missed ("7d" default).
+    #[arg(long)]
+    pub misfire_window: Option<String>,
     /// Period key unit: occurrence (default), minute, hour, day, week, month, year.
     #[arg(long)]
     pub period: Option<String>,
@@ -170,6 +178,13 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
         ("timezone", v.timezone.clone()),
         ("state", v.state.clone()),
         ("misfire", v.misfire.clone()),
+        (
+            "misfire_threshold",
+            v.misfire_threshold
+                .clone()
+                .unwrap_or_else(|| "node default".into()),
+        ),
+        ("misfire_window", v.misfire_window.clone()),
         ("period", v.period.clone()),
         (
             "webhook",
@@ -209,6 +224,8 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 payload: parse_payload(a.payload.as_deref())?,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
                 misfire: a.misfire,
+                misfire_threshold: a.misfire_threshold,
+                misfire_window: a.misfire_window,
                 period: a.period,
                 paused: a.paused.then_some(true),
                 digest: None,

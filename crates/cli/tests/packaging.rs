@@ -112,6 +112,8 @@ async fn data_dir_with_missed_firings() -> tempfile::TempDir {
             timezone: "UTC".into(),
             period: PeriodUnit::default(),
             misfire: Misfire::Skip,
+            misfire_threshold: None,
+            misfire_window: None,
             payload: json!({}),
             endpoint_id: None,
             retry: None,

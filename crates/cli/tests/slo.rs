@@ -126,6 +126,8 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             timezone: "UTC".into(),
             period: PeriodUnit::Day,
             misfire: Misfire::Skip,
+            misfire_threshold: None,
+            misfire_window: None,
             payload: serde_json::json!({}),
             endpoint_id: None,
             retry: None,

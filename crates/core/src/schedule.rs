@@ -38,7 +38,10 @@ mod period;
 #[cfg(test)]
 mod tests;
 
-pub use misfire::{FirePlan, MAX_MISFIRE_CAP, Misfire, plan_firings};
+pub use misfire::{
+    DEFAULT_MISFIRE_THRESHOLD, DEFAULT_MISFIRE_WINDOW, FirePlan, GapReason, MAX_MISFIRE_CAP,
+    Misfire, MisfireRule, MissedGap, plan, plan_firings,
+};
 pub use period::{PeriodUnit, period_key};
 
 use crate::error::Error;

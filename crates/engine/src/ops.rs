@@ -31,6 +31,7 @@ pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, Secre
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
+pub use schedules::ScheduleGapPeriods;
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.
 #[derive(Debug, Clone, Deserialize)]
@@ -85,9 +86,18 @@ pub struct NewSchedule {
     /// Retry policy of the jobs.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
-    /// `skip` (default), `once`, `all`, `all:N`.
+    /// What a firing later than `misfire_threshold` does: `once` (default: the most recent
+    /// missed firing runs late), `skip`, `all`, `all:N`.
     #[serde(default)]
     pub misfire: Option<String>,
+    /// A firing later than this follows `misfire` (`"60s"`, `"5m"`; default: the node's,
+    /// `KAIROS_MISFIRE_THRESHOLD`, 60 s). At least 1 s and at most `misfire_window`.
+    #[serde(default)]
+    pub misfire_threshold: Option<String>,
+    /// A firing later than this is not run, whatever `misfire` says; it is recorded as a
+    /// `window` gap (`"7d"` default, at most 366 days).
+    #[serde(default)]
+    pub misfire_window: Option<String>,
     /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
     /// `month`, `year`.
     #[serde(default)]

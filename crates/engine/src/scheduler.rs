@@ -9,8 +9,10 @@ use crate::service::{Next, Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_core::schedule::{period_key, plan_firings};
-use kairos_store::{CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, Store};
+use kairos_core::schedule::{period_key, plan};
+use kairos_store::{
+    CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, ScheduleGapNew, Store,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +26,8 @@ pub struct SchedulerConfig {
     /// How long a claimed schedule is held against other nodes. Default 60 s.
     pub lock: Duration,
     /// A firing later than this is *missed* and follows the misfire policy; within it, it is
-    /// on time. Default 60 s.
+    /// on time. The default of schedules that set no `misfire_threshold` of their own
+    /// (`KAIROS_MISFIRE_THRESHOLD`). Default 60 s.
     pub misfire_threshold: Duration,
     /// Longest idle wait (fallback to wake-ups). Default 1 s.
     pub poll_interval: Duration,
@@ -36,7 +39,7 @@ impl Default for SchedulerConfig {
             node: "node".into(),
             batch: 100,
             lock: Duration::from_secs(60),
-            misfire_threshold: Duration::from_secs(60),
+            misfire_threshold: kairos_core::schedule::DEFAULT_MISFIRE_THRESHOLD,
             poll_interval: Duration::from_secs(1),
         }
     }
@@ -270,14 +273,10 @@ impl Scheduler {
         let Some(next) = s.next_fire_at else {
             return Ok(());
         };
-        let plan = plan_firings(
-            &s.spec,
-            tz,
-            s.misfire,
-            next,
-            now,
-            chrono_dur(self.cfg.misfire_threshold),
-        );
+        let rule = s.misfire_rule(self.cfg.misfire_threshold);
+        let plan = plan(&s.spec, tz, rule, next, now);
+        // An on-time firing recovers the gaps recorded before it (the missed_firings check).
+        let on_time = plan.fires.iter().any(|f| now - *f <= rule.threshold);
         let mut jobs = Vec::new();
         for fire_at in &plan.fires {
             if crate::audience::topic_of(s).is_some() {
@@ -291,10 +290,21 @@ impl Scheduler {
             }
             jobs.extend(jobs_for_firing(s, tz, *fire_at, now));
         }
-        if plan.skipped > 0 {
-            tracing::warn!(schedule_id = %s.id, skipped = plan.skipped, misfire = %s.misfire.to_string_repr(),
-                "missed firings dropped by the misfire policy");
+        for g in &plan.gaps {
+            tracing::warn!(schedule_id = %s.id, reason = g.reason.as_str(), count = g.count,
+                first = %g.first.to_rfc3339(), last = %g.last.to_rfc3339(),
+                misfire = %s.misfire.to_string_repr(), "due firings not run");
         }
+        let gaps = plan
+            .gaps
+            .iter()
+            .map(|g| ScheduleGapNew {
+                reason: g.reason.as_str().to_string(),
+                first_fire_at: g.first,
+                last_fire_at: g.last,
+                count: i64::try_from(g.count).unwrap_or(i64::MAX),
+            })
+            .collect();
         let fired = self
             .store
             .schedule_fire(ScheduleFire {
@@ -303,6 +313,8 @@ impl Scheduler {
                 next_fire_at: plan.next_fire_at,
                 last_fire_at: plan.fires.last().copied(),
                 jobs,
+                gaps,
+                on_time,
                 now,
             })
             .await

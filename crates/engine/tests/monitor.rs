@@ -164,39 +164,83 @@ async fn job_running_past_its_lease_warns_on_its_own_axis() {
     assert_eq!(find(&past, names::STUCK_DUE, None).status, CheckStatus::Ok);
 }
 
-/// an hourly schedule whose scheduler did not run for a day (and whose misfire policy
-/// drops missed firings) reports the firings it missed; before the gap it reported none.
+/// S4-10: an hourly schedule whose scheduler did not run for a day (and whose misfire policy
+/// drops missed firings) warns while it is overdue, then once for the gap the scheduler
+/// recorded when it came back (subject `sch_…@<first missed firing>`, value the count), and
+/// the gap's warning clears at the schedule's next on-time firing.
 #[tokio::test]
-async fn schedule_whose_scheduler_paused_for_a_day_reports_missed_firings() {
+async fn schedule_whose_scheduler_paused_for_a_day_reports_missed_firings_s4_10() {
     let t0 = t("2026-11-29T09:00:30Z");
     let h = Harness::new(t0, &[("tick", TestHandler::ok())]).await;
     let mut req = new_schedule("hourly", "tick");
     req.cron = Some("0 * * * *".into());
     req.misfire = Some("skip".into());
     let s = h.kairos.schedule_create(req).await.expect("schedule");
-    let m = monitor(&h, MonitorConfig::default()); // 24 h window, 5 min grace
+    let m = monitor(&h, MonitorConfig::default()); // 5 min grace
     h.sched(t("2026-11-29T10:00:00Z")).await;
     h.sched(t("2026-11-29T11:00:00Z")).await;
     let fine = m.evaluate(t("2026-11-29T11:10:00Z")).await.unwrap();
     let r = find(&fine, names::MISSED_FIRINGS, Some(&s.id));
-    assert_eq!(
-        (r.status, r.value, r.sample),
-        (CheckStatus::Ok, Some(0.0), Some(2))
-    );
+    assert_eq!((r.status, r.value), (CheckStatus::Ok, Some(0.0)));
 
-    // The scheduler stops for a day; at its next tick the policy skips what it missed.
-    let back = t("2026-11-30T11:00:10Z");
-    let tick = h.sched(back).await;
-    assert_eq!(tick.misfires_skipped, 23, "{tick:?}");
-    let now = t("2026-11-30T11:10:00Z");
-    let report = m.evaluate(now).await.unwrap();
-    let r = find(&report, names::MISSED_FIRINGS, Some(&s.id));
+    // The scheduler stops: while it is out, the schedule is overdue.
+    let out = m.evaluate(t("2026-11-30T10:30:00Z")).await.unwrap();
+    let r = find(&out, names::MISSED_FIRINGS, Some(&s.id));
     assert_eq!(r.status, CheckStatus::Warning, "{r:?}");
-    // Window 2026-11-29T11:10 … 2026-11-30T11:05: 12:00 … 11:00 is 24 firings; only the
-    // last was materialized.
-    assert_eq!(r.sample, Some(24));
+    assert!(r.message.contains("not fired"), "{}", r.message);
+
+    // Back after a day: the policy skips what it missed, recorded as one gap.
+    let tick = h.sched(t("2026-11-30T11:00:10Z")).await;
+    assert_eq!(tick.misfires_skipped, 23, "{tick:?}");
+    let report = m.evaluate(t("2026-11-30T11:10:00Z")).await.unwrap();
+    let gap = format!("{}@2026-11-29T12:00:00Z", s.id);
+    let r = find(&report, names::MISSED_FIRINGS, Some(&gap));
+    assert_eq!(r.status, CheckStatus::Warning, "{r:?}");
     assert_eq!(r.value, Some(23.0));
     assert!(r.message.contains("hourly"), "{}", r.message);
+    assert!(r.message.contains("2026-11-30T10:00:00Z"), "{}", r.message);
+    let r = find(&report, names::MISSED_FIRINGS, Some(&s.id));
+    assert_eq!((r.status, r.value), (CheckStatus::Ok, Some(1.0)));
+
+    // The next on-time firing recovers it.
+    h.sched(t("2026-11-30T12:00:00Z")).await;
+    let later = m.evaluate(t("2026-11-30T12:10:00Z")).await.unwrap();
+    assert!(
+        later
+            .checks
+            .iter()
+            .all(|c| c.subject.as_deref() != Some(gap.as_str())),
+        "{later:?}"
+    );
+}
+
+/// A one-shot missed with `"misfire": "skip"` finishes with no job; its gap still warns (and
+/// raises an alert), though the schedule is no longer active.
+#[tokio::test]
+async fn finished_one_shot_with_a_missed_firing_warns_per_gap() {
+    let h = Harness::new(t("2026-11-29T09:00:00Z"), &[("tick", TestHandler::ok())]).await;
+    let mut req = new_schedule("reminder", "tick");
+    req.at = Some("2026-11-29T09:01:00Z".into());
+    req.misfire = Some("skip".into());
+    let s = h.kairos.schedule_create(req).await.expect("schedule");
+    h.sched(t("2026-11-29T09:04:00Z")).await;
+    let s = h.kairos.schedule_get(&s.id).await.unwrap();
+    assert_eq!(s.state, kairos_store::ScheduleState::Finished);
+    let m = monitor(&h, MonitorConfig::default());
+    let r = m.run_once(t("2026-11-29T09:05:00Z")).await.unwrap();
+    let gap = format!("{}@2026-11-29T09:01:00Z", s.id);
+    let c = find(&r.slo, names::MISSED_FIRINGS, Some(&gap));
+    assert_eq!(
+        (c.status, c.value),
+        (CheckStatus::Warning, Some(1.0)),
+        "{c:?}"
+    );
+    assert!(c.message.contains("reminder"), "{}", c.message);
+    assert!(
+        r.alerts.raised.contains(&format!("missed_firings:{gap}")),
+        "{:?}",
+        r.alerts
+    );
 }
 
 fn alerting_monitor(h: &Harness, rx: &TestReceiver) -> Monitor {

@@ -413,6 +413,109 @@ async fn after_three_days_down(
     (h, s, r)
 }
 
+/// A one-shot `at` schedule due at 09:01 while the scheduler did not run for 3 minutes, with
+/// `misfire` (and optionally `misfire_window`) given; back at 09:04.
+async fn one_shot_missed_for_three_minutes(
+    misfire: Option<&str>,
+    window: Option<&str>,
+) -> (
+    Harness,
+    kairos_store::Schedule,
+    kairos_engine::scheduler::SchedulerReport,
+) {
+    let h = Harness::new(t("2026-06-01T09:00:00Z"), &[("noop", TestHandler::ok())]).await;
+    let mut req = new_schedule("reminder", "noop");
+    req.at = Some("2026-06-01T09:01:00Z".into());
+    req.misfire = misfire.map(str::to_string);
+    req.misfire_window = window.map(str::to_string);
+    let s = h.kairos.schedule_create(req).await.unwrap();
+    let r = h.sched(t("2026-06-01T09:04:00Z")).await;
+    let s = h.kairos.schedule_get(&s.id).await.unwrap();
+    assert_eq!(s.state, ScheduleState::Finished, "it finishes either way");
+    (h, s, r)
+}
+
+/// S0-1: a row due at any past time runs late. A one-shot due while the scheduler did not run
+/// for 3 minutes fires when it runs again (the default policy): its job is created and runs.
+#[tokio::test]
+async fn one_shot_missed_while_down_fires_on_restart_s0_1() {
+    let (h, s, r) = one_shot_missed_for_three_minutes(None, None).await;
+    assert_eq!((r.jobs_created, r.misfires_skipped), (1, 0), "{r:?}");
+    let jobs = h.schedule_jobs(&s.id).await;
+    assert_eq!(jobs[0].fire_at, Some(t("2026-06-01T09:01:00Z")));
+    let run = h.exec(t("2026-06-01T09:04:00Z")).await;
+    assert_eq!(run.succeeded, 1, "{run:?}");
+    assert!(
+        h.kairos
+            .schedule_gap_list(&s.id, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// With an explicit `"misfire": "skip"` the missed one-shot creates no job and is recorded
+/// as a `skip` gap; the schedule finishes.
+#[tokio::test]
+async fn one_shot_missed_with_explicit_skip_is_recorded_as_a_gap() {
+    let (h, s, r) = one_shot_missed_for_three_minutes(Some("skip"), None).await;
+    assert_eq!((r.jobs_created, r.misfires_skipped), (0, 1), "{r:?}");
+    assert!(h.schedule_jobs(&s.id).await.is_empty());
+    let gaps = h.kairos.schedule_gap_list(&s.id, 10).await.unwrap();
+    assert_eq!(gaps.len(), 1);
+    let g = &gaps[0];
+    assert_eq!(
+        (
+            g.gap.reason.as_str(),
+            g.gap.first_fire_at,
+            g.gap.last_fire_at,
+            g.gap.count
+        ),
+        (
+            "skip",
+            t("2026-06-01T09:01:00Z"),
+            t("2026-06-01T09:01:00Z"),
+            1
+        )
+    );
+    assert_eq!(g.gap.recovered_at, None);
+}
+
+/// A one-shot missed for longer than its `misfire_window` is not run: a `window` gap, no job.
+#[tokio::test]
+async fn one_shot_older_than_its_window_is_a_window_gap_and_no_job() {
+    let (h, s, r) = one_shot_missed_for_three_minutes(Some("once"), Some("2m")).await;
+    assert_eq!((r.jobs_created, r.misfires_skipped), (0, 1), "{r:?}");
+    assert!(h.schedule_jobs(&s.id).await.is_empty());
+    let gaps = h.kairos.schedule_gap_list(&s.id, 10).await.unwrap();
+    assert_eq!(
+        gaps.iter()
+            .map(|g| g.gap.reason.as_str())
+            .collect::<Vec<_>>(),
+        ["window"]
+    );
+}
+
+/// A schedule's own `misfire_threshold` makes a firing 3 minutes late on time even with
+/// `skip`, and recurring schedules default to `once`.
+#[tokio::test]
+async fn misfire_threshold_per_schedule_and_once_by_default_for_recurring() {
+    let h = Harness::new(t("2026-06-01T08:00:00Z"), &[("noop", TestHandler::ok())]).await;
+    let mut req = new_schedule("patient", "noop");
+    req.cron = Some("0 9 * * *".into());
+    req.misfire = Some("skip".into());
+    req.misfire_threshold = Some("5m".into());
+    let patient = h.kairos.schedule_create(req).await.unwrap();
+    let mut req = new_schedule("daily", "noop");
+    req.cron = Some("0 9 * * *".into());
+    let daily = h.kairos.schedule_create(req).await.unwrap();
+    assert_eq!(daily.misfire, kairos_core::schedule::Misfire::Once);
+    let r = h.sched(t("2026-06-01T09:03:00Z")).await;
+    assert_eq!((r.jobs_created, r.misfires_skipped), (2, 0), "{r:?}");
+    assert_eq!(h.schedule_jobs(&patient.id).await.len(), 1);
+    assert_eq!(h.schedule_jobs(&daily.id).await.len(), 1);
+}
+
 /// S4-10 / misfire `skip`: after 3 days of downtime no catch-up job is created; the next
 /// firing is the next regular one.
 #[tokio::test]

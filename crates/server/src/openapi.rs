@@ -49,6 +49,7 @@ use utoipa::{Modify, OpenApi};
         recipients::BulkView, topics::TopicView, topics::VariantView, topics::TopicList,
         subscriptions::SubscriptionView, subscriptions::SubscriptionList,
         occurrences::OccurrenceView, occurrences::ChannelView, occurrences::OccurrenceList,
+        occurrences::MissedView,
         kairos_engine::ops::NewSuppression, kairos_engine::ops::InboundReceipt,
         suppressions::SuppressionView, suppressions::SuppressionPage, suppressions::SuppressionAdded,
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,

@@ -108,8 +108,13 @@ pub struct ScheduleView {
     pub timezone: String,
     /// Period key granularity.
     pub period: String,
-    /// Misfire policy.
+    /// Misfire policy: what a firing later than `misfire_threshold` does.
     pub misfire: String,
+    /// The schedule's misfire threshold (`"5m"`); null: the node's default
+    /// (`KAIROS_MISFIRE_THRESHOLD`, 60 s).
+    pub misfire_threshold: Option<String>,
+    /// The misfire window (`"7d"` by default): a firing later than this is not run.
+    pub misfire_window: String,
     /// `active`, `paused`, `finished`.
     pub state: String,
     /// Whether it is paused.
@@ -185,6 +190,11 @@ impl ScheduleView {
             timezone: s.timezone.clone(),
             period: s.period.as_str().to_string(),
             misfire: s.misfire.to_string_repr(),
+            misfire_threshold: s.misfire_threshold.map(compact_duration),
+            misfire_window: compact_duration(
+                s.misfire_window
+                    .unwrap_or(kairos_core::schedule::DEFAULT_MISFIRE_WINDOW),
+            ),
             state: s.state.as_str().to_string(),
             paused: s.state == kairos_store::ScheduleState::Paused,
             payload: s.payload.clone(),
@@ -433,4 +443,20 @@ pub struct ReplayView {
 pub struct Status {
     /// `ok`, or `unavailable`.
     pub status: String,
+}
+
+/// A duration in its largest whole unit (`7d`, `90m`, `1500ms`), as the API reads it back.
+pub fn compact_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    for (unit, size) in [
+        ("d", 86_400_000u128),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms > 0 && ms.is_multiple_of(size) {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
 }

@@ -55,6 +55,8 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
         timezone: "UTC".into(),
         period: PeriodUnit::Day,
         misfire: Misfire::Skip,
+        misfire_threshold: None,
+        misfire_window: None,
         payload: serde_json::json!({"report": "daily"}),
         endpoint_id: None,
         retry: None,

@@ -27,6 +27,7 @@ pub mod jobs;
 pub mod raw;
 pub mod retention;
 pub mod retention_tables;
+pub mod schedule_gaps;
 pub mod schedules;
 pub mod sealing;
 pub mod search;
@@ -113,6 +114,9 @@ macro_rules! store_conformance {
             schedule_fire_dedupe_key_prevents_duplicate_jobs,
             schedule_fire_finishes_one_shot,
             schedule_next_fire_at_ignores_paused,
+            schedule_fire_records_a_finished_one_shots_gap,
+            schedule_gap_recovers_at_the_next_on_time_firing_and_goes_with_its_schedule,
+            schedule_misfire_threshold_and_window_roundtrip,
             endpoint_upsert_reuses_and_disable_records,
             endpoint_list_enable_and_last_failure,
         );

@@ -75,6 +75,8 @@ pub async fn pruned_dedupe_key_is_never_created_again(s: S) {
         next_fire_at: sch.next_fire_at,
         last_fire_at: sch.next_fire_at,
         jobs: vec![keyed("daily:2026-11-29", Some(&sch.id))],
+        gaps: Vec::new(),
+        on_time: false,
         now: t0(),
     };
     let first = s.schedule_fire(fire(&sch)).await.unwrap();

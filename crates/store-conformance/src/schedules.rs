@@ -6,6 +6,8 @@ use kairos_core::JobState;
 use kairos_store::*;
 use std::sync::Arc;
 
+pub use crate::schedule_gaps::*;
+
 type S = Arc<dyn Store>;
 
 fn fire(
@@ -28,6 +30,8 @@ fn fire(
                 j
             })
             .collect(),
+        gaps: Vec::new(),
+        on_time: false,
         now: t0(),
     }
 }

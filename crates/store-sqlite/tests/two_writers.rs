@@ -39,6 +39,8 @@ async fn both_writers_under_load_never_fail() {
                 next_fire_at: Some(now + Duration::days(1)),
                 last_fire_at: Some(now),
                 jobs: vec![job(now + Duration::days(2))],
+                gaps: Vec::new(),
+                on_time: false,
                 now,
             })
             .await

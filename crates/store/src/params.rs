@@ -75,6 +75,10 @@ pub struct ScheduleCreate {
     pub period: PeriodUnit,
     /// Misfire policy.
     pub misfire: Misfire,
+    /// Misfire threshold (None: the node's default).
+    pub misfire_threshold: Option<std::time::Duration>,
+    /// Misfire window (None: the default, 7 days).
+    pub misfire_window: Option<std::time::Duration>,
     /// Job payload.
     pub payload: serde_json::Value,
     /// Webhook endpoint.
@@ -157,8 +161,37 @@ pub struct ScheduleFire {
     pub last_fire_at: Option<DateTime<Utc>>,
     /// Jobs to create (their dedupe keys make this idempotent).
     pub jobs: Vec<JobInsert>,
+    /// Due firings that did not run, to record (one per gap and reason).
+    pub gaps: Vec<ScheduleGapNew>,
+    /// An on-time firing is materialized: the schedule's gaps recorded before this firing
+    /// recover (`recovered_at = now`). The gaps of this firing stay open.
+    pub on_time: bool,
     /// Now.
     pub now: DateTime<Utc>,
+}
+
+/// A gap to record with [`ScheduleFire`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleGapNew {
+    /// `skip`, `window`, …
+    pub reason: String,
+    /// The first missed nominal firing.
+    pub first_fire_at: DateTime<Utc>,
+    /// The last missed nominal firing.
+    pub last_fire_at: DateTime<Utc>,
+    /// How many.
+    pub count: i64,
+}
+
+/// `schedule_gap_list`.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleGapList {
+    /// Only this schedule's gaps.
+    pub schedule_id: Option<String>,
+    /// Only gaps not recovered yet.
+    pub open: bool,
+    /// At most this many (default 100), newest first.
+    pub limit: Option<i64>,
 }
 
 /// `job_insert` and `job_insert_many`.

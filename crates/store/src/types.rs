@@ -141,6 +141,10 @@ pub struct Schedule {
     pub period: PeriodUnit,
     /// What to do with firings missed while down.
     pub misfire: Misfire,
+    /// A firing later than this follows `misfire` (None: the node's default threshold).
+    pub misfire_threshold: Option<std::time::Duration>,
+    /// A firing later than this is not run (None: the default, 7 days).
+    pub misfire_window: Option<std::time::Duration>,
     /// The payload each job gets.
     pub payload: serde_json::Value,
     /// The webhook endpoint, for `webhook` schedules.
@@ -198,6 +202,23 @@ impl ScheduleChannel {
 }
 
 impl Schedule {
+    /// The schedule's misfire rule, with `default_threshold` (the node's) when the schedule
+    /// sets none.
+    pub fn misfire_rule(
+        &self,
+        default_threshold: std::time::Duration,
+    ) -> kairos_core::schedule::MisfireRule {
+        let d =
+            |d: std::time::Duration| chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        kairos_core::schedule::MisfireRule {
+            policy: self.misfire,
+            threshold: d(self.misfire_threshold.unwrap_or(default_threshold)),
+            window: d(self
+                .misfire_window
+                .unwrap_or(kairos_core::schedule::DEFAULT_MISFIRE_WINDOW)),
+        }
+    }
+
     /// The channels of each firing: the explicit ones, or the single channel of a schedule
     /// made with one kind (named after its kind, with the schedule's endpoint and policy).
     pub fn channel_list(&self) -> Vec<ScheduleChannel> {
@@ -239,6 +260,26 @@ pub struct Attempt {
     pub provider_id: Option<String>,
     /// The node that ran it.
     pub node: Option<String>,
+}
+
+/// A record of due firings of a schedule that did not run: one per gap and reason.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleGap {
+    /// The schedule.
+    pub schedule_id: String,
+    /// Why they did not run: `skip` (the misfire policy dropped them), `window` (later than
+    /// the schedule's misfire window); a value this version does not know is kept as is.
+    pub reason: String,
+    /// The first missed nominal firing.
+    pub first_fire_at: DateTime<Utc>,
+    /// The last missed nominal firing.
+    pub last_fire_at: DateTime<Utc>,
+    /// How many firings the gap holds.
+    pub count: i64,
+    /// When the scheduler recorded it.
+    pub recorded_at: DateTime<Utc>,
+    /// When the schedule next fired on time after it (None: not yet).
+    pub recovered_at: Option<DateTime<Utc>>,
 }
 
 /// What `schedule_fire` did.

@@ -18,14 +18,23 @@ const COUNT_BOUND: usize = 10_000;
 /// spans more than this many firings, e.g. a 3-hour threshold on an every-second schedule).
 const MAX_ON_TIME: usize = 10_000;
 
+/// The misfire threshold when neither the schedule nor the node sets one (60 s).
+pub const DEFAULT_MISFIRE_THRESHOLD: std::time::Duration = std::time::Duration::from_secs(60);
+/// The misfire window when the schedule sets none (7 days): a firing later than this is not
+/// run whatever the policy.
+pub const DEFAULT_MISFIRE_WINDOW: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// What to do with firings missed while kairos was down (or behind).
+///
+/// The default is [`Misfire::Once`]: a firing due while no node ran still runs, late, once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "snake_case")]
 pub enum Misfire {
     /// Drop missed firings; only on-time ones fire.
-    #[default]
     Skip,
     /// Fire the most recent missed firing (once), drop the older ones.
+    #[default]
     Once,
     /// Fire the most recent `cap` missed firings, oldest first; drop the older ones.
     All {
@@ -87,13 +96,58 @@ impl Misfire {
     }
 }
 
+/// The misfire settings of one schedule: its policy, its threshold and its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MisfireRule {
+    /// What to do with firings later than `threshold`.
+    pub policy: Misfire,
+    /// A firing at most this late is on time and always fires.
+    pub threshold: Duration,
+    /// A firing later than this never fires (it is a [`GapReason::Window`] gap).
+    pub window: Duration,
+}
+
+/// Why the firings of a [`MissedGap`] did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GapReason {
+    /// The misfire policy dropped them (`skip`, or the older ones of `once` / `all:N`).
+    Skip,
+    /// They were later than the schedule's misfire window.
+    Window,
+}
+
+impl GapReason {
+    /// The stored and shown name: `skip`, `window`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GapReason::Skip => "skip",
+            GapReason::Window => "window",
+        }
+    }
+}
+
+/// A run of consecutive due firings that were not materialized, for one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissedGap {
+    /// Why they did not run.
+    pub reason: GapReason,
+    /// The first missed nominal firing.
+    pub first: DateTime<Utc>,
+    /// The last missed nominal firing.
+    pub last: DateTime<Utc>,
+    /// How many (extrapolated past the planner's counting bound, see [`plan_firings`]).
+    pub count: u64,
+}
+
 /// The result of planning one due schedule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FirePlan {
     /// Nominal firing instants to materialize now, oldest first.
     pub fires: Vec<DateTime<Utc>>,
-    /// How many due firings were dropped by the misfire policy.
+    /// How many due firings were not materialized (the sum of the gaps' counts).
     pub skipped: u64,
+    /// The due firings not materialized, one record per reason, oldest first.
+    pub gaps: Vec<MissedGap>,
     /// The schedule's next firing strictly after `now` (None: it is finished, e.g. a fired
     /// one-shot).
     pub next_fire_at: Option<DateTime<Utc>>,
@@ -126,7 +180,7 @@ pub struct FirePlan {
 /// - on-time firings are capped at 10,000 (the most recent ones are kept, the older ones are
 ///   treated as missed); only a threshold spanning more than 10,000 firings reaches this.
 ///
-/// A negative `threshold` counts as zero.
+/// A negative `threshold` counts as zero. No window applies (see [`plan`]).
 pub fn plan_firings(
     spec: &ScheduleSpec,
     tz: Tz,
@@ -135,19 +189,36 @@ pub fn plan_firings(
     now: DateTime<Utc>,
     threshold: Duration,
 ) -> FirePlan {
+    let rule = MisfireRule {
+        policy: misfire,
+        threshold,
+        window: Duration::MAX,
+    };
+    plan(spec, tz, rule, next_fire_at, now)
+}
+
+/// [`plan_firings`] with a misfire window: a due firing later than `rule.window` never fires
+/// and is recorded as a [`GapReason::Window`] gap; the policy applies to the missed firings
+/// within the window, and the ones it drops are a [`GapReason::Skip`] gap. A window shorter
+/// than the threshold counts as the threshold (an on-time firing always fires).
+pub fn plan(
+    spec: &ScheduleSpec,
+    tz: Tz,
+    rule: MisfireRule,
+    next_fire_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> FirePlan {
+    let nothing = |next_fire_at| FirePlan {
+        fires: Vec::new(),
+        skipped: 0,
+        gaps: Vec::new(),
+        next_fire_at,
+    };
     if next_fire_at > now {
-        return FirePlan {
-            fires: Vec::new(),
-            skipped: 0,
-            next_fire_at: Some(next_fire_at),
-        };
+        return nothing(Some(next_fire_at));
     }
     let Ok(clock) = spec.compile() else {
-        return FirePlan {
-            fires: Vec::new(),
-            skipped: 0,
-            next_fire_at: None,
-        };
+        return nothing(None);
     };
     let next = clock.next_after(tz, now);
     // Start from the first real firing at or after the stored one (the stored value normally
@@ -156,32 +227,73 @@ pub fn plan_firings(
         .next_at_or_after(tz, next_fire_at)
         .filter(|f| *f <= now)
     else {
-        return FirePlan {
-            fires: Vec::new(),
-            skipped: 0,
-            next_fire_at: next,
-        };
+        return nothing(next);
     };
-    let threshold = threshold.max(Duration::zero());
-    let cutoff = now
-        .checked_sub_signed(threshold)
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let before = |d: Duration| {
+        now.checked_sub_signed(d.max(Duration::zero()))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    };
+    let cutoff = before(rule.threshold);
+    let window_cutoff = before(rule.window).min(cutoff);
 
     // On-time firings: [max(first, cutoff), now].
     let on_time = on_time_firings(&clock, tz, first, cutoff, now);
     // Everything due before the oldest on-time firing is missed. With no on-time firing, that
     // is everything due before the cutoff (and nothing lies in [cutoff, now]).
     let missed_until = on_time.first().copied().unwrap_or(cutoff);
-    let (kept, missed_count) = missed_firings(&clock, tz, first, missed_until, misfire.keep());
+    let mut gaps = Vec::new();
 
-    let skipped = missed_count.saturating_sub(kept.len() as u64);
+    // Missed firings older than the window: never run, whatever the policy.
+    let window_end = window_cutoff.min(missed_until);
+    let (_, too_old) = missed_firings(&clock, tz, first, window_end, 0);
+    let mut start = Some(first);
+    if too_old > 0 {
+        gaps.push(MissedGap {
+            reason: GapReason::Window,
+            first,
+            last: last_before(&clock, tz, first, window_end),
+            count: too_old,
+        });
+        start = clock.next_at_or_after(tz, window_end);
+    }
+
+    // Missed firings within the window follow the policy.
+    let (kept, dropped) = match start.filter(|s| *s < missed_until) {
+        Some(s) => {
+            let (kept, count) = missed_firings(&clock, tz, s, missed_until, rule.policy.keep());
+            let dropped = count.saturating_sub(kept.len() as u64);
+            if dropped > 0 {
+                // The dropped ones are the oldest: they end just before the first kept one.
+                let end = kept.first().copied().unwrap_or(missed_until);
+                gaps.push(MissedGap {
+                    reason: GapReason::Skip,
+                    first: s,
+                    last: last_before(&clock, tz, s, end),
+                    count: dropped,
+                });
+            }
+            (kept, dropped)
+        }
+        None => (Vec::new(), 0),
+    };
+
     let mut fires = kept;
     fires.extend(on_time);
     FirePlan {
         fires,
-        skipped,
+        skipped: too_old + dropped,
+        gaps,
         next_fire_at: next,
     }
+}
+
+/// The last firing before `end`, not before `first` (`first` itself when there is none, which
+/// callers rule out by counting at least one firing in `[first, end)`).
+fn last_before(clock: &Clock, tz: Tz, first: DateTime<Utc>, end: DateTime<Utc>) -> DateTime<Utc> {
+    clock
+        .prev_before(tz, end)
+        .filter(|x| *x >= first)
+        .unwrap_or(first)
 }
 
 /// The on-time firings `[max(first, cutoff), now]`, oldest first, at most [`MAX_ON_TIME`] (the

@@ -512,7 +512,7 @@ fn misfire_parse_and_repr() {
         let json = serde_json::to_string(&m).unwrap();
         assert_eq!(serde_json::from_str::<Misfire>(&json).unwrap(), m);
     }
-    assert_eq!(Misfire::default(), Misfire::Skip);
+    assert_eq!(Misfire::default(), Misfire::Once);
     assert_eq!(
         serde_json::to_string(&Misfire::All { cap: 3 }).unwrap(),
         r#"{"policy":"all","cap":3}"#
@@ -523,6 +523,12 @@ fn misfire_parse_and_repr() {
 fn berlin_daily() -> (ScheduleSpec, Tz, impl Fn(i64) -> DateTime<Utc>) {
     let day = |n: i64| t("2026-11-26T09:00:00+01:00") + Duration::days(n);
     (cron("0 9 * * *"), tz("Europe/Berlin"), day)
+}
+
+/// The plan with its gaps left out: the tests that pin which firings fire (the gaps have
+/// tests of their own below).
+fn without_gaps(p: FirePlan) -> FirePlan {
+    FirePlan { gaps: vec![], ..p }
 }
 
 fn plan_berlin(misfire: Misfire, now: DateTime<Utc>) -> FirePlan {
@@ -536,20 +542,22 @@ fn misfire_skip_after_three_days_down() {
     // Just after day 3's firing: it is on time, days 0-2 are missed and skipped.
     let p = plan_berlin(Misfire::Skip, day(3) + Duration::milliseconds(500));
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(3)],
             skipped: 3,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
     // At noon, nothing is on time: all four are skipped.
     let p = plan_berlin(Misfire::Skip, day(3) + Duration::hours(3));
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![],
             skipped: 4,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
@@ -560,20 +568,22 @@ fn misfire_once_after_three_days_down() {
     let (_, _, day) = berlin_daily();
     let p = plan_berlin(Misfire::Once, day(3) + Duration::hours(3));
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(3)],
             skipped: 3,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
     // With day 3 on time, the most recent *missed* one (day 2) fires too.
     let p = plan_berlin(Misfire::Once, day(3) + Duration::milliseconds(500));
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(2), day(3)],
             skipped: 2,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
@@ -585,19 +595,21 @@ fn misfire_all_after_three_days_down() {
     let noon = day(3) + Duration::hours(3);
     let p = plan_berlin(Misfire::All { cap: 2 }, noon);
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(2), day(3)],
             skipped: 2,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
     let p = plan_berlin(Misfire::All { cap: 10 }, noon);
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(0), day(1), day(2), day(3)],
             skipped: 0,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
@@ -606,13 +618,141 @@ fn misfire_all_after_three_days_down() {
         day(3) + Duration::milliseconds(500),
     );
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![day(1), day(2), day(3)],
             skipped: 1,
+            gaps: vec![],
             next_fire_at: Some(day(4))
         }
     );
+}
+
+/// S0-1: a row due at any past time runs late. With no policy given, a daily schedule down
+/// for three days fires its most recent missed firing once, and records the older ones.
+#[test]
+fn default_misfire_is_once_so_a_recurring_schedule_runs_late_s0_1() {
+    let (_, _, day) = berlin_daily();
+    let p = plan_berlin(Misfire::default(), day(3) + Duration::hours(3));
+    assert_eq!(p.fires, vec![day(3)]);
+    assert_eq!(
+        p.gaps,
+        vec![MissedGap {
+            reason: GapReason::Skip,
+            first: day(0),
+            last: day(2),
+            count: 3
+        }]
+    );
+}
+
+fn berlin_rule(policy: Misfire, window: Duration) -> MisfireRule {
+    MisfireRule {
+        policy,
+        threshold: Duration::seconds(60),
+        window,
+    }
+}
+
+/// A firing later than the schedule's window never runs, whatever the policy, and is a
+/// `window` gap; the policy applies only to the missed firings inside the window.
+#[test]
+fn firing_older_than_the_window_is_not_run_and_is_a_window_gap() {
+    let (spec, zone, day) = berlin_daily();
+    let now = day(3) + Duration::hours(3);
+    // A 36 h window: days 0 and 1 are too old, day 2 and 3 are missed inside it.
+    let rule = berlin_rule(Misfire::All { cap: 10 }, Duration::hours(36));
+    let p = plan(&spec, zone, rule, day(0), now);
+    assert_eq!(p.fires, vec![day(2), day(3)]);
+    assert_eq!(p.skipped, 2);
+    assert_eq!(
+        p.gaps,
+        vec![MissedGap {
+            reason: GapReason::Window,
+            first: day(0),
+            last: day(1),
+            count: 2
+        }]
+    );
+    // `once` inside the same window: day 3 fires, day 2 is dropped by the policy.
+    let p = plan(
+        &spec,
+        zone,
+        berlin_rule(Misfire::Once, Duration::hours(36)),
+        day(0),
+        now,
+    );
+    assert_eq!(p.fires, vec![day(3)]);
+    assert_eq!(p.skipped, 3);
+    assert_eq!(
+        p.gaps
+            .iter()
+            .map(|g| (g.reason, g.first, g.last, g.count))
+            .collect::<Vec<_>>(),
+        vec![
+            (GapReason::Window, day(0), day(1), 2),
+            (GapReason::Skip, day(2), day(2), 1)
+        ]
+    );
+    // A window shorter than the downtime: nothing runs.
+    let p = plan(
+        &spec,
+        zone,
+        berlin_rule(Misfire::Once, Duration::hours(1)),
+        day(0),
+        now,
+    );
+    assert_eq!((p.fires.len(), p.skipped), (0, 4));
+    assert_eq!(p.gaps.len(), 1);
+    assert_eq!(
+        (p.gaps[0].reason, p.gaps[0].last),
+        (GapReason::Window, day(3))
+    );
+    assert_eq!(p.next_fire_at, Some(day(4)));
+}
+
+/// The threshold is per schedule: a 4 h threshold makes a firing 3 h late on time.
+#[test]
+fn threshold_is_per_schedule() {
+    let (spec, zone, day) = berlin_daily();
+    let now = day(0) + Duration::hours(3);
+    let mut rule = berlin_rule(Misfire::Skip, Duration::days(7));
+    let p = plan(&spec, zone, rule, day(0), now);
+    assert_eq!((p.fires.len(), p.gaps.len()), (0, 1));
+    rule.threshold = Duration::hours(4);
+    let p = plan(&spec, zone, rule, day(0), now);
+    assert_eq!((p.fires, p.gaps), (vec![day(0)], vec![]));
+}
+
+/// A one-shot missed while no node ran fires late by default; with `skip` it is a `skip`
+/// gap; older than its window it is a `window` gap. It finishes either way.
+#[test]
+fn missed_one_shot_fires_late_unless_skip_or_older_than_its_window_s0_1() {
+    let at = t("2026-07-01T12:00:00Z");
+    let spec = ScheduleSpec::At { at };
+    let utc = chrono_tz::UTC;
+    let now = at + Duration::minutes(3);
+    let rule = |policy| MisfireRule {
+        policy,
+        threshold: Duration::seconds(60),
+        window: Duration::days(7),
+    };
+    let p = plan(&spec, utc, rule(Misfire::default()), at, now);
+    assert_eq!((p.fires, p.gaps, p.next_fire_at), (vec![at], vec![], None));
+    let p = plan(&spec, utc, rule(Misfire::Skip), at, now);
+    let gap = MissedGap {
+        reason: GapReason::Skip,
+        first: at,
+        last: at,
+        count: 1,
+    };
+    assert_eq!((p.fires, p.gaps, p.next_fire_at), (vec![], vec![gap], None));
+    let p = plan(&spec, utc, rule(Misfire::Once), at, at + Duration::days(8));
+    let gap = MissedGap {
+        reason: GapReason::Window,
+        ..gap
+    };
+    assert_eq!((p.fires, p.gaps, p.next_fire_at), (vec![], vec![gap], None));
 }
 
 #[test]
@@ -637,10 +777,11 @@ fn misfire_not_due_returns_unchanged() {
         Duration::seconds(60),
     );
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![],
             skipped: 0,
+            gaps: vec![],
             next_fire_at: Some(day(1))
         }
     );
@@ -660,10 +801,11 @@ fn misfire_one_shot_finishes() {
         Duration::seconds(60),
     );
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![at],
             skipped: 0,
+            gaps: vec![],
             next_fire_at: None
         }
     );
@@ -676,10 +818,11 @@ fn misfire_one_shot_finishes() {
         Duration::seconds(60),
     );
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![],
             skipped: 1,
+            gaps: vec![],
             next_fire_at: None
         }
     );
@@ -692,10 +835,11 @@ fn misfire_one_shot_finishes() {
         Duration::seconds(60),
     );
     assert_eq!(
-        p,
+        without_gaps(p),
         FirePlan {
             fires: vec![at],
             skipped: 0,
+            gaps: vec![],
             next_fire_at: None
         }
     );

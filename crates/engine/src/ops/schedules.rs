@@ -8,8 +8,57 @@ use crate::kinds::{KindRequest, Kinds, RequestScope};
 use chrono::{DateTime, SubsecRound, Utc};
 use kairos_core::JobKind;
 use kairos_core::id::{IdPrefix, new_id};
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec, parse_timezone};
+use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec, parse_timezone, period_key};
 use kairos_store::*;
+
+/// The longest misfire window (a year and a day: Temporal's default catch-up window is a year).
+const MAX_MISFIRE_WINDOW: std::time::Duration = std::time::Duration::from_secs(366 * 24 * 3600);
+
+/// A schedule's `misfire_threshold` and `misfire_window`, checked: the threshold at least 1 s,
+/// the window at most 366 days, and the threshold not longer than the window (the default
+/// window when none is given). The error names the field.
+pub(crate) fn misfire_durations(
+    threshold: Option<&str>,
+    window: Option<&str>,
+) -> Result<(Option<std::time::Duration>, Option<std::time::Duration>), OpsError> {
+    use kairos_core::retry::{format_duration, parse_duration};
+    let threshold = threshold
+        .map(|t| parse_duration("misfire_threshold", t))
+        .transpose()?;
+    let window = window
+        .map(|w| parse_duration("misfire_window", w))
+        .transpose()?;
+    if let Some(t) = threshold
+        && t < std::time::Duration::from_secs(1)
+    {
+        return Err(OpsError::invalid(
+            "misfire_threshold",
+            "must be at least 1s",
+        ));
+    }
+    if let Some(w) = window
+        && (w < std::time::Duration::from_secs(1) || w > MAX_MISFIRE_WINDOW)
+    {
+        return Err(OpsError::invalid(
+            "misfire_window",
+            "must be between 1s and 366 days",
+        ));
+    }
+    let effective = window.unwrap_or(kairos_core::schedule::DEFAULT_MISFIRE_WINDOW);
+    if let Some(t) = threshold
+        && t > effective
+    {
+        return Err(OpsError::invalid(
+            "misfire_threshold",
+            format!(
+                "{} is longer than the misfire window ({}): a late firing must be missed before it is too old to run",
+                format_duration(t),
+                format_duration(effective)
+            ),
+        ));
+    }
+    Ok((threshold, window))
+}
 
 impl Kairos {
     async fn schedule_def(
@@ -62,7 +111,14 @@ impl Kairos {
             }
         };
         spec.validate()?;
-        let misfire = Misfire::parse(req.misfire.as_deref().unwrap_or("skip"))?;
+        let misfire = match req.misfire.as_deref() {
+            Some(m) => Misfire::parse(m)?,
+            None => Misfire::default(),
+        };
+        let (misfire_threshold, misfire_window) = misfire_durations(
+            req.misfire_threshold.as_deref(),
+            req.misfire_window.as_deref(),
+        )?;
         let period = PeriodUnit::parse(req.period.as_deref().unwrap_or("occurrence"))?;
         if let Some(chs) = &req.channels {
             let base = ScheduleCreate {
@@ -73,6 +129,8 @@ impl Kairos {
                 timezone: tz_name,
                 period,
                 misfire,
+                misfire_threshold,
+                misfire_window,
                 payload: serde_json::json!({}),
                 endpoint_id: None,
                 retry: None,
@@ -126,6 +184,8 @@ impl Kairos {
             timezone: tz_name,
             period,
             misfire,
+            misfire_threshold,
+            misfire_window,
             payload,
             endpoint_id,
             retry,
@@ -302,4 +362,42 @@ impl Kairos {
             period_key,
         })
     }
+
+    /// A schedule's recorded gaps (due firings that did not run), newest first, at most
+    /// `limit`, each with its first and last period key in the schedule's zone.
+    pub async fn schedule_gap_list(
+        &self,
+        id: &str,
+        limit: i64,
+    ) -> Result<Vec<ScheduleGapPeriods>, OpsError> {
+        let s = self.schedule_get(id).await?;
+        let tz = tz_of(&s)?;
+        let gaps = self
+            .store
+            .schedule_gap_list(ScheduleGapList {
+                schedule_id: Some(s.id.clone()),
+                open: false,
+                limit: Some(limit),
+            })
+            .await?;
+        Ok(gaps
+            .into_iter()
+            .map(|gap| ScheduleGapPeriods {
+                first_period: period_key(s.period, tz, gap.first_fire_at),
+                last_period: period_key(s.period, tz, gap.last_fire_at),
+                gap,
+            })
+            .collect())
+    }
+}
+
+/// A recorded gap with its first and last period keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduleGapPeriods {
+    /// The record.
+    pub gap: ScheduleGap,
+    /// The period key of its first missed firing.
+    pub first_period: String,
+    /// The period key of its last missed firing.
+    pub last_period: String,
 }

@@ -360,6 +360,8 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         payload: None,
         retry: None,
         misfire: None,
+        misfire_threshold: None,
+        misfire_window: None,
         period: None,
         paused: None,
         digest: None,
@@ -559,6 +561,12 @@ impl ScheduleStore for CountingStore {
         p: kairos_store::CatchUpFire,
     ) -> kairos_store::Result<ScheduleFired> {
         self.inner.catch_up_fire(p).await
+    }
+    async fn schedule_gap_list(
+        &self,
+        p: kairos_store::ScheduleGapList,
+    ) -> kairos_store::Result<Vec<kairos_store::ScheduleGap>> {
+        self.inner.schedule_gap_list(p).await
     }
 }
 

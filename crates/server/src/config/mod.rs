@@ -56,6 +56,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "retention_artifacts",
     "retention_events",
     "retention_dedupe",
+    "misfire_threshold",
     "gemini_api_key",
     "gemini_api_url",
     "gemini_model",
@@ -203,6 +204,11 @@ pub struct Config {
     /// old period, or retrying with an old idempotency key, creates nothing.
     #[serde(deserialize_with = "flex_duration")]
     pub retention_dedupe: String,
+    /// A schedule's firing later than this follows its misfire policy, for schedules that
+    /// set no `misfire_threshold` of their own (`KAIROS_MISFIRE_THRESHOLD`, default `60s`; a
+    /// bare number is seconds).
+    #[serde(deserialize_with = "flex_duration")]
+    pub misfire_threshold: String,
     /// The Gemini API key of the `gemini` digest summarizer (`KAIROS_GEMINI_API_KEY`). A
     /// secret: never in payloads or logs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -377,6 +383,7 @@ impl Default for Config {
             retention_artifacts: "365d".into(),
             retention_events: "30d".into(),
             retention_dedupe: "400d".into(),
+            misfire_threshold: "60s".into(),
             gemini_api_key: None,
             gemini_api_url: None,
             gemini_model: None,
@@ -455,6 +462,11 @@ impl Config {
             parse_retention("retention_succeeded", &self.retention_succeeded)?,
             parse_retention("retention_dead", &self.retention_dead)?,
         ))
+    }
+
+    /// The scheduler's default misfire threshold (more than 0, at most 366 days).
+    pub fn misfire_threshold(&self) -> Result<std::time::Duration, ConfigError> {
+        parse_window("misfire_threshold", &self.misfire_threshold)
     }
 
     /// The pruner's age of pruned jobs' dedupe keys; `None` keeps them.

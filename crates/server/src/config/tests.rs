@@ -391,6 +391,38 @@ fn retention_dedupe_comes_from_the_environment() {
     });
 }
 
+/// `KAIROS_MISFIRE_THRESHOLD` sets the scheduler's default misfire threshold (60 s unset; a
+/// duration or seconds); a bad value is named.
+#[test]
+fn misfire_threshold_comes_from_the_environment_and_reaches_the_scheduler() {
+    Jail::expect_with(|jail| {
+        let ec = crate::node::engine_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(
+            ec.scheduler.misfire_threshold,
+            std::time::Duration::from_secs(60)
+        );
+        jail.set_env("KAIROS_MISFIRE_THRESHOLD", "5m");
+        let ec = crate::node::engine_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(
+            ec.scheduler.misfire_threshold,
+            std::time::Duration::from_secs(300)
+        );
+        jail.set_env("KAIROS_MISFIRE_THRESHOLD", "90");
+        let c = load().map_err(|e| e.to_string())?;
+        assert_eq!(
+            c.misfire_threshold().map_err(|e| e.to_string())?,
+            std::time::Duration::from_secs(90)
+        );
+        for bad in ["0", "soon"] {
+            jail.set_env("KAIROS_MISFIRE_THRESHOLD", bad);
+            assert_eq!(load().expect_err(bad).field, "misfire_threshold");
+        }
+        Ok(())
+    });
+}
+
 /// `KAIROS_OTLP_ENDPOINT`: unset or blank is off; a base URL gets `/v1/traces` appended
 /// (with or without a trailing slash, after a path prefix); anything else is refused with an
 /// error naming the variable.

@@ -118,6 +118,7 @@ impl Config {
         self.retention_artifacts()?;
         self.retention_events()?;
         self.retention_dedupe()?;
+        self.misfire_threshold()?;
         parse_window("slo_dead_runs_window", &self.slo_dead_runs_window)?;
         parse_window("slo_skip_rate_window", &self.slo_skip_rate_window)?;
         parse_window(

@@ -49,6 +49,7 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.executor.poll_interval = poll;
     ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
     ec.scheduler.poll_interval = poll;
+    ec.scheduler.misfire_threshold = cfg.misfire_threshold()?;
     let (succeeded, dead) = cfg.retention()?;
     ec.pruner.succeeded = succeeded;
     ec.pruner.dead = dead;

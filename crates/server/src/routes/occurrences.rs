@@ -8,6 +8,9 @@
 //! - `partial`: every job finished, some succeeded and some are dead.
 //!
 //! Cancelled jobs count as finished and neither succeeded nor failed.
+//!
+//! Beside them, each recorded gap of due firings that did not run (misfire policy, window):
+//! `"status": "missed"` with its `reason`, first and last period and `count`.
 
 use crate::AppState;
 use crate::problem::{ApiQuery, ApiResult};
@@ -55,6 +58,50 @@ pub struct OccurrenceView {
     /// <channels>`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failed_channels: Option<Vec<String>>,
+    /// For a `missed` record (`period_key` and `fire_at` are its first): why its firings did
+    /// not run (`skip`, `window`, …), its last period and firing, and how many firings.
+    #[serde(flatten)]
+    pub missed: Option<MissedView>,
+}
+
+/// A recorded gap of due firings that did not run.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct MissedView {
+    /// `skip` (the misfire policy dropped them), `window` (later than the misfire window), …
+    pub reason: String,
+    /// The period key of the first missed firing.
+    pub first_period: String,
+    /// The period key of the last missed firing.
+    pub last_period: String,
+    /// The first missed nominal firing.
+    pub first_fire_at: String,
+    /// The last missed nominal firing.
+    pub last_fire_at: String,
+    /// How many firings did not run.
+    pub count: i64,
+    /// When the schedule next fired on time after the gap (null: not yet).
+    pub recovered_at: Option<String>,
+}
+
+/// A gap as a `missed` occurrence.
+fn missed(schedule_id: &str, g: kairos_engine::ops::ScheduleGapPeriods) -> OccurrenceView {
+    OccurrenceView {
+        schedule_id: schedule_id.to_string(),
+        period_key: g.first_period.clone(),
+        fire_at: Some(ts(g.gap.first_fire_at)),
+        status: "missed".into(),
+        channels: Vec::new(),
+        failed_channels: None,
+        missed: Some(MissedView {
+            reason: g.gap.reason,
+            first_period: g.first_period,
+            last_period: g.last_period,
+            first_fire_at: ts(g.gap.first_fire_at),
+            last_fire_at: ts(g.gap.last_fire_at),
+            count: g.gap.count,
+            recovered_at: g.gap.recovered_at.map(ts),
+        }),
+    }
 }
 
 /// Occurrences, newest first.
@@ -141,6 +188,7 @@ pub fn group(schedule_id: &str, counts: Vec<OccurrenceCount>) -> Vec<OccurrenceV
             status: status.into(),
             channels,
             failed_channels,
+            missed: None,
         });
     }
     out
@@ -157,13 +205,29 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<OccurrenceList>> {
+    let limit = q.limit;
     let counts = state
         .kairos
-        .occurrence_list(&q.schedule, q.period, q.limit)
+        .occurrence_list(&q.schedule, q.period.clone(), limit)
         .await?;
-    Ok(Json(OccurrenceList {
-        data: group(&q.schedule, counts),
-    }))
+    let mut data = group(&q.schedule, counts);
+    let gaps = state
+        .kairos
+        .schedule_gap_list(&q.schedule, limit.unwrap_or(20))
+        .await?;
+    data.extend(
+        gaps.into_iter()
+            .filter(|g| {
+                q.period
+                    .as_ref()
+                    .is_none_or(|p| *p == g.first_period || *p == g.last_period)
+            })
+            .map(|g| missed(&q.schedule, g)),
+    );
+    // Newest first across both (the instants share one RFC 3339 format).
+    data.sort_by(|a, b| b.fire_at.cmp(&a.fire_at));
+    data.truncate(limit.unwrap_or(20) as usize);
+    Ok(Json(OccurrenceList { data }))
 }
 
 #[cfg(test)]

@@ -46,4 +46,6 @@ pub trait ScheduleStore: Send + Sync {
     /// Advance a catch-up (if still at `expected_next_at`) and insert its jobs, in one
     /// transaction.
     async fn catch_up_fire(&self, p: CatchUpFire) -> Result<ScheduleFired>;
+    /// Recorded gaps (due firings that did not run), newest first by first firing.
+    async fn schedule_gap_list(&self, p: ScheduleGapList) -> Result<Vec<ScheduleGap>>;
 }

@@ -54,6 +54,8 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
         timezone: r.text("timezone")?,
         period: PeriodUnit::parse(&r.text("period")?).map_err(|e| corrupt("schedule period", e))?,
         misfire: Misfire::parse(&r.text("misfire")?).map_err(|e| corrupt("schedule misfire", e))?,
+        misfire_threshold: millis(r.opt_int("misfire_threshold_ms")?),
+        misfire_window: millis(r.opt_int("misfire_window_ms")?),
         payload: r.json("payload")?,
         endpoint_id: r.opt_text("endpoint_id")?,
         retry: r
@@ -67,6 +69,24 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
         last_fire_at: r.opt_ts("last_fire_at")?,
         created_at: r.ts("created_at")?,
         updated_at: r.ts("updated_at")?,
+    })
+}
+
+/// A stored duration in milliseconds (a negative one reads as zero).
+fn millis(ms: Option<i64>) -> Option<std::time::Duration> {
+    ms.map(|ms| std::time::Duration::from_millis(ms.max(0) as u64))
+}
+
+/// A gap record ([`super::GAP_COLS`]).
+pub fn schedule_gap<R: RowRead + ?Sized>(r: &R) -> Result<ScheduleGap> {
+    Ok(ScheduleGap {
+        schedule_id: r.text("schedule_id")?,
+        reason: r.text("reason")?,
+        first_fire_at: r.ts("first_fire_at")?,
+        last_fire_at: r.ts("last_fire_at")?,
+        count: r.int("count")?,
+        recorded_at: r.ts("recorded_at")?,
+        recovered_at: r.opt_ts("recovered_at")?,
     })
 }
 

@@ -1,11 +1,11 @@
 //! Schedules and their catch-up times ([`crate::ScheduleStore`]), written once over
 //! [`SqlRun`]; only the claim of due schedules has a statement per dialect.
 
-use super::{SCHEDULE_COLS, SqlRun, rows};
+use super::{GAP_COLS, SCHEDULE_COLS, SqlRun, rows};
 use crate::binds;
 use crate::{
     CatchUp, CatchUpDue, CatchUpSet, Result, Schedule, ScheduleChannel, ScheduleCreate,
-    ScheduleList, SchedulePause, ScheduleRelease, ScheduleUpdate,
+    ScheduleGap, ScheduleGapList, ScheduleList, SchedulePause, ScheduleRelease, ScheduleUpdate,
 };
 use chrono::{DateTime, Utc};
 
@@ -31,6 +31,11 @@ fn def_binds(d: &ScheduleCreate) -> Vec<super::Bind> {
     ]
 }
 
+/// A duration as stored: whole milliseconds.
+fn ms(d: Option<std::time::Duration>) -> Option<i64> {
+    d.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// `schedule_create`.
 pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule> {
     let mut b = binds![&p.id];
@@ -40,11 +45,13 @@ pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule
         p.next_fire_at,
         p.now,
         ScheduleChannel::encode_all(&p.channels),
+        ms(p.misfire_threshold),
+        ms(p.misfire_window),
     ]);
     run.fetch_one(
         "schedule create",
-        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14)
+        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, $16)
          RETURNING {cols}"),
         b,
         &|r| rows::schedule(r),
@@ -85,11 +92,14 @@ pub async fn update(run: &mut impl SqlRun, p: ScheduleUpdate) -> Result<Option<S
         d.next_fire_at,
         d.now,
         ScheduleChannel::encode_all(&d.channels),
+        ms(d.misfire_threshold),
+        ms(d.misfire_window),
     ]);
     run.fetch_optional(
         "schedule update",
         &cols("UPDATE schedules SET name = $2, kind = $3, spec = $4, timezone = $5, period = $6, misfire = $7,
                 payload = $8, endpoint_id = $9, retry = $10, channels = $14,
+                misfire_threshold_ms = $15, misfire_window_ms = $16,
                 state = CASE WHEN $11 THEN 'paused' ELSE 'active' END,
                 next_fire_at = $12, locked_until = NULL, updated_at = $13
          WHERE id = $1 RETURNING {cols}"),
@@ -257,7 +267,7 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
         super::null_eq(run.dialect())
     );
     let b = binds![
-        p.schedule_id,
+        &p.schedule_id,
         p.expected_next_fire_at,
         p.next_fire_at,
         p.last_fire_at,
@@ -267,11 +277,45 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
         // Another node (or an earlier tick) already materialized these firings.
         return Ok(crate::ScheduleFired::default());
     }
+    if p.on_time {
+        // Before this firing's own gaps go in: they stay open until the next on-time firing.
+        run.execute(
+            "schedule fire (recover gaps)",
+            "UPDATE schedule_gaps SET recovered_at = $2 WHERE schedule_id = $1 AND recovered_at IS NULL",
+            binds![&p.schedule_id, p.now],
+        )
+        .await?;
+    }
+    for g in &p.gaps {
+        run.execute(
+            "schedule fire (gaps)",
+            "INSERT INTO schedule_gaps (schedule_id, reason, first_fire_at, last_fire_at, count, recorded_at)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (schedule_id, first_fire_at, reason) DO NOTHING",
+            binds![&p.schedule_id, &g.reason, g.first_fire_at, g.last_fire_at, g.count, p.now],
+        )
+        .await?;
+    }
     let created = super::jobs_insert(run, "schedule fire (jobs)", &p.jobs).await?;
     Ok(crate::ScheduleFired {
         advanced: true,
         created,
     })
+}
+
+/// `schedule_gap_list`.
+pub async fn gap_list(run: &mut impl SqlRun, p: ScheduleGapList) -> Result<Vec<ScheduleGap>> {
+    // The cast gives the optional filter a type on PostgreSQL.
+    run.fetch(
+        "schedule gap list",
+        &format!(
+            "SELECT {GAP_COLS} FROM schedule_gaps
+             WHERE (CAST($1 AS TEXT) IS NULL OR schedule_id = $1) AND (NOT $2 OR recovered_at IS NULL)
+             ORDER BY first_fire_at DESC, schedule_id, reason LIMIT $3"
+        ),
+        binds![p.schedule_id, p.open, p.limit.unwrap_or(100).clamp(1, 10_000)],
+        &|r| rows::schedule_gap(r),
+    )
+    .await
 }
 
 /// `catch_up_fire`, in a transaction: move the catch-up's next time only if it is still the
@@ -368,5 +412,9 @@ impl<D: super::SqlDb> crate::ScheduleStore for D {
             self.commit(tx, "catch-up fire").await?;
         }
         Ok(out)
+    }
+
+    async fn schedule_gap_list(&self, p: ScheduleGapList) -> Result<Vec<ScheduleGap>> {
+        gap_list(&mut self.reader(), p).await
     }
 }

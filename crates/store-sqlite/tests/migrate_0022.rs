@@ -1,0 +1,58 @@
+//! Migration 0022 on a database created at the previous migration: a schedule stored with
+//! `skip` (the old default) reads back as `once`, with the default threshold and window.
+
+use kairos_core::schedule::Misfire;
+use kairos_store::prelude::*;
+use kairos_store::sql::Dialect;
+use kairos_store::sql::migrate::migrator;
+use kairos_store_sqlite::SqliteStore;
+use sqlx::Connection;
+
+#[tokio::test]
+async fn schedule_stored_with_skip_reads_back_as_once_after_migration_0022() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("kairos.db");
+    let mut conn =
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .expect("connect");
+    // The schema as the release before 0022 left it.
+    let mut before = migrator(Dialect::Sqlite);
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 22)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&mut conn).await.expect("migrate to 0021");
+    for (id, misfire) in [("sch_old_skip", "skip"), ("sch_old_all", "all:3")] {
+        sqlx::query(
+            "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, state, next_fire_at, created_at, updated_at)
+             VALUES (?1, ?1, 'webhook', '{\"type\":\"cron\",\"expr\":\"0 9 * * *\"}', 'UTC', 'occurrence', ?2, '{}', 'active', 0, 0, 0)",
+        )
+        .bind(id)
+        .bind(misfire)
+        .execute(&mut conn)
+        .await
+        .expect("insert an old schedule");
+    }
+    conn.close().await.expect("close");
+
+    // Opening the store applies 0022.
+    let store = SqliteStore::open(&path).await.expect("open and migrate");
+    let s = store
+        .schedule_get("sch_old_skip")
+        .await
+        .unwrap()
+        .expect("kept");
+    assert_eq!(s.misfire, Misfire::Once);
+    assert_eq!((s.misfire_threshold, s.misfire_window), (None, None));
+    let s = store
+        .schedule_get("sch_old_all")
+        .await
+        .unwrap()
+        .expect("kept");
+    assert_eq!(s.misfire, Misfire::All { cap: 3 }, "only skip moves");
+    store.close().await;
+}
