@@ -129,6 +129,8 @@ pub(super) async fn reconcile(
             seq: prev.map_or(0, |p| p.seq) + 1,
             notified_seq: prev.map_or(0, |p| p.notified_seq),
             updated_at: now,
+            // Kept: what was acknowledged before this warning stays acknowledged.
+            acked_at: prev.and_then(|p| p.acked_at),
         };
         tracing::warn!(target: "kairos::slo", check = %r.check, key = %key, message = %r.message, "SLO warning");
         metrics::counter!(crate::telemetry::names::SLO_TRANSITIONS, "check" => r.check.clone(), "state" => "warning").increment(1);
