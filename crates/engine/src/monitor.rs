@@ -427,7 +427,11 @@ impl Monitor {
         let mut out = Vec::new();
         let on = |name| cfg.enabled(name);
         if on(names::FAILURE_RATE) {
-            run(&mut out, names::FAILURE_RATE, checks::failure_rate(cfg, store, now).await);
+            run(
+                &mut out,
+                names::FAILURE_RATE,
+                checks::failure_rate(cfg, store, now).await,
+            );
         }
         if on(names::STUCK_DUE) || on(names::LEASE_EXPIRED) {
             // One read answers both: its failure is an error of each.
@@ -440,17 +444,29 @@ impl Monitor {
             }
         }
         if on(names::MISSED_FIRINGS) {
-            run(&mut out, names::MISSED_FIRINGS, checks::missed_firings(cfg, store, now).await);
+            run(
+                &mut out,
+                names::MISSED_FIRINGS,
+                checks::missed_firings(cfg, store, now).await,
+            );
         }
         if on(names::MISSING_ARTIFACTS) {
             let r = artifacts::missing_artifacts(cfg, store, now).await;
             run(&mut out, names::MISSING_ARTIFACTS, r);
         }
         if on(names::DEAD_RUNS) {
-            run(&mut out, names::DEAD_RUNS, runs::dead_runs(cfg, store, now).await);
+            run(
+                &mut out,
+                names::DEAD_RUNS,
+                runs::dead_runs(cfg, store, now).await,
+            );
         }
         if on(names::SKIP_RATE) {
-            run(&mut out, names::SKIP_RATE, runs::skip_rate(cfg, store, now).await);
+            run(
+                &mut out,
+                names::SKIP_RATE,
+                runs::skip_rate(cfg, store, now).await,
+            );
         }
         if on(names::EXPANSIONS_STUCK) {
             let r = runs::expansions_stuck(cfg, store, now).await;
