@@ -119,7 +119,9 @@ pub struct MonitorConfig {
     pub missed_grace: Duration,
     /// Most schedules examined per run (newest first). Default 1000.
     pub max_schedules: usize,
-    /// The dead-runs window: a schedule's job that died this recently warns. Default 24 h.
+    /// The dead-runs window: a schedule's job that died this recently raises a warning, which
+    /// then stays until the job is replayed and succeeds or the alert is acknowledged.
+    /// Default 24 h.
     pub dead_runs_window: Duration,
     /// The skip-rate window. Default 24 h.
     pub skip_window: Duration,
