@@ -82,9 +82,10 @@ enum Cmd {
     /// Mail templates of topics.
     #[command(subcommand)]
     Template(template::TemplateCmd),
-    /// The SLO report: failure rate, stuck work, missed firings (exit 0 even with warnings,
-    /// 2 when the store cannot be reached).
-    Slo,
+    /// The SLO report: failure rate, stuck work, missed firings, the monitor's last pass (exit
+    /// 0 even with warnings, 2 when the store cannot be reached); `kairos slo ack <id>`
+    /// acknowledges a dead-run or missing-artifact warning.
+    Slo(slo::SloArgs),
     /// Internal: a template worker of the node's render pool (stdin/stdout, OS limits).
     #[command(name = "__render-worker", hide = true)]
     RenderWorker,
@@ -105,7 +106,7 @@ async fn run(cli: Cli) -> CliResult {
             print!("{}", kairos_server::openapi::openapi_json());
             Ok(())
         }
-        Cmd::Slo => slo::run(g).await,
+        Cmd::Slo(a) => slo::run(g, a).await,
         Cmd::Suppression(c) => suppression::run(g, c).await,
         Cmd::Endpoint(c) => endpoint::run(g, c).await,
         Cmd::Maintenance(c) => maintenance::run(g, c).await,

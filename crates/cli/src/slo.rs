@@ -4,12 +4,15 @@
 //! A warning is not a failure: the exit status is 0 with or without warnings, so a CI
 //! job or a cron wrapper does not go red on a breach. It is 2 when the store cannot be
 //! reached (or the configuration is wrong), 1 for other errors.
+//!
+//! `kairos slo ack <id>` acknowledges a warning (`POST /v1/slo/alerts/{id}/ack`): the id is
+//! the alert's key, `check:subject`, as the report's CHECK and SUBJECT columns show it.
 
 use crate::common::{CliError, CliResult, GlobalArgs, chain, open_store, print_json, print_table};
 use kairos_core::{Clock, SystemClock};
-use kairos_engine::monitor::Monitor;
+use kairos_engine::monitor::{AckError, Monitor, ack};
 use kairos_server::monitoring::monitor_config;
-use kairos_server::routes::slo::SloView;
+use kairos_server::routes::slo::{AlertView, SloView};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +23,27 @@ fn unreachable(detail: String) -> CliError {
     CliError::usage("database", format!("cannot reach the store: {detail}"))
 }
 
-/// Print the report (a table, or JSON with `--json`).
-pub async fn run(global: &GlobalArgs) -> CliResult {
+/// `kairos slo [ack <id>]`.
+#[derive(Debug, clap::Args)]
+pub struct SloArgs {
+    /// Without one: print the report.
+    #[command(subcommand)]
+    cmd: Option<SloCmd>,
+}
+
+/// What `kairos slo` can do besides the report.
+#[derive(Debug, clap::Subcommand)]
+enum SloCmd {
+    /// Acknowledge a dead-run or missing-artifact warning: it recovers, and what it warned
+    /// about does not warn again.
+    Ack {
+        /// The alert's id: `check:subject` (e.g. `dead_runs:sch_…`).
+        id: String,
+    },
+}
+
+/// Print the report (a table, or JSON with `--json`), or acknowledge an alert.
+pub async fn run(global: &GlobalArgs, args: SloArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     let mcfg = monitor_config(&cfg)?;
     let db = match tokio::time::timeout(CONNECT_TIMEOUT, open_store(&cfg)).await {
@@ -35,6 +57,19 @@ pub async fn run(global: &GlobalArgs) -> CliResult {
         }
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    if let Some(SloCmd::Ack { id }) = args.cmd {
+        let acked = ack(db.store().as_ref(), &id, clock.now()).await;
+        db.close().await;
+        let view = AlertView::from(acked.map_err(|e| match e {
+            AckError::Store(e) => unreachable(chain(&e)),
+            e => CliError::usage("id", e.to_string()),
+        })?);
+        if global.json {
+            return print_json(&view);
+        }
+        println!("{} {}: {}", view.id, view.status, view.message);
+        return Ok(());
+    }
     let monitor = Monitor::new(mcfg, db.store())?;
     let report = monitor.report(clock.now()).await;
     db.close().await;
@@ -58,6 +93,10 @@ pub async fn run(global: &GlobalArgs) -> CliResult {
         .collect();
     print_table(&["CHECK", "SUBJECT", "STATUS", "SINCE", "MESSAGE"], &rows);
     println!();
+    println!(
+        "last monitor pass: {}",
+        view.monitor_last_pass_at.as_deref().unwrap_or("never")
+    );
     if view.warnings > 0 {
         println!(
             "{} warning(s) at {} — warnings, not failures (exit status 0)",

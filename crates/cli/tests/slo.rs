@@ -79,6 +79,7 @@ async fn slo_table_exits_0_without_warnings() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("CHECK"), "{stdout}");
     assert!(stdout.contains("all checks ok"), "{stdout}");
+    assert!(stdout.contains("last monitor pass: never"), "{stdout}");
 }
 
 #[tokio::test]
@@ -233,4 +234,58 @@ async fn slo_json_shows_dead_runs_within_its_window() {
         run(Some("1h")).is_empty(),
         "a death 2 h ago is outside a 1 h window"
     );
+}
+
+/// `kairos slo ack <id>` acknowledges a dead-run warning (it recovers, shown as acknowledged),
+/// and an unknown id is a usage error naming the id (exit 2) (S3-17).
+#[tokio::test]
+async fn slo_ack_acknowledges_a_dead_run_warning_s3_17() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open");
+    let now = SystemClock.now();
+    store
+        .slo_alert_put(kairos_store::SloAlertPut {
+            alert: kairos_store::SloAlert {
+                key: "dead_runs:sch_1".into(),
+                check: "dead_runs".into(),
+                active: true,
+                since: now - Duration::hours(30),
+                message: "1 job(s) ended dead".into(),
+                seq: 1,
+                notified_seq: 1,
+                updated_at: now - Duration::hours(30),
+                acked_at: None,
+            },
+        })
+        .await
+        .expect("alert");
+    store.close().await;
+    let out = kairos_cmd()
+        .args(["slo", "--json", "--data-dir"])
+        .arg(dir.path())
+        .args(["ack", "dead_runs:sch_1"])
+        .output()
+        .expect("run kairos slo ack");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["id"], "dead_runs:sch_1");
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["acked"], true);
+
+    let unknown = kairos_cmd()
+        .args(["slo", "--data-dir"])
+        .arg(dir.path())
+        .args(["ack", "dead_runs:nope"])
+        .output()
+        .expect("run kairos slo ack");
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("id"), "{stderr}");
 }

@@ -22,7 +22,16 @@
 //! - `db_horizon`: a transaction that has held the database's cleanup back (PostgreSQL:
 //!   a session's snapshot; SQLite: a reader keeping checkpoints behind) for longer than a
 //!   threshold, before the queue slows down for it.
+//! - `monitor_stale`: the background monitor has not completed a pass in three intervals.
+//!   Evaluated only when the report is read ([`Monitor::report`]): a monitor that stopped
+//!   cannot warn about itself.
 //! - Further checks plug in through [`ExtraCheck`].
+//!
+//! Each check is evaluated on its own: one whose store read fails is a result with status
+//! `error` naming the check and the error, and the others still answer (its stored alerts are
+//! kept as they are). A warning about something that can be fixed (`dead_runs`,
+//! `missing_artifacts`) stays until it is fixed or acknowledged ([`ack`]), not until it leaves
+//! the window; rate checks recover when their rate falls.
 //!
 //! A leader-only [`Service`]: [`MonitorConfig`] with defaults and `validate()`,
 //! [`Monitor::run_once`]; the [`Runner`](crate::service::Runner) runs it only while this node
@@ -38,8 +47,9 @@ mod checks;
 mod endpoints;
 mod horizon;
 mod runs;
+mod stale;
 
-pub use alerts::{AlertChanges, AlertSink};
+pub use alerts::{AckError, AlertChanges, AlertSink, ack};
 pub use checks::MAX_EXPECTED_FIRINGS;
 
 use crate::service::{Service, ServiceConfig};
@@ -72,6 +82,12 @@ pub mod names {
     pub const ENDPOINT_DISABLED: &str = "endpoint_disabled";
     /// A transaction holding the database's cleanup back.
     pub const DB_HORIZON: &str = "db_horizon";
+    /// The background monitor has not completed a pass in three intervals (read side only).
+    pub const MONITOR_STALE: &str = "monitor_stale";
+    /// The checks whose warnings an operator can acknowledge: what they warn about can be
+    /// fixed, and stays until it is fixed or acknowledged. The others recover on their own
+    /// when their measure falls.
+    pub const ACKABLE: &[&str] = &[MISSING_ARTIFACTS, DEAD_RUNS];
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -84,6 +100,7 @@ pub mod names {
         EXPANSIONS_STUCK,
         ENDPOINT_DISABLED,
         DB_HORIZON,
+        MONITOR_STALE,
     ];
 }
 
@@ -109,7 +126,9 @@ pub struct MonitorConfig {
     pub missed_grace: Duration,
     /// Most schedules examined per run (newest first). Default 1000.
     pub max_schedules: usize,
-    /// The dead-runs window: a schedule's job that died this recently warns. Default 24 h.
+    /// The dead-runs window: a schedule's job that died this recently raises a warning, which
+    /// then stays until the job is replayed and succeeds or the alert is acknowledged.
+    /// Default 24 h.
     pub dead_runs_window: Duration,
     /// The skip-rate window. Default 24 h.
     pub skip_window: Duration,
@@ -278,6 +297,9 @@ impl CheckResult {
 pub struct SloReport {
     /// When evaluated.
     pub at: DateTime<Utc>,
+    /// When the background monitor last completed a pass (from the store); `None` before its
+    /// first, and in a run's own evaluation.
+    pub monitor_last_pass_at: Option<DateTime<Utc>>,
     /// How many results are warnings.
     pub warnings: usize,
     /// Every result, by check then subject.
@@ -299,12 +321,68 @@ pub struct MonitorReport {
 /// names should be stable (they are metric labels and alert keys).
 #[async_trait]
 pub trait ExtraCheck: Send + Sync + 'static {
+    /// The check's name, used for its `error` result when [`evaluate`](Self::evaluate)
+    /// fails.
+    fn name(&self) -> &str {
+        "extra"
+    }
+
     /// Evaluate at `now`; read only.
     async fn evaluate(
         &self,
         store: &dyn Store,
         now: DateTime<Utc>,
     ) -> Result<Vec<CheckResult>, kairos_store::Error>;
+}
+
+impl SloReport {
+    /// A report of `checks` at `at`, its warnings counted.
+    fn new(at: DateTime<Utc>, checks: Vec<CheckResult>) -> Self {
+        let warnings = checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Warning)
+            .count();
+        SloReport {
+            at,
+            monitor_last_pass_at: None,
+            warnings,
+            checks,
+        }
+    }
+
+    /// Count the warnings again (after a result was added).
+    fn recount(&mut self) {
+        self.warnings = self
+            .checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::Warning)
+            .count();
+    }
+}
+
+/// Add one check's results to `out`; a check that failed becomes one `error` result naming it
+/// and the error, so that the others still answer.
+fn run(
+    out: &mut Vec<CheckResult>,
+    check: &str,
+    results: Result<Vec<CheckResult>, kairos_store::Error>,
+) {
+    match results {
+        Ok(r) => out.extend(r),
+        Err(e) => out.push(check_error(check, &e)),
+    }
+}
+
+/// The `error` result of a check whose read failed (logged: the store's error text names the
+/// statement, never a row's data).
+fn check_error(check: &str, e: &kairos_store::Error) -> CheckResult {
+    tracing::warn!(target: "kairos::slo", check, error = %e, "SLO check could not be evaluated");
+    CheckResult::new(
+        check,
+        None,
+        CheckStatus::Error,
+        format!("{check} could not be evaluated: {e}"),
+    )
 }
 
 /// The monitor.
@@ -355,53 +433,76 @@ impl Monitor {
         &self.cfg
     }
 
-    /// Evaluate every enabled check at `now`. Reads only.
+    /// Evaluate every enabled check at `now`, each on its own: a check whose read fails is an
+    /// `error` result and the others still run. Reads only.
     pub async fn evaluate(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
+        let cfg = &self.cfg;
         let store = self.store.as_ref();
-        let mut checks = Vec::new();
-        if self.cfg.enabled(names::FAILURE_RATE) {
-            checks.extend(checks::failure_rate(&self.cfg, store, now).await?);
+        let mut out = Vec::new();
+        let on = |name| cfg.enabled(name);
+        if on(names::FAILURE_RATE) {
+            run(
+                &mut out,
+                names::FAILURE_RATE,
+                checks::failure_rate(cfg, store, now).await,
+            );
         }
-        if self.cfg.enabled(names::STUCK_DUE) || self.cfg.enabled(names::LEASE_EXPIRED) {
-            checks.extend(checks::stuck(&self.cfg, store, now).await?);
+        if on(names::STUCK_DUE) || on(names::LEASE_EXPIRED) {
+            // One read answers both: its failure is an error of each.
+            match checks::stuck(cfg, store, now).await {
+                Ok(r) => out.extend(r),
+                Err(e) => {
+                    out.push(check_error(names::STUCK_DUE, &e));
+                    out.push(check_error(names::LEASE_EXPIRED, &e));
+                }
+            }
         }
-        if self.cfg.enabled(names::MISSED_FIRINGS) {
-            checks.extend(checks::missed_firings(&self.cfg, store, now).await?);
+        if on(names::MISSED_FIRINGS) {
+            run(
+                &mut out,
+                names::MISSED_FIRINGS,
+                checks::missed_firings(cfg, store, now).await,
+            );
         }
-        if self.cfg.enabled(names::MISSING_ARTIFACTS) {
-            checks.extend(artifacts::missing_artifacts(&self.cfg, store, now).await?);
+        if on(names::MISSING_ARTIFACTS) {
+            let r = artifacts::missing_artifacts(cfg, store, now).await;
+            run(&mut out, names::MISSING_ARTIFACTS, r);
         }
-        if self.cfg.enabled(names::DEAD_RUNS) {
-            checks.extend(runs::dead_runs(&self.cfg, store, now).await?);
+        if on(names::DEAD_RUNS) {
+            run(
+                &mut out,
+                names::DEAD_RUNS,
+                runs::dead_runs(cfg, store, now).await,
+            );
         }
-        if self.cfg.enabled(names::SKIP_RATE) {
-            checks.extend(runs::skip_rate(&self.cfg, store, now).await?);
+        if on(names::SKIP_RATE) {
+            run(
+                &mut out,
+                names::SKIP_RATE,
+                runs::skip_rate(cfg, store, now).await,
+            );
         }
-        if self.cfg.enabled(names::EXPANSIONS_STUCK) {
-            checks.extend(runs::expansions_stuck(&self.cfg, store, now).await?);
+        if on(names::EXPANSIONS_STUCK) {
+            let r = runs::expansions_stuck(cfg, store, now).await;
+            run(&mut out, names::EXPANSIONS_STUCK, r);
         }
-        if self.cfg.enabled(names::ENDPOINT_DISABLED) {
-            checks.extend(endpoints::endpoint_disabled(store, now).await?);
+        if on(names::ENDPOINT_DISABLED) {
+            let r = endpoints::endpoint_disabled(store, now).await;
+            run(&mut out, names::ENDPOINT_DISABLED, r);
         }
-        if self.cfg.enabled(names::DB_HORIZON) {
-            checks.extend(horizon::db_horizon(&self.cfg, store, now).await?);
+        if on(names::DB_HORIZON) {
+            let r = horizon::db_horizon(cfg, store, now).await;
+            run(&mut out, names::DB_HORIZON, r);
         }
         for extra in &self.extra {
-            checks.extend(extra.evaluate(store, now).await?);
+            run(&mut out, extra.name(), extra.evaluate(store, now).await);
         }
-        let warnings = checks
-            .iter()
-            .filter(|c| c.status == CheckStatus::Warning)
-            .count();
-        Ok(SloReport {
-            at: now,
-            warnings,
-            checks,
-        })
+        Ok(SloReport::new(now, out))
     }
 
     /// [`evaluate`](Self::evaluate), with each warning's `since` from the stored alert state:
     /// what `kairos slo` and `GET /v1/slo` show. Reads only.
+    /// The report also carries the last completed pass and the `monitor_stale` check.
     pub async fn report(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
         let mut report = self.evaluate(now).await?;
         let stored = self.store.slo_alert_list().await?;
@@ -412,14 +513,19 @@ impl Monitor {
                 .find(|a| a.key == key && a.active && c.status == CheckStatus::Warning)
                 .map(|a| a.since);
         }
+        stale::add(&self.cfg, self.store.as_ref(), now, &mut report).await;
         Ok(report)
     }
 
-    /// One run at `now`: evaluate, record transitions, alert.
+    /// One run at `now`: evaluate, record transitions, alert, and record the completed pass
+    /// (a pass some of whose checks were errors is complete: each of them said so).
     pub async fn run_once(&self, now: DateTime<Utc>) -> Result<MonitorReport, kairos_store::Error> {
         let slo = self.evaluate(now).await?;
         let alerts =
             alerts::reconcile(self.store.as_ref(), self.sink.as_ref(), &slo.checks, now).await?;
+        self.store
+            .monitor_pass_record(kairos_store::MonitorPassRecord { at: now })
+            .await?;
         Ok(MonitorReport { slo, alerts })
     }
 }

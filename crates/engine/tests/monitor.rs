@@ -469,8 +469,9 @@ async fn digest_period_without_artifact_after_its_last_catch_up_warns() {
 
 /// A daily schedule's one run that dies is a `dead_runs` warning for its schedule — naming the
 /// channel, its kind and the last error — although the failure rate has "insufficient data"
-/// and the firing counts as materialized; the alert webhook hears it once while it lasts, and
-/// its recovery once when the death leaves the window. Before the death there is no entry.
+/// and the firing counts as materialized; the alert webhook hears it once while it lasts — also
+/// after the death left the window — and its recovery once when it is acknowledged. Before the
+/// death there is no entry.
 #[tokio::test]
 async fn daily_run_that_dies_warns_dead_runs_once_per_transition() {
     let rx = TestReceiver::start().await;
@@ -525,11 +526,16 @@ async fn daily_run_that_dies_warns_dead_runs_once_per_transition() {
         let raised: Vec<_> = r.alerts.raised.iter().filter(|k| **k == key).collect();
         assert_eq!(raised.len(), usize::from(i == 0), "run {i}: {r:?}");
     }
-    // The death leaves the 24 h window: the warning clears, once.
+    // The death leaves the 24 h window and the job is still dead: the warning stays.
+    let r = m.run_once(fired + mins(24 * 60 + 5)).await.unwrap();
+    assert!(r.alerts.cleared.is_empty(), "{r:?}");
+    // Acknowledged: it recovers, and the next runs deliver that recovery once.
+    kairos_engine::monitor::ack(h.store.as_ref(), &key, fired + mins(24 * 60 + 6))
+        .await
+        .expect("ack");
     for i in 0..2 {
-        let r = m.run_once(fired + mins(24 * 60 + 5 + i)).await.unwrap();
-        let cleared: Vec<_> = r.alerts.cleared.iter().filter(|k| **k == key).collect();
-        assert_eq!(cleared.len(), usize::from(i == 0), "run {i}: {r:?}");
+        let r = m.run_once(fired + mins(24 * 60 + 7 + i)).await.unwrap();
+        assert!(r.alerts.raised.is_empty(), "run {i}: {r:?}");
     }
     let dead_runs: Vec<serde_json::Value> = rx
         .received()
@@ -545,9 +551,10 @@ async fn daily_run_that_dies_warns_dead_runs_once_per_transition() {
     assert_eq!(dead_runs[0]["type"], "slo.warning");
     assert_eq!(dead_runs[0]["data"]["subject"], s.id.as_str());
     assert_eq!(dead_runs[1]["type"], "slo.recovered");
+    assert_eq!(dead_runs[1]["data"]["acknowledged"], true);
 }
 
-/// The dead-runs window is a setting: a death older than it is not a warning.
+/// The dead-runs window is a setting: a death older than it does not raise a warning.
 #[tokio::test]
 async fn dead_runs_window_is_a_setting() {
     let t0 = t("2026-11-29T05:00:00Z");

@@ -4,7 +4,7 @@
 
 use crate::problem::Problem;
 use crate::routes::artifacts::{ArtifactList, ArtifactSummary, ArtifactView};
-use crate::routes::slo::{CheckView, SloView};
+use crate::routes::slo::{AlertList, AlertView, CheckView, SloView};
 use crate::routes::{
     artifacts, dlq, endpoints, health, hooks, jobs, metrics, occurrences, recipients, schedules,
     slo, subscriptions, suppressions, topics, unsubscribe,
@@ -30,7 +30,7 @@ use utoipa::{Modify, OpenApi};
         jobs::bulk_cancel, jobs::bulk_retry,
         dlq::list, dlq::replay,
         artifacts::list, artifacts::show,
-        metrics::metrics, slo::show,
+        metrics::metrics, slo::show, slo::alerts, slo::ack,
         recipients::put, recipients::bulk, recipients::show, recipients::list, recipients::erase,
         topics::put, topics::show, topics::list, topics::delete,
         subscriptions::put, subscriptions::show, subscriptions::list, subscriptions::delete,
@@ -42,7 +42,7 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
         CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
-        JobPage, FiredView, ReplayFailure, ReplayView, SloView, CheckView,
+        JobPage, FiredView, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
         kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,
         kairos_engine::ops::NewVariant, kairos_engine::ops::NewSubscription,
         recipients::RecipientView, recipients::RecipientList, recipients::BulkBody,

@@ -167,6 +167,8 @@ macro_rules! store_conformance {
             job_count_decided_groups_by_schedule_or_topic_and_reason,
             schedule_fire_times_lists_distinct_firings,
             slo_alert_put_replaces_by_key,
+            slo_alert_ack_recovers_an_active_alert_once_s3_17,
+            monitor_pass_record_keeps_the_latest_pass_s3_17,
             migration_pending_is_empty_after_migrate,
         );
     };

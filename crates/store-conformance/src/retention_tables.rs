@@ -255,6 +255,7 @@ pub async fn resolved_slo_alerts_are_pruned_and_firing_ones_kept(s: S) {
             seq,
             notified_seq,
             updated_at: t0(),
+            acked_at: None,
         },
     };
     s.slo_alert_put(alert("firing", true, 1, 1)).await.unwrap();

@@ -468,6 +468,7 @@ pub async fn slo_alert_put_replaces_by_key(s: S) {
         seq: 1,
         notified_seq: 0,
         updated_at: t0(),
+        acked_at: None,
     };
     s.slo_alert_put(SloAlertPut { alert: a.clone() })
         .await
@@ -483,10 +484,98 @@ pub async fn slo_alert_put_replaces_by_key(s: S) {
     let mut b = a.clone();
     b.key = "stuck_due".into();
     b.check = "stuck_due".into();
+    b.acked_at = Some(t0() + Duration::milliseconds(3));
     s.slo_alert_put(SloAlertPut { alert: b.clone() })
         .await
         .unwrap();
     assert_eq!(s.slo_alert_list().await.unwrap(), vec![a, b]);
+}
+
+/// An acknowledgement turns an active alert into a recovery once (its `seq` advances, so the
+/// alert webhook hears of it), keeps `acked_at` when the alert is raised again, leaves an
+/// alert that is not active as it is, and answers `None` for an unknown key (S3-17).
+pub async fn slo_alert_ack_recovers_an_active_alert_once_s3_17(s: S) {
+    let raised = SloAlert {
+        key: "dead_runs:sch_1".into(),
+        check: "dead_runs".into(),
+        active: true,
+        since: t0(),
+        message: "1 job ended dead".into(),
+        seq: 1,
+        notified_seq: 1,
+        updated_at: t0(),
+        acked_at: None,
+    };
+    s.slo_alert_put(SloAlertPut {
+        alert: raised.clone(),
+    })
+    .await
+    .unwrap();
+    let at = t0() + Duration::minutes(5) + Duration::milliseconds(7);
+    let ack = |at| SloAlertAck {
+        key: "dead_runs:sch_1".into(),
+        at,
+        message: "acknowledged".into(),
+    };
+    let acked = s.slo_alert_ack(ack(at)).await.unwrap().expect("known key");
+    let want = SloAlert {
+        active: false,
+        since: at,
+        message: "acknowledged".into(),
+        seq: 2,
+        updated_at: at,
+        acked_at: Some(at),
+        ..raised.clone()
+    };
+    assert_eq!(acked, want);
+    assert!(acked.acked());
+    assert_eq!(s.slo_alert_list().await.unwrap(), vec![want.clone()]);
+
+    // Not active any more: a second acknowledgement changes nothing.
+    let again = s
+        .slo_alert_ack(ack(at + Duration::minutes(1)))
+        .await
+        .unwrap();
+    assert_eq!(again, Some(want.clone()));
+
+    // Raised again later: the acknowledgement's instant is still there.
+    let mut re = want.clone();
+    re.active = true;
+    re.since = at + Duration::hours(1);
+    re.seq = 3;
+    s.slo_alert_put(SloAlertPut { alert: re.clone() })
+        .await
+        .unwrap();
+    let listed = s.slo_alert_list().await.unwrap();
+    assert_eq!(listed, vec![re.clone()]);
+    assert!(!listed[0].acked());
+
+    assert_eq!(
+        s.slo_alert_ack(SloAlertAck {
+            key: "dead_runs:nope".into(),
+            at,
+            message: "acknowledged".into(),
+        })
+        .await
+        .unwrap(),
+        None
+    );
+}
+
+/// The background monitor's last completed pass: none before the first, then the latest
+/// recorded (S3-17).
+pub async fn monitor_pass_record_keeps_the_latest_pass_s3_17(s: S) {
+    assert_eq!(s.monitor_pass_last().await.unwrap(), None);
+    let first = t0() + Duration::milliseconds(123);
+    s.monitor_pass_record(MonitorPassRecord { at: first })
+        .await
+        .unwrap();
+    assert_eq!(s.monitor_pass_last().await.unwrap(), Some(first));
+    let second = first + Duration::seconds(60);
+    s.monitor_pass_record(MonitorPassRecord { at: second })
+        .await
+        .unwrap();
+    assert_eq!(s.monitor_pass_last().await.unwrap(), Some(second));
 }
 
 /// Readiness: a migrated store has no pending migration.

@@ -78,6 +78,37 @@ pub struct SloAlert {
     pub notified_seq: i64,
     /// Last written.
     pub updated_at: DateTime<Utc>,
+    /// When an operator last acknowledged it (`POST /v1/slo/alerts/{id}/ack`); kept across
+    /// later warnings, so that what was acknowledged then does not warn again.
+    pub acked_at: Option<DateTime<Utc>>,
+}
+
+impl SloAlert {
+    /// Whether its current state is the recovery an acknowledgement made (and not one the
+    /// check found).
+    pub fn acked(&self) -> bool {
+        !self.active && self.acked_at == Some(self.since)
+    }
+}
+
+/// `slo_alert_ack`: acknowledge the alert `key` at `at`. An active alert becomes a recovery
+/// (its `seq` advances, so the alert webhook is told once) with `acked_at` and `since` set to
+/// `at`; an alert that is not active is left as it is.
+#[derive(Debug, Clone)]
+pub struct SloAlertAck {
+    /// The alert's key (`check` or `check:subject`): its id in the API.
+    pub key: String,
+    /// When acknowledged.
+    pub at: DateTime<Utc>,
+    /// The recovery's message.
+    pub message: String,
+}
+
+/// `monitor_pass_record`: the background monitor completed a pass.
+#[derive(Debug, Clone)]
+pub struct MonitorPassRecord {
+    /// The pass's instant.
+    pub at: DateTime<Utc>,
 }
 
 /// `slo_alert_put`: write an alert's state (insert or replace by key).

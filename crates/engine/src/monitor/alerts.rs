@@ -7,13 +7,18 @@
 //! notified_seq`) is sent again at the next run until the receiver answers 2xx; the
 //! `webhook-id` (`slo:<key>:<seq>`) is the same on every try, so a receiver that deduplicates
 //! sees it once.
+//!
+//! An operator can acknowledge the warning of a check in [`names::ACKABLE`] ([`ack`]): it
+//! becomes a recovery like any other (sent once, `"acknowledged": true`), and the check does
+//! not raise it again for what was there at that instant. A check that could not be evaluated
+//! keeps its stored alerts as they are.
 
-use super::{CheckResult, CheckStatus};
+use super::{CheckResult, CheckStatus, names};
 use chrono::{DateTime, SecondsFormat, Utc};
 use kairos_channels::{WebhookSecret, WebhookSender};
 use kairos_core::Outcome;
-use kairos_store::{SloAlert, SloAlertPut, Store};
-use std::collections::HashMap;
+use kairos_store::{SloAlert, SloAlertAck, SloAlertPut, Store};
+use std::collections::{HashMap, HashSet};
 
 /// Where alerts go: a URL and a `whsec_` secret, signed like every kairos webhook (Standard
 /// Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
@@ -68,6 +73,7 @@ impl AlertSink {
                 "status": if a.active { "warning" } else { "ok" },
                 "since": a.since.to_rfc3339_opts(SecondsFormat::Millis, true),
                 "message": a.message,
+                "acknowledged": a.acked(),
             }
         })
         .to_string();
@@ -113,6 +119,12 @@ pub(super) async fn reconcile(
         .map(|a| (a.key.clone(), a))
         .collect();
     let by_key: HashMap<String, &CheckResult> = results.iter().map(|r| (r.key(), r)).collect();
+    // Checks that could not be evaluated as a whole: their subjects are unknown this run.
+    let failed: HashSet<&str> = results
+        .iter()
+        .filter(|r| r.status == CheckStatus::Error && r.subject.is_none())
+        .map(|r| r.check.as_str())
+        .collect();
     let mut changes = AlertChanges::default();
     let mut changed: Vec<String> = Vec::new();
     for (key, r) in &by_key {
@@ -129,6 +141,8 @@ pub(super) async fn reconcile(
             seq: prev.map_or(0, |p| p.seq) + 1,
             notified_seq: prev.map_or(0, |p| p.notified_seq),
             updated_at: now,
+            // Kept: what was acknowledged before this warning stays acknowledged.
+            acked_at: prev.and_then(|p| p.acked_at),
         };
         tracing::warn!(target: "kairos::slo", check = %r.check, key = %key, message = %r.message, "SLO warning");
         metrics::counter!(crate::telemetry::names::SLO_TRANSITIONS, "check" => r.check.clone(), "state" => "warning").increment(1);
@@ -140,7 +154,7 @@ pub(super) async fn reconcile(
         let now_warning = by_key
             .get(key)
             .is_some_and(|r| matches!(r.status, CheckStatus::Warning | CheckStatus::Error));
-        if !a.active || now_warning {
+        if !a.active || now_warning || failed.contains(a.check.as_str()) {
             continue;
         }
         // Cleared: the check passes now, has too little data, or no longer applies (its
@@ -193,4 +207,104 @@ pub(super) async fn reconcile(
         }
     }
     Ok(changes)
+}
+
+/// Why an alert could not be acknowledged.
+#[derive(Debug)]
+pub enum AckError {
+    /// No alert has this id.
+    Unknown,
+    /// The alert's check recovers on its own when its measure falls (a rate, stuck work):
+    /// there is nothing to acknowledge. Holds the check's name.
+    NotAckable(String),
+    /// The store did not answer.
+    Store(kairos_store::Error),
+}
+
+impl std::fmt::Display for AckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AckError::Unknown => f.write_str("no SLO alert has this id"),
+            AckError::NotAckable(check) => write!(
+                f,
+                "{check} warnings recover on their own when the measure falls; only {} warnings can be acknowledged",
+                names::ACKABLE.join(" and ")
+            ),
+            AckError::Store(e) => write!(f, "the store did not answer: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            AckError::Store(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Acknowledge the alert `key` (its id) at `now`: an active warning of an ackable check becomes
+/// a recovery, delivered to the alert webhook at the monitor's next run; an alert that is not
+/// active is answered as it is. The alert's state afterwards.
+pub async fn ack(store: &dyn Store, key: &str, now: DateTime<Utc>) -> Result<SloAlert, AckError> {
+    let stored = store.slo_alert_list().await.map_err(AckError::Store)?;
+    let Some(a) = stored.into_iter().find(|a| a.key == key) else {
+        return Err(AckError::Unknown);
+    };
+    if !names::ACKABLE.contains(&a.check.as_str()) {
+        return Err(AckError::NotAckable(a.check));
+    }
+    if !a.active {
+        return Ok(a);
+    }
+    let message = format!(
+        "acknowledged at {}; was: {}",
+        now.to_rfc3339_opts(SecondsFormat::Millis, true),
+        a.message
+    );
+    let acked = store
+        .slo_alert_ack(SloAlertAck {
+            key: key.to_string(),
+            at: now,
+            message,
+        })
+        .await
+        .map_err(AckError::Store)?
+        .ok_or(AckError::Unknown)?;
+    if acked.acked() {
+        tracing::info!(target: "kairos::slo", check = %acked.check, key = %key, "SLO warning acknowledged");
+        metrics::counter!(crate::telemetry::names::SLO_TRANSITIONS, "check" => acked.check.clone(), "state" => "ok").increment(1);
+    }
+    Ok(acked)
+}
+
+/// The stored alerts of `check`, by subject: what an ackable check reads to keep a warning
+/// until it is fixed and to leave out what was acknowledged.
+pub(super) async fn stored_of(
+    store: &dyn Store,
+    check: &str,
+) -> Result<HashMap<String, SloAlert>, kairos_store::Error> {
+    Ok(store
+        .slo_alert_list()
+        .await?
+        .into_iter()
+        .filter(|a| a.check == check)
+        .filter_map(|a| Some((a.key.split_once(':')?.1.to_string(), a)))
+        .collect())
+}
+
+/// Where an ackable check looks back from for one subject: its window before `now`, or —
+/// while its warning is active — its window before the warning began, so that what it warned
+/// about is still seen until fixed, however long that takes. Anything due at or before
+/// `acked_at` was acknowledged and is left out by the caller.
+pub(super) fn lookback(
+    alert: Option<&SloAlert>,
+    now: DateTime<Utc>,
+    window: chrono::Duration,
+) -> DateTime<Utc> {
+    match alert {
+        Some(a) if a.active => (now - window).min(a.since - window),
+        _ => now - window,
+    }
 }

@@ -2,8 +2,14 @@
 //! artifact should exist by now — after the period's regular firing, its last catch-up time,
 //! the kind's deadline for the run and the monitor's grace — and does not. This is the check
 //! that would have caught the "8 days out of 20 missing while every run said success".
+//!
+//! A period is looked for within the missed-firings window; once a schedule warns, its
+//! periods are looked for from the window before the warning began, so the warning stays
+//! until the artifact exists (or the alert is acknowledged: periods due by then are left out),
+//! not until the period leaves the window.
 
-use super::checks::{MAX_EXPECTED_FIRINGS, dur, human};
+use super::alerts::{lookback, stored_of};
+use super::checks::{MAX_EXPECTED_FIRINGS, dur};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use crate::catch_up;
 use crate::kinds::Kinds;
@@ -47,6 +53,7 @@ pub(super) async fn missing_artifacts(
             limit: Some(cfg.max_schedules as i64),
         })
         .await?;
+    let alerts = stored_of(store, names::MISSING_ARTIFACTS).await?;
     let mut out = Vec::new();
     for s in schedules {
         // Only schedules whose kind's product is an artifact.
@@ -73,15 +80,21 @@ pub(super) async fn missing_artifacts(
             .into_iter()
             .map(|c| c.at)
             .collect();
-        let since = (now - dur(cfg.missed_window)).max(s.created_at);
+        let alert = alerts.get(&s.id);
+        let acked = alert.and_then(|a| a.acked_at);
+        let since = lookback(alert, now, dur(cfg.missed_window)).max(s.created_at);
         if now <= since {
             continue;
         }
         let mut checked = 0usize;
         let mut missing = Vec::new();
         for fire_at in s.spec.firings_between(tz, since, now, MAX_EXPECTED_FIRINGS) {
-            if due_by(&s, tz, &catch_ups, fire_at, cfg) > now {
+            let due = due_by(&s, tz, &catch_ups, fire_at, cfg);
+            if due > now {
                 continue; // its last chance has not passed yet
+            }
+            if acked.is_some_and(|acked| due <= acked) {
+                continue; // missing when the operator acknowledged it
             }
             checked += 1;
             let period = period_key(s.period, tz, fire_at);
@@ -100,8 +113,8 @@ pub(super) async fn missing_artifacts(
             (
                 CheckStatus::Ok,
                 format!(
-                    "digest {name:?}: all {checked} periods of the last {} have their artifact",
-                    human(cfg.missed_window)
+                    "digest {name:?}: all {checked} periods checked since {} have their artifact",
+                    since.to_rfc3339()
                 ),
             )
         } else {

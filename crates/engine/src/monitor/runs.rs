@@ -3,8 +3,9 @@
 //! materialized by the missed-firings check.
 //!
 //! - `dead_runs`: one warning per schedule with a job that ended `dead` in the window. Only
-//!   warnings are listed: a schedule without a dead job has no entry, and when its dead jobs
-//!   leave the window (or are replayed) the warning clears.
+//!   warnings are listed: a schedule without a dead job has no entry. Once raised, the warning
+//!   stays while the job is dead — however long ago it died — and clears when it is replayed
+//!   and succeeds, or when the alert is acknowledged (a job that dies later warns again).
 //! - `skip_rate`: one warning per schedule (or topic, for `email` jobs enqueued without a
 //!   schedule) when more than half of its decided jobs in the window — succeeded, skipped,
 //!   dead — were skipped for the same reason, and at least `skip_min` of them. Skips are deliberate
@@ -14,6 +15,7 @@
 //!   and has not advanced (written a page) for longer than `expansion_stuck_after`: the
 //!   expander fails on it at every tick, or does not run. Its recipients get nothing.
 
+use super::alerts::{lookback, stored_of};
 use super::checks::{dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
@@ -33,22 +35,39 @@ fn excerpt(s: &str) -> String {
     out
 }
 
-/// Schedules whose occurrences ended with a dead job in the window: one warning each, naming
-/// the latest dead job's channel, kind, period and last error.
+/// Schedules whose occurrences ended with a dead job in the window — or since before their
+/// warning began, while it is active — and not acknowledged: one warning each, naming the
+/// latest dead job's channel, kind, period and last error.
 pub(super) async fn dead_runs(
     cfg: &MonitorConfig,
     store: &dyn Store,
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
+    let window = dur(cfg.dead_runs_window);
+    let alerts = stored_of(store, names::DEAD_RUNS).await?;
+    // One read from the earliest start any schedule needs; each is cut to its own below.
+    let since = alerts
+        .values()
+        .map(|a| lookback(Some(a), now, window))
+        .fold(now - window, DateTime::min);
     let rows = store
         .job_dead_scheduled(JobDeadScheduled {
-            since: now - dur(cfg.dead_runs_window),
+            since,
             until: now + chrono::Duration::milliseconds(1),
             limit: cfg.max_schedules as i64,
         })
         .await?;
     Ok(rows
         .into_iter()
+        .filter(|r| {
+            // The row's job is its schedule's latest death: older than the schedule's own
+            // start, or acknowledged, means every one of them is.
+            let alert = alerts.get(&r.schedule_id);
+            r.finished_at >= lookback(alert, now, window)
+                && alert
+                    .and_then(|a| a.acked_at)
+                    .is_none_or(|acked| r.finished_at > acked)
+        })
         .map(|r| {
             let schedule = match &r.schedule_name {
                 Some(name) => format!("schedule {name:?}"),
@@ -66,7 +85,7 @@ pub(super) async fn dead_runs(
                 .map(excerpt)
                 .unwrap_or_else(|| "no error recorded".to_string());
             let text = format!(
-                "{schedule}: {} job(s) ended dead in the last {}; latest: channel {channel:?} (kind {}){period}, job {}, last error: {error}",
+                "{schedule}: {} job(s) ended dead and were not replayed (warned from the last {}; it stays until they are replayed and succeed, or it is acknowledged); latest: channel {channel:?} (kind {}){period}, job {}, last error: {error}",
                 r.dead,
                 human(cfg.dead_runs_window),
                 r.kind,

@@ -868,6 +868,21 @@ impl InsightStore for CountingStore {
     async fn slo_alert_put(&self, p: kairos_store::SloAlertPut) -> kairos_store::Result<()> {
         self.inner.slo_alert_put(p).await
     }
+    async fn slo_alert_ack(
+        &self,
+        p: kairos_store::SloAlertAck,
+    ) -> kairos_store::Result<Option<kairos_store::SloAlert>> {
+        self.inner.slo_alert_ack(p).await
+    }
+    async fn monitor_pass_record(
+        &self,
+        p: kairos_store::MonitorPassRecord,
+    ) -> kairos_store::Result<()> {
+        self.inner.monitor_pass_record(p).await
+    }
+    async fn monitor_pass_last(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
+        self.inner.monitor_pass_last().await
+    }
 }
 
 #[async_trait]

@@ -17,6 +17,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Router, routing::get};
+use kairos_engine::monitor::names;
 use kairos_store::{DbHealth, DbHealthRead, JobBacklog};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -54,6 +55,7 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
         })
         .await?;
     let alerts = store.slo_alert_list().await?;
+    let last_pass = store.monitor_pass_last().await?;
     let mut out = String::new();
     header_lines(
         &mut out,
@@ -98,6 +100,12 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
         let v = by_check.entry(a.check.clone()).or_insert(0);
         *v = (*v).max(u8::from(a.active));
     }
+    // `monitor_stale` is never a stored alert (a stopped monitor cannot raise it): read here
+    // from the last pass, like `GET /v1/slo` does.
+    let stale_after = state.monitor.interval * 3;
+    let stale = state.monitor.enabled(names::MONITOR_STALE)
+        && last_pass.is_some_and(|t| (now - t).to_std().is_ok_and(|age| age > stale_after));
+    by_check.insert(names::MONITOR_STALE.to_string(), u8::from(stale));
     for (check, v) in by_check {
         let _ = writeln!(out, "kairos_slo_warning{{check=\"{}\"}} {v}", label(&check));
     }
@@ -107,6 +115,13 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
         Ok(h) => db_health_lines(&mut out, &h),
         Err(e) => tracing::warn!(error = %e, "metrics: reading the database's health failed"),
     }
+    header_lines(
+        &mut out,
+        "kairos_monitor_last_success_timestamp_seconds",
+        "Unix time of the end of the background monitor's last completed pass (0 before its first).",
+    );
+    let last = last_pass.map_or(0.0, |t| t.timestamp_millis() as f64 / 1e3);
+    let _ = writeln!(out, "kairos_monitor_last_success_timestamp_seconds {last}");
     Ok(out)
 }
 

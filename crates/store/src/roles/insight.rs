@@ -31,4 +31,11 @@ pub trait InsightStore: Send + Sync {
     async fn slo_alert_list(&self) -> Result<Vec<SloAlert>>;
     /// Insert or replace an SLO alert state.
     async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()>;
+    /// Acknowledge an alert (see [`SloAlertAck`]); its state afterwards, `None` for an
+    /// unknown key.
+    async fn slo_alert_ack(&self, p: SloAlertAck) -> Result<Option<SloAlert>>;
+    /// Record that the background monitor completed a pass (replaces the previous record).
+    async fn monitor_pass_record(&self, p: MonitorPassRecord) -> Result<()>;
+    /// When the background monitor last completed a pass; `None` before its first.
+    async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>>;
 }

@@ -5,7 +5,8 @@ use super::{Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
     Backlog, DeadScheduledRun, DecidedCount, JobBacklog, JobCount, JobCountDecided,
-    JobCountFinished, JobDeadScheduled, Result, ScheduleFireTimes, SloAlert, SloAlertPut,
+    JobCountFinished, JobDeadScheduled, MonitorPassRecord, Result, ScheduleFireTimes, SloAlert,
+    SloAlertAck, SloAlertPut,
 };
 use chrono::{DateTime, Utc};
 
@@ -168,12 +169,15 @@ pub async fn schedule_fire_times(
     .await
 }
 
+/// The columns of an SLO alert row.
+const SLO_ALERT_COLUMNS: &str =
+    "key, check_name, active, since, message, seq, notified_seq, updated_at, acked_at";
+
 /// Every SLO alert.
 pub async fn slo_alert_list(run: &mut impl SqlRun) -> Result<Vec<SloAlert>> {
     run.fetch(
         "slo alert list",
-        "SELECT key, check_name, active, since, message, seq, notified_seq, updated_at
-         FROM slo_alerts ORDER BY key",
+        &format!("SELECT {SLO_ALERT_COLUMNS} FROM slo_alerts ORDER BY key"),
         vec![],
         &|r| rows::slo_alert(r),
     )
@@ -185,16 +189,73 @@ pub async fn slo_alert_put(run: &mut impl SqlRun, p: SloAlertPut) -> Result<()> 
     let a = p.alert;
     run.execute(
         "slo alert put",
-        "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        "INSERT INTO slo_alerts (key, check_name, active, since, message, seq, notified_seq,
+                                 updated_at, acked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (key) DO UPDATE SET check_name = excluded.check_name,
             active = excluded.active, since = excluded.since, message = excluded.message,
             seq = excluded.seq, notified_seq = excluded.notified_seq,
-            updated_at = excluded.updated_at",
-        binds![a.key, a.check, a.active, a.since, a.message, a.seq, a.notified_seq, a.updated_at],
+            updated_at = excluded.updated_at, acked_at = excluded.acked_at",
+        binds![
+            a.key,
+            a.check,
+            a.active,
+            a.since,
+            a.message,
+            a.seq,
+            a.notified_seq,
+            a.updated_at,
+            a.acked_at
+        ],
     )
     .await?;
     Ok(())
+}
+
+/// Acknowledge an SLO alert: one conditional update, so that an alert the monitor cleared in
+/// the meantime is not turned into a second recovery.
+pub async fn slo_alert_ack(run: &mut impl SqlRun, p: SloAlertAck) -> Result<Option<SloAlert>> {
+    run.execute(
+        "slo alert ack",
+        "UPDATE slo_alerts SET active = $2, since = $3, acked_at = $3, updated_at = $3,
+                seq = seq + 1, message = $4
+         WHERE key = $1 AND active = $5",
+        binds![p.key.clone(), false, p.at, p.message, true],
+    )
+    .await?;
+    run.fetch_optional(
+        "slo alert get",
+        &format!("SELECT {SLO_ALERT_COLUMNS} FROM slo_alerts WHERE key = $1"),
+        binds![p.key],
+        &|r| rows::slo_alert(r),
+    )
+    .await
+}
+
+/// The one row of `monitor_passes` the background monitor writes.
+const MONITOR_SERVICE: &str = "monitor";
+
+/// Record a completed monitor pass.
+pub async fn monitor_pass_record(run: &mut impl SqlRun, p: MonitorPassRecord) -> Result<()> {
+    run.execute(
+        "monitor pass record",
+        "INSERT INTO monitor_passes (service, last_pass_at) VALUES ($1, $2)
+         ON CONFLICT (service) DO UPDATE SET last_pass_at = excluded.last_pass_at",
+        binds![MONITOR_SERVICE, p.at],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The last completed monitor pass.
+pub async fn monitor_pass_last(run: &mut impl SqlRun) -> Result<Option<DateTime<Utc>>> {
+    run.fetch_optional(
+        "monitor pass last",
+        "SELECT last_pass_at FROM monitor_passes WHERE service = $1",
+        binds![MONITOR_SERVICE],
+        &|r| r.ts("last_pass_at"),
+    )
+    .await
 }
 
 #[async_trait::async_trait]
@@ -233,5 +294,17 @@ impl<D: super::SqlDb> crate::InsightStore for D {
 
     async fn slo_alert_put(&self, p: SloAlertPut) -> Result<()> {
         slo_alert_put(&mut self.writer(), p).await
+    }
+
+    async fn slo_alert_ack(&self, p: SloAlertAck) -> Result<Option<SloAlert>> {
+        slo_alert_ack(&mut self.writer(), p).await
+    }
+
+    async fn monitor_pass_record(&self, p: MonitorPassRecord) -> Result<()> {
+        monitor_pass_record(&mut self.writer(), p).await
+    }
+
+    async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>> {
+        monitor_pass_last(&mut self.reader()).await
     }
 }

@@ -58,6 +58,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0020 "implicit_attempts",
     0021 "dedupe_index",
     0022 "misfire_gaps",
+    0023 "slo_monitor",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -283,6 +283,7 @@ pub fn slo_alert<R: RowRead + ?Sized>(r: &R) -> Result<SloAlert> {
         seq: r.int("seq")?,
         notified_seq: r.int("notified_seq")?,
         updated_at: r.ts("updated_at")?,
+        acked_at: r.opt_ts("acked_at")?,
     })
 }
 
