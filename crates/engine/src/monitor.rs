@@ -19,6 +19,8 @@
 //!   a threshold (one that fails on every tick never advances).
 //! - `endpoint_disabled`: one warning per webhook endpoint disabled after a sustained failure
 //!   streak, until it is enabled again.
+//! - `bounce_rate`, `complaint_rate` and `inbound_unknown`: mail that bounces, is marked as
+//!   spam, or provider events kairos does not understand (see `monitor/deliverability.rs`).
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! A leader-only [`Service`]: [`MonitorConfig`] with defaults and `validate()`,
@@ -32,6 +34,7 @@
 mod alerts;
 mod artifacts;
 mod checks;
+mod deliverability;
 mod endpoints;
 mod runs;
 
@@ -66,6 +69,12 @@ pub mod names {
     pub const EXPANSIONS_STUCK: &str = "expansions_stuck";
     /// Webhook endpoints disabled after a failure streak.
     pub const ENDPOINT_DISABLED: &str = "endpoint_disabled";
+    /// Topics whose sent mails bounce too often.
+    pub const BOUNCE_RATE: &str = "bounce_rate";
+    /// Topics whose sent mails are marked as spam too often.
+    pub const COMPLAINT_RATE: &str = "complaint_rate";
+    /// Provider events stored without action (unknown or untyped).
+    pub const INBOUND_UNKNOWN: &str = "inbound_unknown";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -77,6 +86,9 @@ pub mod names {
         SKIP_RATE,
         EXPANSIONS_STUCK,
         ENDPOINT_DISABLED,
+        BOUNCE_RATE,
+        COMPLAINT_RATE,
+        INBOUND_UNKNOWN,
     ];
 }
 
@@ -114,6 +126,18 @@ pub struct MonitorConfig {
     /// An audience expansion not done and not advanced for this long is stuck. Default
     /// 15 min.
     pub expansion_stuck_after: Duration,
+    /// A topic's bounced mails above this share of its sent mails is a warning. Default
+    /// 0.05 (5 %).
+    pub bounce_rate: f64,
+    /// A topic's mails marked as spam above this share of its sent mails is a warning.
+    /// Default 0.003 (0.3 %).
+    pub complaint_rate: f64,
+    /// The bounce and complaint rates' window. Default 7 days.
+    pub deliverability_window: Duration,
+    /// Fewest mails sent by a topic in the window for its rates to count. Default 200.
+    pub deliverability_min_sent: u64,
+    /// The `inbound_unknown` window. Default 24 h.
+    pub inbound_unknown_window: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -135,6 +159,11 @@ impl Default for MonitorConfig {
             skip_min: 5,
             skip_ignore: Vec::new(),
             expansion_stuck_after: Duration::from_secs(15 * 60),
+            bounce_rate: 0.05,
+            complaint_rate: 0.003,
+            deliverability_window: Duration::from_secs(7 * 24 * 3600),
+            deliverability_min_sent: 200,
+            inbound_unknown_window: Duration::from_secs(24 * 3600),
             disabled: Vec::new(),
         }
     }
@@ -158,15 +187,29 @@ impl MonitorConfig {
             ("monitor.dead_runs_window", self.dead_runs_window),
             ("monitor.skip_window", self.skip_window),
             ("monitor.expansion_stuck_after", self.expansion_stuck_after),
+            ("monitor.deliverability_window", self.deliverability_window),
+            (
+                "monitor.inbound_unknown_window",
+                self.inbound_unknown_window,
+            ),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
             }
         }
-        if !(0.0..=1.0).contains(&self.failure_rate) {
+        for (field, rate) in [
+            ("monitor.failure_rate", self.failure_rate),
+            ("monitor.bounce_rate", self.bounce_rate),
+            ("monitor.complaint_rate", self.complaint_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(Error::invalid(field, "must be between 0 and 1"));
+            }
+        }
+        if self.deliverability_min_sent == 0 {
             return Err(Error::invalid(
-                "monitor.failure_rate",
-                "must be between 0 and 1",
+                "monitor.deliverability_min_sent",
+                "must be at least 1",
             ));
         }
         if self.skip_min == 0 {
@@ -370,6 +413,12 @@ impl Monitor {
         }
         if self.cfg.enabled(names::ENDPOINT_DISABLED) {
             checks.extend(endpoints::endpoint_disabled(store, now).await?);
+        }
+        if self.cfg.enabled(names::BOUNCE_RATE) || self.cfg.enabled(names::COMPLAINT_RATE) {
+            checks.extend(deliverability::rates(&self.cfg, store, now).await?);
+        }
+        if self.cfg.enabled(names::INBOUND_UNKNOWN) {
+            checks.extend(deliverability::inbound_unknown(&self.cfg, store, now).await?);
         }
         for extra in &self.extra {
             checks.extend(extra.evaluate(store, now).await?);
