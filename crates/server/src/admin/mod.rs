@@ -15,6 +15,8 @@
 //!   derived status (success, partial, failure, pending).
 //! - `/admin/endpoints` — webhook endpoints with their health and disabled state; enable a
 //!   disabled one again.
+//! - `/admin/topics/{name}` — a topic's A/B variants with their mails sent, delivered,
+//!   opened, clicked, bounced and complained.
 //!
 //! Stored values the code does not know (a state written by a newer version) render as
 //! "unknown" and never break a page.
@@ -26,6 +28,7 @@ pub mod jobs;
 pub mod login_limit;
 pub mod schedules;
 pub mod session;
+pub mod topics;
 pub mod views;
 
 use crate::AppState;
@@ -72,6 +75,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/occurrences.html"),
     ),
     ("endpoints.html", include_str!("templates/endpoints.html")),
+    ("topic.html", include_str!("templates/topic.html")),
 ];
 
 /// The admin templates, compiled at the first page rendered rather than at start-up: a node
@@ -163,6 +167,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/schedules/{id}/{action}", post(schedules::act))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
+        .route("/topics/{name}", get(topics::show))
         .layer(axum::Extension(admin))
         .layer(axum::middleware::map_response(
             crate::headers::security_headers,
