@@ -14,7 +14,8 @@
 //! changes nothing. A verified event is stored once by its id and acted on in the
 //! same transaction ([`Kairos::inbound_receive`](kairos_engine::Kairos::inbound_receive));
 //! a repeat, an unknown type and an unknown bounce sub-type all answer 200. These routes
-//! stay up in maintenance mode.
+//! stay up in maintenance mode. Each event is counted in `kairos_inbound_events_total`
+//! (a refused one as `rejected`, without reading its body).
 
 use crate::AppState;
 use crate::problem::{ApiResult, Problem};
