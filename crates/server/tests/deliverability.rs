@@ -268,7 +268,8 @@ async fn metrics_count_every_inbound_event_by_source_type_and_outcome() {
 /// complained from signed provider events matched to the sends by provider message id, each
 /// mail counted once per outcome, with rates over `sent` (S3-19). An event for a message
 /// kairos did not send counts nowhere; an unknown topic is a 404; a topic without exposures
-/// has no rows. The admin page shows the same numbers, escaped.
+/// has no rows. The admin page shows the same numbers, escaped, and the dashboard links the
+/// topic's deliverability rows to it.
 #[tokio::test]
 async fn variant_stats_count_each_variants_mails_and_outcomes_from_provider_events_s3_19() {
     let api = Api::start().await;
@@ -413,6 +414,10 @@ async fn variant_stats_count_each_variants_mails_and_outcomes_from_provider_even
     ] {
         assert!(row_a.contains(cell), "{cell} in {row_a}");
     }
+    // The dashboard's SLO panel links a topic's deliverability rows to its page.
+    let (status, html) = page("/admin").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("<a href=\"/admin/topics/weekly\">weekly</a>"), "{html}");
     let (status, _) = page("/admin/topics/nothing").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let anon = api

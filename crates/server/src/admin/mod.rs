@@ -2,7 +2,8 @@
 //! single-page app. Every page but the login page needs a session ([`session::Operator`]);
 //! every form carries a CSRF token bound to the session.
 //!
-//! - `/admin` — jobs by state, the SLO panel and a banner while a warning is active.
+//! - `/admin` — jobs by state, the SLO panel (a topic's deliverability rows link to its page)
+//!   and a banner while a warning is active.
 //! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, schedule, period,
 //!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs;
 //!   cancel or retry the ticked jobs, or all matching the filter after a confirmation with the
