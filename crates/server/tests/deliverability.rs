@@ -417,7 +417,10 @@ async fn variant_stats_count_each_variants_mails_and_outcomes_from_provider_even
     // The dashboard's SLO panel links a topic's deliverability rows to its page.
     let (status, html) = page("/admin").await;
     assert_eq!(status, StatusCode::OK);
-    assert!(html.contains("<a href=\"/admin/topics/weekly\">weekly</a>"), "{html}");
+    assert!(
+        html.contains("<a href=\"/admin/topics/weekly\">weekly</a>"),
+        "{html}"
+    );
     let (status, _) = page("/admin/topics/nothing").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let anon = api
