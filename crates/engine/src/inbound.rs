@@ -35,6 +35,29 @@ const RECORDED: &[&str] = &[
     "email.received",
 ];
 
+/// Event types kairos acts on, besides the recorded ones.
+const ACTED_ON: &[&str] = &[
+    "email.bounced",
+    "email.complained",
+    "email.suppressed",
+    "suppression.added",
+];
+
+/// An event type as a metric label: a type kairos knows as it is, `none` for an event
+/// without a type, `other` for any other (the sender's text would make the label set
+/// unbounded; the stored event keeps its type, and the `inbound_unknown` check names it).
+pub fn type_label(event_type: &str) -> &'static str {
+    if event_type.is_empty() {
+        return "none";
+    }
+    RECORDED
+        .iter()
+        .chain(ACTED_ON)
+        .find(|t| **t == event_type)
+        .copied()
+        .unwrap_or("other")
+}
+
 /// What an event means.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Classified {
@@ -203,6 +226,14 @@ mod tests {
         let junk = classify(b"not json");
         assert_eq!(junk.action, action::UNKNOWN);
         assert_eq!(junk.payload, json!("not json"));
+    }
+
+    #[test]
+    fn type_label_keeps_known_types_and_bounds_the_rest() {
+        assert_eq!(type_label("email.bounced"), "email.bounced");
+        assert_eq!(type_label("email.opened"), "email.opened");
+        assert_eq!(type_label(""), "none");
+        assert_eq!(type_label("contact.updated"), "other");
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! - `stuck_due`: jobs due for longer than a threshold and not claimed.
 //! - `lease_expired`: jobs running past their lease by more than a grace, on its own
 //!   axis.
-//! - `missed_firings`: for each active schedule, the firings its clock expected in the window
-//!   versus those materialized as jobs.
+//! - `missed_firings`: one warning per recorded gap of firings that did not run (dropped by
+//!   the misfire policy or older than the window), finished one-shots included, until the
+//!   schedule's next on-time firing; and per active schedule, a warning while its next firing
+//!   is overdue (no scheduler is firing it).
 //! - `missing_artifacts`: for each active digest schedule, the periods without an artifact
 //!   after their last catch-up.
 //! - `dead_runs`: for each schedule, the jobs of its occurrences that ended `dead` in the
@@ -25,6 +27,8 @@
 //! - `monitor_stale`: the background monitor has not completed a pass in three intervals.
 //!   Evaluated only when the report is read ([`Monitor::report`]): a monitor that stopped
 //!   cannot warn about itself.
+//! - `bounce_rate`, `complaint_rate` and `inbound_unknown`: mail that bounces, is marked as
+//!   spam, or provider events kairos does not understand (see `monitor/deliverability.rs`).
 //! - Further checks plug in through [`ExtraCheck`].
 //!
 //! Each check is evaluated on its own: one whose store read fails is a result with status
@@ -44,6 +48,7 @@
 mod alerts;
 mod artifacts;
 mod checks;
+mod deliverability;
 mod endpoints;
 mod horizon;
 mod runs;
@@ -88,6 +93,12 @@ pub mod names {
     /// fixed, and stays until it is fixed or acknowledged. The others recover on their own
     /// when their measure falls.
     pub const ACKABLE: &[&str] = &[MISSING_ARTIFACTS, DEAD_RUNS];
+    /// Topics whose sent mails bounce too often.
+    pub const BOUNCE_RATE: &str = "bounce_rate";
+    /// Topics whose sent mails are marked as spam too often.
+    pub const COMPLAINT_RATE: &str = "complaint_rate";
+    /// Provider events stored without action (unknown or untyped).
+    pub const INBOUND_UNKNOWN: &str = "inbound_unknown";
     /// All of them.
     pub const ALL: &[&str] = &[
         FAILURE_RATE,
@@ -101,6 +112,9 @@ pub mod names {
         ENDPOINT_DISABLED,
         DB_HORIZON,
         MONITOR_STALE,
+        BOUNCE_RATE,
+        COMPLAINT_RATE,
+        INBOUND_UNKNOWN,
     ];
 }
 
@@ -143,6 +157,18 @@ pub struct MonitorConfig {
     /// A transaction holding the database's cleanup back longer than this warns. Default
     /// 300 s.
     pub db_horizon: Duration,
+    /// A topic's bounced mails above this share of its sent mails is a warning. Default
+    /// 0.05 (5 %).
+    pub bounce_rate: f64,
+    /// A topic's mails marked as spam above this share of its sent mails is a warning.
+    /// Default 0.003 (0.3 %).
+    pub complaint_rate: f64,
+    /// The bounce and complaint rates' window. Default 7 days.
+    pub deliverability_window: Duration,
+    /// Fewest mails sent by a topic in the window for its rates to count. Default 200.
+    pub deliverability_min_sent: u64,
+    /// The `inbound_unknown` window. Default 24 h.
+    pub inbound_unknown_window: Duration,
     /// Checks turned off, by name.
     pub disabled: Vec<String>,
 }
@@ -165,6 +191,11 @@ impl Default for MonitorConfig {
             skip_ignore: Vec::new(),
             expansion_stuck_after: Duration::from_secs(15 * 60),
             db_horizon: Duration::from_secs(300),
+            bounce_rate: 0.05,
+            complaint_rate: 0.003,
+            deliverability_window: Duration::from_secs(7 * 24 * 3600),
+            deliverability_min_sent: 200,
+            inbound_unknown_window: Duration::from_secs(24 * 3600),
             disabled: Vec::new(),
         }
     }
@@ -189,15 +220,29 @@ impl MonitorConfig {
             ("monitor.skip_window", self.skip_window),
             ("monitor.expansion_stuck_after", self.expansion_stuck_after),
             ("monitor.db_horizon", self.db_horizon),
+            ("monitor.deliverability_window", self.deliverability_window),
+            (
+                "monitor.inbound_unknown_window",
+                self.inbound_unknown_window,
+            ),
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
             }
         }
-        if !(0.0..=1.0).contains(&self.failure_rate) {
+        for (field, rate) in [
+            ("monitor.failure_rate", self.failure_rate),
+            ("monitor.bounce_rate", self.bounce_rate),
+            ("monitor.complaint_rate", self.complaint_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return Err(Error::invalid(field, "must be between 0 and 1"));
+            }
+        }
+        if self.deliverability_min_sent == 0 {
             return Err(Error::invalid(
-                "monitor.failure_rate",
-                "must be between 0 and 1",
+                "monitor.deliverability_min_sent",
+                "must be at least 1",
             ));
         }
         if self.skip_min == 0 {
@@ -493,6 +538,20 @@ impl Monitor {
         if on(names::DB_HORIZON) {
             let r = horizon::db_horizon(cfg, store, now).await;
             run(&mut out, names::DB_HORIZON, r);
+        }
+        if on(names::BOUNCE_RATE) || on(names::COMPLAINT_RATE) {
+            // One read answers both: its failure is an error of each.
+            match deliverability::rates(cfg, store, now).await {
+                Ok(r) => out.extend(r),
+                Err(e) => {
+                    out.push(check_error(names::BOUNCE_RATE, &e));
+                    out.push(check_error(names::COMPLAINT_RATE, &e));
+                }
+            }
+        }
+        if on(names::INBOUND_UNKNOWN) {
+            let r = deliverability::inbound_unknown(cfg, store, now).await;
+            run(&mut out, names::INBOUND_UNKNOWN, r);
         }
         for extra in &self.extra {
             run(&mut out, extra.name(), extra.evaluate(store, now).await);

@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 mod audience;
 mod bulk;
 mod channels;
+mod deliverability;
 mod digest;
 mod endpoints;
 mod erasure;

@@ -28,6 +28,18 @@ pub mod names {
     pub const MISFIRES: &str = "kairos_scheduler_misfires_total";
     /// Counter `{check, state}`: SLO alert transitions (`warning`, `ok`).
     pub const SLO_TRANSITIONS: &str = "kairos_slo_transitions_total";
+    /// Counter `{source, type, outcome}`: provider webhooks received (`outcome`: `suppressed`,
+    /// `recorded`, `unknown`, `duplicate`, `rejected`).
+    pub const INBOUND_EVENTS: &str = "kairos_inbound_events_total";
+}
+
+/// A provider webhook was handled: `outcome` is the action of a new event (`suppressed`,
+/// `recorded`, `unknown`), `duplicate` for a repeat, `rejected` for a bad signature. The
+/// `type` label is [`crate::inbound::type_label`]: a fixed set, whatever the sender writes.
+pub fn inbound_event(source: &str, event_type: &str, outcome: &str) {
+    metrics::counter!(names::INBOUND_EVENTS, "source" => source.to_string(),
+        "type" => crate::inbound::type_label(event_type), "outcome" => outcome.to_string())
+    .increment(1);
 }
 
 /// Histogram buckets, seconds, for lateness and attempt duration: from 5 ms to an hour, so

@@ -74,6 +74,17 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             &cfg.slo_expansions_stuck_after,
         )?,
         db_horizon: Duration::from_secs(cfg.slo_db_horizon_secs),
+        bounce_rate: cfg.slo_bounce_rate,
+        complaint_rate: cfg.slo_complaint_rate,
+        deliverability_window: parse_window(
+            "slo_deliverability_window",
+            &cfg.slo_deliverability_window,
+        )?,
+        deliverability_min_sent: cfg.slo_deliverability_min_sent,
+        inbound_unknown_window: parse_window(
+            "slo_inbound_unknown_window",
+            &cfg.slo_inbound_unknown_window,
+        )?,
         disabled,
         ..MonitorConfig::default()
     };
@@ -89,6 +100,11 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.skip_min" => "slo_skip_rate_min",
             "monitor.expansion_stuck_after" => "slo_expansions_stuck_after",
             "monitor.db_horizon" => "slo_db_horizon_secs",
+            "monitor.bounce_rate" => "slo_bounce_rate",
+            "monitor.complaint_rate" => "slo_complaint_rate",
+            "monitor.deliverability_window" => "slo_deliverability_window",
+            "monitor.deliverability_min_sent" => "slo_deliverability_min_sent",
+            "monitor.inbound_unknown_window" => "slo_inbound_unknown_window",
             "monitor.disabled" => "slo_disabled",
             other => other,
         };

@@ -19,6 +19,7 @@ pub mod artifacts;
 pub mod audience;
 pub mod bulk;
 pub mod channels;
+pub mod deliverability;
 pub mod endpoint_health;
 pub mod erasure;
 pub mod fixtures;
@@ -157,6 +158,11 @@ macro_rules! store_conformance {
             setting_put_get_and_clear,
             admin_session_create_get_delete_and_prune,
         );
+        $crate::store_conformance!(@deliverability $factory;
+            sent_mail_count_counts_mails_per_topic_with_their_outcomes,
+            exposure_outcome_count_counts_variants_with_their_outcomes,
+            inbound_event_count_groups_one_action_by_source_and_type,
+        );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
         );
@@ -214,6 +220,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::slo::$name(store).await;
+            }
+        )*
+    };
+    (@deliverability $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::deliverability::$name(store).await;
             }
         )*
     };

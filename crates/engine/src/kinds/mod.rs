@@ -304,6 +304,16 @@ impl Kinds {
             .collect()
     }
 
+    /// The names of the kinds that send mail (a success records an A/B exposure): the mails
+    /// sent of the deliverability checks.
+    pub fn mail_kinds(&self) -> Vec<String> {
+        self.kinds
+            .iter()
+            .filter(|k| k.records_exposure())
+            .map(|k| k.name().to_string())
+            .collect()
+    }
+
     /// The names of the kinds that take a schedule `topic`.
     pub fn topic_takers(&self) -> Vec<&'static str> {
         self.kinds
@@ -345,6 +355,7 @@ mod tests {
         assert!(k.get("email").records_exposure());
         assert!(!k.get("webhook").records_exposure());
         assert_eq!(k.topic_kinds(), ["email"]);
+        assert_eq!(k.mail_kinds(), ["email"]);
         assert_eq!(k.topic_takers(), ["email", "digest"]);
     }
 

@@ -133,6 +133,11 @@ impl Kairos {
             action = %c.action, created = r.created, job_id = ?r.job_id,
             suppressions_created = r.suppressions_created,
             subscriptions_disabled = r.subscriptions_disabled, "inbound event");
+        crate::telemetry::inbound_event(
+            &source,
+            &c.event_type,
+            if r.created { &c.action } else { "duplicate" },
+        );
         let action = if r.created {
             c.action
         } else {

@@ -822,6 +822,24 @@ impl InboundStore for CountingStore {
     ) -> kairos_store::Result<u64> {
         self.inner.inbound_event_prune(p).await
     }
+    async fn sent_mail_count(
+        &self,
+        p: kairos_store::SentMailCount,
+    ) -> kairos_store::Result<Vec<kairos_store::MailOutcomeCount>> {
+        self.inner.sent_mail_count(p).await
+    }
+    async fn exposure_outcome_count(
+        &self,
+        p: kairos_store::ExposureOutcomeCount,
+    ) -> kairos_store::Result<Vec<kairos_store::MailOutcomeCount>> {
+        self.inner.exposure_outcome_count(p).await
+    }
+    async fn inbound_event_count(
+        &self,
+        p: kairos_store::InboundEventCount,
+    ) -> kairos_store::Result<Vec<kairos_store::InboundEventTally>> {
+        self.inner.inbound_event_count(p).await
+    }
 }
 
 #[async_trait]

@@ -2,7 +2,8 @@
 //! single-page app. Every page but the login page needs a session ([`session::Operator`]);
 //! every form carries a CSRF token bound to the session.
 //!
-//! - `/admin` — jobs by state, the SLO panel and a banner while a warning is active.
+//! - `/admin` — jobs by state, the SLO panel (a topic's deliverability rows link to its page)
+//!   and a banner while a warning is active.
 //! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, schedule, period,
 //!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs;
 //!   cancel or retry the ticked jobs, or all matching the filter after a confirmation with the
@@ -15,6 +16,8 @@
 //!   derived status (success, partial, failure, pending).
 //! - `/admin/endpoints` — webhook endpoints with their health and disabled state; enable a
 //!   disabled one again.
+//! - `/admin/topics/{name}` — a topic's A/B variants with their mails sent, delivered,
+//!   opened, clicked, bounced and complained.
 //!
 //! Stored values the code does not know (a state written by a newer version) render as
 //! "unknown" and never break a page.
@@ -26,6 +29,7 @@ pub mod jobs;
 pub mod login_limit;
 pub mod schedules;
 pub mod session;
+pub mod topics;
 pub mod views;
 
 use crate::AppState;
@@ -72,6 +76,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/occurrences.html"),
     ),
     ("endpoints.html", include_str!("templates/endpoints.html")),
+    ("topic.html", include_str!("templates/topic.html")),
 ];
 
 /// The admin templates, compiled at the first page rendered rather than at start-up: a node
@@ -163,6 +168,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/schedules/{id}/{action}", post(schedules::act))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
+        .route("/topics/{name}", get(topics::show))
         .layer(axum::Extension(admin))
         .layer(axum::middleware::map_response(
             crate::headers::security_headers,

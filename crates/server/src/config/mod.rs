@@ -80,6 +80,11 @@ pub const ENV_FIELDS: &[&str] = &[
     "slo_skip_rate_ignore",
     "slo_expansions_stuck_after",
     "slo_db_horizon_secs",
+    "slo_bounce_rate",
+    "slo_complaint_rate",
+    "slo_deliverability_window",
+    "slo_deliverability_min_sent",
+    "slo_inbound_unknown_window",
     "alert_webhook_url",
     "alert_webhook_secret",
     "email_transport",
@@ -273,6 +278,23 @@ pub struct Config {
     /// A transaction holding the database's cleanup back this long is a `db_horizon`
     /// warning (`KAIROS_SLO_DB_HORIZON_SECS`, default 300).
     pub slo_db_horizon_secs: u64,
+    /// A topic's bounced share of its sent mails above this warns (`KAIROS_SLO_BOUNCE_RATE`,
+    /// default 0.05).
+    pub slo_bounce_rate: f64,
+    /// A topic's share of sent mails marked as spam above this warns
+    /// (`KAIROS_SLO_COMPLAINT_RATE`, default 0.003).
+    pub slo_complaint_rate: f64,
+    /// The bounce and complaint rates' window (`KAIROS_SLO_DELIVERABILITY_WINDOW`, default
+    /// `7d`).
+    #[serde(deserialize_with = "flex_duration")]
+    pub slo_deliverability_window: String,
+    /// Fewest mails a topic sent in the window for its rates to count
+    /// (`KAIROS_SLO_DELIVERABILITY_MIN_SENT`, default 200).
+    pub slo_deliverability_min_sent: u64,
+    /// Provider events stored without action this recently warn `inbound_unknown`
+    /// (`KAIROS_SLO_INBOUND_UNKNOWN_WINDOW`, default `24h`).
+    #[serde(deserialize_with = "flex_duration")]
+    pub slo_inbound_unknown_window: String,
     /// Where SLO warnings and recoveries are posted (`KAIROS_ALERT_WEBHOOK_URL`; none: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert_webhook_url: Option<String>,
@@ -407,6 +429,11 @@ impl Default for Config {
             slo_skip_rate_ignore: String::new(),
             slo_expansions_stuck_after: "15m".into(),
             slo_db_horizon_secs: 300,
+            slo_bounce_rate: 0.05,
+            slo_complaint_rate: 0.003,
+            slo_deliverability_window: "7d".into(),
+            slo_deliverability_min_sent: 200,
+            slo_inbound_unknown_window: "24h".into(),
             alert_webhook_url: None,
             alert_webhook_secret: None,
             email_transport: "file".into(),

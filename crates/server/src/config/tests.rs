@@ -366,6 +366,73 @@ fn slo_windows_come_from_the_environment() {
     });
 }
 
+/// The deliverability checks' settings: 5 %, 0.3 %, 7 days, 200 mails and 24 h unless set;
+/// each variable arrives, and a bad value is refused naming its setting.
+#[test]
+fn slo_deliverability_settings_come_from_the_environment() {
+    Jail::expect_with(|jail| {
+        let monitor = || {
+            crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())
+        };
+        let m = monitor()?;
+        assert_eq!((m.bounce_rate, m.complaint_rate), (0.05, 0.003));
+        assert_eq!(
+            m.deliverability_window,
+            std::time::Duration::from_secs(7 * 86_400)
+        );
+        assert_eq!(m.deliverability_min_sent, 200);
+        assert_eq!(
+            m.inbound_unknown_window,
+            std::time::Duration::from_secs(86_400)
+        );
+        jail.set_env("KAIROS_SLO_BOUNCE_RATE", "0.02");
+        jail.set_env("KAIROS_SLO_COMPLAINT_RATE", "0.001");
+        jail.set_env("KAIROS_SLO_DELIVERABILITY_WINDOW", "3d");
+        jail.set_env("KAIROS_SLO_DELIVERABILITY_MIN_SENT", "500");
+        jail.set_env("KAIROS_SLO_INBOUND_UNKNOWN_WINDOW", "6h");
+        let m = monitor()?;
+        assert_eq!((m.bounce_rate, m.complaint_rate), (0.02, 0.001));
+        assert_eq!(
+            m.deliverability_window,
+            std::time::Duration::from_secs(3 * 86_400)
+        );
+        assert_eq!(m.deliverability_min_sent, 500);
+        assert_eq!(
+            m.inbound_unknown_window,
+            std::time::Duration::from_secs(6 * 3600)
+        );
+        jail.set_env("KAIROS_SLO_DELIVERABILITY_WINDOW", "a week");
+        assert_eq!(
+            load().expect_err("not a duration").field,
+            "slo_deliverability_window"
+        );
+        jail.set_env("KAIROS_SLO_DELIVERABILITY_WINDOW", "7d");
+        jail.set_env("KAIROS_SLO_INBOUND_UNKNOWN_WINDOW", "0");
+        assert_eq!(
+            load().expect_err("zero").field,
+            "slo_inbound_unknown_window"
+        );
+        jail.set_env("KAIROS_SLO_INBOUND_UNKNOWN_WINDOW", "24h");
+        jail.set_env("KAIROS_SLO_BOUNCE_RATE", "5");
+        assert_eq!(
+            monitor().expect_err("over 1"),
+            "slo_bounce_rate: must be between 0 and 1"
+        );
+        jail.set_env("KAIROS_SLO_BOUNCE_RATE", "0.05");
+        jail.set_env("KAIROS_SLO_COMPLAINT_RATE", "-1");
+        let e = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .expect_err("negative");
+        assert_eq!(e.field, "slo_complaint_rate");
+        jail.set_env("KAIROS_SLO_COMPLAINT_RATE", "0.003");
+        jail.set_env("KAIROS_SLO_DELIVERABILITY_MIN_SENT", "0");
+        let e = crate::monitoring::monitor_config(&load().map_err(|e| e.to_string())?)
+            .expect_err("zero");
+        assert_eq!(e.field, "slo_deliverability_min_sent");
+        Ok(())
+    });
+}
+
 /// The dedupe keys of pruned jobs are kept 400 days unless set; `off` keeps them; a bad value
 /// is named.
 #[test]

@@ -125,6 +125,11 @@ impl Config {
             "slo_expansions_stuck_after",
             &self.slo_expansions_stuck_after,
         )?;
+        parse_window("slo_deliverability_window", &self.slo_deliverability_window)?;
+        parse_window(
+            "slo_inbound_unknown_window",
+            &self.slo_inbound_unknown_window,
+        )?;
         self.validate_email()?;
         self.otlp_traces_url()?;
         super::inbound::InboundConfig::from_config(self)?;

@@ -14,7 +14,8 @@
 //! changes nothing. A verified event is stored once by its id and acted on in the
 //! same transaction ([`Kairos::inbound_receive`](kairos_engine::Kairos::inbound_receive));
 //! a repeat, an unknown type and an unknown bounce sub-type all answer 200. These routes
-//! stay up in maintenance mode.
+//! stay up in maintenance mode. Each event is counted in `kairos_inbound_events_total`
+//! (a refused one as `rejected`, without reading its body).
 
 use crate::AppState;
 use crate::problem::{ApiResult, Problem};
@@ -84,6 +85,12 @@ fn verified(
     Ok(id.to_string())
 }
 
+/// Count a refused event. Its body is not read: unverified, it is anyone's text. Only
+/// configured sources get here, so the `source` label stays bounded.
+fn rejected(source: &str) {
+    kairos_engine::telemetry::inbound_event(source, "", "rejected");
+}
+
 fn not_enabled(what: &str) -> Problem {
     Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", what)
 }
@@ -111,7 +118,8 @@ pub async fn resend(
             "/hooks/resend is off: set KAIROS_RESEND_WEBHOOK_SECRET",
         ));
     }
-    let id = verified(&state, &headers, "svix", &state.inbound.resend, &body)?;
+    let id = verified(&state, &headers, "svix", &state.inbound.resend, &body)
+        .inspect_err(|_| rejected("resend"))?;
     Ok(Json(
         state.kairos.inbound_receive("resend", &id, &body).await?,
     ))
@@ -142,7 +150,8 @@ pub async fn standard(
             "no secret for this source in KAIROS_INBOUND_SECRETS",
         ));
     };
-    let id = verified(&state, &headers, "webhook", secrets, &body)?;
+    let id =
+        verified(&state, &headers, "webhook", secrets, &body).inspect_err(|_| rejected(&source))?;
     Ok(Json(
         state.kairos.inbound_receive(&source, &id, &body).await?,
     ))

@@ -196,6 +196,27 @@ impl<D: super::SqlDb> crate::InboundStore for D {
         event_get(&mut self.writer(), source, id).await
     }
 
+    async fn sent_mail_count(
+        &self,
+        p: crate::SentMailCount,
+    ) -> Result<Vec<crate::MailOutcomeCount>> {
+        super::deliverability::sent_mail_count(&mut self.reader(), p).await
+    }
+
+    async fn exposure_outcome_count(
+        &self,
+        p: crate::ExposureOutcomeCount,
+    ) -> Result<Vec<crate::MailOutcomeCount>> {
+        super::deliverability::exposure_outcome_count(&mut self.reader(), p).await
+    }
+
+    async fn inbound_event_count(
+        &self,
+        p: crate::InboundEventCount,
+    ) -> Result<Vec<crate::InboundEventTally>> {
+        super::deliverability::inbound_event_count(&mut self.reader(), p).await
+    }
+
     async fn inbound_event_prune(&self, p: crate::InboundEventPrune) -> Result<u64> {
         let mut run = self.writer();
         let sql = super::prune_sql(

@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0021 "dedupe_index",
     0022 "misfire_gaps",
     0023 "slo_monitor",
+    0025 "inbound_outcomes",
 ];
 
 /// The table sqlx records applied migrations in.
