@@ -57,6 +57,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0019 "endpoint_health",
     0020 "implicit_attempts",
     0021 "dedupe_index",
+    0024 "audience_targets",
 ];
 
 /// The table sqlx records applied migrations in.
