@@ -8,8 +8,8 @@ UPDATE subscriptions SET targets = json_array(target) WHERE target IS NOT NULL;
 -- schedule on the topic cannot mail a period again. Keys already written are rewritten to
 -- the new form so that the week of the upgrade is not mailed twice. An old key is
 -- `aud:` then length-prefixed parts (schedule, recipient, target, period, channel); the parts
--- after the schedule are kept as they are, and the topic (and a digest's artifact name, its
--- product) comes first. Lengths are in bytes, as Rust counts them.
+-- after the schedule are kept as they are, the topic comes first and a digest's artifact
+-- name (its product) last. Lengths are in bytes, as Rust counts them.
 --
 -- Jobs: the topic and product are in the payload. Where two old jobs map to one new key
 -- (two schedules already mailed the period), the earliest takes it and the other keeps its
