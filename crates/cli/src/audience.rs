@@ -59,9 +59,10 @@ pub enum SubscriptionCmd {
         recipient: String,
         /// The topic.
         topic: String,
-        /// What the mail is about.
+        /// What the mail is about; repeat for several targets (one mail per target and
+        /// period, at most 100).
         #[arg(long)]
-        target: Option<String>,
+        target: Vec<String>,
         /// Keep it but do not deliver (an unsubscribe).
         #[arg(long)]
         disabled: bool,
@@ -189,7 +190,9 @@ pub async fn run_subscription(global: &GlobalArgs, cmd: SubscriptionCmd) -> CliR
             &topic,
             NewSubscription {
                 channels: None,
-                target,
+                // One target keeps the single-target form (and its error names `target`).
+                target: (target.len() == 1).then(|| target[0].clone()),
+                targets: (target.len() > 1).then_some(target),
                 enabled: Some(!disabled),
             },
         )
@@ -198,6 +201,7 @@ pub async fn run_subscription(global: &GlobalArgs, cmd: SubscriptionCmd) -> CliR
     print_fields(&[
         ("recipient", s.recipient_id),
         ("topic", s.topic),
+        ("targets", s.targets.join(", ")),
         ("enabled", s.enabled.to_string()),
     ]);
     Ok(())

@@ -82,6 +82,7 @@ pub async fn run(
         let sub = NewSubscription {
             channels: None,
             target: None,
+            targets: None,
             enabled: None,
         };
         k.subscription_put(&format!("r{i:07}"), "bench", sub)

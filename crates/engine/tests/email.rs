@@ -123,6 +123,7 @@ impl World {
                     NewSubscription {
                         channels: Some(vec!["email".into()]),
                         target: Some(format!("team{}", i % 7)),
+                        targets: None,
                         enabled: Some(true),
                     },
                 )
@@ -260,6 +261,7 @@ async fn recipient_unsubscribed_between_firing_and_sending_is_skipped_not_failed
             NewSubscription {
                 channels: None,
                 target: None,
+                targets: None,
                 enabled: Some(false),
             },
         )
@@ -883,6 +885,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
                 NewSubscription {
                     channels: Some(vec!["email".into()]),
                     target: None,
+                    targets: None,
                     enabled: Some(enabled),
                 },
             )

@@ -102,6 +102,7 @@ impl World {
                 NewSubscription {
                     channels: Some(vec!["email".into()]),
                     target: None,
+                    targets: None,
                     enabled: Some(true),
                 },
             )

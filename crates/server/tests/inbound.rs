@@ -195,7 +195,7 @@ impl Api {
                 .subscription_put(SubscriptionPut {
                     recipient_id: id.into(),
                     topic: topic.to_string(),
-                    target: None,
+                    targets: vec![],
                     channels: vec!["email".into()],
                     enabled: true,
                     now: self.clock.now(),

@@ -115,6 +115,7 @@ async fn one_click_from_a_received_mail_stops_next_weeks_mail_for_that_recipient
                 NewSubscription {
                     channels: Some(vec!["email".into()]),
                     target: None,
+                    targets: None,
                     enabled: Some(true),
                 },
             )

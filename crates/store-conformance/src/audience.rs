@@ -28,7 +28,7 @@ fn sub(r: &str, topic: &str, enabled: bool) -> SubscriptionPut {
     SubscriptionPut {
         recipient_id: r.into(),
         topic: topic.into(),
-        target: Some(format!("target-of-{r}")),
+        targets: vec![format!("target-of-{r}")],
         channels: vec!["email".into()],
         enabled,
         now: t0(),

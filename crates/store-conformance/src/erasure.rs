@@ -29,7 +29,7 @@ fn sub(r: &str, topic: &str) -> SubscriptionPut {
     SubscriptionPut {
         recipient_id: r.into(),
         topic: topic.into(),
-        target: None,
+        targets: vec![],
         channels: vec!["email".into()],
         enabled: true,
         now: t0(),

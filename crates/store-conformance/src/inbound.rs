@@ -30,7 +30,7 @@ async fn subscribe(s: &S, r: &str, topic: &str) {
     s.subscription_put(SubscriptionPut {
         recipient_id: r.into(),
         topic: topic.into(),
-        target: None,
+        targets: vec![],
         channels: vec!["email".into()],
         enabled: true,
         now: t0(),

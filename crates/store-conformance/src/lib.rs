@@ -17,6 +17,7 @@
 
 pub mod artifacts;
 pub mod audience;
+pub mod audience_targets;
 pub mod bulk;
 pub mod channels;
 pub mod deliverability;
@@ -44,6 +45,7 @@ macro_rules! store_conformance_raw {
             migrations_adopt_the_former_runners_record,
             migrations_refuse_a_file_changed_after_it_was_applied,
             plain_success_is_held_by_the_job_row_and_listed_as_its_attempt,
+            audience_keys_of_an_older_version_are_rewritten_by_migration_0024,
         );
     };
     (@raw $factory:path; $($name:ident),* $(,)?) => {
@@ -148,6 +150,9 @@ macro_rules! store_conformance {
             exposure_follows_the_completion_not_the_kind,
             occurrence_list_counts_by_period_channel_state,
         );
+        $crate::store_conformance!(@audience_targets $factory;
+            subscription_targets_roundtrip_replace_and_erase,
+        );
         $crate::store_conformance!(@inbound $factory;
             inbound_event_record_is_idempotent_by_event_id,
             inbound_event_prune_is_bounded_and_keeps_suppressions,
@@ -202,6 +207,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::audience::$name(store).await;
+            }
+        )*
+    };
+    (@audience_targets $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::audience_targets::$name(store).await;
             }
         )*
     };

@@ -15,6 +15,8 @@ pub type RawSql = Arc<
 
 type S = Arc<dyn Store>;
 
+pub use crate::audience_targets::audience_keys_of_an_older_version_are_rewritten_by_migration_0024;
+
 /// One undecodable row in a claimed batch dies alone: the claim returns its batch-mates under
 /// the lease (they run and complete), and the bad row is dead-lettered at once with reason
 /// `corrupt` and the decoding error, instead of failing the whole claim and leaving every

@@ -159,8 +159,11 @@ pub struct Subscription {
     pub recipient_id: String,
     /// The topic.
     pub topic: String,
-    /// What the mail is about (the seed's target user), if anything.
+    /// The first of [`Subscription::targets`], for readers that know only one.
     pub target: Option<String>,
+    /// What the mails are about (the seed's target users): one mail per target, channel
+    /// and period; empty for a subscription about nothing in particular (one mail).
+    pub targets: Vec<String>,
     /// Channels (`email`).
     pub channels: Vec<String>,
     /// Whether it is delivered.
@@ -178,8 +181,8 @@ pub struct SubscriptionPut {
     pub recipient_id: String,
     /// The topic.
     pub topic: String,
-    /// Target.
-    pub target: Option<String>,
+    /// Targets (empty: none). The first is also stored as the single `target`.
+    pub targets: Vec<String>,
     /// Channels.
     pub channels: Vec<String>,
     /// Enabled.

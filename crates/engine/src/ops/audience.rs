@@ -105,9 +105,14 @@ pub struct NewSubscription {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(min_items = 1))]
     pub channels: Option<Vec<String>>,
-    /// What the mail is about (the seed's target).
+    /// What the mail is about (the seed's target): one id. Not with `targets`.
     #[serde(default)]
     pub target: Option<String>,
+    /// What the mails are about: up to 100 distinct ids, one mail (and webhook) per target
+    /// and period (a manager gets one summary per report). Not with `target`.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_items = 100))]
+    pub targets: Option<Vec<String>>,
     /// Delivered (default true).
     #[serde(default)]
     pub enabled: Option<bool>,
@@ -117,6 +122,43 @@ pub struct NewSubscription {
 pub const MAX_BULK: usize = 10_000;
 const MAX_ID: usize = 200;
 const MAX_ATTRIBUTES: usize = 64 * 1024;
+
+/// Most targets of one subscription.
+pub const MAX_TARGETS: usize = 100;
+
+/// The targets of a subscription request: `target` (one) or `targets` (a list of at most
+/// [`MAX_TARGETS`] distinct ids), not both.
+fn subscription_targets(
+    target: Option<String>,
+    targets: Option<Vec<String>>,
+) -> Result<Vec<String>, OpsError> {
+    match (target, targets) {
+        (Some(_), Some(_)) => Err(OpsError::invalid(
+            "targets",
+            "cannot be given with `target`; give the one target in `targets`",
+        )),
+        (Some(t), None) => {
+            check_id("target", &t)?;
+            Ok(vec![t])
+        }
+        (None, None) => Ok(vec![]),
+        (None, Some(ts)) => {
+            if ts.len() > MAX_TARGETS {
+                return Err(OpsError::invalid(
+                    "targets",
+                    format!("must hold at most {MAX_TARGETS} ids, not {}", ts.len()),
+                ));
+            }
+            for (i, t) in ts.iter().enumerate() {
+                check_id(&format!("targets[{i}]"), t)?;
+                if ts[..i].contains(t) {
+                    return Err(OpsError::invalid(format!("targets[{i}]"), "is repeated"));
+                }
+            }
+            Ok(ts)
+        }
+    }
+}
 
 fn check_id(field: &str, id: &str) -> Result<(), OpsError> {
     if id.is_empty() || id.len() > MAX_ID || id.chars().any(|c| c.is_control() || c == '/') {
@@ -447,15 +489,13 @@ impl Kairos {
                 return Err(OpsError::invalid(format!("channels[{i}]"), "is repeated"));
             }
         }
-        if let Some(t) = &s.target {
-            check_id("target", t)?;
-        }
+        let targets = subscription_targets(s.target, s.targets)?;
         self.recipient_get(recipient_id).await?;
         self.store
             .subscription_put(SubscriptionPut {
                 recipient_id: recipient_id.to_string(),
                 topic: topic.to_string(),
-                target: s.target,
+                targets,
                 channels,
                 enabled: s.enabled.unwrap_or(true),
                 now: self.clock.now(),

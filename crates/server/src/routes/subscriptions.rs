@@ -26,8 +26,10 @@ pub struct SubscriptionView {
     pub recipient_id: String,
     /// The topic.
     pub topic: String,
-    /// Target.
+    /// The first target (kept for clients that know only one); `null` without targets.
     pub target: Option<String>,
+    /// Targets: one mail (and webhook) per target and period.
+    pub targets: Vec<String>,
     /// Channels.
     pub channels: Vec<String>,
     /// Delivered.
@@ -44,6 +46,7 @@ impl From<Subscription> for SubscriptionView {
             recipient_id: s.recipient_id,
             topic: s.topic,
             target: s.target,
+            targets: s.targets,
             channels: s.channels,
             enabled: s.enabled,
             created_at: ts(s.created_at),

@@ -176,7 +176,11 @@ impl TestApp {
                 store.clone(),
                 dyn_clock.clone(),
                 transport,
-                Default::default(),
+                // Audience webhooks and entitlement URLs on 127.0.0.1, as for the webhook kind.
+                kairos_engine::handlers::email::EmailConfig {
+                    allow_private_targets: true,
+                    ..Default::default()
+                },
             )
             .expect("email handler");
         }

@@ -109,15 +109,17 @@ pub async fn topic_delete(run: &mut impl SqlRun, name: &str) -> Result<bool> {
 pub async fn subscription_put(run: &mut impl SqlRun, p: SubscriptionPut) -> Result<Subscription> {
     run.fetch_one(
         "subscription put",
-        "INSERT INTO subscriptions (recipient_id, topic, target, channels, enabled, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $6)
+        "INSERT INTO subscriptions (recipient_id, topic, target, targets, channels, enabled, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
          ON CONFLICT (recipient_id, topic) DO UPDATE SET target = excluded.target,
-            channels = excluded.channels, enabled = excluded.enabled, updated_at = excluded.updated_at
-         RETURNING recipient_id, topic, target, channels, enabled, created_at, updated_at",
+            targets = excluded.targets, channels = excluded.channels, enabled = excluded.enabled,
+            updated_at = excluded.updated_at
+         RETURNING recipient_id, topic, target, targets, channels, enabled, created_at, updated_at",
         binds![
             p.recipient_id,
             p.topic,
-            p.target,
+            p.targets.first().cloned(),
+            serde_json::to_value(&p.targets).unwrap_or(Value::Array(vec![])),
             serde_json::to_value(&p.channels).unwrap_or(Value::Array(vec![])),
             p.enabled,
             p.now,

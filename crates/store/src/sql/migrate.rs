@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0021 "dedupe_index",
     0022 "misfire_gaps",
     0023 "slo_monitor",
+    0024 "audience_targets",
     0025 "inbound_outcomes",
 ];
 

@@ -179,10 +179,19 @@ pub fn topic<R: RowRead + ?Sized>(r: &R) -> Result<Topic> {
 
 /// A subscription ([`super::SUBSCRIPTION_SELECT`]).
 pub fn subscription<R: RowRead + ?Sized>(r: &R) -> Result<Subscription> {
+    let target = r.opt_text("target")?;
+    let targets: Vec<String> = typed("subscription targets", r.json("targets")?)?;
+    // A row written with only `target` (by a node older than the list) still has its one.
+    let targets = if targets.is_empty() {
+        target.iter().cloned().collect()
+    } else {
+        targets
+    };
     Ok(Subscription {
         recipient_id: r.text("recipient_id")?,
         topic: r.text("topic")?,
-        target: r.opt_text("target")?,
+        target,
+        targets,
         channels: typed("subscription channels", r.json("channels")?)?,
         enabled: r.boolean("enabled")?,
         created_at: r.ts("created_at")?,

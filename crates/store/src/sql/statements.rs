@@ -24,4 +24,4 @@ pub const RECIPIENT_SELECT: &str = "SELECT id, email, timezone, locale, attribut
 /// Topics with the columns `rows::topic` reads.
 pub const TOPIC_SELECT: &str = "SELECT name, subject, html, text, variants, entitlement_url, entitlement_timeout_ms, created_at, updated_at FROM topics";
 /// Subscriptions (as `s`) with the columns `rows::subscription` reads.
-pub const SUBSCRIPTION_SELECT: &str = "SELECT s.recipient_id, s.topic, s.target, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";
+pub const SUBSCRIPTION_SELECT: &str = "SELECT s.recipient_id, s.topic, s.target, s.targets, s.channels, s.enabled, s.created_at, s.updated_at FROM subscriptions s";

@@ -1,9 +1,11 @@
 //! Audience schedules: a schedule of kind `email` with a `topic` fires once per
 //! period, and each firing **expands** into one job per active subscription × channel.
 //!
-//! - The job's `dedupe_key` is (schedule, subscriber, target, period key in the schedule's
+//! - The job's `dedupe_key` is (topic, subscriber, target, period key in the schedule's
 //!   zone, channel), the seed's `(subscriber, target, ISO week)` key: a double-fired
-//!   clock, two nodes or a manual re-run create each job once (`ON CONFLICT DO NOTHING`).
+//!   clock, two nodes, a manual re-run, a re-created schedule or a second schedule on the
+//!   topic create each job once (`ON CONFLICT DO NOTHING`). A subscription with several
+//!   targets gets one job per target × channel.
 //! - A firing does not expand inside the scheduler's transaction: the scheduler records an
 //!   *expansion* (schedule, period key) with a cursor, and the [`Expander`] pages through the
 //!   topic's subscribers by recipient id (keyset), inserting one page of jobs and moving the
@@ -50,24 +52,35 @@ pub fn audience_topic(s: &Schedule) -> Option<&str> {
     topic_of(s).or_else(|| fan_out_topic(s))
 }
 
-/// The unique key of one audience job. Each part is length-prefixed so that ids
-/// containing `:` cannot make two different jobs collide.
+/// The unique key of one audience job: (topic, recipient, target, period key, channel) and,
+/// for a digest's fan-out, its product (the artifact's name), which two digests on one topic
+/// differ by. No schedule id: re-creating a schedule, or a second schedule on the topic,
+/// finds the keys the first one wrote and mails nobody a period twice. Each part is
+/// length-prefixed (in bytes) so that ids containing `:` or `|` cannot make two different
+/// jobs collide; migration 0024 rewrites the keys written before (`aud:` with the schedule
+/// id first) into this form with the same arithmetic in SQL.
 pub fn dedupe_key(
-    schedule_id: &str,
+    topic: &str,
+    product: Option<&str>,
     recipient_id: &str,
     target: &str,
     period_key: &str,
     channel: &str,
 ) -> String {
     let part = |s: &str| format!("{}:{s}", s.len());
-    format!(
-        "aud:{}|{}|{}|{}|{}",
-        part(schedule_id),
+    let mut key = format!(
+        "aud2:{}|{}|{}|{}|{}",
+        part(topic),
         part(recipient_id),
         part(target),
         part(period_key),
         part(channel)
-    )
+    );
+    if let Some(p) = product {
+        key.push('|');
+        key.push_str(&part(p));
+    }
+    key
 }
 
 /// The variant of (recipient, period): a weighted pick by a hash of both, so the same pair
@@ -145,41 +158,60 @@ pub async fn expand_page(
         s.payload.clone()
     };
     let variants = topic.map(|t| t.variants.as_slice()).unwrap_or(&[]);
+    let product = fan_out
+        .then(|| s.payload.get("name").and_then(|n| n.as_str()))
+        .flatten();
     let mut jobs = Vec::with_capacity(subs.len());
     for sub in &subs {
-        let target = sub.target.clone().unwrap_or_default();
         let variant = pick_variant(variants, &sub.recipient_id, &key);
-        for channel in sub
-            .channels
-            .iter()
-            .filter(|c| CHANNELS.contains(&c.as_str()))
-        {
-            let (retry, retry_is_kind_default) = retry_for(channel);
-            let mut payload = base.clone();
-            if let Some(o) = payload.as_object_mut() {
-                o.insert("topic".into(), topic_name.into());
-                o.insert("recipient_id".into(), sub.recipient_id.clone().into());
-                o.insert("target".into(), sub.target.clone().into());
-                o.insert("channel".into(), channel.clone().into());
-                if let Some(v) = &variant {
-                    o.insert("variant".into(), v.clone().into());
+        // One mail per target: a subscription about nothing in particular is one with no
+        // target (`null` in the payload, as before targets were a list).
+        let targets: Vec<Option<&str>> = if sub.targets.is_empty() {
+            vec![None]
+        } else {
+            sub.targets.iter().map(|t| Some(t.as_str())).collect()
+        };
+        for target in targets {
+            for channel in sub
+                .channels
+                .iter()
+                .filter(|c| CHANNELS.contains(&c.as_str()))
+            {
+                let (retry, retry_is_kind_default) = retry_for(channel);
+                let mut payload = base.clone();
+                if let Some(o) = payload.as_object_mut() {
+                    o.insert("topic".into(), topic_name.into());
+                    o.insert("recipient_id".into(), sub.recipient_id.clone().into());
+                    o.insert("target".into(), target.into());
+                    o.insert("channel".into(), channel.clone().into());
+                    if let Some(v) = &variant {
+                        o.insert("variant".into(), v.clone().into());
+                    }
                 }
+                let dedupe = dedupe_key(
+                    topic_name,
+                    product,
+                    &sub.recipient_id,
+                    target.unwrap_or_default(),
+                    &key,
+                    channel,
+                );
+                jobs.push(JobInsert {
+                    id: new_id(IdPrefix::Job, now),
+                    kind: JobKind(channel.clone()),
+                    payload,
+                    endpoint_id: None,
+                    schedule_id: Some(s.id.clone()),
+                    fire_at: Some(fire_at),
+                    period_key: Some(key.clone()),
+                    channel: Some(channel.clone()),
+                    dedupe_key: Some(dedupe),
+                    retry,
+                    retry_is_kind_default,
+                    run_at: fire_at,
+                    now,
+                });
             }
-            jobs.push(JobInsert {
-                id: new_id(IdPrefix::Job, now),
-                kind: JobKind(channel.clone()),
-                payload,
-                endpoint_id: None,
-                schedule_id: Some(s.id.clone()),
-                fire_at: Some(fire_at),
-                period_key: Some(key.clone()),
-                channel: Some(channel.clone()),
-                dedupe_key: Some(dedupe_key(&s.id, &sub.recipient_id, &target, &key, channel)),
-                retry,
-                retry_is_kind_default,
-                run_at: fire_at,
-                now,
-            });
         }
     }
     Ok(Page {
@@ -451,12 +483,34 @@ mod tests {
     #[test]
     fn dedupe_key_parts_cannot_collide() {
         assert_ne!(
-            dedupe_key("s", "a:b", "", "p", "email"),
-            dedupe_key("s", "a", "b:", "p", "email")
+            dedupe_key("t", None, "a:b", "", "p", "email"),
+            dedupe_key("t", None, "a", "b:", "p", "email")
+        );
+        assert_ne!(
+            dedupe_key("t", None, "r", "a|1:b", "p", "email"),
+            dedupe_key("t", None, "r", "a", "1:b|p", "email")
         );
         assert_eq!(
-            dedupe_key("s", "r", "t", "2026-W48", "email"),
-            dedupe_key("s", "r", "t", "2026-W48", "email")
+            dedupe_key("weekly", None, "r", "t", "2026-W48", "email"),
+            dedupe_key("weekly", None, "r", "t", "2026-W48", "email")
         );
+    }
+
+    /// The key names no schedule: two schedules on one topic (or one re-created) write the
+    /// same key for a (recipient, target, period, channel); targets, channels, topics and
+    /// digest products each make their own key.
+    #[test]
+    fn dedupe_key_is_topic_recipient_target_period_channel_s3_3() {
+        let k = dedupe_key("weekly", None, "u1", "rep-a", "2026-W48", "email");
+        assert_eq!(k, "aud2:6:weekly|2:u1|5:rep-a|8:2026-W48|5:email");
+        for other in [
+            dedupe_key("weekly", None, "u1", "rep-b", "2026-W48", "email"),
+            dedupe_key("weekly", None, "u1", "rep-a", "2026-W48", "webhook"),
+            dedupe_key("monthly", None, "u1", "rep-a", "2026-W48", "email"),
+            dedupe_key("weekly", Some("news"), "u1", "rep-a", "2026-W48", "email"),
+            dedupe_key("weekly", None, "u1", "rep-a", "2026-W49", "email"),
+        ] {
+            assert_ne!(k, other);
+        }
     }
 }
