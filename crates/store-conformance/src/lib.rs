@@ -19,6 +19,7 @@ pub mod artifacts;
 pub mod audience;
 pub mod bulk;
 pub mod channels;
+pub mod deliveries;
 pub mod endpoint_health;
 pub mod erasure;
 pub mod fixtures;
@@ -153,6 +154,10 @@ macro_rules! store_conformance {
             setting_put_get_and_clear,
             admin_session_create_get_delete_and_prune,
         );
+        $crate::store_conformance!(@deliveries $factory;
+            delivery_list_groups_channels_and_filters_on_several_state_axes_s3_14,
+            job_list_and_search_filter_by_channel,
+        );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
         );
@@ -208,6 +213,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::slo::$name(store).await;
+            }
+        )*
+    };
+    (@deliveries $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::deliveries::$name(store).await;
             }
         )*
     };

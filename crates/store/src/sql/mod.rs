@@ -11,6 +11,7 @@ pub mod admin;
 pub mod artifacts;
 pub mod audience;
 mod db;
+pub mod deliveries;
 pub mod delivery;
 pub mod endpoint_health;
 pub mod endpoints;
