@@ -114,9 +114,10 @@ fn group(rows: Vec<Row>) -> Vec<Delivery> {
     for row in rows {
         match out.last_mut() {
             Some(last) if last.key == row.key => {
-                if last.fire_at.is_none() || row.fire_at.is_some_and(|f| Some(f) < last.fire_at) {
-                    last.fire_at = row.fire_at.or(last.fire_at);
-                }
+                last.fire_at = match (last.fire_at, row.fire_at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 if last
                     .channels
                     .last()
