@@ -238,8 +238,8 @@ pub async fn job_list_and_search_filter_by_channel(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        listed.iter().map(|j| j.id.clone()).collect::<Vec<_>>(),
-        [mail.id.clone()]
+        listed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        [mail.id.as_str()]
     );
     let found = s
         .job_search(JobSearch {
@@ -250,8 +250,8 @@ pub async fn job_list_and_search_filter_by_channel(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        found.iter().map(|j| j.id.clone()).collect::<Vec<_>>(),
-        [mail.id]
+        found.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        [mail.id.as_str()]
     );
     assert_eq!(s.job_list(JobList::default()).await.unwrap().len(), 3);
 }
