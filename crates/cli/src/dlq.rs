@@ -55,6 +55,7 @@ pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
                     Some("dead"),
                     kind.as_deref(),
                     schedule.as_deref(),
+                    None,
                     before.as_deref(),
                     Some(limit),
                 )

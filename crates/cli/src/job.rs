@@ -256,6 +256,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                     l.state.as_deref(),
                     l.kind.as_deref(),
                     l.schedule.as_deref(),
+                    None,
                     l.before.as_deref(),
                     Some(l.limit),
                 )

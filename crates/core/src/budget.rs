@@ -3,9 +3,13 @@
 //! Every external call has a timeout, so a silent hang becomes a retryable failure. A job may
 //! have a *deadline* (its kind declares one, or the request gives one): the longest it may take
 //! from its first attempt to its last, waits included. A retry policy whose worst case —
-//! attempts × timeout + the sum of the waits — exceeds the deadline is rejected when the job or
-//! schedule is saved, with the arithmetic in the error, instead of being discovered at 06:15 on
-//! a bad day. Which kind has which deadline is the engine's kind layer's business.
+//! attempts × timeout + the sum of the waits, each wait as long as the other side's honoured
+//! `Retry-After` (up to the policy's `retry_after_cap`) and the jitter can make it — exceeds the
+//! deadline is rejected when the job or schedule is saved, with the arithmetic in the error,
+//! instead of being discovered at 06:15 on a bad day. The engine also enforces the deadline
+//! at run time (a retry that would start past it ends the job dead), so the check is a promise
+//! made early, not the only guard. Which kind has which deadline is the engine's kind layer's
+//! business.
 
 use crate::error::Error;
 use crate::retry::{RetryPolicy, format_duration};
@@ -18,9 +22,12 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 pub const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Reject `policy` if its worst case with `timeout` per attempt exceeds `deadline` (no
-/// deadline: nothing to check). The error names the field `retry` and shows the arithmetic,
-/// e.g. `worst case 23m 15s exceeds the deadline of 15m (transient: 4 attempts × 5m timeout +
-/// waits 15s + 45s + 2m 15s = 23m 15s)`.
+/// deadline: nothing to check), counting every wait as the longest the policy can make it: the
+/// larger of its delay and the honoured `Retry-After` (up to `retry_after_cap`), plus the most
+/// jitter. The error names the field `retry` and shows the arithmetic, e.g. `worst case 54m
+/// 30s exceeds the deadline of 15m (transient: 4 attempts × 2m timeout + waits 15m 30s + 15m
+/// 30s + 15m 30s (each the larger of the delay and a Retry-After of up to 15m, plus up to 10%
+/// jitter, at most 30s) = 54m 30s)`.
 pub fn check_budget(
     policy: &RetryPolicy,
     timeout: Duration,
@@ -29,19 +36,45 @@ pub fn check_budget(
     let Some(deadline) = deadline else {
         return Ok(());
     };
-    let (worst, why) = policy.worst_case(timeout);
-    if worst > deadline {
-        return Err(Error::invalid(
-            "retry",
-            format!(
-                "worst case {} exceeds the deadline of {} ({why}); use fewer attempts, \
-                 shorter delays or a shorter timeout",
-                format_duration(worst),
-                format_duration(deadline),
-            ),
-        ));
+    refuse_over(policy.worst_case_with_retry_after(timeout), deadline, true)
+}
+
+/// [`check_budget`] on the policy's delays alone (no `Retry-After`, no jitter): for a kind
+/// whose fixed deadline no honoured `Retry-After` could ever fit (the digest's 15 minutes
+/// against a 15-minute cap) and which the engine enforces at run time instead.
+pub fn check_budget_without_retry_after(
+    policy: &RetryPolicy,
+    timeout: Duration,
+    deadline: Option<Duration>,
+) -> Result<(), Error> {
+    let Some(deadline) = deadline else {
+        return Ok(());
+    };
+    refuse_over(policy.worst_case(timeout), deadline, false)
+}
+
+fn refuse_over(
+    (worst, why): (Duration, String),
+    deadline: Duration,
+    retry_after: bool,
+) -> Result<(), Error> {
+    if worst <= deadline {
+        return Ok(());
     }
-    Ok(())
+    let cap = if retry_after {
+        ", a lower retry.retry_after_cap"
+    } else {
+        ""
+    };
+    Err(Error::invalid(
+        "retry",
+        format!(
+            "worst case {} exceeds the deadline of {} ({why}); use fewer attempts, \
+             shorter delays{cap} or a shorter timeout",
+            format_duration(worst),
+            format_duration(deadline),
+        ),
+    ))
 }
 
 /// Parse and check a call timeout given by a user (`"2m"`, `"30s"`): more than 0 and at most
@@ -77,7 +110,7 @@ mod tests {
     fn default_http_policy_fits_the_digest_deadline_s4_7() {
         let p = RetryPolicy::http_call();
         assert_eq!(
-            check_budget(&p, DEFAULT_CALL_TIMEOUT, Some(FIFTEEN_MINUTES)),
+            check_budget_without_retry_after(&p, DEFAULT_CALL_TIMEOUT, Some(FIFTEEN_MINUTES)),
             Ok(())
         );
         assert_eq!(p.worst_case(DEFAULT_CALL_TIMEOUT).0, s(675));
@@ -88,7 +121,7 @@ mod tests {
     #[test]
     fn budget_rejection_shows_the_arithmetic_s4_7() {
         let p = RetryPolicy::http_call();
-        let e = check_budget(&p, s(300), Some(FIFTEEN_MINUTES)).unwrap_err();
+        let e = check_budget_without_retry_after(&p, s(300), Some(FIFTEEN_MINUTES)).unwrap_err();
         assert_eq!(e.field(), "retry");
         let why = e.reason();
         for part in [
@@ -100,7 +133,7 @@ mod tests {
             assert!(why.contains(part), "{part:?} missing from {why:?}");
         }
         // No deadline: anything goes.
-        assert_eq!(check_budget(&p, s(600), None), Ok(()));
+        assert_eq!(check_budget_without_retry_after(&p, s(600), None), Ok(()));
     }
 
     /// The permanent class can be the longest path too: it is checked the same way.
@@ -111,10 +144,44 @@ mod tests {
         )
         .unwrap();
         let p = spec.to_policy(&RetryPolicy::http_call()).unwrap();
-        let e = check_budget(&p, s(60), Some(s(600))).unwrap_err();
+        let e = check_budget_without_retry_after(&p, s(60), Some(s(600))).unwrap_err();
         assert!(e.reason().contains("permanent: 2 attempts"), "{e}");
         // Exactly at the deadline is allowed.
-        assert_eq!(check_budget(&p, s(60), Some(s(720))), Ok(()));
+        assert_eq!(
+            check_budget_without_retry_after(&p, s(60), Some(s(720))),
+            Ok(())
+        );
+    }
+
+    /// The honest arithmetic: the seed's default HTTP policy with a 15-minute deadline is
+    /// refused once each wait may be a 15-minute `Retry-After` plus jitter; the error names
+    /// `retry`, the Retry-After and the jitter. A policy with a lower cap fits.
+    #[test]
+    fn budget_counts_the_honoured_retry_after_and_the_jitter() {
+        let p = RetryPolicy::http_call();
+        let e = check_budget(&p, DEFAULT_CALL_TIMEOUT, Some(FIFTEEN_MINUTES)).unwrap_err();
+        assert_eq!(e.field(), "retry");
+        let why = e.reason();
+        for part in [
+            "worst case 54m 30s",
+            "deadline of 15m",
+            "waits 15m 30s + 15m 30s + 15m 30s",
+            "Retry-After of up to 15m",
+            "jitter",
+            "retry.retry_after_cap",
+        ] {
+            assert!(why.contains(part), "{part:?} missing from {why:?}");
+        }
+        // Cap the honoured Retry-After at 1 minute: 4 × 1m + waits (1m 6s + 1m 6s + 2m 28.5s)
+        // = 8m 40.5s fits 15 minutes; the delays alone would have passed 54m 30s.
+        let mut capped = p.clone();
+        capped.retry_after_cap = s(60);
+        assert_eq!(check_budget(&capped, s(60), Some(FIFTEEN_MINUTES)), Ok(()));
+        assert_eq!(
+            check_budget_without_retry_after(&p, DEFAULT_CALL_TIMEOUT, Some(FIFTEEN_MINUTES)),
+            Ok(())
+        );
+        assert_eq!(check_budget(&p, s(600), None), Ok(()));
     }
 
     #[test]

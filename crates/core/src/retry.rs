@@ -193,6 +193,18 @@ impl RetryPolicy {
     /// The worst case of a job under this policy: every attempt runs into `timeout` and every
     /// wait is taken. Transient is the class with the longest path.
     pub fn worst_case(&self, timeout: Duration) -> (Duration, String) {
+        self.worst_case_of(timeout, false)
+    }
+
+    /// The worst case when the other side also answers every failure with the longest
+    /// `Retry-After` this policy honours (`retry_after_cap`) and every wait draws the most
+    /// jitter: each wait is what [`RetryPolicy::decide`] can return at most, the larger of
+    /// the delay and the cap, plus 10 % of it (at most 30 s).
+    pub fn worst_case_with_retry_after(&self, timeout: Duration) -> (Duration, String) {
+        self.worst_case_of(timeout, true)
+    }
+
+    fn worst_case_of(&self, timeout: Duration, retry_after: bool) -> (Duration, String) {
         let mut worst = (Duration::ZERO, String::new());
         for (name, c) in [
             ("transient", &self.transient),
@@ -206,6 +218,14 @@ impl RetryPolicy {
                         .copied()
                         .unwrap_or_default()
                 })
+                .map(|d| {
+                    if retry_after {
+                        let d = d.max(self.retry_after_cap);
+                        d.saturating_add(Duration::from_secs_f64((d.as_secs_f64() * 0.1).min(30.0)))
+                    } else {
+                        d
+                    }
+                })
                 .collect();
             // Saturating: the inputs are bounded by `validate`, but this must never panic.
             let total = timeout.saturating_mul(c.max_attempts).saturating_add(
@@ -213,8 +233,17 @@ impl RetryPolicy {
                     .iter()
                     .fold(Duration::ZERO, |a, w| a.saturating_add(*w)),
             );
+            let how = if retry_after {
+                format!(
+                    " (each the larger of the delay and a Retry-After of up to {}, plus up to \
+                     10% jitter, at most 30s)",
+                    humantime::format_duration(self.retry_after_cap)
+                )
+            } else {
+                String::new()
+            };
             let explain = format!(
-                "{name}: {} attempts × {} timeout + waits {} = {}",
+                "{name}: {} attempts × {} timeout + waits {}{how} = {}",
                 c.max_attempts,
                 humantime::format_duration(timeout),
                 waits

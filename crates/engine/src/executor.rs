@@ -27,7 +27,7 @@ mod claim;
 mod pool;
 mod queue;
 
-pub use attempt::completion_for;
+pub use attempt::{completion_for, deadline_end};
 pub use kairos_core::AttemptOutcome;
 
 use crate::handler::{HandlerRegistry, JobContext};

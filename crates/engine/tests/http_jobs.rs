@@ -317,9 +317,27 @@ async fn http_budget_over_the_deadline_is_rejected_with_the_arithmetic() {
     let e = h.kairos.schedule_create(sched).await.unwrap_err();
     assert_eq!(field_of(&e), "retry");
 
-    // The default 2 min timeout fits 15 min: 4 × 2m + 15s + 45s + 2m15s = 11m15s.
+    // With the default 2 min timeout the delays alone fit 15 min (4 × 2m + 15s + 45s + 2m15s
+    // = 11m15s), but each wait may be a 15-minute Retry-After plus jitter: refused, saying so.
     s.timeout = None;
-    enqueue(&h.kairos, s, None).await;
+    let e = h
+        .kairos
+        .job_enqueue(NewJob {
+            kind: Some("http".into()),
+            http: Some(s.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(field_of(&e), "retry");
+    assert!(e.message().contains("Retry-After of up to 15m"), "{e}");
+    // Honouring a Retry-After of at most 1 minute fits: 4 × 2m + 1m6s + 1m6s + 2m28.5s.
+    enqueue(
+        &h.kairos,
+        s,
+        Some(serde_json::json!({"retry_after_cap": "1m"})),
+    )
+    .await;
 }
 
 /// Bad `http` input is refused with the field named, and nothing is stored.

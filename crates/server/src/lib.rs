@@ -104,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         .nest("/topics", routes::topics::router())
         .nest("/subscriptions", routes::subscriptions::router())
         .nest("/occurrences", routes::occurrences::router())
+        .nest("/deliveries", routes::deliveries::router())
         .nest("/suppressions", routes::suppressions::router())
         .nest("/endpoints", routes::endpoints::router())
         .route_layer(axum::middleware::from_fn_with_state(

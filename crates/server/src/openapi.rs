@@ -6,8 +6,8 @@ use crate::problem::Problem;
 use crate::routes::artifacts::{ArtifactList, ArtifactSummary, ArtifactView};
 use crate::routes::slo::{AlertList, AlertView, CheckView, SloView};
 use crate::routes::{
-    artifacts, dlq, endpoints, health, hooks, jobs, metrics, occurrences, recipients, schedules,
-    slo, subscriptions, suppressions, topics, unsubscribe,
+    artifacts, deliveries, dlq, endpoints, health, hooks, jobs, metrics, occurrences, recipients,
+    schedules, slo, subscriptions, suppressions, topics, unsubscribe,
 };
 use crate::views::*;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -34,7 +34,7 @@ use utoipa::{Modify, OpenApi};
         recipients::put, recipients::bulk, recipients::show, recipients::list, recipients::erase,
         topics::put, topics::show, topics::list, topics::delete, topics::variant_stats,
         subscriptions::put, subscriptions::show, subscriptions::list, subscriptions::delete,
-        occurrences::list,
+        occurrences::list, deliveries::list,
         hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
         suppressions::list, suppressions::add, suppressions::remove,
         endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate,
@@ -51,6 +51,7 @@ use utoipa::{Modify, OpenApi};
         subscriptions::SubscriptionView, subscriptions::SubscriptionList,
         occurrences::OccurrenceView, occurrences::ChannelView, occurrences::OccurrenceList,
         occurrences::MissedView,
+        deliveries::DeliveryView, deliveries::DeliveryChannelView, deliveries::DeliveryPage,
         kairos_engine::ops::NewSuppression, kairos_engine::ops::InboundReceipt,
         suppressions::SuppressionView, suppressions::SuppressionPage, suppressions::SuppressionAdded,
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,

@@ -156,11 +156,24 @@ async fn post_http_schedule_and_budget_rejection() {
 
     let mut http = http;
     http["timeout"] = json!("2m");
-    let (status, s) = api
+    // The delays fit, but a 15-minute Retry-After on every wait (plus jitter) does not.
+    let (status, p) = api
         .post(
             "/v1/schedules",
             json!({"name": "digest-clock", "kind": "http", "cron": "0 6 * * *",
                    "timezone": "Asia/Tokyo", "period": "day", "http": http}),
+        )
+        .await;
+    assert_eq!(status, 422, "{p}");
+    assert_eq!(p["field"], "retry");
+    let detail = p["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("Retry-After of up to 15m"), "{detail}");
+    let (status, s) = api
+        .post(
+            "/v1/schedules",
+            json!({"name": "digest-clock", "kind": "http", "cron": "0 6 * * *",
+                   "timezone": "Asia/Tokyo", "period": "day", "http": http,
+                   "retry": {"retry_after_cap": "1m"}}),
         )
         .await;
     assert_eq!(status, 201, "{s}");

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 type S = Arc<dyn Store>;
 
-fn attempt(j: &Job, outcome: &str, error: Option<&str>) -> Attempt {
+pub(crate) fn attempt(j: &Job, outcome: &str, error: Option<&str>) -> Attempt {
     Attempt {
         job_id: j.id.clone(),
         attempt: j.attempt,
@@ -25,7 +25,7 @@ fn attempt(j: &Job, outcome: &str, error: Option<&str>) -> Attempt {
     }
 }
 
-fn complete(j: &Job, transition: Transition) -> JobComplete {
+pub(crate) fn complete(j: &Job, transition: Transition) -> JobComplete {
     let (outcome, error) = match &transition {
         Transition::Succeeded => ("succeeded", None),
         Transition::Skipped(_) => ("skipped", None),

@@ -21,6 +21,7 @@ pub mod audience_targets;
 pub mod bulk;
 pub mod channels;
 pub mod deliverability;
+pub mod deliveries;
 pub mod endpoint_health;
 pub mod erasure;
 pub mod fixtures;
@@ -168,6 +169,10 @@ macro_rules! store_conformance {
             exposure_outcome_count_counts_variants_with_their_outcomes,
             inbound_event_count_groups_one_action_by_source_and_type,
         );
+        $crate::store_conformance!(@deliveries $factory;
+            delivery_list_groups_channels_and_filters_on_several_state_axes_s3_14,
+            job_list_and_search_filter_by_channel,
+        );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
         );
@@ -243,6 +248,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::deliverability::$name(store).await;
+            }
+        )*
+    };
+    (@deliveries $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::deliveries::$name(store).await;
             }
         )*
     };

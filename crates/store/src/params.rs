@@ -240,6 +240,9 @@ pub struct JobList {
     pub before_id: Option<String>,
     /// At most this many (default 100).
     pub limit: Option<i64>,
+    /// Only jobs of this channel (the `channel` column: a schedule's channel name, or an
+    /// audience job's `email`/`webhook`).
+    pub channel: Option<String>,
 }
 
 /// `job_claim`.
@@ -369,6 +372,8 @@ pub struct JobSearch {
     /// Only jobs whose payload names this recipient (`payload.recipient_id`). Jobs carry ids,
     /// never addresses.
     pub recipient_id: Option<String>,
+    /// Only jobs of this channel (the `channel` column).
+    pub channel: Option<String>,
     /// Only jobs created at or after this instant.
     pub created_from: Option<DateTime<Utc>>,
     /// Only jobs created before this instant.

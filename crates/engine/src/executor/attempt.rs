@@ -27,6 +27,17 @@ pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobCont
 }
 
 async fn run_handler(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
+    // A job past its deadline (claimed late, replayed) is not attempted: nothing is sent, and
+    // the completion ends it dead.
+    if let Some((end, deadline)) = deadline_end(job)
+        && ctx.now >= end
+    {
+        return Outcome::Failed(Failure::permanent(format!(
+            "deadline exceeded: the {} deadline ended at {}; not attempted",
+            kairos_core::retry::format_duration(deadline),
+            end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )));
+    }
     let Some(handler) = registry.get(job.kind.as_str()) else {
         return Outcome::Failed(Failure::permanent(format!(
             "no handler is registered for kind {:?} on this node",
@@ -133,25 +144,31 @@ pub fn completion_for(
     }
 }
 
-/// A kind with a deadline (`digest`, 15 minutes) never starts an attempt past it,
-/// counted from the job's firing (or its creation, if later: a catch-up): a retry that would
-/// start later — a long `Retry-After`, a policy saved before the node's timeouts grew — ends
-/// the job `dead` instead, and the attempt says why. The save-time budget check keeps this
+/// When a job's deadline ends, and the deadline: the kind's (`digest`, 15 minutes) or the
+/// job's own (`http.deadline`), counted from the job's firing (or its creation, if later: a
+/// catch-up, or a job enqueued directly).
+pub fn deadline_end(job: &Job) -> Option<(DateTime<Utc>, Duration)> {
+    let deadline = Kinds::builtin().get(job.kind.as_str()).job_deadline(job)?;
+    let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
+    Some((after(start, deadline), deadline))
+}
+
+/// A job with a deadline never starts an attempt past it: a retry that would start later — a
+/// long `Retry-After`, a policy saved before the node's timeouts grew — is not scheduled; the
+/// job ends `dead` instead, and the attempt says why. The save-time budget check keeps this
 /// rare; this makes it hold.
 fn within_deadline(job: &Job, t: Transition, attempt: &mut Attempt) -> Transition {
     let Transition::Retry { run_at, .. } = &t else {
         return t;
     };
-    let Some(deadline) = Kinds::builtin().get(job.kind.as_str()).deadline() else {
+    let Some((end, deadline)) = deadline_end(job) else {
         return t;
     };
-    let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
-    let end = after(start, deadline);
     if *run_at <= end {
         return t;
     }
     let note = format!(
-        "given up: the retry at {} would start after the kind's {} deadline ({})",
+        "deadline exceeded: the retry at {} would start after the {} deadline ({})",
         run_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         kairos_core::retry::format_duration(deadline),
         end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -298,7 +315,7 @@ mod tests {
         let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
         assert_eq!(c.transition, Transition::Dead);
         let error = c.attempt.error.unwrap_or_default();
-        assert!(error.starts_with("HTTP 503; given up"), "{error}");
+        assert!(error.starts_with("HTTP 503; deadline exceeded"), "{error}");
         assert!(error.contains("15m deadline"), "{error}");
         // Within the deadline: a retry.
         f.retry_after = Some(Duration::from_secs(60));

@@ -156,6 +156,13 @@ pub trait Kind: Send + Sync + 'static {
         None
     }
 
+    /// The deadline of one job: the request's own (an `http` job's `http.deadline`, carried in
+    /// its payload) or else the kind's.
+    fn job_deadline(&self, job: &kairos_core::Job) -> Option<Duration> {
+        let _ = job;
+        self.deadline()
+    }
+
     /// The default timeout of one external call of an attempt, if the kind makes one whose
     /// timeout the request may set.
     fn call_timeout(&self) -> Option<Duration> {

@@ -98,12 +98,14 @@ impl Kairos {
         Ok((job, attempts))
     }
 
-    /// Jobs matching filters, newest first. `state` and `kind` are checked.
+    /// Jobs matching filters, newest first. `state` and `kind` are checked. `channel` is the
+    /// job's channel (a schedule's channel name, an audience job's `email` or `webhook`).
     pub async fn job_list(
         &self,
         state: Option<&str>,
         kind: Option<&str>,
         schedule_id: Option<&str>,
+        channel: Option<&str>,
         before_id: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Vec<Job>, OpsError> {
@@ -130,6 +132,7 @@ impl Kairos {
                 schedule_id: schedule_id.map(str::to_string),
                 before_id: before_id.map(str::to_string),
                 limit,
+                channel: channel.map(str::to_string),
             })
             .await?)
     }
@@ -163,7 +166,14 @@ impl Kairos {
         let mut before: Option<String> = None;
         loop {
             let page = self
-                .job_list(Some("dead"), kind, None, before.as_deref(), Some(PAGE))
+                .job_list(
+                    Some("dead"),
+                    kind,
+                    None,
+                    None,
+                    before.as_deref(),
+                    Some(PAGE),
+                )
                 .await?;
             let full = page.len() as i64 == PAGE;
             before = page.last().map(|j| j.id.clone());
@@ -189,7 +199,14 @@ impl Kairos {
         while seen < max {
             let want = DEAD_REPLAY_BATCH.min((max - seen) as i64);
             let batch = self
-                .job_list(Some("dead"), kind, None, before.as_deref(), Some(want))
+                .job_list(
+                    Some("dead"),
+                    kind,
+                    None,
+                    None,
+                    before.as_deref(),
+                    Some(want),
+                )
                 .await?;
             for job in &batch {
                 match self.job_retry(&job.id).await {
@@ -205,7 +222,7 @@ impl Kairos {
         }
         // Stopped at the maximum: is anything left after the last one looked at?
         out.more = !self
-            .job_list(Some("dead"), kind, None, before.as_deref(), Some(1))
+            .job_list(Some("dead"), kind, None, None, before.as_deref(), Some(1))
             .await?
             .is_empty();
         Ok(out)

@@ -475,6 +475,12 @@ impl JobAdminStore for CountingStore {
     async fn job_search(&self, p: kairos_store::JobSearch) -> kairos_store::Result<Vec<Job>> {
         self.inner.job_search(p).await
     }
+    async fn delivery_list(
+        &self,
+        p: kairos_store::DeliveryList,
+    ) -> kairos_store::Result<Vec<kairos_store::Delivery>> {
+        self.inner.delivery_list(p).await
+    }
     async fn job_cancel(&self, p: JobCancel) -> kairos_store::Result<Option<Job>> {
         self.inner.job_cancel(p).await
     }

@@ -15,9 +15,12 @@ pub struct JobFilters {
     /// State.
     #[serde(default)]
     pub state: Option<String>,
-    /// Kind (the channel).
+    /// Kind.
     #[serde(default)]
     pub kind: Option<String>,
+    /// Channel (a schedule's channel name, an audience job's `email` or `webhook`).
+    #[serde(default)]
+    pub channel: Option<String>,
     /// Schedule id.
     #[serde(default)]
     pub schedule: Option<String>,
@@ -89,6 +92,7 @@ impl JobFilters {
             period_key: blank(&self.period),
             topic: blank(&self.topic),
             recipient_id: blank(&self.recipient),
+            channel: blank(&self.channel),
             created_from: blank(&self.from)
                 .map(|v| parse_instant("from", &v))
                 .transpose()?,
@@ -122,6 +126,7 @@ impl JobFilters {
         [
             ("state", &self.state),
             ("kind", &self.kind),
+            ("channel", &self.channel),
             ("schedule", &self.schedule),
             ("period", &self.period),
             ("topic", &self.topic),
@@ -139,6 +144,7 @@ impl JobFilters {
         let slot = match field {
             "state" => &mut self.state,
             "kind" => &mut self.kind,
+            "channel" => &mut self.channel,
             "schedule" => &mut self.schedule,
             "period" => &mut self.period,
             "topic" => &mut self.topic,
@@ -157,6 +163,7 @@ fn serde_urlencoded_pairs(f: &JobFilters) -> String {
     let pairs = [
         ("state", &f.state),
         ("kind", &f.kind),
+        ("channel", &f.channel),
         ("schedule", &f.schedule),
         ("period", &f.period),
         ("topic", &f.topic),

@@ -4,16 +4,18 @@
 //!
 //! - `/admin` — jobs by state, the SLO panel (a topic's deliverability rows link to its page)
 //!   and a banner while a warning is active.
-//! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, schedule, period,
-//!   topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs;
+//! - `/admin/jobs` — jobs filtered on every axis at once (state, kind, channel, schedule,
+//!   period, topic, recipient id, creation time), keyset-paginated so page 1,000 costs what page 1 costs;
 //!   cancel or retry the ticked jobs, or all matching the filter after a confirmation with the
 //!   count (`POST /admin/jobs/bulk`).
 //! - `/admin/jobs/{id}` — the job with every attempt; replay and cancel.
 //! - `/admin/dead` — dead jobs; replay one, or all matching a kind.
+//! - `/admin/deliveries` — the delivery log: one row per (topic, recipient, target, period)
+//!   with each channel's state, filtered like `GET /v1/deliveries`.
 //! - `/admin/schedules` — schedules with their next five firings in their zone and in UTC;
 //!   pause, resume, fire now.
 //! - `/admin/schedules/{id}/occurrences` — each firing with its channels side by side and the
-//!   derived status (success, partial, failure, pending).
+//!   derived status (success, partial, failure, skipped, cancelled, pending).
 //! - `/admin/endpoints` — webhook endpoints with their health and disabled state; enable a
 //!   disabled one again.
 //! - `/admin/topics/{name}` — a topic's A/B variants with their mails sent, delivered,
@@ -23,6 +25,7 @@
 //! "unknown" and never break a page.
 
 pub mod dashboard;
+pub mod deliveries;
 pub mod endpoints;
 pub mod filters;
 pub mod jobs;
@@ -77,6 +80,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("endpoints.html", include_str!("templates/endpoints.html")),
     ("topic.html", include_str!("templates/topic.html")),
+    ("deliveries.html", include_str!("templates/deliveries.html")),
 ];
 
 /// The admin templates, compiled at the first page rendered rather than at start-up: a node
@@ -163,6 +167,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/jobs/{id}/cancel", post(jobs::cancel))
         .route("/dead", get(jobs::dead))
         .route("/dead/replay", post(jobs::dead_replay))
+        .route("/deliveries", get(deliveries::list))
         .route("/schedules", get(schedules::list))
         .route("/schedules/{id}/occurrences", get(schedules::occurrences))
         .route("/schedules/{id}/{action}", post(schedules::act))

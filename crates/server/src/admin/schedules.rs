@@ -130,7 +130,7 @@ pub struct OccurrenceQuery {
 }
 
 /// `GET /admin/schedules/{id}/occurrences`: each firing (period) with its channels side by
-/// side and the derived status — success, partial, failure, pending.
+/// side and the derived status — success, partial, failure, skipped, cancelled, pending.
 pub async fn occurrences(
     op: Operator,
     State(state): State<AppState>,

@@ -16,6 +16,7 @@ pub fn fmt_t(t: DateTime<Utc>) -> String {
 pub struct JobRow {
     id: String,
     kind: String,
+    channel: Option<String>,
     state: &'static str,
     schedule_id: Option<String>,
     period_key: Option<String>,
@@ -36,6 +37,7 @@ impl From<&Job> for JobRow {
         JobRow {
             id: j.id.clone(),
             kind: j.kind.as_str().to_string(),
+            channel: j.channel.clone(),
             state,
             schedule_id: j.schedule_id.clone(),
             period_key: j.period_key.clone(),

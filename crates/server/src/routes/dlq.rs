@@ -52,6 +52,7 @@ pub async fn list(
         state: None,
         kind: q.kind,
         schedule_id: q.schedule_id,
+        channel: None,
         before: q.before,
         limit: q.limit,
     };

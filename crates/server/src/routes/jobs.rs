@@ -90,6 +90,9 @@ pub struct JobQuery {
     pub kind: Option<String>,
     /// Jobs of this schedule.
     pub schedule_id: Option<String>,
+    /// Jobs of this channel: a schedule's channel name, or an audience job's `email` or
+    /// `webhook`.
+    pub channel: Option<String>,
     /// Jobs older than this id (the previous page's `next_before`).
     pub before: Option<String>,
     /// Page size, 1 to 1000 (default 50).
@@ -106,6 +109,7 @@ pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> A
             force_state.or(q.state.as_deref()),
             q.kind.as_deref(),
             q.schedule_id.as_deref(),
+            q.channel.as_deref(),
             q.before.as_deref(),
             Some(limit),
         )

@@ -1,6 +1,7 @@
 //! One module per resource, each with `router()`.
 
 pub mod artifacts;
+pub mod deliveries;
 pub mod dlq;
 pub mod endpoints;
 pub mod health;

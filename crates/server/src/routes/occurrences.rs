@@ -2,12 +2,14 @@
 //! states per channel and the derived status:
 //!
 //! - `pending`: some job has not finished (available or running);
-//! - `success`: every job finished and none failed (succeeded or skipped: a skip is a
-//!   decision, not a failure);
-//! - `failure`: every job finished, none succeeded, and some are dead;
-//! - `partial`: every job finished, some succeeded and some are dead.
+//! - `success`: every job finished, something succeeded and nothing died;
+//! - `partial`: every job finished, something succeeded and something died;
+//! - `failure`: every job finished, something died and nothing succeeded;
+//! - `skipped`: every job finished, none succeeded or died, and some were skipped;
+//! - `cancelled`: every job finished and all were cancelled.
 //!
-//! Cancelled jobs count as finished and neither succeeded nor failed.
+//! A skip is a decision, not a delivery: an occurrence whose jobs were all skipped says so
+//! rather than claiming `success`, and skipped plus dead is a `failure` (nothing was delivered).
 //!
 //! Beside them, each recorded gap of due firings that did not run (misfire policy, window):
 //! `"status": "missed"` with its `reason`, first and last period and `count`.
@@ -50,7 +52,7 @@ pub struct OccurrenceView {
     pub period_key: String,
     /// The nominal firing time.
     pub fire_at: Option<String>,
-    /// `success`, `partial`, `failure` or `pending`.
+    /// `success`, `partial`, `failure`, `skipped`, `cancelled` or `pending`.
     pub status: String,
     /// Per channel.
     pub channels: Vec<ChannelView>,
@@ -125,22 +127,25 @@ pub struct ListQuery {
     pub limit: Option<i64>,
 }
 
-/// The status of a set of job-state counts.
+/// The status of a set of job-state counts (the rule in the module documentation).
 pub fn derive_status<'a>(states: impl IntoIterator<Item = (&'a str, i64)>) -> &'static str {
-    let (mut open, mut ok, mut dead) = (0, 0, 0);
+    let (mut open, mut ok, mut dead, mut skipped) = (0, 0, 0, 0);
     for (s, n) in states {
         match s {
-            "succeeded" | "skipped" => ok += n,
+            "succeeded" => ok += n,
+            "skipped" => skipped += n,
             "dead" => dead += n,
             "cancelled" => {}
             _ => open += n, // available, running, and states this version does not know
         }
     }
-    match (open, ok, dead) {
-        (o, _, _) if o > 0 => "pending",
-        (_, _, 0) => "success",
-        (_, 0, _) => "failure",
-        _ => "partial",
+    match (open, ok, dead, skipped) {
+        (o, _, _, _) if o > 0 => "pending",
+        (_, o, 0, _) if o > 0 => "success",
+        (_, o, _, _) if o > 0 => "partial",
+        (_, _, d, _) if d > 0 => "failure",
+        (_, _, _, s) if s > 0 => "skipped",
+        _ => "cancelled",
     }
 }
 
@@ -235,15 +240,50 @@ mod tests {
     use super::derive_status;
 
     #[test]
-    fn status_is_derived_from_job_states() {
-        assert_eq!(derive_status([("succeeded", 3), ("skipped", 1)]), "success");
-        assert_eq!(derive_status([("succeeded", 3), ("dead", 1)]), "partial");
-        assert_eq!(derive_status([("dead", 2), ("skipped", 0)]), "failure");
+    fn status_is_pending_while_a_job_is_open() {
         assert_eq!(
             derive_status([("succeeded", 3), ("available", 1)]),
             "pending"
         );
         assert_eq!(derive_status([("running", 1), ("dead", 1)]), "pending");
         assert_eq!(derive_status([("exploded", 1)]), "pending");
+    }
+
+    #[test]
+    fn status_success_when_something_succeeded_and_nothing_died() {
+        assert_eq!(derive_status([("succeeded", 3)]), "success");
+        assert_eq!(derive_status([("succeeded", 3), ("skipped", 1)]), "success");
+        assert_eq!(
+            derive_status([("succeeded", 1), ("cancelled", 2), ("dead", 0)]),
+            "success"
+        );
+    }
+
+    #[test]
+    fn status_partial_when_something_succeeded_and_something_died() {
+        assert_eq!(derive_status([("succeeded", 3), ("dead", 1)]), "partial");
+        assert_eq!(
+            derive_status([("succeeded", 1), ("dead", 1), ("skipped", 4)]),
+            "partial"
+        );
+    }
+
+    #[test]
+    fn status_failure_when_something_died_and_nothing_succeeded() {
+        assert_eq!(derive_status([("dead", 2), ("skipped", 0)]), "failure");
+        assert_eq!(derive_status([("dead", 1), ("skipped", 3)]), "failure");
+        assert_eq!(derive_status([("dead", 1), ("cancelled", 1)]), "failure");
+    }
+
+    #[test]
+    fn status_skipped_when_jobs_were_only_skipped_or_cancelled() {
+        assert_eq!(derive_status([("skipped", 2)]), "skipped");
+        assert_eq!(derive_status([("skipped", 1), ("cancelled", 1)]), "skipped");
+    }
+
+    #[test]
+    fn status_cancelled_when_nothing_else_happened() {
+        assert_eq!(derive_status([("cancelled", 2)]), "cancelled");
+        assert_eq!(derive_status(std::iter::empty()), "cancelled");
     }
 }

@@ -29,4 +29,7 @@ pub trait JobAdminStore: Send + Sync {
     async fn attempt_list(&self, job_id: &str) -> Result<Vec<Attempt>>;
     /// A schedule's occurrences (newest first): job counts per period, channel and state.
     async fn occurrence_list(&self, p: OccurrenceList) -> Result<Vec<OccurrenceCount>>;
+    /// The delivery log: audience jobs grouped by (topic, recipient, target, period), each
+    /// channel's newest job, ordered by that key descending (newest period first).
+    async fn delivery_list(&self, p: DeliveryList) -> Result<Vec<Delivery>>;
 }

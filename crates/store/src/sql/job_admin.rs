@@ -59,6 +59,7 @@ pub async fn job_list(run: &mut impl SqlRun, p: JobList) -> Result<Vec<Job>> {
         "SELECT {JOB_COLS} FROM jobs
          WHERE ($1{t} IS NULL OR state = $1) AND ($2{t} IS NULL OR kind = $2)
            AND ($3{t} IS NULL OR schedule_id = $3) AND ($4{t} IS NULL OR id < $4)
+           AND ($6{t} IS NULL OR channel = $6)
          ORDER BY id DESC LIMIT $5"
     );
     let state = p.state.map(|s| s.as_str().to_string());
@@ -67,7 +68,8 @@ pub async fn job_list(run: &mut impl SqlRun, p: JobList) -> Result<Vec<Job>> {
         p.kind,
         p.schedule_id,
         p.before_id,
-        p.limit.unwrap_or(100).clamp(1, 10_000)
+        p.limit.unwrap_or(100).clamp(1, 10_000),
+        p.channel
     ];
     run.fetch("job list", &sql, b, &|r| rows::job(r)).await
 }
@@ -83,6 +85,7 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
            AND ($7{t} IS NULL OR id < $7)
            AND ($9{t} IS NULL OR payload ->> 'topic' = $9)
            AND ($10{t} IS NULL OR payload ->> 'recipient_id' = $10)
+           AND ($11{t} IS NULL OR channel = $11)
          ORDER BY id DESC LIMIT $8"
     );
     let b = binds![
@@ -96,6 +99,7 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
         p.limit.clamp(1, 1000),
         p.topic,
         p.recipient_id,
+        p.channel,
     ];
     run.fetch("job search", &sql, b, &|r| rows::job(r)).await
 }
@@ -290,5 +294,9 @@ impl<D: SqlDb> crate::JobAdminStore for D {
         self.reader()
             .fetch("occurrence list", &sql, b, &|r| rows::occurrence_count(r))
             .await
+    }
+
+    async fn delivery_list(&self, p: crate::DeliveryList) -> Result<Vec<crate::Delivery>> {
+        super::deliveries::delivery_list(&mut self.reader(), p).await
     }
 }

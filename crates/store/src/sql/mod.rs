@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod audience;
 mod db;
 pub mod deliverability;
+pub mod deliveries;
 pub mod delivery;
 pub mod endpoint_health;
 pub mod endpoints;

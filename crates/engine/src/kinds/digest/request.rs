@@ -12,7 +12,7 @@ use kairos_core::RetryPolicy;
 /// can really take on this node (feed timeout + model timeout + 5 s, 155 s by default); the
 /// error shows the arithmetic.
 fn check_budget(retry: &RetryPolicy, attempt: std::time::Duration) -> Result<(), OpsError> {
-    kairos_core::budget::check_budget(retry, attempt, Some(DEADLINE))?;
+    kairos_core::budget::check_budget_without_retry_after(retry, attempt, Some(DEADLINE))?;
     Ok(())
 }
 

@@ -70,7 +70,12 @@ impl HttpHandler {
                 ));
             }
         };
-        let timeout = call_timeout(target.timeout_ms);
+        let mut timeout = call_timeout(target.timeout_ms);
+        // An attempt never runs past the job's deadline: its timeout is cut to the time left.
+        if let Some((end, _)) = crate::executor::deadline_end(job) {
+            let left = (end - ctx.now).to_std().unwrap_or_default();
+            timeout = timeout.min(left).max(Duration::from_millis(1));
+        }
         let call = HttpCall {
             url: &target.url,
             method: &target.method,

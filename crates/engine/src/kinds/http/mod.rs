@@ -9,7 +9,7 @@ use kairos_core::RetryPolicy;
 use kairos_core::budget::DEFAULT_CALL_TIMEOUT;
 use std::time::Duration;
 
-pub use request::{HTTP_TARGET_KEY, HttpSpec};
+pub use request::{DEADLINE_KEY, HTTP_TARGET_KEY, HttpSpec};
 
 /// The kind's name.
 pub const NAME: &str = "http";
@@ -47,4 +47,18 @@ impl Kind for Http {
     fn call_timeout(&self) -> Option<Duration> {
         Some(DEFAULT_CALL_TIMEOUT)
     }
+
+    fn job_deadline(&self, job: &kairos_core::Job) -> Option<Duration> {
+        deadline_of(job).or_else(|| self.deadline())
+    }
+}
+
+/// The `http.deadline` an `http` job carries in its payload (milliseconds); a value that is
+/// not a positive integer is no deadline.
+pub fn deadline_of(job: &kairos_core::Job) -> Option<Duration> {
+    job.payload
+        .get(DEADLINE_KEY)
+        .and_then(|v| v.as_u64())
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
 }

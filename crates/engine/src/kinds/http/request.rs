@@ -1,7 +1,7 @@
 //! The `http` kind's request: the `http` object of a job or schedule request is validated, its
 //! budget checked against its deadline, and stored as an HTTP target row; the jobs' payload is
-//! only `{"http_target_id": "ht_…"}`, so no token, `Authorization` header or signing secret is
-//! ever in a payload.
+//! only `{"http_target_id": "ht_…"}` (and `"deadline_ms"` with a deadline), so no token,
+//! `Authorization` header or signing secret is ever in a payload.
 
 use super::NAME;
 use crate::error::OpsError;
@@ -18,6 +18,10 @@ use std::collections::BTreeMap;
 
 /// The payload key of an `http` job: the id of its stored target.
 pub const HTTP_TARGET_KEY: &str = "http_target_id";
+
+/// The payload key of an `http` job's deadline (`http.deadline` in milliseconds), read at run
+/// time: it is not a secret, and a schedule's jobs copy it from the schedule's payload.
+pub const DEADLINE_KEY: &str = "deadline_ms";
 
 /// The largest request body an `http` job may send.
 const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -45,8 +49,12 @@ pub struct HttpSpec {
     /// transient failure.
     #[serde(default)]
     pub timeout: Option<String>,
-    /// The longest the job may take, waits included (`"15m"`): a retry policy whose worst
-    /// case (attempts × timeout + waits) exceeds it is rejected. Default: none.
+    /// The longest the job may take, waits included (`"15m"`), counted from its occurrence's
+    /// firing (or its enqueue): a retry policy whose worst case (attempts × timeout + waits,
+    /// each wait the larger of its delay and the honoured `Retry-After`, plus jitter) exceeds it
+    /// is rejected; at run time no attempt starts past it, a retry that would is not scheduled
+    /// (the job ends `dead`, "deadline exceeded"), and an attempt's timeout is cut to the time
+    /// left. Default: none.
     #[serde(default)]
     pub deadline: Option<String>,
     /// Sent as `Authorization: Bearer <token>`. Stored with the target, never returned.
@@ -95,7 +103,15 @@ pub async fn payload(
     let default = kind.default_retry();
     check_budget(retry.unwrap_or(&default), timeout, deadline)?;
     let stored = env.store.http_target_upsert(target).await?;
-    Ok(serde_json::json!({ HTTP_TARGET_KEY: stored.id }))
+    let mut payload = serde_json::json!({ HTTP_TARGET_KEY: stored.id });
+    if let (Some(d), Some(o)) = (
+        spec.deadline.as_ref().and(deadline),
+        payload.as_object_mut(),
+    ) {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        o.insert(DEADLINE_KEY.into(), ms.into());
+    }
+    Ok(payload)
 }
 
 /// The target row for `spec`, validated; every error names its field.
