@@ -534,8 +534,10 @@ async fn daily_run_that_dies_warns_dead_runs_once_per_transition() {
         .await
         .expect("ack");
     for i in 0..2 {
+        // (The next day's firing is overdue by now — no scheduler runs in this test — so
+        // `missed_firings` may warn; only the dead run matters here.)
         let r = m.run_once(fired + mins(24 * 60 + 7 + i)).await.unwrap();
-        assert!(r.alerts.raised.is_empty(), "run {i}: {r:?}");
+        assert!(!r.alerts.raised.contains(&key), "run {i}: {r:?}");
     }
     let dead_runs: Vec<serde_json::Value> = rx
         .received()
