@@ -56,6 +56,7 @@ mod stale;
 
 pub use alerts::{AckError, AlertChanges, AlertSink, ack};
 pub use checks::MAX_EXPECTED_FIRINGS;
+pub use stale::is_stale;
 
 use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;

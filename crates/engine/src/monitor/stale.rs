@@ -36,9 +36,14 @@ pub(super) async fn add(
     }
 }
 
+/// Whether a monitor whose last completed pass was at `last` is stale at `now` (never before
+/// its first pass): the one rule the report and the `kairos_slo_warning` gauge share.
+pub fn is_stale(cfg: &MonitorConfig, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    last.is_some_and(|t| now - t > dur(cfg.interval * STALE_INTERVALS))
+}
+
 /// The check's result for a last pass at `last`.
 fn result(cfg: &MonitorConfig, last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> CheckResult {
-    let limit = cfg.interval * STALE_INTERVALS;
     let Some(last) = last else {
         // A new database, or a node that has only just started: nothing to compare with yet.
         return CheckResult::new(
@@ -51,8 +56,8 @@ fn result(cfg: &MonitorConfig, last: Option<DateTime<Utc>>, now: DateTime<Utc>) 
             ),
         );
     };
-    let age = now - last;
-    let stale = age > dur(limit);
+    let (age, limit) = (now - last, cfg.interval * STALE_INTERVALS);
+    let stale = is_stale(cfg, Some(last), now);
     let mut r = CheckResult::new(
         names::MONITOR_STALE,
         None,

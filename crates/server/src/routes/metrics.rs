@@ -102,9 +102,8 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
     }
     // `monitor_stale` is never a stored alert (a stopped monitor cannot raise it): read here
     // from the last pass, like `GET /v1/slo` does.
-    let stale_after = state.monitor.interval * 3;
     let stale = state.monitor.enabled(names::MONITOR_STALE)
-        && last_pass.is_some_and(|t| (now - t).to_std().is_ok_and(|age| age > stale_after));
+        && kairos_engine::monitor::is_stale(&state.monitor, last_pass, now);
     by_check.insert(names::MONITOR_STALE.to_string(), u8::from(stale));
     for (check, v) in by_check {
         let _ = writeln!(out, "kairos_slo_warning{{check=\"{}\"}} {v}", label(&check));
