@@ -43,23 +43,7 @@ async fn db_horizon_names_the_session_holding_a_snapshot_on_postgres() {
         .expect("client");
 
     // Another session (an "analytics query") takes a snapshot and keeps it.
-    let mut holder = sqlx::PgConnection::connect(&url).await.expect("connect");
-    sqlx::query("SET application_name = 'nightly-report'")
-        .execute(&mut holder)
-        .await
-        .expect("name");
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut holder)
-        .await
-        .expect("pid");
-    sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        .execute(&mut holder)
-        .await
-        .expect("begin");
-    sqlx::query("SELECT count(*) FROM pg_class")
-        .execute(&mut holder)
-        .await
-        .expect("snapshot");
+    let (mut holder, pid) = kairos_testkit::pg::hold_snapshot(&url, "nightly-report").await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let subject = pid.to_string();
 

@@ -15,25 +15,7 @@ async fn a_session_holding_a_snapshot_is_listed_with_its_pid_until_it_ends() {
     let Some((store, guard)) = common::open().await else {
         return;
     };
-    let mut holder = sqlx::PgConnection::connect(&guard.url)
-        .await
-        .expect("holder connection");
-    sqlx::query("SET application_name = 'analytics-report'")
-        .execute(&mut holder)
-        .await
-        .expect("name");
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut holder)
-        .await
-        .expect("pid");
-    sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        .execute(&mut holder)
-        .await
-        .expect("begin");
-    sqlx::query("SELECT count(*) FROM pg_class")
-        .execute(&mut holder)
-        .await
-        .expect("take the snapshot");
+    let (mut holder, pid) = kairos_testkit::pg::hold_snapshot(&guard.url, "analytics-report").await;
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
 
     let h = store

@@ -114,3 +114,30 @@ impl Drop for SchemaGuard {
         }
     }
 }
+
+/// Another session on `url` that names itself `application`, takes a `REPEATABLE READ`
+/// snapshot and keeps it (an analytics query, a forgotten `BEGIN`) until it is committed or
+/// dropped. Returns the connection and its backend pid.
+pub async fn hold_snapshot(url: &str, application: &str) -> (PgConnection, i32) {
+    let mut conn = PgConnection::connect(url).await.expect("holder connection");
+    sqlx::query(AssertSqlSafe(format!(
+        "SET application_name = '{}'",
+        application.replace('\'', "''")
+    )))
+    .execute(&mut conn)
+    .await
+    .expect("application_name");
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut conn)
+        .await
+        .expect("pid");
+    sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .execute(&mut conn)
+        .await
+        .expect("begin");
+    sqlx::query("SELECT count(*) FROM pg_class")
+        .execute(&mut conn)
+        .await
+        .expect("take the snapshot");
+    (conn, pid)
+}
