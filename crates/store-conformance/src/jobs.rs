@@ -25,7 +25,8 @@ pub(crate) fn attempt(j: &Job, outcome: &str, error: Option<&str>) -> Attempt {
     }
 }
 
-pub(crate) fn complete(j: &Job, transition: Transition) -> JobComplete {
+/// The completion of `j` (claimed) by `transition`, with an attempt that fits it.
+pub fn complete(j: &Job, transition: Transition) -> JobComplete {
     let (outcome, error) = match &transition {
         Transition::Succeeded => ("succeeded", None),
         Transition::Skipped(_) => ("skipped", None),

@@ -20,6 +20,7 @@ pub mod audience;
 pub mod audience_targets;
 pub mod bulk;
 pub mod channels;
+pub mod claim_order;
 pub mod deliverability;
 pub mod deliveries;
 pub mod endpoint_health;
@@ -86,6 +87,13 @@ macro_rules! store_conformance {
             job_retry_refuses_succeeded_job,
             job_list_filters_by_state_kind_and_schedule,
             job_next_run_at_and_counts,
+        );
+        $crate::store_conformance!(@claim_order $factory;
+            claim_finds_a_job_inserted_below_the_jobs_claimed,
+            claim_finds_a_retry_due_below_the_jobs_claimed,
+            claim_finds_an_admin_retry_below_the_jobs_claimed,
+            claim_finds_a_rescued_job_below_the_jobs_claimed,
+            next_run_at_reports_a_job_inserted_below_the_jobs_claimed,
         );
         $crate::store_conformance!(@bulk $factory;
             job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
@@ -266,6 +274,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::search::$name(store).await;
+            }
+        )*
+    };
+    (@claim_order $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::claim_order::$name(store).await;
             }
         )*
     };

@@ -30,6 +30,33 @@ pub(crate) use kairos_store::sql::JOBS_INSERT_POSTGRES as INSERT_MANY;
 /// a transaction short.
 const INSERT_CHUNK: usize = 5_000;
 
+/// The claim. Differs from SQLite: `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
+/// disjoint rows without waiting for each other; under READ COMMITTED the lock re-checks
+/// `state = 'available'` on the latest row version. The locking select is a CTE rather than
+/// `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED subquery re-scanned by a
+/// join could pick other rows). The CTE's column is renamed so that `RETURNING {cols}` is
+/// unambiguous. The update finds the rows by their tids (`ctid = ANY(ARRAY(…))`, an init plan
+/// run once, then a TID scan): joined to the CTE instead, the planner hashed or sorted the
+/// whole jobs table on every claim of a small table, and a primary-key lookup per row cost a
+/// second index descent. The rows are locked by this statement, so their tids cannot move
+/// under it; a row whose locked version is newer than the statement's snapshot is not seen by
+/// the TID scan and stays `available` for the next claim (the state check guards it either
+/// way). `{from}` is empty for a sweep, or [`CLAIM_FROM`].
+const CLAIM: &str = "WITH due (due_tid) AS (
+         SELECT ctid FROM jobs
+         WHERE state = 'available' AND run_at <= $4 {from}
+         ORDER BY run_at, id LIMIT $5
+         FOR UPDATE SKIP LOCKED)
+     UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
+            lease_token = $2, lease_expires_at = $3, attempted_at = $4
+     WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
+       AND jobs.state = 'available'
+     RETURNING {cols}";
+
+/// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree
+/// descends to.
+const CLAIM_FROM: &str = "AND (run_at, id) >= ($6, $7)";
+
 /// Why an insert created nothing and there is no job to answer with.
 fn not_inserted(has_dedupe_key: bool) -> Error {
     if has_dedupe_key {
@@ -71,6 +98,9 @@ impl JobStore for PostgresStore {
         .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
         let job = job_from_row(&row)?;
         tx.commit().await.map_err(|e| map_err("job insert", e))?;
+        if !created.is_empty() {
+            self.cursor.made_available((p.run_at, String::new()));
+        }
         Ok(JobInserted {
             job,
             created: !created.is_empty(),
@@ -85,6 +115,11 @@ impl JobStore for PostgresStore {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(|e| map_err("job insert many", e))?;
+            if !created.is_empty()
+                && let Some(first) = chunk.iter().map(|j| j.run_at).min()
+            {
+                self.cursor.made_available((first, String::new()));
+            }
             ids.extend(created);
         }
         Ok(ids)
@@ -100,36 +135,43 @@ impl JobStore for PostgresStore {
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
-        // Differs from SQLite: `FOR UPDATE SKIP LOCKED` lets claimers on many nodes take
-        // disjoint rows without waiting for each other; under READ COMMITTED the lock
-        // re-checks `state = 'available'` on the latest row version. The locking select is a
-        // CTE rather than `id IN (…)` so that it runs exactly once (a LIMIT … SKIP LOCKED
-        // subquery re-scanned by a join could pick other rows). The CTE's column is renamed
-        // so that `RETURNING {cols}` is unambiguous. The update finds the rows by their tids
-        // (`ctid = ANY(ARRAY(…))`, an init plan run once, then a TID scan): joined to the CTE
-        // instead, the planner hashed or sorted the whole jobs table on every claim of a small
-        // table, and a primary-key lookup per row cost a second index descent. The rows are
-        // locked by this statement, so their tids cannot move under it; a row whose locked
-        // version is newer than the statement's snapshot is not seen by the TID scan and
-        // stays `available` for the next claim (the state check guards it either way).
-        let rows = sqlx::query(sql("WITH due (due_tid) AS (
-                 SELECT ctid FROM jobs
-                 WHERE state = 'available' AND run_at <= $4
-                 ORDER BY run_at, id LIMIT $5
-                 FOR UPDATE SKIP LOCKED)
-             UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
-                    lease_token = $2, lease_expires_at = $3, attempted_at = $4
-             WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
-               AND jobs.state = 'available'
-             RETURNING {cols}"))
-        .bind(&p.node)
-        .bind(&p.lease_token)
-        .bind(p.lease_until)
-        .bind(p.now)
-        .bind(p.limit.max(0))
-        .fetch_all(&self.claim)
-        .await
-        .map_err(|e| map_err("job claim", e))?;
+        // The scan starts at the claim cursor (`cursor.rs`): not at the start of `jobs_due`,
+        // whose first entries are, under a long-held snapshot, the dead entries of every job
+        // already claimed.
+        let start = self.cursor.start(p.now);
+        let limit = p.limit.max(0);
+        let q = match &start.from {
+            None => sqlx::query(sql(&CLAIM.replace("{from}", ""))),
+            Some(_) => sqlx::query(sql(&CLAIM.replace("{from}", CLAIM_FROM))),
+        };
+        let q = q
+            .bind(&p.node)
+            .bind(&p.lease_token)
+            .bind(p.lease_until)
+            .bind(p.now)
+            .bind(limit);
+        let q = match &start.from {
+            Some((run_at, id)) => q.bind(*run_at).bind(id),
+            None => q,
+        };
+        let rows = q
+            .fetch_all(&self.claim)
+            .await
+            .map_err(|e| map_err("job claim", e))?;
+        let mut last: Option<crate::cursor::Key> = None;
+        for row in &rows {
+            let key = (
+                row.try_get::<DateTime<Utc>, _>("run_at")
+                    .map_err(|e| map_err("run_at", e))?,
+                row.try_get::<String, _>("id")
+                    .map_err(|e| map_err("id", e))?,
+            );
+            if last.as_ref().is_none_or(|l| *l < key) {
+                last = Some(key);
+            }
+        }
+        self.cursor
+            .claimed(&start, p.now, limit as usize, rows.len(), last);
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
@@ -200,6 +242,17 @@ impl JobStore for PostgresStore {
         };
         let applied_set: std::collections::HashSet<&str> =
             applied.iter().map(|s| s.as_str()).collect();
+        let retry_at = p
+            .iter()
+            .filter(|c| applied_set.contains(c.id.as_str()))
+            .filter_map(|c| match &c.transition {
+                Transition::Retry { run_at, .. } => Some(*run_at),
+                _ => None,
+            })
+            .min();
+        if let Some(first) = retry_at {
+            self.cursor.made_available((first, String::new()));
+        }
         let stale = p
             .iter()
             .filter(|c| !applied_set.contains(c.id.as_str()))
@@ -258,17 +311,33 @@ impl JobStore for PostgresStore {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
+        if !out.is_empty() {
+            // Rescued jobs are available again at `now`.
+            self.cursor.made_available((p.now, String::new()));
+        }
         // Oldest lease first, as SQLite returns them.
         out.sort();
         Ok(out.into_iter().map(|(_, id)| id).collect())
     }
 
     async fn job_next_run_at(&self) -> Result<Option<DateTime<Utc>>> {
-        // Differs from SQLite: no `INDEXED BY`; the planner uses the partial index jobs_due.
-        sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE state = 'available'")
+        // Differs from SQLite: no `INDEXED BY`; the planner uses the partial index jobs_due,
+        // from the claim cursor's key when it knows one (the entries below it are the dead
+        // entries of jobs claimed; a job made available below it elsewhere is found by the
+        // next sweep, within a second).
+        match self.cursor.peek() {
+            Some((run_at, id)) => sqlx::query_scalar(
+                "SELECT MIN(run_at) FROM jobs WHERE state = 'available' AND (run_at, id) >= ($1, $2)",
+            )
+            .bind(run_at)
+            .bind(id)
             .fetch_one(&self.pool)
-            .await
-            .map_err(|e| map_err("job next run_at", e))
+            .await,
+            None => sqlx::query_scalar("SELECT MIN(run_at) FROM jobs WHERE state = 'available'")
+                .fetch_one(&self.pool)
+                .await,
+        }
+        .map_err(|e| map_err("job next run_at", e))
     }
 
     async fn job_prune(&self, p: JobPrune) -> Result<JobPruned> {

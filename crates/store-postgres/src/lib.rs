@@ -16,7 +16,10 @@
 //! nodes take disjoint rows without waiting for each other, and the scan reads only the
 //! partial index of available jobs. Due schedules are claimed the same way, plus a time lock
 //! (`locked_until`) that keeps a schedule with one node while it expands the firing. The
-//! rescuer takes expired leases with `SKIP LOCKED` too.
+//! rescuer takes expired leases with `SKIP LOCKED` too. A claim starts reading at the claim
+//! cursor, past the entries of the jobs it already claimed, so that a snapshot held open by
+//! another session (which keeps those entries from being vacuumed) does not make every claim
+//! walk them (`cursor.rs`).
 //!
 //! **Batching.** Throughput comes from round trips, not connections: a batch of inserts,
 //! completions or lease renewals is bound as one `jsonb` array and unpacked by
@@ -42,6 +45,7 @@
 #![deny(missing_docs)]
 
 mod complete;
+mod cursor;
 mod health;
 mod jobs;
 mod leader;
@@ -127,6 +131,8 @@ pub struct PostgresStore {
     keys: std::sync::Arc<kairos_store::KeyCache>,
     /// Seals stored secrets under the secret key (`with_sealer`); `None`: plaintext.
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
+    /// Where claims start reading the queue (`cursor.rs`), shared by the store's clones.
+    cursor: std::sync::Arc<cursor::ClaimCursor>,
 }
 
 impl PostgresStore {
@@ -169,6 +175,7 @@ impl PostgresStore {
             schema: schema.to_string(),
             keys: Default::default(),
             sealer: None,
+            cursor: Default::default(),
         };
         migrate(&store).await?;
         Ok(store)
@@ -224,8 +231,16 @@ kairos_store::sql_db!(
     map_err: map_err,
     apply: migrate,
     list: migrations_list,
-    health: health::health_read
+    health: health::health_read,
+    committed: jobs_may_be_available
 );
+
+/// After a write transaction of the shared roles commits: it may have made jobs available (a
+/// schedule's firing, an expansion, an artifact's follow-ups, an admin retry), at keys the
+/// claim cursor does not know, so the next claim sweeps.
+fn jobs_may_be_available(store: &PostgresStore) {
+    store.cursor.forget();
+}
 
 use rows::PgRun;
 

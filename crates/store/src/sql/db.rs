@@ -52,11 +52,14 @@ pub trait SqlDb: Send + Sync + 'static {
 /// `Arc<KeyCache>`; `$run` is its [`sql_run!`](crate::sql_run) runner, `$begin` the statement
 /// that opens a write transaction, `$map_err` its error mapper, `$apply`/`$list` its
 /// migration functions (`async fn(&$store) -> Result<…>`) and `$health` its
-/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`.
+/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`; `$committed` (`fn(&$store)`) runs
+/// after each write transaction commits (PostgreSQL's claim cursor learns that jobs may have
+/// become available).
 #[macro_export]
 macro_rules! sql_db {
     ($store:ty, $run:ident, $db:ty, read: $read:ident, write: $write:ident, begin: $begin:expr,
-     map_err: $map_err:path, apply: $apply:path, list: $list:path, health: $health:path) => {
+     map_err: $map_err:path, apply: $apply:path, list: $list:path, health: $health:path,
+     committed: $committed:path) => {
         #[async_trait::async_trait]
         impl $crate::sql::SqlDb for $store {
             type Run<'a> = $run<'a>;
@@ -78,7 +81,9 @@ macro_rules! sql_db {
                     .map_err(|e| $map_err(what, e))
             }
             async fn commit(&self, tx: Self::Tx, what: &str) -> $crate::Result<()> {
-                tx.commit().await.map_err(|e| $map_err(what, e))
+                tx.commit().await.map_err(|e| $map_err(what, e))?;
+                $committed(self);
+                Ok(())
             }
             fn sealer(&self) -> Option<&$crate::sealing::Sealer> {
                 self.sealer.as_deref()

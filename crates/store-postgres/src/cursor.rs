@@ -1,0 +1,267 @@
+//! Where a claim starts reading the queue: the claim cursor.
+//!
+//! **Why.** A claim reads the partial index `jobs_due` in `(run_at, id)` order. Claiming a job
+//! writes a new row version that is no longer `available`, but the old version's index entry
+//! stays until vacuum removes it, and vacuum cannot remove a row version that an open snapshot
+//! may still see. While another session holds a snapshot (an analytics query, a forgotten
+//! `BEGIN`, a replica with `hot_standby_feedback`), every claim read from the start of the
+//! index would walk the entries of every job claimed since that snapshot began, and check each
+//! against the heap: the cost of a claim grows with the jobs already done, and the queue rots
+//! (300,000 jobs ran 4.3 times slower, `docs/benchmarks.md`).
+//!
+//! **How.** Claims take the oldest due jobs first, so the entries below the last job claimed
+//! are, almost always, dead. The cursor remembers that key (the *floor*) and a claim starts its
+//! index scan there (`(run_at, id) >= floor`, a B-tree descent), never walking what it already
+//! claimed. A job can still become available below the floor:
+//! - made available here (an insert with a `run_at` in the past, a retry, a rescue, an admin
+//!   retry or replay, a schedule's firing): each path marks it *dirty* after its commit, and
+//!   the next claim starts at the lowest dirty key;
+//! - by another node, by an application's own transaction (`job_insert_in_tx`), by a commit
+//!   that landed after a claim passed its key, or a row a claim skipped because another
+//!   statement had it locked: a *sweep* — a claim from the start of the index — finds it. A
+//!   sweep runs at least once a second of the claims' clock and after every
+//!   [`SWEEP_EVERY_SHORT`] claims that came back short, so such a job waits about a second at
+//!   most, and a sweep's walk over dead entries is paid once a second instead of on every
+//!   claim.
+//!
+//! The cursor is per store (per node): nodes claiming together walk only the entries the
+//! others claimed since their own last claim. Correctness never depends on it: the claim's
+//! `state = 'available'` check and `SKIP LOCKED` decide what is claimed; the cursor only
+//! decides where to start looking.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use std::sync::Mutex;
+
+/// A position in `jobs_due`: `(run_at, id)`. `id = ""` is the lowest key at that instant.
+pub(crate) type Key = (DateTime<Utc>, String);
+
+/// A sweep after this many claims that came back short since the last one, whatever the
+/// clock says (a manual clock that does not move still sweeps).
+pub(crate) const SWEEP_EVERY_SHORT: u32 = 64;
+
+/// A claim that came back short read every due job up to its `now`, but a job whose insert
+/// began a little earlier (its `run_at` is its node's `now`) may commit after the claim's
+/// snapshot: the floor stays this far behind `now`, so such a job is read by the next claim
+/// instead of waiting for a sweep (and nodes whose clocks differ by less are read as one).
+/// At 5,000 jobs a second it is about 1,250 dead entries to walk.
+pub(crate) const SHORT_MARGIN: TimeDelta = TimeDelta::milliseconds(250);
+
+/// A sweep at least this often, by the claims' `now`.
+pub(crate) const SWEEP_EVERY: TimeDelta = TimeDelta::seconds(1);
+
+#[derive(Debug, Default)]
+struct State {
+    /// Everything due below it was claimed, but for the dirty keys. `None`: unknown.
+    floor: Option<Key>,
+    /// The lowest key made available here since the last claim started.
+    dirty: Option<Key>,
+    /// Claims that came back short since the last sweep.
+    short: u32,
+    /// The `now` of the last sweep.
+    swept_at: Option<DateTime<Utc>>,
+}
+
+/// The claim cursor of one store. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimCursor {
+    state: Mutex<State>,
+}
+
+/// Where one claim starts: `None` is a sweep (from the start of the index).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClaimStart {
+    pub from: Option<Key>,
+    /// The floor when the claim started.
+    floor: Option<Key>,
+}
+
+impl ClaimCursor {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where a claim at `now` starts. Takes the dirty mark: a job made available after this
+    /// call marks it again for the next claim.
+    pub(crate) fn start(&self, now: DateTime<Utc>) -> ClaimStart {
+        let mut s = self.lock();
+        let dirty = s.dirty.take();
+        let sweep = match (&s.floor, s.swept_at) {
+            (None, _) | (_, None) => true,
+            (Some(_), Some(at)) => {
+                s.short >= SWEEP_EVERY_SHORT || now - at >= SWEEP_EVERY || now < at
+            }
+        };
+        let from = if sweep {
+            None
+        } else {
+            match (s.floor.clone(), dirty) {
+                (Some(f), Some(d)) => Some(f.min(d)),
+                (f, None) => f,
+                (None, d) => d,
+            }
+        };
+        if sweep {
+            s.short = 0;
+            s.swept_at = Some(now);
+        }
+        ClaimStart {
+            from,
+            floor: s.floor.clone(),
+        }
+    }
+
+    /// A claim that started at `start` and asked for `limit` jobs got `got` of them, `last`
+    /// the highest key among them. A claim that came back short read every due job from its
+    /// start to `now`; a full one read up to `last`.
+    pub(crate) fn claimed(
+        &self,
+        start: &ClaimStart,
+        now: DateTime<Utc>,
+        limit: usize,
+        got: usize,
+        last: Option<Key>,
+    ) {
+        let mut s = self.lock();
+        let read_to = if got < limit {
+            s.short = s.short.saturating_add(1);
+            Some((now - SHORT_MARGIN, String::new()))
+        } else {
+            last
+        };
+        let Some(read_to) = read_to else { return };
+        match &start.floor {
+            // Read past the old floor: everything below `read_to` was claimed.
+            Some(f) if read_to < *f => {
+                // A full claim that stopped below the old floor: what lies between is not
+                // read yet (jobs made available below the floor since): mark it.
+                s.dirty = Some(match s.dirty.take() {
+                    Some(d) => d.min(read_to),
+                    None => read_to,
+                });
+            }
+            _ => {
+                if s.floor.as_ref().is_none_or(|f| *f < read_to) {
+                    s.floor = Some(read_to);
+                }
+            }
+        }
+    }
+
+    /// The lowest key a due job may have, as far as this store knows (the floor, or a dirty
+    /// key below it); `None` when not known. Jobs made available elsewhere below it are found
+    /// by the next sweep.
+    pub(crate) fn peek(&self) -> Option<Key> {
+        let s = self.lock();
+        match (s.floor.clone(), s.dirty.clone()) {
+            (Some(f), Some(d)) => Some(f.min(d)),
+            (f, None) => f,
+            (None, _) => None,
+        }
+    }
+
+    /// Jobs became available here with keys from `key` up, after their commit.
+    pub(crate) fn made_available(&self, key: Key) {
+        let mut s = self.lock();
+        s.dirty = Some(match s.dirty.take() {
+            Some(d) => d.min(key),
+            None => key,
+        });
+    }
+
+    /// Jobs became available here at keys not known: the next claim sweeps.
+    pub(crate) fn forget(&self) {
+        let mut s = self.lock();
+        s.swept_at = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
+    }
+    fn k(s: i64, id: &str) -> Key {
+        (t(s), id.to_string())
+    }
+
+    #[test]
+    fn first_claim_sweeps_then_starts_at_the_last_key_claimed() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        assert_eq!(s.from, None);
+        c.claimed(&s, t(10), 2, 2, Some(k(5, "b")));
+        let s = c.start(t(10));
+        assert_eq!(s.from, Some(k(5, "b")));
+    }
+
+    #[test]
+    fn a_short_claim_moves_the_floor_to_now_less_the_margin() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 1, Some(k(3, "a")));
+        assert_eq!(
+            c.start(t(10)).from,
+            Some((t(10) - SHORT_MARGIN, String::new()))
+        );
+    }
+
+    #[test]
+    fn a_job_made_available_below_the_floor_is_read_by_the_next_claim() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 0, None);
+        c.made_available(k(1, ""));
+        let s = c.start(t(10));
+        assert_eq!(s.from, Some(k(1, "")));
+        // It filled up below the old floor: the rest below the floor is read next time.
+        c.claimed(&s, t(10), 1, 1, Some(k(1, "x")));
+        assert_eq!(c.start(t(10)).from, Some(k(1, "x")));
+    }
+
+    #[test]
+    fn a_mark_made_while_a_claim_runs_is_kept_for_the_next() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 0, None);
+        let s = c.start(t(10));
+        c.made_available(k(2, ""));
+        c.claimed(&s, t(10), 5, 0, None);
+        assert_eq!(c.start(t(10)).from, Some(k(2, "")));
+    }
+
+    #[test]
+    fn a_full_claim_below_the_old_floor_leaves_the_rest_marked() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 0, None);
+        c.made_available(k(1, ""));
+        c.made_available(k(3, ""));
+        let s = c.start(t(10));
+        assert_eq!(s.from, Some(k(1, "")));
+        c.claimed(&s, t(10), 1, 1, Some(k(1, "a")));
+        let s = c.start(t(10));
+        assert_eq!(s.from, Some(k(1, "a")), "the job at 3 is still ahead");
+        c.claimed(&s, t(10), 5, 1, Some(k(3, "b")));
+        assert_eq!(c.peek(), Some((t(10) - SHORT_MARGIN, String::new())));
+    }
+
+    #[test]
+    fn sweeps_once_a_second_and_after_many_short_claims() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 0, None);
+        assert!(c.start(t(10)).from.is_some());
+        assert_eq!(c.start(t(11)).from, None, "a second later");
+        for _ in 0..SWEEP_EVERY_SHORT {
+            let s = c.start(t(11));
+            assert!(s.from.is_some());
+            c.claimed(&s, t(11), 5, 0, None);
+        }
+        assert_eq!(c.start(t(11)).from, None, "after many short claims");
+        c.forget();
+        assert_eq!(c.start(t(11)).from, None, "forgotten");
+    }
+}

@@ -1,0 +1,113 @@
+//! Claims while another session holds a snapshot open: the claim cursor keeps each claim from
+//! walking the index entries of the jobs already claimed (which no vacuum can remove while the
+//! snapshot lasts), and a job made available behind the cursor by another node is still
+//! claimed, by the next sweep. Skipped loudly when PostgreSQL is not reachable (see `common`).
+
+mod common;
+
+use chrono::Duration;
+use kairos_store::Transition;
+use kairos_store::prelude::*;
+use kairos_store_conformance::fixtures::{claim, job, t0};
+use kairos_store_conformance::jobs::complete;
+use kairos_store_postgres::PostgresStore;
+use sqlx::Connection;
+
+/// Index entries the scans of `jobs_due` in `schema` have read, once the store's connections
+/// have reported their statistics (a backend reports them when it exits).
+async fn due_index_entries_read(url: &str, schema: &str) -> i64 {
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+    let mut last = -1;
+    for _ in 0..40 {
+        let read: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+             WHERE schemaname = $1 AND indexrelname = 'jobs_due'",
+        )
+        .bind(schema)
+        .fetch_one(&mut conn)
+        .await
+        .expect("stats");
+        if read > 0 && read == last {
+            return read;
+        }
+        last = read;
+        sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut conn)
+            .await
+            .expect("clear");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    last
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed() {
+    let Some((store, guard)) = common::open().await else {
+        return;
+    };
+    let (holder, _pid) = kairos_testkit::pg::hold_snapshot(&guard.url, "analytics-report").await;
+    const JOBS: i64 = 3_000;
+    let jobs = (0..JOBS)
+        .map(|i| job(t0() + Duration::milliseconds(i)))
+        .collect::<Vec<_>>();
+    store.job_insert_many(jobs).await.expect("insert");
+    let now = t0() + Duration::hours(1);
+    let mut done = 0;
+    for _ in 0..(JOBS / 10 + 5) {
+        let batch = store.job_claim(claim(now, 10, "a")).await.expect("claim");
+        if batch.is_empty() {
+            break;
+        }
+        done += batch.len() as i64;
+        let c = batch
+            .iter()
+            .map(|j| complete(j, Transition::Succeeded))
+            .collect();
+        store.job_complete_many(c).await.expect("complete");
+    }
+    assert_eq!(done, JOBS, "every job claimed once");
+    store.close().await;
+    let read = due_index_entries_read(&guard.url, &guard.schema).await;
+    // Read from the start each time, the 300 claims would read about 450,000 entries (each
+    // the entries of every job claimed before it); from the cursor, about one per job.
+    assert!(
+        read <= 3 * JOBS,
+        "the claims read {read} entries of jobs_due for {JOBS} jobs"
+    );
+    drop(holder);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s0_2_a_job_another_node_inserts_behind_the_cursor_is_claimed_by_the_next_sweep() {
+    let Some((one, guard)) = common::open().await else {
+        return;
+    };
+    let two = PostgresStore::connect(&guard.url, &guard.schema)
+        .await
+        .expect("second node");
+    for i in 0..5 {
+        one.job_insert(job(t0() + Duration::seconds(i)))
+            .await
+            .expect("insert");
+    }
+    let now = t0() + Duration::minutes(10);
+    assert_eq!(one.job_claim(claim(now, 10, "one")).await.unwrap().len(), 5);
+    let late = job(t0() - Duration::hours(1));
+    two.job_insert(late.clone()).await.expect("insert on two");
+    // Within a second of the claims' clock, a sweep reads from the start of the index.
+    let mut got = vec![];
+    for ms in [0, 500, 1_000] {
+        got = one
+            .job_claim(claim(now + Duration::milliseconds(ms), 10, "one"))
+            .await
+            .unwrap();
+        if !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(
+        got.iter().map(|j| &j.id).collect::<Vec<_>>(),
+        vec![&late.id]
+    );
+    two.close().await;
+}
