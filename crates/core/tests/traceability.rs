@@ -307,8 +307,8 @@ fn problems(doc: &str, index: &Index) -> BTreeSet<String> {
                 continue;
             }
             if is_path(part) {
-                file = (part.ends_with(".rs") && part.starts_with("crates/"))
-                    .then(|| root.join(part));
+                file =
+                    (part.ends_with(".rs") && part.starts_with("crates/")).then(|| root.join(part));
                 continue;
             }
             if !is_test_name(part) || (depth > 0 && file.is_some()) {

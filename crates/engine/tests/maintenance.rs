@@ -113,7 +113,10 @@ async fn maintenance_watch_runs_on_the_injected_clock_and_follows_the_stored_set
     }
     cancel.cancel();
     watch.await.expect("the watch ends when cancelled");
-    assert!(seen, "the watch did not bring the stored setting within 5 s");
+    assert!(
+        seen,
+        "the watch did not bring the stored setting within 5 s"
+    );
     let reads = clock.reads.load(std::sync::atomic::Ordering::Relaxed);
     assert!(reads > 0, "the watch never read the clock it was given");
 }
