@@ -344,6 +344,9 @@ mod tests {
     use super::*;
     use kairos_core::{AttemptOutcome, ErrorClass};
 
+    /// A named change to a completion.
+    type Change = (&'static str, fn(&mut JobComplete));
+
     fn plain() -> JobComplete {
         let now = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
         JobComplete {
@@ -372,7 +375,7 @@ mod tests {
     #[test]
     fn only_a_plain_success_with_its_node_is_implicit_i14_implicit() {
         assert!(plain().attempt_is_implicit());
-        let changes: [(&str, fn(&mut JobComplete)); 8] = [
+        let changes: [Change; 8] = [
             ("error_class", |c| {
                 c.attempt.error_class = Some(ErrorClass::Transient)
             }),
