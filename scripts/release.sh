@@ -4,10 +4,10 @@
 # the hardened systemd unit, the Grafana dashboard and the Prometheus alert rules; and its
 # .sha256 beside it.
 #
-# Fails if the stripped binary is 30 MB (30,000,000 bytes) or more, if `systemd-analyze
-# verify` (when installed) finds anything to say about the unit, or (x86_64 Linux) if the idle
-# path's functions are not side by side (crates/cli/link/idle-symbols.txt; KAIROS_LINK_ORDER=0
-# releases without).
+# Builds with the `dist` profile (Cargo.toml: the release profile plus whole-program LTO and
+# one codegen unit), into target/dist/. Fails if the stripped binary is 30 MB (30,000,000
+# bytes) or more, or if `systemd-analyze verify` (when installed) finds anything to say about
+# the unit.
 #
 # Usage: scripts/release.sh
 # Environment: TARGET (a rustc target triple; default the host's), CARGO_TARGET_DIR,
@@ -27,43 +27,24 @@ strip="${STRIP:-strip}"
 
 log "building kairos $version for $target"
 if [ "$target" = "$host" ]; then
-  cargo build --release --locked -p kairos
-  bin="$target_dir/release/kairos"
+  cargo build --profile dist --locked -p kairos
+  bin="$target_dir/dist/kairos"
 else
-  cargo build --release --locked -p kairos --target "$target"
-  bin="$target_dir/$target/release/kairos"
+  cargo build --profile dist --locked -p kairos --target "$target"
+  bin="$target_dir/$target/dist/kairos"
 fi
 [ -x "$bin" ] || die "$bin was not built"
 
-# The idle path's functions must sit side by side (crates/cli/build.rs), or an idle server
-# holds about 24 MB instead of 14: 98 in 100 of the listed functions present, within 8 MB. A
-# listed local copy (`name.10363`) counts when a copy numbered within SUFFIX_DRIFT of it is
-# there, the rule build.rs links by (crates/cli/link/idle_order.rs).
-if [ "$target" = x86_64-unknown-linux-gnu ] && [ "${KAIROS_LINK_ORDER:-}" != 0 ]; then
-  drift="$(sed -n 's/^pub const SUFFIX_DRIFT: u32 = \([0-9]*\);$/\1/p' crates/cli/link/idle_order.rs)"
-  [ -n "$drift" ] || die "no SUFFIX_DRIFT in crates/cli/link/idle_order.rs"
-  read -r listed found span < <(nm --defined-only -t d "$bin" | awk -v drift="$drift" '
-    NR == FNR { if ($0 !~ /^#/ && NF && !($1 in want)) { want[$1] = 1; listed++ } next }
-    $2 ~ /^[tTwW]$/ && !($3 in at) { at[$3] = $1 + 0 }
-    END {
-      for (w in want) {
-        a = ""
-        if (w in at) a = at[w]
-        else if (match(w, /\.[0-9]+$/)) {
-          base = substr(w, 1, RSTART - 1); n = substr(w, RSTART + 1) + 0
-          for (d = 1; d <= drift && a == ""; d++) {
-            if ((base "." (n + d)) in at) a = at[base "." (n + d)]
-            else if (n >= d && (base "." (n - d)) in at) a = at[base "." (n - d)]
-          }
-        }
-        if (a != "") { found++; if (lo == "" || a < lo) lo = a; if (a > hi) hi = a }
-      }
-      printf "%d %d %d\n", listed, found, hi - lo
-    }' crates/cli/link/idle-symbols.txt -)
-  log "idle functions: $found of $listed listed, spanning $span bytes"
-  [ $((found * 100)) -ge $((listed * 98)) ] && [ "$span" -lt $((8 << 20)) ] \
-    || die "the idle functions are not side by side: run scripts/idle-symbols.sh, or set KAIROS_LINK_ORDER=0"
-fi
+# Linux with glibc: relative relocations packed (crates/cli/build.rs), as
+# crates/cli/tests/binary_layout.rs checks for test builds.
+case "$target" in *-linux-gnu*)
+  if [ "${KAIROS_LINK_RELR:-}" != 0 ] && command -v readelf >/dev/null 2>&1; then
+    case "$(readelf -SW "$bin")" in *' .relr.dyn '*) ;;
+      *) die "$bin has no .relr.dyn: relative relocations were not packed" ;;
+    esac
+    log "relative relocations packed (.relr.dyn)"
+  fi
+esac
 
 name="kairos-$version-$target"
 stage="$(mktemp -d)"

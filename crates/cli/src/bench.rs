@@ -338,7 +338,8 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     // Backlog far in the future: it sits in the queue and must cost the claim nothing. It is
     // standing state, so it is written as a queue accumulates one, in transactions of 5,000
     // rather than one of a million, whose WAL the checkpoints were still copying back while
-    // phase 1 ran (docs/benchmarks.md: SQLite went from 13,464 to about 20,000 jobs/s here).
+    // phase 1 ran (docs/benchmarks-history.md: SQLite went from 13,464 to about 20,000 jobs/s
+    // here).
     let now = clock.now();
     if args.backlog > 0 {
         let far = now + chrono::Duration::days(365);

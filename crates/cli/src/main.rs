@@ -125,7 +125,7 @@ async fn run(cli: Cli) -> CliResult {
 /// on one thread and freed on another all the time; glibc's arenas spent that time in
 /// consolidation and in handing memory back to the system (page-table flushes on both cores).
 /// Measured: signed webhook deliveries about 1.3 to 1.8 times faster, the SQLite queue about
-/// 8 % (docs/benchmarks.md). The template worker runs it with other settings
+/// 8 % (docs/benchmarks-history.md). The template worker runs it with other settings
 /// (`render_worker::ALLOCATOR_ENV`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

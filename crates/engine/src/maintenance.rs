@@ -13,6 +13,7 @@
 use crate::service::{Runner, Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use kairos_core::Clock;
 use kairos_store::{SETTING_MAINTENANCE, Store};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,9 +69,16 @@ impl Maintenance {
         Ok(self.is_on())
     }
 
-    /// Refresh every `every` until `cancel`. A failed read keeps the last value (a database
-    /// hiccup neither starts nor ends maintenance); the [`Runner`] logs it and backs off.
-    pub async fn watch(self, store: Arc<dyn Store>, every: Duration, cancel: CancellationToken) {
+    /// Refresh every `every` until `cancel`, on the node's `clock`. A failed read keeps the
+    /// last value (a database hiccup neither starts nor ends maintenance); the [`Runner`] logs
+    /// it and backs off.
+    pub async fn watch(
+        self,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        every: Duration,
+        cancel: CancellationToken,
+    ) {
         let watch = Watch {
             flag: self,
             store,
@@ -78,9 +86,7 @@ impl Maintenance {
                 every: every.max(Duration::from_millis(10)),
             },
         };
-        Runner::new(Arc::new(kairos_core::SystemClock))
-            .run(&watch, cancel)
-            .await
+        Runner::new(clock).run(&watch, cancel).await
     }
 }
 

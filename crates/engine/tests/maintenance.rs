@@ -68,3 +68,55 @@ async fn forced_maintenance_cannot_be_turned_off_from_the_database() {
     let other = Maintenance::new(false);
     assert!(other.refresh(w.store.as_ref()).await.expect("refresh"));
 }
+
+/// The harness's manual clock, counting how often it is read.
+struct CountingClock {
+    inner: std::sync::Arc<kairos_core::ManualClock>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl kairos_core::Clock for CountingClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        kairos_core::Clock::now(self.inner.as_ref())
+    }
+}
+
+/// The watch runs on the clock it is given (the node's), not the system clock, and brings
+/// another node's stored setting to this node's flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maintenance_watch_runs_on_the_injected_clock_and_follows_the_stored_setting() {
+    let w = Harness::new(t("2026-11-30T00:00:00Z"), &[]).await;
+    let clock = std::sync::Arc::new(CountingClock {
+        inner: w.clock.clone(),
+        reads: Default::default(),
+    });
+    let mine = Maintenance::new(false);
+    let cancel = CancellationToken::new();
+    let watch = tokio::spawn(mine.clone().watch(
+        w.store.clone(),
+        clock.clone(),
+        Duration::from_millis(20),
+        cancel.clone(),
+    ));
+    // Another node (its own flag) turns maintenance on in the database.
+    let other = w.kairos.clone().with_maintenance(Maintenance::new(false));
+    other.maintenance_set(true).await.expect("on");
+    let mut seen = false;
+    for _ in 0..250 {
+        if mine.is_on() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    watch.await.expect("the watch ends when cancelled");
+    assert!(
+        seen,
+        "the watch did not bring the stored setting within 5 s"
+    );
+    let reads = clock.reads.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(reads > 0, "the watch never read the clock it was given");
+}

@@ -1,6 +1,7 @@
 //! The admin templates are compiled at the first admin page, not when the server starts (an
-//! idle node whose admin UI nobody opens does not hold them; `docs/benchmarks.md`, "A smaller
-//! idle node"). Alone in its test binary, so no other test has rendered a page in this process.
+//! idle node whose admin UI nobody opens does not hold them; `docs/benchmarks-history.md`, "A
+//! smaller idle node"). Alone in its test binary, so no other test has rendered a page in this
+//! process.
 
 use chrono::{DateTime, Utc};
 

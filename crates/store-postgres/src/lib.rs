@@ -21,14 +21,17 @@
 //! another session (which keeps those entries from being vacuumed) does not make every claim
 //! walk them (`cursor.rs`).
 //!
-//! **Batching.** Throughput comes from round trips, not connections: a batch of inserts,
-//! completions or lease renewals is bound as one `jsonb` array and unpacked by
-//! `jsonb_to_recordset`, so one statement handles the whole batch. A completion is a single
-//! `UPDATE … FROM` fenced by `lease_token` whose `RETURNING` feeds the attempt log in the same
-//! statement, so an outcome is recorded only by the holder of the current lease. Inserting jobs
-//! notifies the `kairos_jobs` channel in the same statement (PostgreSQL delivers it on commit,
-//! once per transaction), for nodes that `LISTEN` to wake up; the payload is the schema name,
-//! since channels are shared by every schema of a database.
+//! **Batching.** Throughput comes from round trips, not connections: one statement handles a
+//! whole batch. A batch of inserts is bound as one `jsonb` array and unpacked by
+//! `jsonb_to_recordset` (the statement both stores share, `crates/store/src/sql/jobs.rs`);
+//! completions and lease renewals bind one typed array per column, unpacked by `UNNEST` (the
+//! completion statements are described in `complete.rs`). A completion is an `UPDATE` fenced
+//! by `lease_token` and `state = 'running'`, so an outcome is recorded only by the holder of
+//! the current lease; the attempt row and the A/B exposure, when one is needed, are written by
+//! the same statement. Inserting jobs notifies the `kairos_jobs` channel in the same statement
+//! (PostgreSQL delivers it on commit, once per transaction), for nodes that `LISTEN` to wake
+//! up; the payload is the schema name, since channels are shared by every schema of a
+//! database.
 //!
 //! **Several nodes.** [`listen_wakeups`] turns those notifications into engine wake-ups on
 //! every node; [`run_leader_election`] elects one leader per schema with a session advisory

@@ -15,7 +15,7 @@
 //!   thread of their own (passive, every 32 commits), not inside the writer's commits. Through
 //!   sqlx each statement hops to a worker thread and copies every value; with this thread the
 //!   bench's throughput went from about 20,000–25,000 to 37,000–41,000 jobs/s
-//!   (docs/benchmarks.md).
+//!   (docs/benchmarks-history.md).
 //! - **The sqlx write pool** (exactly one connection) for everything else: schedules, cancel
 //!   and retry, and the other domains' modules. Rule for code on this pool: a transaction
 //!   that reads before it writes must start with `BEGIN IMMEDIATE`
@@ -205,7 +205,7 @@ use rows::SqRun;
 /// A read on a memory-mapped file is CPU work, so connections beyond the cores only queue
 /// for them, and each one costs an OS thread and its own SQLite heap (schema, statements,
 /// page cache) for the life of the process: on two cores, 2 instead of 4 made an idle
-/// `kairos serve` about 1 MB smaller (`docs/benchmarks.md`).
+/// `kairos serve` about 1 MB smaller (`docs/benchmarks-history.md`).
 fn read_connections(cores: usize) -> u32 {
     cores.clamp(2, 4) as u32
 }

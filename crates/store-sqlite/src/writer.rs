@@ -8,7 +8,7 @@
 //! native connection, answered with a oneshot; parsing results (JSON payloads) is left to the
 //! caller so that the writer thread only does SQLite's work. Measured on `kairos bench`, the
 //! process's CPU per job fell by about 30 %, and with the checkpoint thread below the
-//! throughput went from about 20,000–25,000 to 37,000–41,000 jobs/s (docs/benchmarks.md).
+//! throughput went from about 20,000–25,000 to 37,000–41,000 jobs/s (docs/benchmarks-history.md).
 //!
 //! Group commit: whatever commands are queued when the thread picks up work run in one
 //! `BEGIN IMMEDIATE` transaction (a failing command makes the group run again one command per
@@ -282,7 +282,7 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     // The same settings as the sqlx pools (see `SqliteStore::connect`), but a page cache of
     // 16 MiB instead of 256: SQLite trims the cache at the end of every write transaction,
     // walking its whole hash table when it drops pages past the end, and with 256 MiB that
-    // walk was a sixteenth of this thread's time under load (`docs/benchmarks.md`). The hot
+    // walk was a sixteenth of this thread's time under load (`docs/benchmarks-history.md`). The hot
     // part of a queue — the front of `jobs_due`, the rows in flight — fits in far less, and
     // reads come from the memory-mapped file either way.
     conn.busy_timeout(Duration::from_secs(10))?;

@@ -309,16 +309,91 @@ impl JobComplete {
     /// error). Such an attempt is stored in the job's `attempted_at`, `finished_at` and
     /// `attempted_by`, and `attempt_list` shows it like any other — one write per job fewer
     /// on the hot path, where most jobs are exactly that.
+    ///
+    /// Every field of [`crate::Attempt`] is named here: a new one does not compile until it
+    /// is placed with what the job row holds or with what makes an attempt row needed.
     pub fn attempt_is_implicit(&self) -> bool {
-        let a = &self.attempt;
+        let crate::Attempt {
+            // What the job row holds: its id, attempt count, times and node.
+            job_id: _,
+            attempt: _,
+            started_at: _,
+            finished_at: _,
+            node,
+            outcome,
+            // What only an attempt row holds.
+            error_class,
+            status_code,
+            error,
+            response,
+            provider_id,
+        } = &self.attempt;
         matches!(self.transition, Transition::Succeeded)
-            && a.outcome == kairos_core::AttemptOutcome::Succeeded
-            && a.node.is_some()
-            && a.error_class.is_none()
-            && a.status_code.is_none()
-            && a.error.is_none()
-            && a.response.is_none()
-            && a.provider_id.is_none()
+            && *outcome == kairos_core::AttemptOutcome::Succeeded
+            && node.is_some()
+            && error_class.is_none()
+            && status_code.is_none()
+            && error.is_none()
+            && response.is_none()
+            && provider_id.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_core::{AttemptOutcome, ErrorClass};
+
+    /// A named change to a completion.
+    type Change = (&'static str, fn(&mut JobComplete));
+
+    fn plain() -> JobComplete {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+        JobComplete {
+            id: "job_1".into(),
+            lease_token: "t".into(),
+            attempt: crate::Attempt {
+                job_id: "job_1".into(),
+                attempt: 2,
+                started_at: now,
+                finished_at: now,
+                outcome: AttemptOutcome::Succeeded,
+                error_class: None,
+                status_code: None,
+                error: None,
+                response: None,
+                provider_id: None,
+                node: Some("node-a".into()),
+            },
+            transition: Transition::Succeeded,
+            record_exposure: false,
+        }
+    }
+
+    /// I14-implicit: a success with only its times and node is held by the job row; anything
+    /// more, a missing node, or another outcome needs an attempt row.
+    #[test]
+    fn only_a_plain_success_with_its_node_is_implicit_i14_implicit() {
+        assert!(plain().attempt_is_implicit());
+        let changes: [Change; 8] = [
+            ("error_class", |c| {
+                c.attempt.error_class = Some(ErrorClass::Transient)
+            }),
+            ("status_code", |c| c.attempt.status_code = Some(200)),
+            ("error", |c| c.attempt.error = Some("e".into())),
+            ("response", |c| c.attempt.response = Some("ok".into())),
+            ("provider_id", |c| c.attempt.provider_id = Some("p".into())),
+            ("node", |c| c.attempt.node = None),
+            ("outcome", |c| c.attempt.outcome = AttemptOutcome::Skipped),
+            ("transition", |c| {
+                c.transition = Transition::Skipped("no".into())
+            }),
+        ];
+        for (what, change) in changes {
+            let mut c = plain();
+            change(&mut c);
+            assert!(!c.attempt_is_implicit(), "{what} set: not implicit");
+        }
     }
 }
 

@@ -242,6 +242,7 @@ impl Node {
         }
         side.push(tokio::spawn(self.kairos.maintenance().clone().watch(
             self.kairos.store().clone(),
+            self.kairos.clock().clone(),
             Duration::from_millis(self.cfg.poll_interval_ms),
             cancel.clone(),
         )));
