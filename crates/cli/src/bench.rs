@@ -8,6 +8,9 @@
 //! With `--webhook` every job is a signed webhook delivered to a receiver in this process that
 //! verifies each signature (see [`crate::bench_webhook`]).
 //! The last line on stdout is one JSON object.
+//!
+//! With `--rate R --duration D` it is a steady-rate run instead (see [`crate::bench_rate`]):
+//! R jobs per second enqueued by the bench's own producer while the same node runs them.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -56,28 +59,122 @@ pub struct BenchArgs {
     /// (adds `deliveries_per_sec` and `verified` to the result).
     #[arg(long)]
     pub webhook: bool,
+    /// Steady rate instead of a burst: the bench's own producer enqueues this many jobs per
+    /// second, spread evenly, through the API's enqueue path while the node runs them, for
+    /// --duration; then the queue drains. With --json: one line per second (`t`, `enqueued`,
+    /// `completed`, `backlog`, `claim_p50_ms`, `claim_p99_ms`, `lateness_p99_ms`, and
+    /// `dead_tuples` on PostgreSQL or `wal_bytes` on SQLite) before the summary line.
+    #[arg(long, value_name = "JOBS_PER_SEC")]
+    pub rate: Option<u64>,
+    /// How long a --rate run enqueues: `30s`, `15m`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
+    pub duration: Option<Duration>,
+    /// With --rate on PostgreSQL: open this many sessions (application_name
+    /// `kairos-bench-hold`) that each hold a REPEATABLE READ snapshot for --hold-secs,
+    /// scanning pg_class every half second, then commit and start again, for the whole run.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub hold_snapshots: usize,
+    /// How long each --hold-snapshots session holds its snapshot, in seconds.
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub hold_secs: u64,
+    /// Seconds between the starts of the --hold-snapshots sessions.
+    #[arg(long, default_value_t = 20, value_name = "SECS")]
+    pub hold_stagger: u64,
+    /// With --rate: draw the per-second samples (throughput, backlog, lateness, dead tuples
+    /// or WAL size) over time into this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+fn parse_duration_flag(s: &str) -> Result<Duration, String> {
+    kairos_core::retry::parse_duration("--duration", s).map_err(|e| e.reason().to_string())
+}
+
+/// Flags that do not go together, refused before anything is opened.
+pub fn check(a: &BenchArgs) -> crate::common::CliResult {
+    use crate::common::CliError;
+    match (a.rate, a.duration) {
+        (Some(0), _) => {
+            return Err(CliError::usage(
+                "--rate",
+                "must be at least 1 job per second",
+            ));
+        }
+        (Some(_), None) => {
+            return Err(CliError::usage(
+                "--duration",
+                "is needed with --rate (like 30s or 15m)",
+            ));
+        }
+        (None, Some(_)) => return Err(CliError::usage("--duration", "only with --rate")),
+        (Some(_), Some(d)) if d < Duration::from_secs(1) => {
+            return Err(CliError::usage("--duration", "must be at least 1s"));
+        }
+        _ => {}
+    }
+    if a.rate.is_none() {
+        if a.hold_snapshots > 0 {
+            return Err(CliError::usage(
+                "--hold-snapshots",
+                "only with --rate and --duration (a steady-rate run)",
+            ));
+        }
+        if a.plot.is_some() {
+            return Err(CliError::usage(
+                "--plot",
+                "only with --rate and --duration (a steady-rate run)",
+            ));
+        }
+        return Ok(());
+    }
+    for (flag, given) in [
+        ("--email", a.email.is_some()),
+        ("--webhook", a.webhook),
+        ("--backlog", a.backlog > 0),
+        ("--lateness-jobs", a.lateness_jobs.is_some()),
+    ] {
+        if given {
+            return Err(CliError::usage(
+                flag,
+                "not with --rate (a burst-only option)",
+            ));
+        }
+    }
+    if a.hold_snapshots > 0 {
+        if a.database_url.is_none() {
+            return Err(CliError::usage(
+                "--hold-snapshots",
+                "holds PostgreSQL snapshots and needs --database-url postgres://…; SQLite has \
+                 none to hold (a steady SQLite run shows its WAL's size instead)",
+            ));
+        }
+        if a.hold_secs == 0 {
+            return Err(CliError::usage("--hold-secs", "must be at least 1"));
+        }
+    }
+    Ok(())
 }
 
 /// The store under test and how to clean it up.
-enum BenchDb {
+pub(crate) enum BenchDb {
     Sqlite(Arc<SqliteStore>),
     Postgres(Arc<kairos_store_postgres::PostgresStore>, String),
 }
 
 impl BenchDb {
-    fn store(&self) -> Arc<dyn Store> {
+    pub(crate) fn store(&self) -> Arc<dyn Store> {
         match self {
             BenchDb::Sqlite(s) => s.clone(),
             BenchDb::Postgres(s, _) => s.clone(),
         }
     }
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             BenchDb::Sqlite(_) => "sqlite",
             BenchDb::Postgres(..) => "postgres",
         }
     }
-    async fn close(self) {
+    pub(crate) async fn close(self) {
         match self {
             BenchDb::Sqlite(s) => s.close().await,
             BenchDb::Postgres(s, schema) => {
@@ -97,15 +194,43 @@ impl BenchDb {
 
 /// Records how late each job started and counts the jobs it saw; runs `inner` (the real
 /// webhook handler with `--webhook`) or does nothing.
-struct NoopHandler {
-    lateness_ms: Mutex<Vec<f64>>,
+pub(crate) struct NoopHandler {
+    pub(crate) lateness_ms: Mutex<Vec<f64>>,
     handled: AtomicU64,
     /// The phase's target: the handler that brings `handled` to it (or fails) wakes `reached`.
-    target: AtomicU64,
+    pub(crate) target: AtomicU64,
     reached: Notify,
     inner: Option<Arc<dyn Handler>>,
     /// The first failed outcome of `inner`: the bench stops on it rather than wait for retries.
     failure: Mutex<Option<String>>,
+}
+
+impl NoopHandler {
+    /// A handler that wakes the wait at `target` jobs, running `inner` if given.
+    pub(crate) fn new(target: u64, inner: Option<Arc<dyn Handler>>) -> Self {
+        NoopHandler {
+            lateness_ms: Mutex::new(Vec::new()),
+            handled: AtomicU64::new(0),
+            target: AtomicU64::new(target),
+            reached: Notify::new(),
+            inner,
+            failure: Mutex::new(None),
+        }
+    }
+}
+
+/// The node both benches run: the real engine with `concurrency` handler slots.
+pub(crate) fn engine_config(concurrency: usize) -> EngineConfig {
+    EngineConfig {
+        executor: ExecutorConfig {
+            concurrency,
+            max_batch: 1000,
+            poll_interval: Duration::from_millis(50),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+    .with_node("bench")
 }
 
 #[async_trait]
@@ -168,7 +293,7 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> Job
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -205,7 +330,7 @@ pub(crate) async fn succeeded(
 /// committed is still running. Counting every finished row by state instead took a scan of
 /// the whole phase each time, and a poll of the handler's counter every 20 ms stopped the
 /// clock up to 20 ms late: 2-6 % of a 20,000-job run at 40,000 jobs/s.
-async fn wait_done(
+pub(crate) async fn wait_done(
     store: &dyn Store,
     clock: &dyn Clock,
     since: DateTime<Utc>,
@@ -268,11 +393,11 @@ async fn wait_done(
 }
 
 /// Run the benchmark.
-pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(t) = &args.email {
         return crate::bench_email::run(args.jobs, args.concurrency, t).await;
     }
-    if args.jobs == 0 {
+    if args.jobs == 0 && args.rate.is_none() {
         return Err("--jobs: must be at least 1".into());
     }
     let tmp;
@@ -296,6 +421,9 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
             ),
             None => BenchDb::Sqlite(Arc::new(SqliteStore::open(&dir.join("kairos.db")).await?)),
         };
+    if args.rate.is_some() {
+        return crate::bench_rate::run(&args, json, db).await;
+    }
     let store = db.store();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let hook = if args.webhook {
@@ -305,30 +433,21 @@ pub async fn run(args: BenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     };
     let endpoint = hook.as_ref().map(|h| h.endpoint_id.clone());
     let endpoint = endpoint.as_deref();
-    let handler = Arc::new(NoopHandler {
-        lateness_ms: Mutex::new(Vec::new()),
-        handled: AtomicU64::new(0),
-        target: AtomicU64::new(args.jobs as u64),
-        reached: Notify::new(),
-        inner: hook.as_ref().map(|h| h.handler.clone()),
-        failure: Mutex::new(None),
-    });
+    let handler = Arc::new(NoopHandler::new(
+        args.jobs as u64,
+        hook.as_ref().map(|h| h.handler.clone()),
+    ));
     let mut registry = HandlerRegistry::new();
     registry.register(
         if hook.is_some() { "webhook" } else { "bench" },
         handler.clone(),
     );
-    let cfg = EngineConfig {
-        executor: ExecutorConfig {
-            concurrency: args.concurrency,
-            max_batch: 1000,
-            poll_interval: Duration::from_millis(50),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-    .with_node("bench");
-    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry)?;
+    let engine = Engine::new(
+        engine_config(args.concurrency),
+        store.clone(),
+        clock.clone(),
+        registry,
+    )?;
     let style = ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {per_sec}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");

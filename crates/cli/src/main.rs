@@ -8,6 +8,9 @@
 mod audience;
 mod bench;
 mod bench_email;
+mod bench_plot;
+mod bench_rate;
+mod bench_timed;
 mod bench_webhook;
 mod common;
 mod cron;
@@ -62,7 +65,8 @@ enum Cmd {
     Key(key::KeyCmd),
     /// Print the OpenAPI document (`kairos openapi > docs/openapi.json`).
     Openapi,
-    /// Measure throughput.
+    /// Measure throughput: a burst of --jobs, or a steady --rate for --duration (with
+    /// snapshots held on PostgreSQL by --hold-snapshots, and --plot to draw it).
     Bench(bench::BenchArgs),
     /// The suppression list: list, add, remove, export.
     #[command(subcommand)]
@@ -115,9 +119,12 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Subscription(c) => audience::run_subscription(g, c).await,
         // Dispatched in `main`, before a runtime exists.
         Cmd::RenderWorker => Ok(()),
-        Cmd::Bench(a) => bench::run(a)
-            .await
-            .map_err(|e| CliError::Runtime(format!("bench: {e}"))),
+        Cmd::Bench(a) => {
+            bench::check(&a)?;
+            bench::run(a, g.json)
+                .await
+                .map_err(|e| CliError::Runtime(format!("bench: {e}")))
+        }
     }
 }
 

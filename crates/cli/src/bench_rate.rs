@@ -1,0 +1,692 @@
+//! `kairos bench --rate R --duration D`: a steady-rate run. The bench's own producer enqueues
+//! R jobs per second through the API's enqueue path ([`Kairos::job_enqueue`]: one job, one
+//! store insert, the engine woken), spread evenly over each second (every 20 ms it inserts
+//! the jobs then due), while the node the burst bench assembles runs them. After D it waits
+//! for the queue to drain.
+//!
+//! Every second a sample is taken: jobs enqueued and completed (outcomes committed) in that
+//! second, the backlog, the claims' latency (the store is wrapped in [`TimedStore`], which
+//! times each claim the engine makes), the lateness of the jobs started in that second, and
+//! what cleanup is behind: dead row versions of the job tables on PostgreSQL, the WAL's size
+//! on SQLite (both read by the store's `db_health_read`, as the monitor does). With `--json`
+//! each sample is a JSON line; the summary line comes last. `--plot` draws the samples.
+//!
+//! `--hold-snapshots N` (PostgreSQL) opens N sessions named [`HOLD_APPLICATION`] that each
+//! hold a `REPEATABLE READ` snapshot for `--hold-secs`, scanning `pg_class` every half second,
+//! then commit and start again, the N started `--hold-stagger` seconds apart, for the whole
+//! run: the production shape in which a queue's dead row versions cannot be vacuumed.
+
+use crate::bench::{BenchArgs, BenchDb, NoopHandler, engine_config, percentile, wait_done};
+use crate::bench_plot::{Panel, Series, render};
+use crate::bench_timed::TimedStore;
+use kairos_core::{Clock, SystemClock};
+use kairos_engine::ops::NewJob;
+use kairos_engine::{Engine, HandlerRegistry, Kairos};
+use kairos_store::{DbHealthRead, Store};
+use serde_json::{Value, json};
+use sqlx::{ConnectOptions, Connection};
+use std::error::Error;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+/// The `application_name` of the sessions `--hold-snapshots` opens.
+pub(crate) const HOLD_APPLICATION: &str = "kairos-bench-hold";
+
+/// How often the producer inserts the jobs due by then.
+const PRODUCER_TICK: Duration = Duration::from_millis(20);
+
+/// Enqueues in flight at once: API clients do not wait for each other.
+const ENQUEUE_CONCURRENCY: usize = 16;
+
+/// How often a holder reads inside its snapshot.
+const HOLD_SCAN: Duration = Duration::from_millis(500);
+
+/// Windows: after the first `WARMUP_SECS`, every `WINDOW_SECS` of the producing period.
+const WARMUP_SECS: u64 = 30;
+const WINDOW_SECS: u64 = 10;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+/// One second of the run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Sample {
+    /// Seconds since the start (the end of the second this sample covers).
+    pub t: u64,
+    pub enqueued: u64,
+    pub completed: u64,
+    /// Enqueued minus completed, since the start.
+    pub backlog: i64,
+    pub claims: usize,
+    pub claim_p50_ms: Option<f64>,
+    pub claim_p99_ms: Option<f64>,
+    pub lateness_p99_ms: Option<f64>,
+    /// Dead row versions of the job tables (PostgreSQL).
+    pub dead_tuples: Option<i64>,
+    /// The `-wal` file's size (SQLite).
+    pub wal_bytes: Option<u64>,
+}
+
+fn ms(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn p(sorted: &[f64], q: f64) -> Option<f64> {
+    (!sorted.is_empty()).then(|| ms(percentile(sorted, q)))
+}
+
+impl Sample {
+    /// The JSON line: `dead_tuples` on PostgreSQL, `wal_bytes` on SQLite (null when the read
+    /// failed).
+    fn to_json(&self, postgres: bool) -> Value {
+        let mut v = json!({
+            "t": self.t,
+            "enqueued": self.enqueued,
+            "completed": self.completed,
+            "backlog": self.backlog,
+            "claims": self.claims,
+            "claim_p50_ms": self.claim_p50_ms,
+            "claim_p99_ms": self.claim_p99_ms,
+            "lateness_p99_ms": self.lateness_p99_ms,
+        });
+        if postgres {
+            v["dead_tuples"] = self.dead_tuples.into();
+        } else {
+            v["wal_bytes"] = self.wal_bytes.into();
+        }
+        v
+    }
+}
+
+/// The 10-second windows of the producing period (D, or longer when the producer fell behind)
+/// after the first 30 s, and how many of them
+/// completed fewer than `share` of the jobs enqueued in them. A window is the samples with
+/// `t` in `(30 + 10k, 40 + 10k]`; only whole windows within `producing_secs` count.
+pub(crate) fn windows_below(samples: &[Sample], producing_secs: u64, share: f64) -> (u64, u64) {
+    let (mut windows, mut below) = (0, 0);
+    let mut start = WARMUP_SECS;
+    while start + WINDOW_SECS <= producing_secs {
+        let (enq, done) = samples
+            .iter()
+            .filter(|s| s.t > start && s.t <= start + WINDOW_SECS)
+            .fold((0u64, 0u64), |(e, d), s| (e + s.enqueued, d + s.completed));
+        windows += 1;
+        if (done as f64) < share * enq as f64 {
+            below += 1;
+        }
+        start += WINDOW_SECS;
+    }
+    (windows, below)
+}
+
+/// What the sampler reads each second.
+struct Probe {
+    timed: Arc<TimedStore>,
+    inner: Arc<dyn Store>,
+    handler: Arc<NoopHandler>,
+    enqueued: Arc<AtomicU64>,
+    clock: Arc<dyn Clock>,
+    postgres: bool,
+    json: bool,
+}
+
+/// What the sampler saw over the whole run.
+#[derive(Default)]
+struct Seen {
+    samples: Vec<Sample>,
+    lateness: Vec<f64>,
+    claims: Vec<f64>,
+}
+
+impl Probe {
+    /// Dead row versions of the job tables (every table whose name has `job` in it, so that
+    /// a hot table and a history table both count), or the WAL's size.
+    async fn cleanup(&self) -> (Option<i64>, Option<u64>) {
+        let read = self.inner.db_health_read(DbHealthRead {
+            now: self.clock.now(),
+        });
+        match tokio::time::timeout(Duration::from_millis(900), read).await {
+            Ok(Ok(h)) => (
+                self.postgres.then(|| {
+                    h.dead_tuples
+                        .iter()
+                        .filter(|(t, _)| t.contains("job"))
+                        .map(|(_, n)| *n)
+                        .sum()
+                }),
+                h.wal_bytes,
+            ),
+            Ok(Err(e)) => {
+                eprintln!("warning: reading dead tuples / WAL size failed: {e}");
+                (None, None)
+            }
+            Err(_) => (None, None),
+        }
+    }
+
+    /// Sample every second from `t0` until `stop`, then once more for the part-second left
+    /// (when anything happened in it), so that the lines add up to the run's totals.
+    async fn run(self, t0: Instant, stop: CancellationToken) -> Seen {
+        let mut tick =
+            tokio::time::interval_at(t0 + Duration::from_secs(1), Duration::from_secs(1));
+        tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut seen = Seen::default();
+        let (mut enq_before, mut done_before, mut t_before) = (0u64, 0u64, 0u64);
+        loop {
+            let last = tokio::select! {
+                _ = tick.tick() => false,
+                _ = stop.cancelled() => true,
+            };
+            let secs = t0.elapsed().as_secs_f64();
+            let t = if last { secs.ceil() } else { secs.round() } as u64;
+            let t = t.max(t_before + 1);
+            let enq = self.enqueued.load(Ordering::Relaxed);
+            let done = self.timed.completed.load(Ordering::Relaxed);
+            let mut claims = self.timed.take_claims();
+            claims.sort_by(|a, b| a.total_cmp(b));
+            let mut late = std::mem::take(
+                &mut *self
+                    .handler
+                    .lateness_ms
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+            late.sort_by(|a, b| a.total_cmp(b));
+            if last && enq == enq_before && done == done_before && late.is_empty() {
+                break;
+            }
+            let (dead_tuples, wal_bytes) = self.cleanup().await;
+            let s = Sample {
+                t,
+                enqueued: enq - enq_before,
+                completed: done.saturating_sub(done_before),
+                backlog: enq as i64 - done as i64,
+                claims: claims.len(),
+                claim_p50_ms: p(&claims, 0.50),
+                claim_p99_ms: p(&claims, 0.99),
+                lateness_p99_ms: p(&late, 0.99),
+                dead_tuples,
+                wal_bytes,
+            };
+            if self.json {
+                println!("{}", s.to_json(self.postgres));
+            }
+            (enq_before, done_before, t_before) = (enq, done, t);
+            seen.samples.push(s);
+            seen.lateness.extend(late);
+            seen.claims.extend(claims);
+            if last {
+                break;
+            }
+        }
+        seen
+    }
+}
+
+/// The job the producer enqueues, as an API client would post it (due now).
+fn new_job() -> NewJob {
+    NewJob {
+        kind: Some("bench".into()),
+        payload: Some(json!({"n": 1})),
+        ..Default::default()
+    }
+}
+
+/// Enqueue `rate` jobs per second for `duration` from `t0`, each through
+/// [`Kairos::job_enqueue`], at most [`ENQUEUE_CONCURRENCY`] at once. Returns how many and how
+/// long it took.
+async fn produce(
+    kairos: Kairos,
+    rate: u64,
+    duration: Duration,
+    t0: Instant,
+    enqueued: Arc<AtomicU64>,
+) -> Result<(u64, Duration), Box<dyn Error>> {
+    let total = (rate as f64 * duration.as_secs_f64()).round() as u64;
+    let mut tick = tokio::time::interval_at(t0, PRODUCER_TICK);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let slots = Arc::new(Semaphore::new(ENQUEUE_CONCURRENCY));
+    let mut inserts: JoinSet<Result<(), kairos_engine::OpsError>> = JoinSet::new();
+    let mut issued = 0u64;
+    while issued < total {
+        tick.tick().await;
+        let due = ((rate as f64 * t0.elapsed().as_secs_f64()) as u64).min(total);
+        while issued < due {
+            let slot = slots.clone().acquire_owned().await?;
+            issued += 1;
+            let (k, n) = (kairos.clone(), enqueued.clone());
+            inserts.spawn(async move {
+                k.job_enqueue(new_job()).await?;
+                drop(slot);
+                n.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            });
+            while let Some(r) = inserts.try_join_next() {
+                r??;
+            }
+        }
+    }
+    while let Some(r) = inserts.join_next().await {
+        r??;
+    }
+    Ok((total, t0.elapsed()))
+}
+
+/// One `--hold-snapshots` session: after `delay`, connect as [`HOLD_APPLICATION`], then until
+/// `cancel`: `BEGIN ISOLATION LEVEL REPEATABLE READ`, `SELECT count(*) FROM pg_class` every
+/// half second for `hold`, `COMMIT`, again. Returns how many snapshots it held.
+pub(crate) async fn hold_snapshots(
+    url: String,
+    delay: Duration,
+    hold: Duration,
+    cancel: CancellationToken,
+) -> Result<u64, BoxError> {
+    tokio::select! {
+        _ = cancel.cancelled() => return Ok(0),
+        _ = tokio::time::sleep(delay) => {}
+    }
+    let mut conn = url
+        .parse::<sqlx::postgres::PgConnectOptions>()?
+        .application_name(HOLD_APPLICATION)
+        .connect()
+        .await?;
+    let mut held = 0;
+    while !cancel.is_cancelled() {
+        sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut conn)
+            .await?;
+        held += 1;
+        let until = Instant::now() + hold;
+        loop {
+            sqlx::query("SELECT count(*) FROM pg_class")
+                .execute(&mut conn)
+                .await?;
+            let next = (Instant::now() + HOLD_SCAN).min(until);
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep_until(next) => {}
+            }
+            if Instant::now() >= until {
+                break;
+            }
+        }
+        sqlx::query("COMMIT").execute(&mut conn).await?;
+    }
+    conn.close().await?;
+    Ok(held)
+}
+
+/// Run the steady-rate benchmark on `db` (closed at the end, also after an error) and print
+/// its summary line last.
+pub(crate) async fn run(args: &BenchArgs, json: bool, db: BenchDb) -> Result<(), Box<dyn Error>> {
+    let result = run_on(args, json, &db).await;
+    db.close().await;
+    let summary = result?;
+    println!("{summary}");
+    Ok(())
+}
+
+async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box<dyn Error>> {
+    let (Some(rate), Some(duration)) = (args.rate, args.duration) else {
+        return Err("--rate and --duration: both are needed for a steady-rate run".into());
+    };
+    let postgres = matches!(db, BenchDb::Postgres(..));
+    let inner = db.store();
+    let timed = TimedStore::new(inner.clone());
+    let store: Arc<dyn Store> = timed.clone();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let handler = Arc::new(NoopHandler::new(u64::MAX, None));
+    let mut registry = HandlerRegistry::new();
+    registry.register("bench", handler.clone());
+    let engine = Engine::new(
+        engine_config(args.concurrency),
+        store.clone(),
+        clock.clone(),
+        registry,
+    )?;
+    let kairos = Kairos::new(
+        store.clone(),
+        clock.clone(),
+        engine.wake(),
+        vec!["bench".into()],
+    );
+
+    // Every job of the run finishes after this instant (a second of margin).
+    let since = clock.now() - chrono::Duration::seconds(1);
+    let cancel = CancellationToken::new();
+    let node = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let t0 = Instant::now();
+    let enqueued = Arc::new(AtomicU64::new(0));
+    let stop_sampling = CancellationToken::new();
+    let sampler = tokio::spawn(
+        Probe {
+            timed: timed.clone(),
+            inner: inner.clone(),
+            handler: handler.clone(),
+            enqueued: enqueued.clone(),
+            clock: clock.clone(),
+            postgres,
+            json,
+        }
+        .run(t0, stop_sampling.clone()),
+    );
+    let release = CancellationToken::new();
+    let mut holders = JoinSet::new();
+    if let (Some(url), true) = (&args.database_url, args.hold_snapshots > 0) {
+        for i in 0..args.hold_snapshots {
+            let held = hold_snapshots(
+                url.clone(),
+                Duration::from_secs(args.hold_stagger * i as u64),
+                Duration::from_secs(args.hold_secs),
+                release.clone(),
+            );
+            holders.spawn(async move {
+                let r = held.await;
+                if let Err(e) = &r {
+                    eprintln!("warning: --hold-snapshots: session {i} failed: {e}");
+                }
+                r
+            });
+        }
+    }
+
+    let produced = produce(kairos, rate, duration, t0, enqueued.clone()).await;
+    let drained: Result<Duration, Box<dyn Error>> = match &produced {
+        Ok((total, _)) => {
+            async {
+                handler.target.store(*total, Ordering::Relaxed);
+                let bar = indicatif::ProgressBar::hidden();
+                let limit = duration.max(Duration::from_secs(60));
+                let drained = wait_done(
+                    inner.as_ref(),
+                    clock.as_ref(),
+                    since,
+                    &handler,
+                    (*total as i64, &bar, limit),
+                )
+                .await
+                .map_err(|e| -> Box<dyn Error> { format!("draining the queue: {e}").into() })
+                .map(|_| t0.elapsed())?;
+                // The wait saw every outcome committed; the wrapper counts each batch a moment
+                // after its commit returns.
+                let counted_by = Instant::now() + Duration::from_secs(5);
+                while timed.completed.load(Ordering::Relaxed) < *total
+                    && Instant::now() < counted_by
+                {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Ok(drained)
+            }
+            .await
+        }
+        Err(_) => Ok(t0.elapsed()),
+    };
+    stop_sampling.cancel();
+    let seen = sampler.await;
+    cancel.cancel();
+    let _ = node.await;
+    release.cancel();
+    let mut held = 0;
+    let mut hold_error = None;
+    while let Some(r) = holders.join_next().await {
+        match r {
+            Ok(Ok(n)) => held += n,
+            Ok(Err(e)) => hold_error = hold_error.or(Some(e.to_string())),
+            Err(e) => hold_error = hold_error.or(Some(e.to_string())),
+        }
+    }
+    let seen = seen?;
+    let (total, producing) = produced?;
+    let drained = drained?;
+    if let Some(e) = hold_error {
+        return Err(format!("--hold-snapshots: a holding session failed: {e}").into());
+    }
+
+    let completed = timed.completed.load(Ordering::Relaxed);
+    let mut late = seen.lateness;
+    late.sort_by(|a, b| a.total_cmp(b));
+    let mut claims = seen.claims;
+    claims.sort_by(|a, b| a.total_cmp(b));
+    // The producing period is longer than D when the enqueue path could not keep up.
+    let (windows, below) = windows_below(&seen.samples, producing.as_secs(), 0.99);
+    let enqueue_per_sec = total as f64 / producing.as_secs_f64();
+    if enqueue_per_sec < 0.95 * rate as f64 {
+        eprintln!(
+            "warning: --rate: the producer enqueued {enqueue_per_sec:.0} jobs/s of the {rate} \
+             asked ({total} jobs in {:.1} s): the enqueue path, not the queue, set the pace",
+            producing.as_secs_f64()
+        );
+    }
+    let max_backlog = seen.samples.iter().map(|s| s.backlog).max().unwrap_or(0);
+    let mut summary = json!({
+        "jobs": total,
+        "backlog": args.backlog,
+        "concurrency": args.concurrency,
+        "database": db.name(),
+        "enqueue_per_sec": enqueue_per_sec.round(),
+        "process_per_sec": (completed as f64 / drained.as_secs_f64()).round(),
+        "p50_lateness_ms": ms(percentile(&late, 0.50)),
+        "p99_lateness_ms": ms(percentile(&late, 0.99)),
+        "started_early": late.iter().filter(|l| **l < 0.0).count(),
+        "rate": rate,
+        "duration_secs": duration.as_secs_f64(),
+        "enqueued": enqueued.load(Ordering::Relaxed),
+        "completed": completed,
+        "max_backlog": max_backlog,
+        "lateness_p99_ms": ms(percentile(&late, 0.99)),
+        "claim_p50_ms": ms(percentile(&claims, 0.50)),
+        "claim_p99_ms": ms(percentile(&claims, 0.99)),
+        "windows": windows,
+        "windows_below_99pct": below,
+        "drain_secs": ((drained.saturating_sub(producing)).as_secs_f64() * 100.0).round() / 100.0,
+        "hold_snapshots": args.hold_snapshots,
+        "snapshots_held": held,
+    });
+    if postgres {
+        summary["max_dead_tuples"] = seen
+            .samples
+            .iter()
+            .filter_map(|s| s.dead_tuples)
+            .max()
+            .into();
+    } else {
+        summary["max_wal_bytes"] = seen.samples.iter().filter_map(|s| s.wal_bytes).max().into();
+    }
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "kairos bench --rate {rate} --duration {duration:?} on {}{}",
+            db.name(),
+            if args.hold_snapshots > 0 {
+                format!(
+                    ", {} snapshots held {} s, {} s apart",
+                    args.hold_snapshots, args.hold_secs, args.hold_stagger
+                )
+            } else {
+                String::new()
+            }
+        );
+        std::fs::write(path, plot(&title, &seen.samples, postgres))
+            .map_err(|e| format!("--plot: could not write {}: {e}", path.display()))?;
+    }
+    Ok(summary)
+}
+
+/// The samples as an SVG: throughput, backlog, latencies, and dead tuples or the WAL.
+pub(crate) fn plot(title: &str, samples: &[Sample], postgres: bool) -> String {
+    let series = |name: &str, color: &'static str, f: &dyn Fn(&Sample) -> Option<f64>| Series {
+        name: name.into(),
+        color,
+        points: samples
+            .iter()
+            .filter_map(|s| f(s).map(|y| (s.t as f64, y)))
+            .collect(),
+    };
+    let cleanup = if postgres {
+        Panel {
+            title: "dead row versions of the job tables".into(),
+            series: vec![series("dead tuples", "#8c564b", &|s| {
+                s.dead_tuples.map(|n| n as f64)
+            })],
+        }
+    } else {
+        Panel {
+            title: "WAL size (MB)".into(),
+            series: vec![series("kairos.db-wal", "#8c564b", &|s| {
+                s.wal_bytes.map(|b| b as f64 / 1e6)
+            })],
+        }
+    };
+    render(
+        title,
+        &[
+            Panel {
+                title: "jobs per second".into(),
+                series: vec![
+                    series("enqueued", "#1f77b4", &|s| Some(s.enqueued as f64)),
+                    series("completed", "#ff7f0e", &|s| Some(s.completed as f64)),
+                ],
+            },
+            Panel {
+                title: "backlog (enqueued, not completed)".into(),
+                series: vec![series("backlog", "#2ca02c", &|s| Some(s.backlog as f64))],
+            },
+            Panel {
+                title: "latency per second (ms)".into(),
+                series: vec![
+                    series("lateness p99", "#d62728", &|s| s.lateness_p99_ms),
+                    series("claim p99", "#9467bd", &|s| s.claim_p99_ms),
+                ],
+            },
+            cleanup,
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(t: u64, enqueued: u64, completed: u64) -> Sample {
+        Sample {
+            t,
+            enqueued,
+            completed,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn bench_rate_windows_count_only_whole_windows_after_the_first_30_s() {
+        // 65 s produced: windows (30, 40], (40, 50], (50, 60]; (60, 70] is not whole.
+        let mut samples: Vec<Sample> = (1..=70).map(|t| second(t, 100, 100)).collect();
+        // The first 30 s do not count, however slow.
+        samples[5].completed = 0;
+        // (40, 50]: 1,000 enqueued, 989 completed: below 99 %.
+        samples[44].completed = 89;
+        // (60, 70] is past the producing period.
+        samples[64].completed = 0;
+        assert_eq!(windows_below(&samples, 65, 0.99), (3, 1));
+        // 990 of 1,000 is 99 %: not below.
+        samples[44].completed = 90;
+        assert_eq!(windows_below(&samples, 65, 0.99), (3, 0));
+        assert_eq!(windows_below(&samples, 3, 0.99), (0, 0));
+    }
+
+    #[test]
+    fn bench_rate_sample_line_names_the_databases_cleanup_measure() {
+        let s = Sample {
+            t: 3,
+            enqueued: 200,
+            completed: 199,
+            backlog: 1,
+            claims: 4,
+            claim_p50_ms: Some(0.5),
+            claim_p99_ms: Some(1.25),
+            lateness_p99_ms: None,
+            dead_tuples: Some(12),
+            wal_bytes: Some(4096),
+        };
+        let pg = s.to_json(true);
+        assert_eq!(pg["dead_tuples"], 12, "{pg}");
+        assert!(pg.get("wal_bytes").is_none(), "{pg}");
+        assert!(pg["lateness_p99_ms"].is_null(), "{pg}");
+        let lite = s.to_json(false);
+        assert_eq!(lite["wal_bytes"], 4096, "{lite}");
+        assert!(lite.get("dead_tuples").is_none(), "{lite}");
+        for f in [
+            "t",
+            "enqueued",
+            "completed",
+            "backlog",
+            "claim_p50_ms",
+            "claim_p99_ms",
+        ] {
+            assert!(lite.get(f).is_some(), "no {f} in {lite}");
+        }
+    }
+
+    #[test]
+    fn bench_rate_plot_draws_each_quantity() {
+        let samples: Vec<Sample> = (1..=5)
+            .map(|t| Sample {
+                wal_bytes: Some(t * 1_000_000),
+                lateness_p99_ms: Some(2.0),
+                ..second(t, 200, 200)
+            })
+            .collect();
+        let svg = plot("run <1>", &samples, false);
+        assert!(svg.contains("run &lt;1&gt;"), "{svg}");
+        // enqueued, completed, backlog, lateness, claims, WAL.
+        assert_eq!(svg.matches("<polyline").count(), 6, "{svg}");
+        assert!(svg.contains("WAL size (MB)"), "{svg}");
+    }
+
+    /// While a holder runs, PostgreSQL shows a session named kairos-bench-hold whose
+    /// `backend_xmin` is set (it holds back cleanup); it starts again after each hold and
+    /// stops when released.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bench_hold_snapshots_session_holds_backend_xmin_on_postgres() {
+        let url = kairos_testkit::pg::database_url();
+        if !kairos_testkit::pg::reachable(&url, "The bench holder test").await {
+            return;
+        }
+        let release = CancellationToken::new();
+        let holder = tokio::spawn(hold_snapshots(
+            url.clone(),
+            Duration::ZERO,
+            Duration::from_secs(1),
+            release.clone(),
+        ));
+        let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+        let held = "SELECT count(*) FROM pg_stat_activity \
+             WHERE application_name = 'kairos-bench-hold' AND backend_xmin IS NOT NULL";
+        let mut seen = 0i64;
+        // Through more than one hold (1 s each): the holder starts again after committing.
+        for _ in 0..60 {
+            let n: i64 = sqlx::query_scalar(held)
+                .fetch_one(&mut conn)
+                .await
+                .expect("pg_stat_activity");
+            seen = seen.max(n);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            seen >= 1,
+            "no kairos-bench-hold session with a backend_xmin"
+        );
+        release.cancel();
+        let cycles = tokio::time::timeout(Duration::from_secs(10), holder)
+            .await
+            .expect("the holder stops when released")
+            .expect("join")
+            .expect("the holder ran without error");
+        assert!(cycles >= 2, "held {cycles} snapshots in 3 s of 1 s holds");
+    }
+}
