@@ -331,7 +331,8 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} shown in {shown}");
         }
         assert!(
-            shown.contains("ep_1") && shown.contains("https://hooks.example/in"),
+            shown.contains("ep_1")
+                && shown.contains("https://hookuser:***@hooks.example/in?token=***"),
             "{shown}"
         );
     }
