@@ -70,6 +70,18 @@ pub async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous
 /// returning how many rows it sealed.
 pub type SealPass = Box<dyn Fn() -> futures::future::BoxFuture<'static, u64> + Send + Sync>;
 
+/// The [`SealPass`] of `db` (a store with [`sealer`]): `seal_existing` on it.
+pub fn seal_pass<D: kairos_store::sql::SqlDb + Clone + Send + Sync + 'static>(db: D) -> SealPass {
+    Box::new(move || {
+        let db = db.clone();
+        Box::pin(async move {
+            kairos_store::sql::secrets::seal_existing(&db)
+                .await
+                .expect("seal pass")
+        })
+    })
+}
+
 /// Issue 33, finding 5: the user info and query of a webhook or http URL are stored sealed —
 /// rows written before (by `plain`, no sealer) are sealed by the start-up pass, new ones on
 /// the way in — and read back whole; an endpoint with a sealed URL is found again by its keyed

@@ -75,19 +75,12 @@ async fn i33_5_urls_with_credentials_are_stored_sealed() {
         .await
         .expect("open sqlite")
         .with_sealer(kairos_store_conformance::sealing::sealer());
-    let pass = sealed.clone();
+    let pass = kairos_store_conformance::sealing::seal_pass(sealed.clone());
     kairos_store_conformance::sealing::urls_with_credentials_are_stored_sealed(
         Arc::new(plain),
         Arc::new(sealed),
         raw_on(path),
-        Box::new(move || {
-            let s = pass.clone();
-            Box::pin(async move {
-                kairos_store::sql::secrets::seal_existing(&s)
-                    .await
-                    .expect("seal pass")
-            })
-        }),
+        pass,
     )
     .await;
 }
