@@ -202,6 +202,16 @@ fn client_from(local: IpAddr) -> reqwest::Client {
         .expect("client")
 }
 
+/// `GET url` from `client` with bearer `token`.
+async fn get_with(client: &reqwest::Client, url: &str, token: &str) -> reqwest::Response {
+    client
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("req")
+}
+
 /// The contract of finding 2: after at most 20 wrong bearer tokens from one source (within a
 /// second: the engine's clock stands still here), that source's next attempts are answered
 /// 429 with `Retry-After`, the right token included; a valid token from another source is
@@ -213,32 +223,17 @@ async fn i33_2_wrong_bearer_tokens_are_throttled_per_source() {
     // Valid tokens do not count, however many.
     let friend = client_from(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)));
     for _ in 0..30 {
-        let r = friend
-            .get(&url)
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("req");
+        let r = get_with(&friend, &url, TOKEN).await;
         assert_eq!(r.status(), StatusCode::OK);
     }
-    let r = friend
-        .get(&url)
-        .bearer_auth("wrong")
-        .send()
-        .await
-        .expect("req");
+    let r = get_with(&friend, &url, "wrong").await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 
     let attacker = client_from(ATTACKER);
     let mut unauthorized = 0;
     let mut throttled = 0;
     for i in 0..40 {
-        let r = attacker
-            .get(&url)
-            .bearer_auth(format!("guess-{i}"))
-            .send()
-            .await
-            .expect("req");
+        let r = get_with(&attacker, &url, &format!("guess-{i}")).await;
         match r.status() {
             StatusCode::UNAUTHORIZED => {
                 assert_eq!(throttled, 0, "a 401 after a 429");
@@ -264,32 +259,16 @@ async fn i33_2_wrong_bearer_tokens_are_throttled_per_source() {
     );
     assert_eq!(unauthorized + throttled, 40);
     // While it waits, the source is not even asked for its token.
-    let r = attacker
-        .get(&url)
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("req");
+    let r = get_with(&attacker, &url, TOKEN).await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     // Another source with the right token: at once.
     let started = Instant::now();
-    let r = app
-        .http
-        .get(&url)
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("req");
+    let r = get_with(&app.http, &url, TOKEN).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert!(started.elapsed() < Duration::from_secs(1));
     // After the wait (the engine's clock), the source is heard again.
     app.clock.advance(chrono::Duration::seconds(2));
-    let r = attacker
-        .get(&url)
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("req");
+    let r = get_with(&attacker, &url, TOKEN).await;
     assert_eq!(r.status(), StatusCode::OK);
 }
 
