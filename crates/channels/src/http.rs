@@ -118,11 +118,26 @@ pub fn check_request_parts(
             format!("{method:?} is not an HTTP method like \"GET\" or \"POST\""),
         ));
     }
+    if !ALLOWED_METHODS.contains(&method) {
+        return Err(Error::invalid(
+            "http.method",
+            format!(
+                "{method:?} is not allowed: use one of {}",
+                ALLOWED_METHODS.join(", ")
+            ),
+        ));
+    }
     for (name, value) in headers {
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
             return Err(Error::invalid(
                 format!("http.headers.{name}"),
                 "is not a valid header name",
+            ));
+        }
+        if is_framing_header(name) {
+            return Err(Error::invalid(
+                format!("http.headers.{name}"),
+                "is a framing or hop-by-hop header, which kairos sets itself: remove it",
             ));
         }
         if HeaderValue::from_str(value).is_err() {
@@ -133,6 +148,30 @@ pub fn check_request_parts(
         }
     }
     Ok(())
+}
+
+/// The methods an `http` job may use (`CONNECT`, `TRACE` and made-up methods are refused).
+pub const ALLOWED_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// Headers that frame the message or concern only one hop (RFC 9110 §7.6.1, RFC 9112): the
+/// HTTP client sets them from the URL and the body, and one given by a user would redirect the
+/// request to another virtual host (`host`) or desynchronise the body (`content-length`,
+/// `transfer-encoding`).
+const FRAMING_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "keep-alive",
+];
+
+/// Whether `name` (any case) is a framing or hop-by-hop header, `proxy-*` included.
+pub fn is_framing_header(name: &str) -> bool {
+    let lower = name.trim().to_ascii_lowercase();
+    FRAMING_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-")
 }
 
 /// Makes HTTP calls over one shared client (connection reuse across targets).
@@ -320,5 +359,35 @@ mod tests {
             check_request_parts("GET", &h).unwrap_err().field(),
             "http.headers.x-evil"
         );
+    }
+
+    #[test]
+    fn framing_headers_and_unusual_methods_are_refused() {
+        for name in [
+            "host",
+            "Host",
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "te",
+            "upgrade",
+            "keep-alive",
+            "proxy-authorization",
+            "proxy-connection",
+        ] {
+            let h = BTreeMap::from([(name.to_string(), "x".to_string())]);
+            let e = check_request_parts("POST", &h).unwrap_err();
+            assert_eq!(e.field(), format!("http.headers.{name}"));
+            assert!(e.reason().contains("hop-by-hop"), "{e}");
+        }
+        let h = BTreeMap::from([("x-host".to_string(), "x".to_string())]);
+        assert_eq!(check_request_parts("POST", &h), Ok(()));
+        for m in ALLOWED_METHODS {
+            assert_eq!(check_request_parts(m, &BTreeMap::new()), Ok(()), "{m}");
+        }
+        for m in ["CONNECT", "TRACE", "PROPFIND", "FOO"] {
+            let e = check_request_parts(m, &BTreeMap::new()).unwrap_err();
+            assert_eq!(e.field(), "http.method", "{m}");
+        }
     }
 }

@@ -80,9 +80,11 @@ impl fmt::Display for TargetError {
 
 impl std::error::Error for TargetError {}
 
-/// The message used wherever a private target is refused.
-pub(crate) fn private_message(ip: IpAddr) -> String {
-    format!("target address {ip} is private; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow")
+/// The message used wherever a private target is refused. It does not name the address:
+/// what a name resolves to inside the network is not for whoever saved the URL to learn.
+pub(crate) fn private_message(_ip: IpAddr) -> String {
+    "target resolves to a non-public address; set KAIROS_ALLOW_PRIVATE_TARGETS=1 to allow"
+        .to_string()
 }
 
 /// Check that `url` may be called: `http`/`https` only, and — unless `allow_private` — the
@@ -140,8 +142,11 @@ async fn resolve_public(host: &str, port: u16) -> Result<Vec<SocketAddr>, Target
 /// (0/8), multicast, reserved and broadcast (224/3), benchmarking (198.18/15), IETF protocol
 /// assignments (192.0.0/24), documentation ranges; IPv6 `::`, `::1`, unique-local fc00::/7,
 /// link-local fe80::/10, site-local fec0::/10, multicast ff00::/8, documentation 2001:db8::/32;
-/// NAT64 local-use 64:ff9b:1::/48, Teredo 2001:0000::/32; and IPv4 addresses embedded in
-/// IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96) and 6to4 (2002::/16) IPv6 addresses.
+/// NAT64 local-use 64:ff9b:1::/48, Teredo 2001:0000::/32, discard-only 100::/64, ORCHID
+/// 2001:10::/28 and 2001:20::/28, benchmarking 2001:2::/48; and IPv4 addresses embedded in
+/// IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), IPv4-compatible, NAT64
+/// (64:ff9b::/96) and 6to4 (2002::/16) IPv6 addresses. (No maintained crate carries the IANA
+/// special-purpose registry with this meaning; each range has its case in the tests.)
 pub fn is_private_address(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_private_v4(v4),
@@ -192,6 +197,22 @@ fn is_private_v6(ip: Ipv6Addr) -> bool {
     }
     if s[0] == 0x2002 {
         return is_private_v4(embedded(s[1], s[2])); // 6to4
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765, SIIT): the IPv4 address it stands for.
+        return is_private_v4(embedded(s[6], s[7]));
+    }
+    if s[..4] == [0x0100, 0, 0, 0] {
+        return true; // discard-only 100::/64 (RFC 6666)
+    }
+    if s[0] == 0x2001 && (s[1] & 0xfff0) == 0x0010 {
+        return true; // ORCHID 2001:10::/28 (RFC 4843, deprecated)
+    }
+    if s[0] == 0x2001 && (s[1] & 0xfff0) == 0x0020 {
+        return true; // ORCHIDv2 2001:20::/28 (RFC 7343): overlay identifiers, not routable
+    }
+    if s[0] == 0x2001 && s[1] == 0x0002 && s[2] == 0 {
+        return true; // benchmarking 2001:2::/48 (RFC 5180)
     }
     (s[0] & 0xfe00) == 0xfc00             // unique local fc00::/7
         || (s[0] & 0xffc0) == 0xfe80      // link-local fe80::/10
@@ -329,6 +350,24 @@ mod tests {
             "64:ff9b:1:ffff::808:808",
             "2001::1",
             "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            // IPv4-mapped ::ffff:0:0/96: the mapped IPv4 address decides.
+            "::ffff:0:0",
+            "::ffff:192.168.0.1",
+            "::ffff:100.64.0.1",
+            // IPv4-translated ::ffff:0:0:0/96.
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:10.0.0.1",
+            // Discard-only 100::/64.
+            "100::",
+            "100::1",
+            "100::ffff:ffff:ffff:ffff",
+            // ORCHID 2001:10::/28 and ORCHIDv2 2001:20::/28.
+            "2001:10::1",
+            "2001:1f:ffff::1",
+            "2001:20::1",
+            "2001:2f::1",
+            // Benchmarking 2001:2::/48.
+            "2001:2::1",
         ] {
             assert!(private(ip), "{ip} should be private");
         }
@@ -346,6 +385,12 @@ mod tests {
             "64:ff9b:2::808:808",
             "2001:1::1",
             "2001:470::1",
+            "::ffff:0:8.8.8.8",
+            "100:0:0:1::1",
+            "101::1",
+            "2001:30::1",
+            "2001:f::1",
+            "2001:2:1::1",
         ] {
             assert!(!private(ip), "{ip} should be public");
         }
@@ -425,6 +470,19 @@ mod tests {
             "http://8.8.8.8/",
         ] {
             assert!(!obvious(u), "{u} should pass the save-time check");
+        }
+    }
+
+    #[test]
+    fn refusals_do_not_name_the_address() {
+        let ip: IpAddr = "10.1.2.3".parse().unwrap();
+        for msg in [
+            TargetError::Private(ip).to_string(),
+            PrivateAddressError(ip).to_string(),
+        ] {
+            assert!(msg.contains("resolves to a non-public address"), "{msg}");
+            assert!(!msg.contains("10.1.2.3"), "{msg}");
+            assert!(msg.contains("KAIROS_ALLOW_PRIVATE_TARGETS=1"), "{msg}");
         }
     }
 

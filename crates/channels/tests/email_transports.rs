@@ -367,6 +367,32 @@ async fn file_transport_writes_one_eml_per_job_and_a_retry_replaces_it() {
     assert!(!f.message.contains("not an address"));
 }
 
+/// Issue 33, finding 6: an outbox message (address, body, working unsubscribe link) is
+/// readable by its owner only — the folder 0700 and each file 0600, also when the folder was
+/// made beforehand with wider bits (a 022 umask) and a file was left behind by a crash.
+#[cfg(unix)]
+#[tokio::test]
+async fn file_transport_outbox_is_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("outbox");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let leftover = out.join(".job_32.eml.tmp");
+    std::fs::write(&leftover, b"half").unwrap();
+    std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let t = EmailTransport::new(TransportConfig::File { dir: out.clone() }).unwrap();
+    for id in ["job_32", "job_33"] {
+        let r = t.send(&message(id, "aki@example.com")).await;
+        assert!(matches!(r.outcome, Outcome::Delivered { .. }), "{id}");
+    }
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&out), 0o700, "the outbox folder");
+    for id in ["job_32", "job_33"] {
+        assert_eq!(mode(&out.join(format!("{id}.eml"))), 0o600, "{id}.eml");
+    }
+}
+
 #[tokio::test]
 async fn resend_ratelimit_remaining_zero_holds_the_next_request_until_the_reset() {
     let (url, fake) = fake_resend().await;

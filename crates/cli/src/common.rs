@@ -182,6 +182,24 @@ pub fn print_json<T: Serialize>(v: &T) -> CliResult {
     Ok(())
 }
 
+/// `s` with every control character (C0, DEL, C1) written as a Rust escape (`\n`,
+/// `\u{1b}`): what the CLI prints of stored values never moves the cursor, retitles the
+/// terminal or hides text. Every table and `key: value` printer goes through it.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Print a table with a header row, columns padded to their widest cell.
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
     print!("{}", format_table(headers, rows));
@@ -197,7 +215,10 @@ pub fn format_table(headers: &[&str], rows: &[Vec<String>]) -> String {
         .load_style(comfy_table::presets::NOTHING)
         .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
         .set_header(headers.to_vec())
-        .add_rows(rows.iter().cloned());
+        .add_rows(
+            rows.iter()
+                .map(|r| r.iter().map(|c| printable(c).into_owned())),
+        );
     for column in table.column_iter_mut() {
         column.set_padding((0, 2));
     }
@@ -210,7 +231,7 @@ pub fn format_table(headers: &[&str], rows: &[Vec<String>]) -> String {
 pub fn print_fields(fields: &[(&str, String)]) {
     let w = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0) + 1;
     for (k, v) in fields {
-        println!("{:<w$} {v}", format!("{k}:"));
+        println!("{:<w$} {}", format!("{k}:"), printable(v));
     }
 }
 
@@ -278,7 +299,20 @@ pub fn webhook_target(
 
 #[cfg(test)]
 mod tests {
-    use super::format_table;
+    use super::{format_table, printable};
+
+    /// Control characters in stored values reach the terminal escaped, in tables and fields.
+    #[test]
+    fn control_characters_are_printed_escaped() {
+        assert_eq!(printable("週報 ok"), "週報 ok");
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}\u{1b}[2K\rb\n\u{9b}"),
+            "a\\u{1b}]0;owned\\u{7}\\u{1b}[2K\\rb\\n\\u{9b}"
+        );
+        let t = format_table(&["NAME"], &[vec!["x\u{1b}[2K\ry".to_string()]]);
+        assert_eq!(t, "NAME\nx\\u{1b}[2K\\ry\n");
+        assert!(!t.contains('\u{1b}'));
+    }
 
     /// Wide characters count as two columns: the next column starts at the same place on
     /// every line (`print_table` counted chars, so CJK rows were misaligned).

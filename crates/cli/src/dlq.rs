@@ -100,7 +100,11 @@ pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
             } else {
                 println!("replayed {} job(s)", out.replayed);
                 for f in &out.failed {
-                    eprintln!("could not replay {}: {}", f.id, f.error);
+                    eprintln!(
+                        "could not replay {}: {}",
+                        f.id,
+                        crate::common::printable(&f.error)
+                    );
                 }
             }
             if out.failed.is_empty() {

@@ -126,7 +126,7 @@ pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
                     dash(ep.previous_secret_expires_at.clone()),
                 ),
             ] {
-                println!("{k:<27} {v}");
+                println!("{k:<27} {}", crate::common::printable(&v));
             }
             Ok(())
         }

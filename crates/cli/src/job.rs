@@ -50,7 +50,7 @@ pub enum JobCmd {
 }
 
 /// The filter of `job cancel-matching` and `job retry-matching` (the API's bulk filter; none
-/// given: every job the action applies to).
+/// given: refused unless `--all`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct BulkFilter {
     /// available, running, succeeded, skipped, cancelled, dead.
@@ -71,6 +71,9 @@ pub struct BulkFilter {
     /// Jobs created before this instant (RFC 3339).
     #[arg(long)]
     pub created_before: Option<String>,
+    /// Every job the action applies to (required when no filter is given).
+    #[arg(long)]
+    pub all: bool,
 }
 
 impl BulkFilter {
@@ -84,6 +87,7 @@ impl BulkFilter {
             created_before: self.created_before,
             created_after: self.created_after,
             reason,
+            all: self.all.then_some(true),
         }
     }
 }

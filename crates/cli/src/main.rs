@@ -156,7 +156,7 @@ fn main() -> ExitCode {
     match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", common::printable(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

@@ -67,7 +67,12 @@ pub async fn run(global: &GlobalArgs, args: SloArgs) -> CliResult {
         if global.json {
             return print_json(&view);
         }
-        println!("{} {}: {}", view.id, view.status, view.message);
+        println!(
+            "{} {}: {}",
+            view.id,
+            view.status,
+            crate::common::printable(&view.message)
+        );
         return Ok(());
     }
     let monitor = Monitor::new(mcfg, db.store())?;

@@ -101,7 +101,8 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
             } else {
                 println!(
                     "suppressed already ({}); {} subscription(s) disabled",
-                    s.reason, applied.subscriptions_disabled
+                    crate::common::printable(&s.reason),
+                    applied.subscriptions_disabled
                 );
             }
             Ok(())

@@ -131,4 +131,13 @@ fn job_cancel_matching_and_retry_matching_report_the_jobs_acted_on() {
     let (ok, _, err) = run(d, &["job", "cancel-matching", "--state", "sleeping"]);
     assert!(!ok);
     assert!(err.contains("state"), "{err}");
+    // Issue 33: no filter acts on nothing unless --all says every job.
+    for cmd in ["cancel-matching", "retry-matching"] {
+        let (ok, _, err) = run(d, &["job", cmd]);
+        assert!(!ok, "{cmd} without a filter");
+        assert!(err.contains("all"), "{err}");
+    }
+    let (ok, out, err) = run(d, &["job", "cancel-matching", "--all"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "cancelled 3 job(s)");
 }

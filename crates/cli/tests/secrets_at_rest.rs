@@ -302,6 +302,17 @@ fn secret_body() -> &'static str {
     SECRET.trim_start_matches("whsec_")
 }
 
+/// The password and the query token inside [`hook_url`] (issue 33: stored sealed, like secrets).
+const URL_PASSWORD: &str = "hookpass-7QxWv3";
+const URL_TOKEN: &str = "qtok-9LmRt5Zp";
+
+/// The webhook URL of these tests: with a user info and a query carrying credentials.
+fn hook_url(receiver: &TestReceiver) -> String {
+    receiver
+        .url(&format!("/hook?token={URL_TOKEN}"))
+        .replace("http://", &format!("http://hookuser:{URL_PASSWORD}@"))
+}
+
 /// Two webhook jobs to the same endpoint through `server`; every delivery the receiver has
 /// (`total` once these arrived) is signed with [`SECRET`].
 async fn two_signed_deliveries(server: &Server, receiver: &TestReceiver, total: usize) {
@@ -316,7 +327,7 @@ async fn two_signed_deliveries(server: &Server, receiver: &TestReceiver, total: 
             format!("{}/v1/jobs", server.base),
             Some(serde_json::json!({
                 "kind": "webhook",
-                "webhook": {"url": receiver.url("/hook"), "secret": SECRET},
+                "webhook": {"url": hook_url(receiver), "secret": SECRET},
                 "payload": {"n": n},
             })),
         )
@@ -398,14 +409,14 @@ async fn sqlite_stores_webhook_and_http_target_secrets_sealed_and_still_uses_the
     let server = Server::start(&data, Some(TOKEN)).await;
     two_signed_deliveries(&server, &receiver, 2).await;
     http_call(&server, &receiver, 3).await;
-    for needle in [secret_body(), BEARER, API_KEY] {
+    for needle in [secret_body(), BEARER, API_KEY, URL_PASSWORD, URL_TOKEN] {
         assert!(
             !sqlite_files_contain(&data, needle),
             "{needle} while serving"
         );
     }
     assert!(server.terminate(Duration::from_secs(30)).await.success());
-    for needle in [secret_body(), BEARER, API_KEY] {
+    for needle in [secret_body(), BEARER, API_KEY, URL_PASSWORD, URL_TOKEN] {
         assert!(
             !sqlite_files_contain(&data, needle),
             "{needle} after shutdown"
@@ -447,7 +458,7 @@ async fn sqlite_seals_plaintext_endpoints_and_http_targets_on_first_start_once()
         store
             .endpoint_upsert(EndpointUpsert {
                 id: "ep_legacy".into(),
-                url: receiver.url("/hook"),
+                url: hook_url(&receiver),
                 secret: SECRET.into(),
                 now: chrono::Utc::now(),
             })
@@ -470,7 +481,7 @@ async fn sqlite_seals_plaintext_endpoints_and_http_targets_on_first_start_once()
             .expect("http target upsert");
         store.close().await;
     }
-    for needle in [secret_body(), BEARER, API_KEY] {
+    for needle in [secret_body(), BEARER, API_KEY, URL_PASSWORD, URL_TOKEN] {
         assert!(
             sqlite_files_contain(&data, needle),
             "{needle} in plaintext first"
@@ -484,7 +495,7 @@ async fn sqlite_seals_plaintext_endpoints_and_http_targets_on_first_start_once()
         "{server_log}"
     );
     assert!(server.terminate(Duration::from_secs(30)).await.success());
-    for needle in [secret_body(), BEARER, API_KEY] {
+    for needle in [secret_body(), BEARER, API_KEY, URL_PASSWORD, URL_TOKEN] {
         assert!(
             !sqlite_files_contain(&data, needle),
             "{needle} sealed on start:\n{server_log}"
@@ -541,7 +552,7 @@ async fn postgres_stores_webhook_and_http_target_secrets_sealed_and_still_uses_t
         "schedules",
         "job_attempts",
     ] {
-        for needle in [secret_body(), BEARER, API_KEY] {
+        for needle in [secret_body(), BEARER, API_KEY, URL_PASSWORD, URL_TOKEN] {
             let hits: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT count(*) FROM \"{schema}\".{table} t WHERE row_to_json(t)::text LIKE '%' || $1 || '%'"
             )))
@@ -575,7 +586,7 @@ async fn postgres_seals_plaintext_endpoints_and_http_targets_on_start_and_key_ro
         store
             .endpoint_upsert(EndpointUpsert {
                 id: "ep_legacy".into(),
-                url: receiver.url("/hook"),
+                url: hook_url(&receiver),
                 secret: SECRET.into(),
                 now: chrono::Utc::now(),
             })

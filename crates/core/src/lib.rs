@@ -21,6 +21,7 @@ pub mod id;
 pub mod job;
 pub mod retry;
 pub mod schedule;
+pub mod text;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, error_chain};

@@ -379,6 +379,7 @@ fn ceil_div(a: i128, b: i128) -> i128 {
 /// Parse an IANA zone name (`Europe/Berlin`, `America/New_York`, `UTC`). Error field
 /// `timezone`.
 pub fn parse_timezone(name: &str) -> Result<Tz, Error> {
+    crate::text::check_text("timezone", name)?;
     name.trim().parse::<Tz>().map_err(|_| {
         Error::invalid(
             "timezone",

@@ -1,12 +1,18 @@
 //! Bearer-token authentication of `/v1/…`: a middleware that answers 401 (problem+json)
-//! unless `Authorization: Bearer <token>` matches, compared in constant time.
+//! unless `Authorization: Bearer <token>` matches, compared in constant time. Wrong tokens
+//! are counted per source address with the admin login's backoff
+//! ([`crate::admin::login_limit`]): past a few, that address is answered 429 with
+//! `Retry-After` until its wait is over, whatever token it sends; valid tokens do not count.
 
 use crate::AppState;
+use crate::admin::SourceAddr;
 use crate::problem::Problem;
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::net::{IpAddr, Ipv4Addr};
 use subtle::ConstantTimeEq;
 
 /// The API token. Its `Debug` never shows it.
@@ -36,8 +42,28 @@ impl std::fmt::Debug for ApiToken {
     }
 }
 
-/// The middleware: pass the request on with a valid bearer token, else 401.
-pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// The middleware: pass the request on with a valid bearer token, else 401 (429 while the
+/// source address is backing off after wrong tokens).
+pub async fn require_token(
+    State(state): State<AppState>,
+    SourceAddr(source): SourceAddr,
+    req: Request,
+    next: Next,
+) -> Response {
+    let now = state.kairos.clock().now();
+    let addr = source.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    if let Err(wait) = state.bearer_limiter.check(addr, now) {
+        let mut res = Problem::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too-many-attempts",
+            "Too many wrong tokens",
+            format!("too many wrong bearer tokens from your address; retry in {wait} seconds"),
+        )
+        .into_response();
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return res;
+    }
     let presented = req
         .headers()
         .get(AUTHORIZATION)
@@ -48,7 +74,11 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         });
     match presented {
         Some(t) if state.token.matches(t) => next.run(req).await,
-        _ => {
+        presented => {
+            // A wrong token is a guess; a request without one is not.
+            if presented.is_some() {
+                state.bearer_limiter.failed(addr, now);
+            }
             let mut res = Problem::unauthorized().into_response();
             res.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -10,7 +10,15 @@
 //! - **request timeout** ([`HttpLimits::request_timeout`]): the whole request, handler
 //!   included, within it, else 408;
 //! - **connections** ([`HttpLimits::max_connections`]): at most this many open at once; past
-//!   it the server stops accepting (the kernel queues the rest) until one closes;
+//!   it the server stops accepting (the kernel queues the rest) until one closes, and the
+//!   slot a connection frees goes to the next client waiting in that queue;
+//! - **connections per source** ([`HttpLimits::max_connections_per_source`], default a quarter
+//!   of the total): a connection from an address that already holds this many is answered
+//!   503 with `Retry-After: 1` and closed at once, so one address cannot take every slot
+//!   (IPv6 addresses count per /64, as the login backoff does);
+//! - **connection age** ([`HttpLimits::max_connection_age`]): a connection open this long is
+//!   closed after its current request (a client that keeps one busy with a request every few
+//!   seconds, which no timeout catches, gives its slot back; a normal client reconnects);
 //! - **requests** ([`HttpLimits::max_requests`]): at most this many in progress at once; past
 //!   it a request is answered 503 with `Retry-After: 1` at once.
 //!
@@ -26,10 +34,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::{Pin, pin};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -48,6 +58,12 @@ pub struct HttpLimits {
     pub request_timeout: Duration,
     /// Most connections open at once (default 1024).
     pub max_connections: usize,
+    /// Most connections open at once from one source address (IPv6: one /64); `None`: a
+    /// quarter of [`HttpLimits::max_connections`] (at least 1).
+    pub max_connections_per_source: Option<usize>,
+    /// Longest a connection is kept open (default 60 s): then it is closed after its
+    /// current request.
+    pub max_connection_age: Duration,
     /// Most requests in progress at once (default 512).
     pub max_requests: usize,
 }
@@ -59,10 +75,77 @@ impl Default for HttpLimits {
             body_timeout: Duration::from_secs(15),
             request_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_connections_per_source: None,
+            max_connection_age: Duration::from_secs(60),
             max_requests: 512,
         }
     }
 }
+
+impl HttpLimits {
+    /// The connections one source may hold: [`HttpLimits::max_connections_per_source`], or a
+    /// quarter of the total; at least 1 and at most the total.
+    pub fn per_source(&self) -> usize {
+        let total = self.max_connections.max(1);
+        self.max_connections_per_source
+            .unwrap_or(total / 4)
+            .clamp(1, total)
+    }
+}
+
+/// The key a source address counts under: IPv4 (also when IPv4-mapped) as is, IPv6 by its
+/// /64 (one host usually owns the whole prefix). Shared by the connection cap and the
+/// login and bearer-token backoff.
+pub fn source_key(addr: IpAddr) -> IpAddr {
+    match addr.to_canonical() {
+        IpAddr::V6(v6) => {
+            let mut seg = v6.segments();
+            seg[4..].fill(0);
+            IpAddr::V6(seg.into())
+        }
+        v4 => v4,
+    }
+}
+
+/// Open connections per source key.
+type Sources = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
+/// One open connection counted against its source; gives the count back when dropped.
+struct SourceSlot {
+    sources: Sources,
+    key: IpAddr,
+}
+
+impl SourceSlot {
+    /// Count a connection from `key`, unless it already holds `cap`.
+    fn take(sources: &Sources, key: IpAddr, cap: usize) -> Option<SourceSlot> {
+        let mut map = sources.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.entry(key).or_insert(0);
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            sources: sources.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut map = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = map.get_mut(&self.key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// What a connection past its source's cap is sent before it is closed.
+const SOURCE_FULL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\nconnection: close\r\ncontent-type: text/plain\r\ncontent-length: 47\r\n\r\ntoo many connections from your address; retry\r\n";
 
 #[derive(Debug)]
 struct Guard {
@@ -88,6 +171,8 @@ pub async fn serve(
     });
     let app = app.layer(axum::middleware::from_fn_with_state(guard, limit));
     let conns = Arc::new(Semaphore::new(max_conns));
+    let per_source = limits.per_source();
+    let sources: Sources = Arc::default();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shutdown = pin!(shutdown);
     loop {
@@ -109,6 +194,13 @@ pub async fn serve(
                 }
             },
             _ = &mut shutdown => break,
+        };
+        let Some(slot) = SourceSlot::take(&sources, source_key(peer.ip()), per_source) else {
+            // Best effort, without waiting: a full send buffer just drops the answer.
+            let _ = stream.try_write(SOURCE_FULL);
+            tracing::debug!(%peer, "connection refused: too many from this source");
+            drop(permit);
+            continue;
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
@@ -135,7 +227,14 @@ pub async fn serve(
                     conn.as_mut().graceful_shutdown();
                     let _ = conn.await;
                 }
+                _ = tokio::time::sleep(limits.max_connection_age) => {
+                    // Old enough: finish the request in progress (bounded by the request
+                    // timeout), then close.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
             }
+            drop(slot);
             drop(permit);
         });
     }

@@ -57,6 +57,8 @@ pub struct AppState {
     pub inbound: Arc<routes::hooks::InboundConfig>,
     /// Whether the admin session cookie is `Secure` (`KAIROS_PUBLIC_URL` is https).
     pub secure_cookies: bool,
+    /// Wrong bearer tokens per source address (the `/v1` backoff).
+    pub bearer_limiter: Arc<admin::login_limit::LoginLimiter>,
 }
 
 impl AppState {
@@ -68,6 +70,7 @@ impl AppState {
             monitor: Arc::default(),
             inbound: Arc::default(),
             secure_cookies: false,
+            bearer_limiter: Arc::new(admin::login_limit::LoginLimiter::bearer()),
         }
     }
 

@@ -87,7 +87,8 @@ impl Modify for BearerAuth {
 
 /// The answers every operation of a kind can give, added where the route's own annotation does
 /// not list them (a route's own description wins):
-/// - 401 on every operation that needs the bearer token (every `/v1` route);
+/// - 401 on every operation that needs the bearer token (every `/v1` route), and 429 while
+///   the caller's address backs off after wrong tokens;
 /// - 400 where a JSON body or a query string is read (malformed JSON, an unknown field, a value
 ///   of the wrong type);
 /// - 413 where a body is read (over the body limit);
@@ -132,6 +133,11 @@ impl CommonResponses {
             add(
                 "401",
                 "No valid `Authorization: Bearer <token>` header; nothing changed",
+            );
+            add(
+                "429",
+                "Too many wrong bearer tokens from this address: retry after `Retry-After` \
+                 seconds; nothing changed",
             );
         }
         if json_body || query {

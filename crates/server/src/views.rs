@@ -61,7 +61,8 @@ pub struct ReplayBody {
 pub struct WebhookView {
     /// The endpoint id (`ep_…`).
     pub endpoint_id: String,
-    /// The URL posted to.
+    /// The URL posted to, a password in it and its query values masked
+    /// (`https://user:***@host/path?token=***`).
     pub url: String,
     /// When the endpoint was disabled (after HTTP 410), if it was. A disabled endpoint is
     /// reused, still disabled, when the same URL and secret are given again: jobs to it are
@@ -76,7 +77,7 @@ impl WebhookView {
     pub fn new(e: &Endpoint) -> Self {
         WebhookView {
             endpoint_id: e.id.clone(),
-            url: e.url.clone(),
+            url: kairos_core::text::mask_url(&e.url),
             disabled_at: ts_opt(e.disabled_at),
             disabled_reason: e.disabled_reason.clone(),
         }

@@ -798,6 +798,11 @@ async fn admin_and_unsubscribe_pages_forbid_framing_sniffing_and_referrers() {
             h("content-security-policy").contains("frame-ancestors 'none'"),
             "{path}"
         );
+        assert!(
+            h("content-security-policy").contains("script-src 'none'"),
+            "{path}"
+        );
+        assert_eq!(h("cache-control"), "no-store", "{path}");
         assert_eq!(h("x-content-type-options"), "nosniff", "{path}");
         assert_eq!(h("referrer-policy"), "no-referrer", "{path}");
     }

@@ -191,6 +191,29 @@ async fn artifacts_are_listed_and_served_as_json_and_html() {
     assert!(html.contains("<h1>ai-news — 2026-10-20</h1>"), "{html}");
     assert!(html.contains("Model &lt;X&gt; ships"), "{html}");
     assert!(html.contains("href=\"https://lab.example/x\""), "{html}");
+    // Issue 33, finding 7: the page carries the browser-page security headers, with a policy
+    // under which nothing from a feed can run or load.
+    let res = api
+        .http
+        .get(format!("{}/v1/artifacts/ai-news/2026-10-20", api.base))
+        .header("accept", "text/html")
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("request");
+    let h = |n: &str| {
+        res.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(h("content-security-policy").contains("default-src 'none'"));
+    assert!(h("content-security-policy").contains("frame-ancestors 'none'"));
+    assert_eq!(h("x-frame-options"), "DENY");
+    assert_eq!(h("x-content-type-options"), "nosniff");
+    assert_eq!(h("referrer-policy"), "no-referrer");
+    assert_eq!(h("cache-control"), "no-store");
 
     let (s, ct, _) = api.get("/v1/artifacts/ai-news/2026-10-21", None).await;
     assert_eq!(s, 404);

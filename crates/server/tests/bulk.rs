@@ -150,6 +150,58 @@ async fn bulk_cancel_and_retry_by_filter_act_on_every_match_postgres() {
     cancel_and_retry_by_filter_across_batches(app).await;
 }
 
+/// Issue 33, finding 7: a bulk request with neither ids nor a filter acts on nothing and is a
+/// 422 naming `all`; with `"all": true` it takes every job the action applies to.
+async fn no_filter_needs_all_true(app: TestApp) {
+    app.store
+        .job_insert_many(jobs(5, "a"))
+        .await
+        .expect("insert");
+    for path in ["/v1/jobs/cancel", "/v1/jobs/retry"] {
+        for body in [json!({}), json!({"all": false}), json!({"reason": null})] {
+            let r = post(&app, path, body).await;
+            assert_422(&r, "all");
+        }
+    }
+    assert_eq!(count(&app, "available").await, 5, "nothing was cancelled");
+    assert_422(
+        &post(&app, "/v1/jobs/cancel", json!({"all": "yes"})).await,
+        "all",
+    );
+    assert_422(
+        &post(
+            &app,
+            "/v1/jobs/cancel",
+            json!({"all": true, "ids": ["job_1"]}),
+        )
+        .await,
+        "all",
+    );
+    let r = post(
+        &app,
+        "/v1/jobs/cancel",
+        json!({"all": true, "reason": "drain"}),
+    )
+    .await;
+    assert_eq!(r, (200, json!({"matched": 5})));
+    let r = post(&app, "/v1/jobs/retry", json!({"all": true})).await;
+    assert_eq!(r, (200, json!({"matched": 5})));
+    assert_eq!(count(&app, "available").await, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_without_ids_or_filter_needs_all_true_sqlite() {
+    no_filter_needs_all_true(TestApp::start(t0(), TOKEN).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_without_ids_or_filter_needs_all_true_postgres() {
+    let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
+        return;
+    };
+    no_filter_needs_all_true(app).await;
+}
+
 async fn bad_input_names_the_field(app: TestApp) {
     let many: Vec<String> = (0..1001).map(|i| format!("job_{i}")).collect();
     assert_422(

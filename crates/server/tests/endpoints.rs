@@ -277,3 +277,49 @@ async fn admin_endpoints_page_shows_health_and_enables_with_csrf() {
     let p = page(list(), &cookie).await;
     assert!(!p.body.contains("/enable"), "no enable button once enabled");
 }
+
+/// Issue 33, finding 5: a URL's user info and query reach the receiver as given, but every view
+/// shows them masked — `GET /v1/endpoints`, `/v1/endpoints/{id}`, the job's `webhook`.
+#[tokio::test]
+async fn url_credentials_are_masked_in_every_view() {
+    let rx = TestReceiver::start().await;
+    rx.set_default(Reply::ok());
+    let app = TestApp::start(t("2026-11-29T09:00:00Z"), TOKEN).await;
+    let url = rx
+        .url("/hook?token=qtoken&v=2")
+        .replace("http://", "http://hookuser:hookpass@");
+    let (status, job) = post(
+        &app,
+        "/v1/jobs",
+        json!({"kind": "webhook", "webhook": {"url": url, "secret": SECRET},
+               "payload": {"n": 1}, "retry": {"max_attempts": 1}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{job}");
+    app.run_jobs().await;
+    let got = rx.last().expect("delivered");
+    assert_eq!(got.query.as_deref(), Some("token=qtoken&v=2"));
+    let id = job["endpoint_id"].as_str().expect("endpoint");
+    let masked = format!("http://hookuser:***@{}/hook?token=***&v=***", rx.addr());
+    assert_eq!(job["webhook"]["url"], masked.as_str(), "{job}");
+    let (_, one) = get(&app, &format!("/v1/endpoints/{id}")).await;
+    assert_eq!(one["url"], masked.as_str(), "{one}");
+    let (_, list) = get(&app, "/v1/endpoints").await;
+    assert_eq!(list["data"][0]["url"], masked.as_str(), "{list}");
+    let (_, shown) = get(
+        &app,
+        &format!("/v1/jobs/{}", job["id"].as_str().expect("id")),
+    )
+    .await;
+    for text in [
+        job.to_string(),
+        one.to_string(),
+        list.to_string(),
+        shown.to_string(),
+    ] {
+        assert!(
+            !text.contains("hookpass") && !text.contains("qtoken"),
+            "{text}"
+        );
+    }
+}

@@ -65,3 +65,143 @@ pub async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous
         );
     }
 }
+
+/// The start-up sealing pass of the store under test (`seal_existing` on the sealed store),
+/// returning how many rows it sealed.
+pub type SealPass = Box<dyn Fn() -> futures::future::BoxFuture<'static, u64> + Send + Sync>;
+
+/// The [`SealPass`] of `db` (a store with [`sealer`]): `seal_existing` on it.
+pub fn seal_pass<D: kairos_store::sql::SqlDb + Clone + Send + Sync + 'static>(db: D) -> SealPass {
+    Box::new(move || {
+        let db = db.clone();
+        Box::pin(async move {
+            kairos_store::sql::secrets::seal_existing(&db)
+                .await
+                .expect("seal pass")
+        })
+    })
+}
+
+/// Issue 33, finding 5: the user info and query of a webhook or http URL are stored sealed —
+/// rows written before (by `plain`, no sealer) are sealed by the start-up pass, new ones on
+/// the way in — and read back whole; an endpoint with a sealed URL is found again by its keyed
+/// hash; a URL without a credential stays readable; a second pass finds nothing.
+pub async fn urls_with_credentials_are_stored_sealed(
+    plain: Arc<dyn Store>,
+    sealed: Arc<dyn Store>,
+    raw: RawSql,
+    seal_pass: SealPass,
+) {
+    use kairos_store::{HttpAuth, HttpTargetUpsert};
+    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    let legacy_url = "https://hookuser:pw-legacy@example.com/hook?token=legacytok";
+    let target_url = "https://api.example.com/x?api_key=legacykey";
+    plain
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_legacy_url".into(),
+            url: legacy_url.into(),
+            secret: OLD.into(),
+            now,
+        })
+        .await
+        .unwrap();
+    let target = |id: &str, url: &str, fp: &str| HttpTargetUpsert {
+        id: id.into(),
+        fingerprint: fp.into(),
+        url: url.into(),
+        method: "GET".into(),
+        headers: Default::default(),
+        body: None,
+        timeout_ms: 1000,
+        auth: HttpAuth::None,
+        secret: None,
+        now,
+    };
+    plain
+        .http_target_upsert(target("ht_legacy_url", target_url, "fp-legacy"))
+        .await
+        .unwrap();
+    let stored = |table: &str, id: &str| {
+        let q = format!("SELECT url FROM {table} WHERE id = '{id}'");
+        let raw = raw.clone();
+        async move { raw(q).await.unwrap_or_default() }
+    };
+    assert!(
+        stored("endpoints", "ep_legacy_url")
+            .await
+            .contains("legacytok")
+    );
+    assert!(seal_pass().await >= 2, "the pass seals both legacy URLs");
+    for (table, id, secret) in [
+        ("endpoints", "ep_legacy_url", "legacytok"),
+        ("endpoints", "ep_legacy_url", "pw-legacy"),
+        ("http_targets", "ht_legacy_url", "legacykey"),
+    ] {
+        let v = stored(table, id).await;
+        assert!(
+            Sealer::is_sealed(&v) && !v.contains(secret),
+            "{table}.url {id}: {v}"
+        );
+    }
+    let ep = sealed
+        .endpoint_get("ep_legacy_url")
+        .await
+        .unwrap()
+        .expect("endpoint");
+    assert_eq!(ep.url, legacy_url);
+    let t = sealed
+        .http_target_get("ht_legacy_url")
+        .await
+        .unwrap()
+        .expect("target");
+    assert_eq!(t.url, target_url);
+    // New rows: sealed on the way in, the endpoint found again by the keyed hash.
+    let new_url = "https://hookuser:pw-new@example.com/hook?token=newtok";
+    let a = sealed
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_new_url".into(),
+            url: new_url.into(),
+            secret: NEW.into(),
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(a.url, new_url);
+    let b = sealed
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_other_id".into(),
+            url: new_url.into(),
+            secret: NEW.into(),
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(b.id, a.id, "the same URL and secret is the same endpoint");
+    let v = stored("endpoints", &a.id).await;
+    assert!(Sealer::is_sealed(&v) && !v.contains("newtok"), "{v}");
+    let t = sealed
+        .http_target_upsert(target(
+            "ht_new_url",
+            "https://api.example.com/y?k=newkey",
+            "fp-new",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(t.url, "https://api.example.com/y?k=newkey");
+    assert!(!stored("http_targets", &t.id).await.contains("newkey"));
+    // A URL without a credential stays as it is.
+    let p = sealed
+        .endpoint_upsert(EndpointUpsert {
+            id: "ep_plain_url".into(),
+            url: "https://example.com/plain".into(),
+            secret: OLD.into(),
+            now,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        stored("endpoints", &p.id).await,
+        "https://example.com/plain"
+    );
+    assert_eq!(seal_pass().await, 0, "nothing left to seal");
+}

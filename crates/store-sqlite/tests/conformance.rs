@@ -65,3 +65,22 @@ async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i33_5_urls_with_credentials_are_stored_sealed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("kairos.db");
+    let plain = SqliteStore::open(&path).await.expect("open sqlite");
+    let sealed = SqliteStore::open(&path)
+        .await
+        .expect("open sqlite")
+        .with_sealer(kairos_store_conformance::sealing::sealer());
+    let pass = kairos_store_conformance::sealing::seal_pass(sealed.clone());
+    kairos_store_conformance::sealing::urls_with_credentials_are_stored_sealed(
+        Arc::new(plain),
+        Arc::new(sealed),
+        raw_on(path),
+        pass,
+    )
+    .await;
+}

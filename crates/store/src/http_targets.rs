@@ -37,8 +37,8 @@ impl HttpAuth {
     }
 }
 
-/// A stored HTTP call target.
-#[derive(Debug, Clone, PartialEq)]
+/// A stored HTTP call target. Its `Debug` shows the URL masked, the header names and no secret.
+#[derive(Clone, PartialEq)]
 pub struct HttpTarget {
     /// `ht_…`.
     pub id: String,
@@ -63,8 +63,8 @@ pub struct HttpTarget {
 }
 
 /// `http_target_upsert`: store a target, or return the existing one with the same
-/// fingerprint.
-#[derive(Debug, Clone)]
+/// fingerprint. Its `Debug` shows what [`HttpTarget`]'s does.
+#[derive(Clone)]
 pub struct HttpTargetUpsert {
     /// Id to use if a new target is created.
     pub id: String,
@@ -86,4 +86,91 @@ pub struct HttpTargetUpsert {
     pub secret: Option<String>,
     /// Now.
     pub now: DateTime<Utc>,
+}
+
+/// The `Debug` of a target: id, URL masked ([`kairos_core::text::mask_url`]), method, header
+/// names, the body's length, timeout and auth; never a header value or the secret.
+#[allow(clippy::too_many_arguments)]
+fn debug_target(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    id: &str,
+    url: &str,
+    method: &str,
+    headers: &BTreeMap<String, String>,
+    body: Option<&String>,
+    timeout_ms: i64,
+    auth: HttpAuth,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("id", &id)
+        .field("url", &kairos_core::text::mask_url(url))
+        .field("method", &method)
+        .field("headers", &headers.keys().collect::<Vec<_>>())
+        .field("body_bytes", &body.map(String::len))
+        .field("timeout_ms", &timeout_ms)
+        .field("auth", &auth)
+        .finish_non_exhaustive()
+}
+
+impl std::fmt::Debug for HttpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_target(
+            f,
+            "HttpTarget",
+            &self.id,
+            &self.url,
+            &self.method,
+            &self.headers,
+            self.body.as_ref(),
+            self.timeout_ms,
+            self.auth,
+        )
+    }
+}
+
+impl std::fmt::Debug for HttpTargetUpsert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_target(
+            f,
+            "HttpTargetUpsert",
+            &self.id,
+            &self.url,
+            &self.method,
+            &self.headers,
+            self.body.as_ref(),
+            self.timeout_ms,
+            self.auth,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_of_an_http_target_masks_the_url_and_hides_values_and_the_secret() {
+        let t = HttpTarget {
+            id: "ht_1".into(),
+            fingerprint: "fp".into(),
+            url: "https://u:pw-x@api.example/x?key=qkey".into(),
+            method: "POST".into(),
+            headers: [("x-api-key".to_string(), "hval".to_string())].into(),
+            body: Some("body".into()),
+            timeout_ms: 1000,
+            auth: HttpAuth::Bearer,
+            secret: Some("tok-secret".into()),
+            created_at: DateTime::<Utc>::UNIX_EPOCH,
+        };
+        let shown = format!("{t:?}");
+        for hidden in ["pw-x", "qkey", "hval", "tok-secret"] {
+            assert!(!shown.contains(hidden), "{hidden} in {shown}");
+        }
+        assert!(
+            shown.contains("https://u:***@api.example/x?key=***"),
+            "{shown}"
+        );
+        assert!(shown.contains("x-api-key"), "{shown}");
+    }
 }

@@ -205,6 +205,30 @@ fn open_stored(sealer: Option<&Sealer>, stored: String, aad: &str) -> crate::Res
         .map_err(|e| crate::Error::new(crate::ErrorKind::Corrupt, format!("{aad}: {e}")))
 }
 
+/// The associated data a webhook endpoint's URL is sealed with.
+pub const ENDPOINT_URL_AAD: &str = "endpoints.url";
+/// The associated data an http target's URL is sealed with.
+pub const HTTP_URL_AAD: &str = "http_targets.url";
+
+/// What a row stores for `url`: with a sealer, sealed (under `aad`) when it carries a
+/// credential — a user info or a query string ([`kairos_core::text::url_has_credentials`]) —
+/// and as it is otherwise, so a plain URL stays readable in the database; without a sealer, as
+/// it is. A sealed URL is found again by the keyed hash of the whole URL (endpoints: with the
+/// secret, [`Sealer::lookup_hash`]; http targets: the keyed fingerprint).
+pub fn url_to_store(sealer: Option<&Sealer>, url: &str, aad: &str) -> String {
+    match sealer {
+        Some(s) if kairos_core::text::url_has_credentials(url) && !Sealer::is_sealed(url) => {
+            s.seal(url, aad)
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// A URL from its stored value: a sealed one opened, a plain one as it is.
+pub fn url_from_store(sealer: Option<&Sealer>, stored: String, aad: &str) -> crate::Result<String> {
+    open_stored(sealer, stored, aad)
+}
+
 /// The associated data an http target's headers are sealed with.
 pub const HTTP_HEADERS_AAD: &str = "http_targets.headers";
 /// The associated data an http target's secret (bearer token or signing secret) is sealed
@@ -333,6 +357,26 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("KAIROS_SECRET_KEY")
+        );
+    }
+
+    #[test]
+    fn urls_with_credentials_are_sealed_and_plain_ones_kept() {
+        let s = Sealer::new(&K1);
+        let with = "https://u:pw@hooks.example/x?token=abc";
+        let stored = url_to_store(Some(&s), with, ENDPOINT_URL_AAD);
+        assert!(Sealer::is_sealed(&stored) && !stored.contains("abc") && !stored.contains("pw"));
+        assert_eq!(
+            url_from_store(Some(&s), stored.clone(), ENDPOINT_URL_AAD).unwrap(),
+            with
+        );
+        assert!(url_from_store(Some(&s), stored, HTTP_URL_AAD).is_err());
+        let plain = "https://hooks.example/x";
+        assert_eq!(url_to_store(Some(&s), plain, ENDPOINT_URL_AAD), plain);
+        assert_eq!(url_to_store(None, with, ENDPOINT_URL_AAD), with);
+        assert_eq!(
+            url_from_store(Some(&s), plain.to_string(), ENDPOINT_URL_AAD).unwrap(),
+            plain
         );
     }
 

@@ -39,16 +39,8 @@ pub struct Endpoint {
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The URL may carry a credential in its user info or query, as some receivers want:
-        // shown without either.
-        let url = self.url.split(['?', '#']).next().unwrap_or_default();
-        let url = match url.split_once("://") {
-            Some((scheme, rest)) => {
-                let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-                let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-                format!("{scheme}://{host}/{path}")
-            }
-            None => "[unparsed]".to_string(),
-        };
+        // shown masked, as every view shows it.
+        let url = kairos_core::text::mask_url(&self.url);
         f.debug_struct("Endpoint")
             .field("id", &self.id)
             .field("url", &url)
@@ -339,7 +331,8 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} shown in {shown}");
         }
         assert!(
-            shown.contains("ep_1") && shown.contains("https://hooks.example/in"),
+            shown.contains("ep_1")
+                && shown.contains("https://hookuser:***@hooks.example/in?token=***"),
             "{shown}"
         );
     }

@@ -2,6 +2,9 @@
 //! named after the job id. The file is written to a temporary name and renamed, so a reader
 //! never sees half a message, and a retry of the same job replaces its own file instead of
 //! adding a second one.
+//!
+//! A message holds an address, a body and a working unsubscribe link: the outbox folder is
+//! made (and kept) 0700 and every file 0600, whatever the umask.
 
 use super::{EmailMessage, SendReport, build_message};
 use kairos_core::{Failure, Outcome};
@@ -11,6 +14,42 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone)]
 pub struct FileTransport {
     dir: PathBuf,
+}
+
+/// Create `dir` (and its parents) and make it 0700.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir)
+}
+
+/// Write `bytes` to a new file at `path` (replacing one left over) readable by the owner only.
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        opts.mode(0o600);
+        let mut f = opts.open(path)?;
+        // A file left over from a crash may have had other bits: set them exactly.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        f.write_all(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut f = opts.open(path)?;
+        f.write_all(bytes)
+    }
 }
 
 impl FileTransport {
@@ -43,10 +82,10 @@ impl FileTransport {
         let dir = self.dir.clone();
         let id = m.id.clone();
         let written = tokio::task::spawn_blocking(move || -> std::io::Result<PathBuf> {
-            std::fs::create_dir_all(&dir)?;
+            private_dir(&dir)?;
             let tmp = dir.join(format!(".{id}.eml.tmp"));
             let path = dir.join(format!("{id}.eml"));
-            std::fs::write(&tmp, &bytes)?;
+            write_private(&tmp, &bytes)?;
             std::fs::rename(&tmp, &path)?;
             Ok(path)
         })

@@ -241,6 +241,12 @@ fn parse_timezone_accepts_iana_names_only() {
         chrono_tz::Europe::Berlin
     );
     assert_eq!(parse_timezone("UTC").unwrap(), chrono_tz::UTC);
+    assert!(
+        parse_timezone("UTC\n")
+            .unwrap_err()
+            .reason()
+            .contains("control characters")
+    );
     for bad in ["", "Mars/Olympus", "CEST+2", "europe/berlin "] {
         let e = parse_timezone(bad).unwrap_err();
         assert_eq!(e.field(), "timezone", "{bad:?}");

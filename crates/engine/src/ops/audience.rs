@@ -215,6 +215,9 @@ impl Kairos {
         let timezone = r.timezone.unwrap_or_else(|| "UTC".into());
         parse_timezone(&timezone)
             .map_err(|e| OpsError::invalid(format!("{field}timezone"), e.to_string()))?;
+        if let Some(l) = &r.locale {
+            kairos_core::text::check_text(&format!("{field}locale"), l)?;
+        }
         let attributes = r.attributes.unwrap_or_else(|| serde_json::json!({}));
         if !attributes.is_object() {
             return Err(OpsError::invalid(

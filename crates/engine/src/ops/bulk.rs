@@ -18,10 +18,11 @@ use serde::Deserialize;
 /// Most ids one bulk request may name.
 pub const MAX_BULK_IDS: usize = 1_000;
 /// Longest accepted cancel reason.
-const MAX_REASON: usize = 200;
+pub(crate) const MAX_REASON: usize = 200;
 
-/// Which jobs a bulk action takes: `ids`, or any combination of the filter fields (none: every
-/// job the action applies to). Instants are RFC 3339, on the job's creation time:
+/// Which jobs a bulk action takes: `ids`, or any combination of the filter fields, or
+/// `"all": true` for every job the action applies to (an empty request is refused, so a
+/// forgotten filter never acts on every job). Instants are RFC 3339, on the job's creation time:
 /// `created_after` is inclusive, `created_before` exclusive.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = JobBulkBody))]
@@ -52,6 +53,10 @@ pub struct JobBulkRequest {
     /// Cancel only: the reason stored on each cancelled job (default `cancelled in bulk`).
     #[serde(default)]
     pub reason: Option<String>,
+    /// `true`: every job the action applies to (narrowed by any filter fields given). Required
+    /// when neither ids nor a filter field is given.
+    #[serde(default)]
+    pub all: Option<bool>,
 }
 
 /// The fields of [`JobBulkRequest`] that hold strings (all but `ids`).
@@ -80,6 +85,13 @@ impl JobBulkRequest {
             if value.is_null() {
                 continue;
             }
+            if key == "all" {
+                let serde_json::Value::Bool(b) = value else {
+                    return Err(OpsError::invalid("all", "must be true or false"));
+                };
+                req.all = Some(b);
+                continue;
+            }
             if key == "ids" {
                 let serde_json::Value::Array(items) = value else {
                     return Err(OpsError::invalid("ids", "must be an array of job ids"));
@@ -106,7 +118,7 @@ impl JobBulkRequest {
             if !STRING_FIELDS.contains(&key.as_str()) {
                 return Err(OpsError::invalid(
                     key,
-                    "unknown field; expected ids, state, kind, schedule_id, channel, created_before, created_after (and reason for cancel)",
+                    "unknown field; expected ids, all, state, kind, schedule_id, channel, created_before, created_after (and reason for cancel)",
                 ));
             }
             let serde_json::Value::String(s) = value else {
@@ -146,6 +158,12 @@ impl Kairos {
             limit: JOB_BULK_BATCH,
         };
         if let Some(ids) = &req.ids {
+            if req.all == Some(true) {
+                return Err(OpsError::invalid(
+                    "all",
+                    "give either ids or \"all\": true, not both",
+                ));
+            }
             if req.has_filter() {
                 return Err(OpsError::invalid(
                     "ids",
@@ -160,6 +178,12 @@ impl Kairos {
             }
             select.ids = Some(ids.clone());
             return Ok(select);
+        }
+        if !req.has_filter() && req.all != Some(true) {
+            return Err(OpsError::invalid(
+                "all",
+                "no ids and no filter: give \"all\": true to act on every job the action applies to",
+            ));
         }
         let f = &mut select.filter;
         if let Some(s) = &req.state {
@@ -218,6 +242,9 @@ impl Kairos {
     /// Cancel every selected job that has not finished (`available` or `running`), in
     /// batches of at most [`JOB_BULK_BATCH`]. Returns how many were cancelled.
     pub async fn job_bulk_cancel(&self, req: JobBulkRequest) -> Result<u64, OpsError> {
+        if let Some(r) = &req.reason {
+            kairos_core::text::check_text("reason", r)?;
+        }
         let reason = match req.reason.as_deref().map(str::trim) {
             None => "cancelled in bulk".to_string(),
             Some(r) if r.is_empty() || r.len() > MAX_REASON => {

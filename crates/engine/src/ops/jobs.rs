@@ -1,6 +1,7 @@
 //! Operations on jobs: enqueue (or only validate, for an application's own transaction),
 //! read, list, retry, cancel.
 
+use super::bulk::MAX_REASON;
 use super::{Kairos, MAX_KEY, NewJob, parse_instant};
 use crate::error::OpsError;
 use crate::kinds::{KindRequest, Kinds, RequestScope};
@@ -230,6 +231,15 @@ impl Kairos {
 
     /// Cancel a job that has not finished.
     pub async fn job_cancel(&self, id: &str, reason: Option<String>) -> Result<Job, OpsError> {
+        if let Some(r) = &reason {
+            if r.len() > MAX_REASON {
+                return Err(OpsError::invalid(
+                    "reason",
+                    format!("must be at most {MAX_REASON} bytes"),
+                ));
+            }
+            kairos_core::text::check_text("reason", r)?;
+        }
         let job = self
             .store
             .job_cancel(JobCancel {

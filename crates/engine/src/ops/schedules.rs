@@ -74,8 +74,11 @@ impl Kairos {
                 format!("must be 1 to {MAX_NAME} characters"),
             ));
         }
+        kairos_core::text::check_text("name", &req.name)?;
         let tz_name = req.timezone.clone().unwrap_or_else(|| "UTC".into());
         let tz = parse_timezone(&tz_name)?;
+        // Stored as the zone's own name, never as given (no stray spaces).
+        let tz_name = tz.name().to_string();
         let spec = match (&req.cron, &req.at, &req.every) {
             (Some(expr), None, None) => ScheduleSpec::Cron {
                 expr: expr.trim().to_string(),

@@ -6,6 +6,12 @@
 //! least 1 + 2 + 4 + 8 + 16 = 31 seconds.
 //!
 //! Every attempt counts until it succeeds, so concurrent attempts cannot slip past the count.
+//!
+//! The same table guards bearer tokens on `/v1` ([`LoginLimiter::bearer`], used by
+//! [`crate::auth::require_token`]), where only failures count ([`LoginLimiter::check`] before
+//! the token is looked at, [`LoginLimiter::failed`] after a wrong one) so that valid tokens
+//! are never slowed: the first [`BEARER_FREE_FAILURES`] wrong tokens from an address are
+//! answered 401, later ones within the backoff 429 with `Retry-After`, whatever the token.
 //! IPv6 addresses count per /64 (one host usually owns the whole prefix). The table is in
 //! memory, per node, and bounded ([`MAX_ADDRESSES`]; the longest-quiet address goes first);
 //! behind a reverse proxy every request comes from the proxy's address, so the proxy should
@@ -18,6 +24,8 @@ use std::sync::Mutex;
 
 /// Attempts from one address checked without delay.
 pub const FREE_ATTEMPTS: u32 = 5;
+/// Wrong bearer tokens from one address answered 401 before the backoff starts.
+pub const BEARER_FREE_FAILURES: u32 = 10;
 /// The longest wait between two attempts.
 pub const MAX_DELAY_SECS: i64 = 300;
 /// An address quiet this long starts afresh.
@@ -32,51 +40,94 @@ struct Attempts {
 }
 
 /// The per-address attempt counts. See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LoginLimiter {
     by_addr: Mutex<HashMap<IpAddr, Attempts>>,
+    free: u32,
 }
 
-/// The key an address counts under: IPv4 as is, IPv6 by its /64.
-fn key(addr: IpAddr) -> IpAddr {
-    match addr.to_canonical() {
-        IpAddr::V6(v6) => {
-            let mut seg = v6.segments();
-            seg[4..].fill(0);
-            IpAddr::V6(seg.into())
+impl Default for LoginLimiter {
+    /// The admin login's: [`FREE_ATTEMPTS`] free.
+    fn default() -> Self {
+        LoginLimiter {
+            by_addr: Mutex::default(),
+            free: FREE_ATTEMPTS,
         }
-        v4 => v4,
     }
 }
 
-/// How long after the previous attempt the next may come, given `count` attempts so far.
-fn delay(count: u32) -> Duration {
-    if count < FREE_ATTEMPTS {
+use crate::http::source_key as key;
+
+/// How long after the previous attempt the next may come, given `count` attempts so far and
+/// `free` of them without delay.
+fn delay(count: u32, free: u32) -> Duration {
+    if count < free {
         return Duration::zero();
     }
-    let exp = (count - FREE_ATTEMPTS).min(20);
+    let exp = (count - free).min(20);
     Duration::seconds((1i64 << exp).min(MAX_DELAY_SECS))
 }
 
+type Table = HashMap<IpAddr, Attempts>;
+
 impl LoginLimiter {
+    /// The bearer-token table: [`BEARER_FREE_FAILURES`] free.
+    pub fn bearer() -> Self {
+        LoginLimiter {
+            free: BEARER_FREE_FAILURES,
+            ..LoginLimiter::default()
+        }
+    }
+
     /// Count an attempt from `addr` at `now`: `Ok` if it may be checked, else `Err(seconds)`
     /// to wait (the `Retry-After`), and the attempt is not counted.
     pub fn attempt(&self, addr: IpAddr, now: DateTime<Utc>) -> Result<(), u64> {
         let mut map = self.by_addr.lock().unwrap_or_else(|e| e.into_inner());
-        let k = key(addr);
-        let forget = Duration::seconds(FORGET_AFTER_SECS);
-        let entry = match map.get(&k) {
-            Some(a) if now - a.last < forget => *a,
+        let entry = self.wait(&map, key(addr), now)?;
+        Self::count(&mut map, key(addr), entry, now);
+        Ok(())
+    }
+
+    /// Whether an attempt from `addr` may be checked at `now` (`Err(seconds)` to wait),
+    /// without counting it.
+    pub fn check(&self, addr: IpAddr, now: DateTime<Utc>) -> Result<(), u64> {
+        let map = self.by_addr.lock().unwrap_or_else(|e| e.into_inner());
+        self.wait(&map, key(addr), now).map(|_| ())
+    }
+
+    /// Count a failed attempt from `addr` at `now` (one [`LoginLimiter::check`] let through).
+    pub fn failed(&self, addr: IpAddr, now: DateTime<Utc>) {
+        let mut map = self.by_addr.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = Self::current(&map, key(addr), now);
+        Self::count(&mut map, key(addr), entry, now);
+    }
+
+    /// The attempts counted for key `k` at `now` (none once quiet long enough).
+    fn current(map: &Table, k: IpAddr, now: DateTime<Utc>) -> Attempts {
+        match map.get(&k) {
+            Some(a) if now - a.last < Duration::seconds(FORGET_AFTER_SECS) => *a,
             _ => Attempts {
                 count: 0,
                 last: now,
             },
-        };
-        let next = entry.last + delay(entry.count);
+        }
+    }
+
+    /// `Ok(counted so far)` if key `k` may try at `now`, else `Err(seconds to wait)`.
+    fn wait(&self, map: &Table, k: IpAddr, now: DateTime<Utc>) -> Result<Attempts, u64> {
+        let entry = Self::current(map, k, now);
+        let next = entry.last + delay(entry.count, self.free);
         if now < next {
             let ms = (next - now).num_milliseconds().max(0) as u64;
             return Err(ms.div_ceil(1000).max(1));
         }
+        Ok(entry)
+    }
+
+    /// Count one more attempt of key `k` (which had `entry`) at `now`, keeping the table
+    /// bounded.
+    fn count(map: &mut Table, k: IpAddr, entry: Attempts, now: DateTime<Utc>) {
+        let forget = Duration::seconds(FORGET_AFTER_SECS);
         if !map.contains_key(&k) && map.len() >= MAX_ADDRESSES {
             map.retain(|_, a| now - a.last < forget);
             if map.len() >= MAX_ADDRESSES
@@ -92,7 +143,6 @@ impl LoginLimiter {
                 last: now,
             },
         );
-        Ok(())
     }
 
     /// A login from `addr` succeeded: forget its attempts.
@@ -151,6 +201,28 @@ mod tests {
         // Same /64: same count.
         let b: IpAddr = "2001:db8::2".parse().expect("ip");
         assert!(l.attempt(b, now).is_err());
+    }
+
+    #[test]
+    fn bearer_failures_alone_count_and_checks_do_not() {
+        let l = LoginLimiter::bearer();
+        let a: IpAddr = "192.0.2.1".parse().expect("ip");
+        for _ in 0..100 {
+            assert_eq!(
+                l.check(a, t(0)),
+                Ok(()),
+                "checks alone never slow an address"
+            );
+        }
+        for _ in 0..BEARER_FREE_FAILURES {
+            assert_eq!(l.check(a, t(0)), Ok(()));
+            l.failed(a, t(0));
+        }
+        assert_eq!(l.check(a, t(0)), Err(1));
+        assert_eq!(l.check("192.0.2.2".parse().expect("ip"), t(0)), Ok(()));
+        assert_eq!(l.check(a, t(1)), Ok(()));
+        l.failed(a, t(1));
+        assert_eq!(l.check(a, t(2)), Err(1));
     }
 
     #[test]

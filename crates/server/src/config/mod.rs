@@ -104,6 +104,8 @@ pub const ENV_FIELDS: &[&str] = &[
     "http_body_timeout_secs",
     "http_request_timeout_secs",
     "http_max_connections",
+    "http_max_connections_per_source",
+    "http_max_connection_secs",
     "http_max_requests",
     "template_workers",
     "template_timeout_secs",
@@ -359,6 +361,15 @@ pub struct Config {
     pub http_request_timeout_secs: u64,
     /// Most connections open at once (`KAIROS_HTTP_MAX_CONNECTIONS`, default 1024).
     pub http_max_connections: usize,
+    /// Most connections open at once from one source address, an IPv6 /64 counting as one
+    /// (`KAIROS_HTTP_MAX_CONNECTIONS_PER_SOURCE`; default a quarter of
+    /// `http_max_connections`). Behind a reverse proxy every connection comes from the proxy:
+    /// set it to `http_max_connections` there and cap per client in the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_max_connections_per_source: Option<usize>,
+    /// Longest a connection is kept open, in seconds (`KAIROS_HTTP_MAX_CONNECTION_SECS`,
+    /// default 60): then it is closed after its current request, and the client reconnects.
+    pub http_max_connection_secs: u64,
     /// Most requests in progress at once (`KAIROS_HTTP_MAX_REQUESTS`, default 512): then 503.
     pub http_max_requests: usize,
     /// Template worker processes (`KAIROS_TEMPLATE_WORKERS`, default 2, at most 64): mail
@@ -453,6 +464,8 @@ impl Default for Config {
             http_body_timeout_secs: 15,
             http_request_timeout_secs: 30,
             http_max_connections: 1024,
+            http_max_connections_per_source: None,
+            http_max_connection_secs: 60,
             http_max_requests: 512,
             template_workers: 2,
             template_timeout_secs: 10,
@@ -560,6 +573,8 @@ impl Config {
             body_timeout: Duration::from_secs(self.http_body_timeout_secs),
             request_timeout: Duration::from_secs(self.http_request_timeout_secs),
             max_connections: self.http_max_connections,
+            max_connections_per_source: self.http_max_connections_per_source,
+            max_connection_age: Duration::from_secs(self.http_max_connection_secs),
             max_requests: self.http_max_requests,
         }
     }

@@ -307,6 +307,21 @@ fn http_limits_come_from_the_environment_and_are_bounded() {
         assert_eq!(l.body_timeout, std::time::Duration::from_secs(3));
         assert_eq!(l.request_timeout, std::time::Duration::from_secs(4));
         assert_eq!((l.max_connections, l.max_requests), (50, 20));
+        assert_eq!(l.per_source(), 12, "a quarter of 50 by default");
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTIONS_PER_SOURCE", "7");
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTION_SECS", "30");
+        let l = load().map_err(|e| e.to_string())?.http_limits();
+        assert_eq!(l.per_source(), 7);
+        assert_eq!(l.max_connection_age, std::time::Duration::from_secs(30));
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTIONS_PER_SOURCE", "0");
+        assert_eq!(
+            load().expect_err("zero").field,
+            "http_max_connections_per_source"
+        );
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTIONS_PER_SOURCE", "7");
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTION_SECS", "0");
+        assert_eq!(load().expect_err("zero").field, "http_max_connection_secs");
+        jail.set_env("KAIROS_HTTP_MAX_CONNECTION_SECS", "30");
         jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "0");
         assert_eq!(load().expect_err("zero").field, "http_header_timeout_secs");
         jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");

@@ -222,8 +222,18 @@ impl Config {
                 ));
             }
         }
+        if !(1..=86_400).contains(&self.http_max_connection_secs) {
+            return Err(ConfigError::new(
+                "http_max_connection_secs",
+                "must be between 1 and 86400 seconds",
+            ));
+        }
         for (field, n) in [
             ("http_max_connections", self.http_max_connections),
+            (
+                "http_max_connections_per_source",
+                self.http_max_connections_per_source.unwrap_or(1),
+            ),
             ("http_max_requests", self.http_max_requests),
         ] {
             if !(1..=1_000_000).contains(&n) {

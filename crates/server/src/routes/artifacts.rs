@@ -148,7 +148,10 @@ pub async fn show(
 ) -> ApiResult<Response> {
     let a = state.kairos.artifact_get(&name, &period).await?;
     if wants_html(&headers) {
-        return Ok(crate::pages::respond(StatusCode::OK, render_html(&a)));
+        return Ok(crate::headers::with_security_headers(
+            crate::pages::respond(StatusCode::OK, render_html(&a)),
+            crate::headers::ARTIFACT_CSP,
+        ));
     }
     Ok(Json(ArtifactView::from(&a)).into_response())
 }

@@ -52,7 +52,8 @@ pub struct EndpointHealthView {
 pub struct EndpointView {
     /// `ep_…`.
     pub id: String,
-    /// The URL posted to.
+    /// The URL posted to, a password in it and its query values masked
+    /// (`https://user:***@host/path?token=***`).
     pub url: String,
     /// Created (RFC 3339).
     pub created_at: String,
@@ -94,7 +95,7 @@ impl EndpointView {
                 None
             },
             id: e.id,
-            url: e.url,
+            url: kairos_core::text::mask_url(&e.url),
             created_at: ts(e.created_at),
             disabled_at: ts_opt(e.disabled_at),
             disabled_reason: e.disabled_reason,

@@ -236,6 +236,7 @@ pub async fn secret_rotate<D: SqlDb>(db: &D, p: EndpointSecretRotate) -> Result<
     else {
         return Ok(None);
     };
+    let url = sealing::url_from_store(db.sealer(), url, sealing::ENDPOINT_URL_AAD)?;
     let (secret, hash) = sealing::endpoint_secret_to_store(db.sealer(), &url, &p.secret);
     // The current secret becomes the previous one, sealed if it was still plaintext (the
     // row's new hash takes it out of the sealing pass, which would not seal it later). A

@@ -10,8 +10,9 @@ use crate::{
     HttpTargetUpsert, Result,
 };
 
-/// `e` with its secret opened (a plaintext one is kept as it is).
-fn opened(sealer: Option<&Sealer>, mut e: Endpoint) -> Result<Endpoint> {
+/// `e` with its URL and secrets opened (plaintext ones are kept as they are).
+pub(crate) fn opened(sealer: Option<&Sealer>, mut e: Endpoint) -> Result<Endpoint> {
+    e.url = sealing::url_from_store(sealer, e.url, sealing::ENDPOINT_URL_AAD)?;
     e.secret = sealing::endpoint_secret_from_store(sealer, e.secret)?;
     e.previous_secret = e
         .previous_secret
@@ -29,7 +30,8 @@ pub async fn endpoint_upsert(
     let (secret, hash) = sealing::endpoint_secret_to_store(sealer, &p.url, &p.secret);
     // The no-op `DO UPDATE` (rather than DO NOTHING) makes RETURNING yield the existing
     // row. Sealed: found by the lookup hash (the sealed value differs every time).
-    let mut b = binds![p.id, p.url, secret, p.now];
+    let url = sealing::url_to_store(sealer, &p.url, sealing::ENDPOINT_URL_AAD);
+    let mut b = binds![p.id, url, secret, p.now];
     let sql = if let Some(h) = hash {
         b.push(h.into());
         format!(
@@ -158,7 +160,7 @@ pub async fn http_target_upsert(
         binds![
             p.id,
             sealing::http_fingerprint_to_store(sealer, &p.fingerprint),
-            p.url,
+            sealing::url_to_store(sealer, &p.url, sealing::HTTP_URL_AAD),
             p.method,
             sealing::http_headers_to_store(sealer, &p.headers),
             p.body,

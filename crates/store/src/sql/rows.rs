@@ -136,7 +136,7 @@ pub fn http_target<R: RowRead + ?Sized>(r: &R, sealer: Option<&Sealer>) -> Resul
     Ok(HttpTarget {
         id: r.text("id")?,
         fingerprint: r.text("fingerprint")?,
-        url: r.text("url")?,
+        url: crate::sealing::url_from_store(sealer, r.text("url")?, crate::sealing::HTTP_URL_AAD)?,
         method: r.text("method")?,
         headers: crate::sealing::http_headers_from_store(sealer, r.json("headers")?)?,
         body: r.opt_text("body")?,
