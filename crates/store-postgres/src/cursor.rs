@@ -18,11 +18,13 @@
 //!   the next claim starts at the lowest dirty key;
 //! - by another node, by an application's own transaction (`job_insert_in_tx`), by a commit
 //!   that landed after a claim passed its key, or a row a claim skipped because another
-//!   statement had it locked: a *sweep* — a claim from the start of the index — finds it. A
-//!   sweep runs at least once a second of the claims' clock and after every
-//!   [`SWEEP_EVERY_SHORT`] claims that came back short, so such a job waits about a second at
-//!   most, and a sweep's walk over dead entries is paid once a second instead of on every
-//!   claim.
+//!   statement had it locked: a *sweep* finds it. A near sweep starts [`NEAR`] behind the
+//!   floor, at least once a second of the claims' clock (or after [`NEAR_EVERY_SHORT`] claims
+//!   that came back short): it finds what commit races and clocks a little apart leave behind,
+//!   walking a couple of seconds of entries. A full sweep starts at the beginning of the index
+//!   every [`FULL_EVERY`] (or [`FULL_EVERY_SHORT`] short claims): it finds a job another node
+//!   inserted with a `run_at` long past, and pays the walk over every dead entry twice a
+//!   minute instead of on every claim.
 //!
 //! The cursor is per store (per node): nodes claiming together walk only the entries the
 //! others claimed since their own last claim. Correctness never depends on it: the claim's
@@ -35,9 +37,21 @@ use std::sync::Mutex;
 /// A position in `jobs_due`: `(run_at, id)`. `id = ""` is the lowest key at that instant.
 pub(crate) type Key = (DateTime<Utc>, String);
 
-/// A sweep after this many claims that came back short since the last one, whatever the
+/// A near sweep starts this far behind the floor.
+pub(crate) const NEAR: TimeDelta = TimeDelta::seconds(2);
+
+/// A near sweep at least this often, by the claims' `now`.
+pub(crate) const NEAR_EVERY: TimeDelta = TimeDelta::seconds(1);
+
+/// A near sweep after this many claims that came back short since the last one, whatever the
 /// clock says (a manual clock that does not move still sweeps).
-pub(crate) const SWEEP_EVERY_SHORT: u32 = 64;
+pub(crate) const NEAR_EVERY_SHORT: u32 = 64;
+
+/// A full sweep at least this often, by the claims' `now`.
+pub(crate) const FULL_EVERY: TimeDelta = TimeDelta::seconds(30);
+
+/// A full sweep after this many claims that came back short since the last one.
+pub(crate) const FULL_EVERY_SHORT: u32 = 1_024;
 
 /// A claim that came back short read every due job up to its `now`, but a job whose insert
 /// began a little earlier (its `run_at` is its node's `now`) may commit after the claim's
@@ -46,19 +60,18 @@ pub(crate) const SWEEP_EVERY_SHORT: u32 = 64;
 /// At 5,000 jobs a second it is about 1,250 dead entries to walk.
 pub(crate) const SHORT_MARGIN: TimeDelta = TimeDelta::milliseconds(250);
 
-/// A sweep at least this often, by the claims' `now`.
-pub(crate) const SWEEP_EVERY: TimeDelta = TimeDelta::seconds(1);
-
 #[derive(Debug, Default)]
 struct State {
     /// Everything due below it was claimed, but for the dirty keys. `None`: unknown.
     floor: Option<Key>,
     /// The lowest key made available here since the last claim started.
     dirty: Option<Key>,
-    /// Claims that came back short since the last sweep.
-    short: u32,
-    /// The `now` of the last sweep.
-    swept_at: Option<DateTime<Utc>>,
+    /// Claims that came back short since the last near and full sweep.
+    short_near: u32,
+    short_full: u32,
+    /// The `now` of the last near and full sweep; `None`: the next claim sweeps.
+    near_at: Option<DateTime<Utc>>,
+    full_at: Option<DateTime<Utc>>,
 }
 
 /// The claim cursor of one store. Cheap to share behind an `Arc`.
@@ -85,24 +98,31 @@ impl ClaimCursor {
     pub(crate) fn start(&self, now: DateTime<Utc>) -> ClaimStart {
         let mut s = self.lock();
         let dirty = s.dirty.take();
-        let sweep = match (&s.floor, s.swept_at) {
-            (None, _) | (_, None) => true,
-            (Some(_), Some(at)) => {
-                s.short >= SWEEP_EVERY_SHORT || now - at >= SWEEP_EVERY || now < at
-            }
+        let due = |at: Option<DateTime<Utc>>, every: TimeDelta, short: u32, most: u32| match at {
+            None => true,
+            Some(at) => short >= most || now - at >= every || now < at,
         };
-        let from = if sweep {
+        let full = s.floor.is_none() || due(s.full_at, FULL_EVERY, s.short_full, FULL_EVERY_SHORT);
+        let near = !full && due(s.near_at, NEAR_EVERY, s.short_near, NEAR_EVERY_SHORT);
+        let from = if full {
+            s.short_full = 0;
+            s.full_at = Some(now);
             None
         } else {
-            match (s.floor.clone(), dirty) {
+            let lowest = match (s.floor.clone(), dirty) {
                 (Some(f), Some(d)) => Some(f.min(d)),
                 (f, None) => f,
                 (None, d) => d,
+            };
+            if near {
+                lowest.map(|(at, _)| (at - NEAR, String::new()))
+            } else {
+                lowest
             }
         };
-        if sweep {
-            s.short = 0;
-            s.swept_at = Some(now);
+        if full || near {
+            s.short_near = 0;
+            s.near_at = Some(now);
         }
         ClaimStart {
             from,
@@ -123,7 +143,8 @@ impl ClaimCursor {
     ) {
         let mut s = self.lock();
         let read_to = if got < limit {
-            s.short = s.short.saturating_add(1);
+            s.short_near = s.short_near.saturating_add(1);
+            s.short_full = s.short_full.saturating_add(1);
             Some((now - SHORT_MARGIN, String::new()))
         } else {
             last
@@ -168,10 +189,10 @@ impl ClaimCursor {
         });
     }
 
-    /// Jobs became available here at keys not known: the next claim sweeps.
+    /// Jobs became available here at keys not known: the next claim sweeps from the start.
     pub(crate) fn forget(&self) {
         let mut s = self.lock();
-        s.swept_at = None;
+        s.full_at = None;
     }
 }
 
@@ -249,19 +270,36 @@ mod tests {
     }
 
     #[test]
-    fn sweeps_once_a_second_and_after_many_short_claims() {
+    fn sweeps_near_once_a_second_and_in_full_twice_a_minute() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        assert_eq!(s.from, None, "the first claim sweeps in full");
+        c.claimed(&s, t(10), 5, 2, Some(k(5, "b")));
+        let floor = (t(10) - SHORT_MARGIN, String::new());
+        assert_eq!(c.start(t(10)).from, Some(floor.clone()));
+        let near = (floor.0 - NEAR, String::new());
+        assert_eq!(c.start(t(11)).from, Some(near.clone()), "a second later");
+        assert_eq!(c.start(t(11)).from, Some(floor.clone()));
+        assert_eq!(c.start(t(40)).from, None, "thirty seconds later");
+        c.forget();
+        assert_eq!(c.start(t(40)).from, None, "forgotten");
+    }
+
+    #[test]
+    fn a_clock_that_does_not_move_still_sweeps_after_many_short_claims() {
         let c = ClaimCursor::default();
         let s = c.start(t(10));
         c.claimed(&s, t(10), 5, 0, None);
-        assert!(c.start(t(10)).from.is_some());
-        assert_eq!(c.start(t(11)).from, None, "a second later");
-        for _ in 0..SWEEP_EVERY_SHORT {
-            let s = c.start(t(11));
-            assert!(s.from.is_some());
-            c.claimed(&s, t(11), 5, 0, None);
+        let mut near = 0;
+        for _ in 1..FULL_EVERY_SHORT {
+            let s = c.start(t(10));
+            let from = s.from.clone().expect("not a full sweep yet");
+            if from.0 < t(10) - SHORT_MARGIN {
+                near += 1;
+            }
+            c.claimed(&s, t(10), 5, 0, None);
         }
-        assert_eq!(c.start(t(11)).from, None, "after many short claims");
-        c.forget();
-        assert_eq!(c.start(t(11)).from, None, "forgotten");
+        assert!(near >= 10, "{near} near sweeps");
+        assert_eq!(c.start(t(10)).from, None, "after many short claims");
     }
 }

@@ -23,8 +23,9 @@ pub(crate) fn insert_json(jobs: &[JobInsert]) -> serde_json::Value {
     kairos_store::batch::jobs_batch(jobs, ENC)
 }
 
-/// The one job insert (`kairos_store::sql::JOBS_INSERT_POSTGRES`), with its notification.
-pub(crate) use kairos_store::sql::JOBS_INSERT_POSTGRES as INSERT_MANY;
+/// The store's own job insert: the shared one without its notification, which the store sends
+/// after the commit (`wake.rs`).
+pub(crate) use kairos_store::sql::JOBS_INSERT_POSTGRES_QUIET as INSERT_MANY;
 
 /// Chunk size for bulk inserts: large enough to amortize the round trip, small enough to keep
 /// a transaction short.
@@ -100,6 +101,7 @@ impl JobStore for PostgresStore {
         tx.commit().await.map_err(|e| map_err("job insert", e))?;
         if !created.is_empty() {
             self.cursor.made_available((p.run_at, String::new()));
+            self.waker.committed(&self.claim);
         }
         Ok(JobInserted {
             job,
@@ -119,6 +121,7 @@ impl JobStore for PostgresStore {
                 && let Some(first) = chunk.iter().map(|j| j.run_at).min()
             {
                 self.cursor.made_available((first, String::new()));
+                self.waker.committed(&self.claim);
             }
             ids.extend(created);
         }

@@ -28,10 +28,11 @@
 //! completion statements are described in `complete.rs`). A completion is an `UPDATE` fenced
 //! by `lease_token` and `state = 'running'`, so an outcome is recorded only by the holder of
 //! the current lease; the attempt row and the A/B exposure, when one is needed, are written by
-//! the same statement. Inserting jobs notifies the `kairos_jobs` channel in the same statement
-//! (PostgreSQL delivers it on commit, once per transaction), for nodes that `LISTEN` to wake
-//! up; the payload is the schema name, since channels are shared by every schema of a
-//! database.
+//! the same statement. Inserted jobs are announced on the `kairos_jobs` channel, for nodes that
+//! `LISTEN` to wake up; the payload is the schema name, since channels are shared by every
+//! schema of a database. The store's own inserts send it after their commit, coalesced
+//! (`wake.rs`: notifying commits wait for each other's flush); inserts in an application's or
+//! a shared role's transaction notify in their statement (delivered on commit).
 //!
 //! **Several nodes.** [`listen_wakeups`] turns those notifications into engine wake-ups on
 //! every node; [`run_leader_election`] elects one leader per schema with a session advisory
@@ -55,6 +56,7 @@ mod leader;
 mod listen;
 mod rows;
 mod tx;
+mod wake;
 
 pub use leader::{LEADER_KEY_SQL, run_leader_election};
 pub use listen::{JOBS_CHANNEL, listen_wakeups};
@@ -136,6 +138,8 @@ pub struct PostgresStore {
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
     /// Where claims start reading the queue (`cursor.rs`), shared by the store's clones.
     cursor: std::sync::Arc<cursor::ClaimCursor>,
+    /// Announces the store's own inserts to the other nodes after they commit (`wake.rs`).
+    waker: std::sync::Arc<wake::Waker>,
 }
 
 impl PostgresStore {
@@ -179,6 +183,7 @@ impl PostgresStore {
             keys: Default::default(),
             sealer: None,
             cursor: Default::default(),
+            waker: Default::default(),
         };
         migrate(&store).await?;
         Ok(store)
@@ -238,12 +243,36 @@ kairos_store::sql_db!(
     committed: jobs_may_be_available
 );
 
-/// After a write transaction of the shared roles commits: it may have made jobs available (a
-/// schedule's firing, an expansion, an artifact's follow-ups, an admin retry), at keys the
-/// claim cursor does not know, so the next claim sweeps.
-fn jobs_may_be_available(store: &PostgresStore) {
-    store.cursor.forget();
+/// After a write transaction of the shared roles commits: unless it is one that never makes a
+/// job available, it may have (a schedule's firing, an expansion, an artifact's follow-ups, an
+/// admin retry) at keys the claim cursor does not know, so the next claim sweeps from the start.
+/// A transaction missing from the list costs a sweep, never a job.
+fn jobs_may_be_available(store: &PostgresStore, what: &str) {
+    if !NO_JOB_MADE_AVAILABLE.contains(&what) {
+        store.cursor.forget();
+    }
 }
+
+/// The shared roles' write transactions (by the name they commit with) that make no job
+/// available: frequent ones (inbound events, endpoint health) would otherwise make every claim
+/// after them walk the dead entries a held snapshot keeps.
+const NO_JOB_MADE_AVAILABLE: &[&str] = &[
+    "admin session create",
+    "catch-up set",
+    "endpoint health flush",
+    "endpoint secret rotate",
+    "inbound event record",
+    "job bulk cancel",
+    "job cancel",
+    "recipient erase",
+    "recipient upsert",
+    "re-sealing secrets",
+    "sealing endpoint secrets",
+    "sealing http targets",
+    "suppression apply",
+    "suppression remove",
+    "topic delete",
+];
 
 use rows::PgRun;
 

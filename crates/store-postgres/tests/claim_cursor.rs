@@ -77,8 +77,26 @@ async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed
     drop(holder);
 }
 
+/// Claims on `store` at `now` plus each offset until one returns jobs.
+async fn first_claim(
+    store: &PostgresStore,
+    now: chrono::DateTime<chrono::Utc>,
+    offsets_ms: &[i64],
+) -> Vec<String> {
+    for ms in offsets_ms {
+        let got = store
+            .job_claim(claim(now + Duration::milliseconds(*ms), 10, "one"))
+            .await
+            .unwrap();
+        if !got.is_empty() {
+            return got.into_iter().map(|j| j.id).collect();
+        }
+    }
+    vec![]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn s0_2_a_job_another_node_inserts_behind_the_cursor_is_claimed_by_the_next_sweep() {
+async fn s0_2_jobs_another_node_inserts_behind_the_cursor_are_claimed_by_the_sweeps() {
     let Some((one, guard)) = common::open().await else {
         return;
     };
@@ -92,22 +110,16 @@ async fn s0_2_a_job_another_node_inserts_behind_the_cursor_is_claimed_by_the_nex
     }
     let now = t0() + Duration::minutes(10);
     assert_eq!(one.job_claim(claim(now, 10, "one")).await.unwrap().len(), 5);
-    let late = job(t0() - Duration::hours(1));
-    two.job_insert(late.clone()).await.expect("insert on two");
-    // Within a second of the claims' clock, a sweep reads from the start of the index.
-    let mut got = vec![];
-    for ms in [0, 500, 1_000] {
-        got = one
-            .job_claim(claim(now + Duration::milliseconds(ms), 10, "one"))
-            .await
-            .unwrap();
-        if !got.is_empty() {
-            break;
-        }
-    }
-    assert_eq!(
-        got.iter().map(|j| &j.id).collect::<Vec<_>>(),
-        vec![&late.id]
-    );
+    // A commit that lands after the claims passed its key (or a clock a second behind): the
+    // near sweep, within a second of the claims' clock.
+    let near = job(now - Duration::seconds(1));
+    two.job_insert(near.clone()).await.expect("insert on two");
+    let got = first_claim(&one, now, &[0, 500, 1_000]).await;
+    assert_eq!(got, vec![near.id.clone()]);
+    // A job whose run_at is long past: the full sweep, within thirty seconds.
+    let far = job(t0() - Duration::hours(1));
+    two.job_insert(far.clone()).await.expect("insert on two");
+    let got = first_claim(&one, now + Duration::seconds(1), &[0, 1_000, 2_000, 30_000]).await;
+    assert_eq!(got, vec![far.id.clone()]);
     two.close().await;
 }

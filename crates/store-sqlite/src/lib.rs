@@ -197,7 +197,7 @@ kairos_store::sql_db!(
 );
 
 /// SQLite's claims need no cursor (its index entries go with the row version they point to).
-fn nothing_to_learn(_: &SqliteStore) {}
+fn nothing_to_learn(_: &SqliteStore, _what: &str) {}
 
 use rows::SqRun;
 

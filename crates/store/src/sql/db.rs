@@ -52,7 +52,7 @@ pub trait SqlDb: Send + Sync + 'static {
 /// `Arc<KeyCache>`; `$run` is its [`sql_run!`](crate::sql_run) runner, `$begin` the statement
 /// that opens a write transaction, `$map_err` its error mapper, `$apply`/`$list` its
 /// migration functions (`async fn(&$store) -> Result<…>`) and `$health` its
-/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`; `$committed` (`fn(&$store)`) runs
+/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`; `$committed` (`fn(&$store, what)`) runs
 /// after each write transaction commits (PostgreSQL's claim cursor learns that jobs may have
 /// become available).
 #[macro_export]
@@ -82,7 +82,7 @@ macro_rules! sql_db {
             }
             async fn commit(&self, tx: Self::Tx, what: &str) -> $crate::Result<()> {
                 tx.commit().await.map_err(|e| $map_err(what, e))?;
-                $committed(self);
+                $committed(self, what);
                 Ok(())
             }
             fn sealer(&self) -> Option<&$crate::sealing::Sealer> {

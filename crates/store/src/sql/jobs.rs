@@ -34,6 +34,17 @@ pub const JOBS_INSERT_POSTGRES: &str = "WITH ins AS (
 )
 SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
 
+/// [`JOBS_INSERT_POSTGRES`] without its notification: for a store that announces its own
+/// inserts after they commit (PostgreSQL's `job_insert`, whose notifying commits would
+/// otherwise wait for each other).
+pub const JOBS_INSERT_POSTGRES_QUIET: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel
+    FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
+         fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
+         run_at timestamptz, created_at timestamptz, channel text)
+    ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+    RETURNING id";
+
 /// Insert `jobs` in one statement on `run` (a transaction's, to insert them with what
 /// created them); the ids of the jobs created.
 pub async fn jobs_insert(
