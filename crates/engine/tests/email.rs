@@ -686,7 +686,7 @@ async fn private_entitlement_url_is_refused_at_save_and_never_called_at_send() {
     let error = dead.last_error.as_deref().unwrap();
     assert!(
         error.contains("entitlement_url")
-            && error.contains("private")
+            && error.contains("non-public")
             && error.contains("KAIROS_ALLOW_PRIVATE_TARGETS"),
         "{error}"
     );

@@ -101,7 +101,7 @@ impl JobStore for PostgresStore {
         tx.commit().await.map_err(|e| map_err("job insert", e))?;
         if !created.is_empty() {
             self.cursor.made_available((p.run_at, String::new()));
-            self.waker.committed(&self.claim);
+            self.waker.committed(&self.pool);
         }
         Ok(JobInserted {
             job,
@@ -121,7 +121,7 @@ impl JobStore for PostgresStore {
                 && let Some(first) = chunk.iter().map(|j| j.run_at).min()
             {
                 self.cursor.made_available((first, String::new()));
-                self.waker.committed(&self.claim);
+                self.waker.committed(&self.pool);
             }
             ids.extend(created);
         }

@@ -5,9 +5,9 @@
 //! single-job inserts that each notified could not commit faster than one WAL flush after
 //! another (about 700 a second here, where the same inserts without it commit in groups). The
 //! store's own inserts (`job_insert`, `job_insert_many`) therefore do not notify in their
-//! statement; after their commit they ask this waker, which sends one `pg_notify` on a claim
-//! connection (`synchronous_commit = off`: a notification lost in a crash costs a wake-up,
-//! which polling covers) for every insert that committed before it was sent. A burst of
+//! statement; after their commit they ask this waker, which sends one `pg_notify` (on the
+//! store's general pool) for every insert that committed before it was sent: one such commit
+//! at a time per node, while the inserts commit beside it in groups. A burst of
 //! inserts sends a few notifications, never one per insert, and never one before the jobs it
 //! announces are committed. Inserts in an application's transaction (`job_insert_in_tx`) and
 //! the shared roles' inserts (a schedule's firing, an expansion) keep the notification in
