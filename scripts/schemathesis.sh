@@ -44,7 +44,12 @@ log "kairos serve on 127.0.0.1:$port; $examples examples per operation"
 checks=not_a_server_error,status_code_conformance,content_type_conformance
 checks+=,response_headers_conformance,response_schema_conformance,negative_data_rejection
 checks+=,missing_required_header,unsupported_method,allow_header_conformance,use_after_free
-checks+=,ensure_resource_availability,ignored_auth
+# Not `ignored_auth`: it sends wrong tokens to every operation from 127.0.0.1, and past ten
+# wrong tokens an address is answered 429 (issue 33), which that check counts as a failure.
+# Every operation's refusal of missing and wrong tokens is tested in Rust instead, each from
+# its own address (crates/server/tests/hardening.rs,
+# every_v1_operation_refuses_a_missing_or_wrong_token).
+checks+=,ensure_resource_availability
 "$st" run docs/openapi.json --url "http://127.0.0.1:$port" \
   -H "Authorization: Bearer $token" \
   --checks "$checks" \

@@ -1,8 +1,11 @@
 //! Bearer-token authentication of `/v1/…`: a middleware that answers 401 (problem+json)
 //! unless `Authorization: Bearer <token>` matches, compared in constant time. Wrong tokens
 //! are counted per source address with the admin login's backoff
-//! ([`crate::admin::login_limit`]): past a few, that address is answered 429 with
-//! `Retry-After` until its wait is over, whatever token it sends; valid tokens do not count.
+//! ([`crate::admin::login_limit`]): past a few, that address's wrong tokens are answered 429
+//! with `Retry-After` until its wait is over. Valid tokens are never slowed, from any address
+//! (a client sharing an address with a guesser keeps working; the token is too long to guess
+//! in any number of attempts, so the backoff is about the noise, not the odds), and a request
+//! without a token is a 401 (it guesses nothing).
 
 use crate::AppState;
 use crate::admin::SourceAddr;
@@ -50,20 +53,6 @@ pub async fn require_token(
     req: Request,
     next: Next,
 ) -> Response {
-    let now = state.kairos.clock().now();
-    let addr = source.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    if let Err(wait) = state.bearer_limiter.check(addr, now) {
-        let mut res = Problem::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too-many-attempts",
-            "Too many wrong tokens",
-            format!("too many wrong bearer tokens from your address; retry in {wait} seconds"),
-        )
-        .into_response();
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
-        return res;
-    }
     let presented = req
         .headers()
         .get(AUTHORIZATION)
@@ -72,13 +61,28 @@ pub async fn require_token(
             let (scheme, rest) = v.split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
         });
+    if let Some(t) = presented
+        && !state.token.matches(t)
+    {
+        let now = state.kairos.clock().now();
+        let addr = source.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        if let Err(wait) = state.bearer_limiter.check(addr, now) {
+            let mut res = Problem::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-attempts",
+                "Too many wrong tokens",
+                format!("too many wrong bearer tokens from your address; retry in {wait} seconds"),
+            )
+            .into_response();
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+            return res;
+        }
+        state.bearer_limiter.failed(addr, now);
+    }
     match presented {
         Some(t) if state.token.matches(t) => next.run(req).await,
-        presented => {
-            // A wrong token is a guess; a request without one is not.
-            if presented.is_some() {
-                state.bearer_limiter.failed(addr, now);
-            }
+        _ => {
             let mut res = Problem::unauthorized().into_response();
             res.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -214,8 +214,8 @@ async fn get_with(client: &reqwest::Client, url: &str, token: &str) -> reqwest::
 
 /// The contract of finding 2: after at most 20 wrong bearer tokens from one source (within a
 /// second: the engine's clock stands still here), that source's next attempts are answered
-/// 429 with `Retry-After`, the right token included; a valid token from another source is
-/// answered at once, and valid tokens never count against a source.
+/// 429 with `Retry-After`; a valid token is answered at once, from that source or another,
+/// valid tokens never count against a source, and a request without a token stays a 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i33_2_wrong_bearer_tokens_are_throttled_per_source() {
     let app = TestApp::start(t0(), TOKEN).await;
@@ -258,18 +258,23 @@ async fn i33_2_wrong_bearer_tokens_are_throttled_per_source() {
         "{unauthorized} wrong tokens answered 401"
     );
     assert_eq!(unauthorized + throttled, 40);
-    // While it waits, the source is not even asked for its token.
-    let r = get_with(&attacker, &url, TOKEN).await;
+    // While it waits, its wrong tokens stay 429; a request without a token guesses nothing
+    // (401), and the right token is never slowed (a client behind the same address).
+    let r = get_with(&attacker, &url, "guess-again").await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let r = attacker.get(&url).send().await.expect("request");
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = get_with(&attacker, &url, TOKEN).await;
+    assert_eq!(r.status(), StatusCode::OK);
     // Another source with the right token: at once.
     let started = Instant::now();
     let r = get_with(&app.http, &url, TOKEN).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert!(started.elapsed() < Duration::from_secs(1));
-    // After the wait (the engine's clock), the source is heard again.
+    // After the wait (the engine's clock), the source's wrong tokens are heard again.
     app.clock.advance(chrono::Duration::seconds(2));
-    let r = get_with(&attacker, &url, TOKEN).await;
-    assert_eq!(r.status(), StatusCode::OK);
+    let r = get_with(&attacker, &url, "guess-late").await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
 }
 
 async fn post(app: &TestApp, path: &str, body: Value) -> (u16, Value) {
@@ -405,4 +410,57 @@ async fn i33_4_control_characters_in_text_fields_are_refused() {
     )
     .await;
     assert_eq!(r.0, 200, "{}", r.1);
+}
+
+/// Every `/v1` operation of the OpenAPI document refuses a request without a token and one
+/// with a wrong token with 401 (what schemathesis's `ignored_auth` checked before wrong tokens
+/// were throttled per source: each operation's wrong token comes from its own address here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_v1_operation_refuses_a_missing_or_wrong_token() {
+    let app = TestApp::start(t0(), TOKEN).await;
+    let doc: Value = serde_json::from_str(&kairos_server::openapi::openapi_json())
+        .expect("the OpenAPI document is JSON");
+    let mut checked = 0;
+    let paths = doc["paths"].as_object().expect("paths");
+    for (n, (path, ops)) in paths
+        .iter()
+        .filter(|(p, _)| p.starts_with("/v1"))
+        .enumerate()
+    {
+        // Path parameters filled with a harmless id.
+        let concrete = path
+            .split('/')
+            .map(|seg| if seg.starts_with('{') { "x0" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/");
+        let url = format!("{}{concrete}", app.base);
+        let source = IpAddr::V4(Ipv4Addr::new(127, 0, 1, (n % 250) as u8 + 1));
+        let client = client_from(source);
+        for method in ops.as_object().expect("operations").keys() {
+            let method: reqwest::Method = method.to_uppercase().parse().expect("method");
+            let none = client
+                .request(method.clone(), &url)
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(
+                none.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} without a token"
+            );
+            let wrong = client
+                .request(method.clone(), &url)
+                .bearer_auth("not-the-token")
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(
+                wrong.status(),
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} with a wrong token"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "only {checked} operations");
 }
