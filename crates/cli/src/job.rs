@@ -252,7 +252,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
             if !created && !json {
                 eprintln!("a job with this idempotency key exists: {}", job.id);
             }
-            print_job(&JobView::new(&job), json)
+            print_job(&JobView::new(k.kinds(), &job), json)
         }
         JobCmd::List(l) => {
             let jobs = k
@@ -265,17 +265,20 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                     Some(l.limit),
                 )
                 .await?;
-            let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
+            let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
             print_jobs(&views, l.limit, json)
         }
         JobCmd::Show { id } => {
             let (job, attempts) = k.job_get(&id).await?;
-            print_job(&JobView::new(&job).with_attempts(&attempts), json)
+            print_job(
+                &JobView::new(k.kinds(), &job).with_attempts(&attempts),
+                json,
+            )
         }
         JobCmd::Retry { id } => {
             let job = k.job_retry(&id).await?;
             if json {
-                return print_json(&JobView::new(&job));
+                return print_json(&JobView::new(k.kinds(), &job));
             }
             println!("{} is available again at {}", job.id, ts(job.run_at));
             Ok(())
@@ -283,7 +286,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         JobCmd::Cancel { id, reason } => {
             let job = k.job_cancel(&id, reason).await?;
             if json {
-                return print_json(&JobView::new(&job));
+                return print_json(&JobView::new(k.kinds(), &job));
             }
             println!("cancelled {}", job.id);
             Ok(())

@@ -54,7 +54,7 @@ pub async fn enqueue(
     Ok((
         status,
         Json(
-            JobView::new(&job)
+            JobView::new(state.kairos.kinds(), &job)
                 .with_webhook(webhook.as_ref())
                 .with_attempts(&attempts),
         ),
@@ -120,7 +120,10 @@ pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> A
         None
     };
     Ok(JobPage {
-        data: jobs.iter().map(JobView::new).collect(),
+        data: jobs
+            .iter()
+            .map(|j| JobView::new(state.kairos.kinds(), j))
+            .collect(),
         next_before,
     })
 }
@@ -154,7 +157,7 @@ pub async fn show(
     let (job, attempts) = state.kairos.job_get(&id).await?;
     let webhook = endpoint_of(&state, &job).await?;
     Ok(Json(
-        JobView::new(&job)
+        JobView::new(state.kairos.kinds(), &job)
             .with_webhook(webhook.as_ref())
             .with_attempts(&attempts),
     ))
@@ -174,7 +177,10 @@ pub async fn retry(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<JobView>> {
-    Ok(Json(JobView::new(&state.kairos.job_retry(&id).await?)))
+    Ok(Json(JobView::new(
+        state.kairos.kinds(),
+        &state.kairos.job_retry(&id).await?,
+    )))
 }
 
 /// Cancel a job that has not finished.
@@ -193,6 +199,7 @@ pub async fn cancel(
 ) -> ApiResult<Json<JobView>> {
     let reason = body.and_then(|b| b.reason);
     Ok(Json(JobView::new(
+        state.kairos.kinds(),
         &state.kairos.job_cancel(&id, reason).await?,
     )))
 }
