@@ -12,6 +12,14 @@ fn workspace() -> PathBuf {
         .expect("the workspace root")
 }
 
+/// Every `.rs` file of the crates' sources (`crates/*/src`), not their tests.
+fn sources() -> Vec<PathBuf> {
+    rust_files(&workspace().join("crates"))
+        .into_iter()
+        .filter(|p| p.components().any(|c| c.as_os_str() == "src"))
+        .collect()
+}
+
 /// Every `.rs` file under `dir` (bounded: the repository's sources).
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -79,7 +87,7 @@ fn embed_does_not_depend_on_the_server_directly_or_through_another_crate() {
 
 #[test]
 fn exactly_one_node_builder_type_in_the_crates() {
-    let builders: Vec<_> = rust_files(&workspace().join("crates"))
+    let builders: Vec<_> = sources()
         .into_iter()
         .filter(|p| std::fs::read_to_string(p).is_ok_and(|s| s.contains("pub struct NodeBuilder")))
         .collect();
@@ -96,7 +104,7 @@ fn exactly_one_node_builder_type_in_the_crates() {
 
 #[test]
 fn no_global_kind_registry_and_no_handler_registry() {
-    for p in rust_files(&workspace().join("crates")) {
+    for p in sources() {
         let s = std::fs::read_to_string(&p).unwrap_or_default();
         assert!(!s.contains("HandlerRegistry"), "{}", p.display());
         for line in s.lines() {

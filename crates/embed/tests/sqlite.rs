@@ -85,20 +85,51 @@ async fn i15_1_1_a_payload_that_does_not_fit_the_type_fails_permanently_saying_w
     let dir = tempfile::tempdir().unwrap();
     let (b, _seen) = with_greet(Node::sqlite(dir.path().join("k.db")));
     let node = b.start().await.expect("start");
-    // Enqueued through the untyped API, as another program could.
-    let (job, _) = node
+    let bad = serde_json::json!({"name": "grace", "times": "private-value"});
+    // Enqueued through the untyped API, as another program could: the kind's check refuses it.
+    let e = node
         .kairos()
         .job_enqueue(kairos_engine::ops::NewJob {
             kind: Some("greet".into()),
-            payload: Some(serde_json::json!({"name": "grace", "times": "private-value"})),
-            retry: Some(RetrySpec {
-                max_attempts: Some(1),
-                ..Default::default()
-            }),
+            payload: Some(bad.clone()),
             ..Default::default()
         })
         .await
-        .expect("enqueue");
+        .map_err(kairos_embed::Error::from)
+        .unwrap_err();
+    assert_eq!(e.field(), Some("payload"), "{e}");
+    assert!(!e.to_string().contains("private-value"), "{e}");
+    // Stored before the type changed (written straight to the store): it fails when it runs.
+    let now = kairos_core::Clock::now(&kairos_core::SystemClock);
+    let policy = RetrySpec {
+        max_attempts: Some(1),
+        ..Default::default()
+    }
+    .to_policy(&kairos_embed::RetryPolicy::notification())
+    .expect("policy");
+    let job = node
+        .kairos()
+        .store()
+        .job_insert(kairos_store::JobInsert {
+            id: kairos_core::new_id(kairos_core::IdPrefix::Job, now),
+            kind: kairos_core::JobKind::new("greet"),
+            payload: bad,
+            endpoint_id: None,
+            schedule_id: None,
+            fire_at: None,
+            period_key: None,
+            channel: None,
+            dedupe_key: None,
+            retry: policy,
+            audience: Default::default(),
+            retry_is_kind_default: false,
+            run_at: now,
+            now,
+        })
+        .await
+        .expect("insert")
+        .job;
+    node.wake();
     let done = finished(&node, &job.id).await;
     assert_eq!(done.state, JobState::Dead);
     let err = done.last_error.expect("an error");
