@@ -477,6 +477,11 @@ impl InsightStore for TimedStore {
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
     }
+    async fn job_waiting(
+        &self,
+    ) -> kairos_store::Result<Vec<kairos_store::concurrency::JobWaiting>> {
+        self.inner.job_waiting().await
+    }
     async fn job_backlog(
         &self,
         p: kairos_store::JobBacklog,

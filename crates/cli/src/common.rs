@@ -258,6 +258,25 @@ pub fn parse_http(s: Option<&str>) -> CliResult<Option<kairos_engine::ops::HttpS
     .transpose()
 }
 
+/// A concurrency limit from `--concurrency-key K` and `--concurrency-max N` (default 1); a max
+/// without a key is refused.
+pub fn concurrency_spec(
+    key: Option<String>,
+    max: Option<i64>,
+) -> Result<Option<kairos_core::concurrency::ConcurrencySpec>, CliError> {
+    match (key, max) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(CliError::usage(
+            "--concurrency-max",
+            "needs --concurrency-key",
+        )),
+        (Some(key), max) => Ok(Some(kairos_core::concurrency::ConcurrencySpec {
+            key,
+            max: max.unwrap_or(1),
+        })),
+    }
+}
+
 /// A retry spec from `--retry-delays 1s,2s` and `--max-attempts N`.
 pub fn retry_spec(
     delays: Option<&str>,

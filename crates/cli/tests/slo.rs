@@ -34,6 +34,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             retry_is_kind_default: false,
             run_at: due,
             now: due,
+            concurrency: None,
         })
         .await
         .expect("insert");
@@ -136,6 +137,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             paused: true,
             next_fire_at: None,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("schedule");
@@ -154,6 +156,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             retry_is_kind_default: false,
             run_at: died,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("insert");

@@ -43,10 +43,17 @@ pub fn jobs_for_firing(
     s.channel_list()
         .iter()
         .enumerate()
-        .map(|(i, ch)| JobInsert {
+        .map(|(i, ch)| {
+            let payload = ch.payload.clone().unwrap_or_else(|| s.payload.clone());
+            let concurrency = ch
+                .concurrency
+                .as_ref()
+                .or(s.concurrency.as_ref())
+                .map(|c| crate::concurrency::render(c, &payload, None));
+            JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind: ch.kind.clone(),
-            payload: ch.payload.clone().unwrap_or_else(|| s.payload.clone()),
+            payload,
             endpoint_id: ch.endpoint_id.clone(),
             schedule_id: Some(s.id.clone()),
             fire_at: Some(fire_at),
@@ -63,6 +70,8 @@ pub fn jobs_for_firing(
             // the oldest work first.
             run_at: fire_at,
             now,
+            concurrency,
+        }
         })
         .collect()
 }

@@ -122,6 +122,11 @@ pub struct NewSchedule {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node; the key is a
+    /// template over each job's `payload` (and `recipient`, for an audience schedule):
+    /// `{"key": "{{ recipient.id }}", "max": 1}`. A channel's own replaces it.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// A job to enqueue (`POST /v1/jobs`).
@@ -152,6 +157,10 @@ pub struct NewJob {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node:
+    /// `{"key": "account:{{ payload.account_id }}", "max": 1}`.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// What `schedule_fire_now` did.

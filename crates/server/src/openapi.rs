@@ -57,6 +57,7 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
         endpoints::EndpointView, endpoints::EndpointPage, endpoints::EndpointHealthView,
         endpoints::RotatedView, endpoints::RotateBody,
+        kairos_core::concurrency::ConcurrencySpec, crate::views::JobConcurrencyView,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(

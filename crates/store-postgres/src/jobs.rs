@@ -202,7 +202,9 @@ impl JobStore for PostgresStore {
         }
         // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        Ok(jobs)
+        // Jobs with a concurrency key run only with a slot of their key (`slots.rs`); a batch
+        // without keys returns here without another statement.
+        crate::slots::take(&self.hot, &p, jobs).await
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

@@ -63,6 +63,7 @@ impl JobStore for SqliteStore {
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
         let now = p.now;
+        let p_token = p.lease_token.clone();
         let rows = self.hot.call(move |c| native::claim(c, &p)).await?;
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
@@ -85,7 +86,21 @@ impl JobStore for SqliteStore {
         }
         // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        Ok(jobs)
+        // Jobs with a concurrency key run only with a slot of their key (`slots.rs`); a batch
+        // without keys returns here without another call on the writer.
+        let wants = kairos_store::concurrency::wants(&jobs);
+        if wants.is_empty() {
+            return Ok(jobs);
+        }
+        let token = p_token;
+        let waiting = self
+            .hot
+            .call(move |c| crate::slots::take(c, &wants, &token, now))
+            .await?;
+        Ok(jobs
+            .into_iter()
+            .filter(|j| !waiting.contains(&j.id))
+            .collect())
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

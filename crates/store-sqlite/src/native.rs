@@ -20,8 +20,8 @@ use kairos_store::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
-const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13)
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, concurrency_key, concurrency_max)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
@@ -40,6 +40,8 @@ pub(crate) struct NewJob {
     retry: Option<String>,
     run_at: i64,
     created_at: i64,
+    concurrency_key: Option<String>,
+    concurrency_max: Option<i64>,
 }
 
 impl NewJob {
@@ -55,6 +57,8 @@ impl NewJob {
             None => None,
         };
         Ok(NewJob {
+            concurrency_key: j.concurrency.as_ref().map(|c| c.key.clone()),
+            concurrency_max: j.concurrency.as_ref().map(|c| i64::from(c.max)),
             payload: j.payload.to_string(),
             max_attempts: i64::from(j.retry.max_attempts()),
             retry,
@@ -94,6 +98,8 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<Stri
                 j.run_at,
                 j.created_at,
                 j.channel,
+                j.concurrency_key,
+                j.concurrency_max,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -438,6 +444,8 @@ pub(crate) struct StoredJob {
     last_error: Option<String>,
     reason: Option<String>,
     channel: Option<String>,
+    concurrency_key: Option<String>,
+    concurrency_max: Option<i64>,
 }
 
 impl StoredJob {
@@ -464,6 +472,8 @@ impl StoredJob {
             last_error: r.get(17)?,
             reason: r.get(18)?,
             channel: r.get(19)?,
+            concurrency_key: r.get(20)?,
+            concurrency_max: r.get(21)?,
         })
     }
 
@@ -503,6 +513,13 @@ impl StoredJob {
             lease_expires_at: self.lease_expires_at.map(from_millis),
             last_error: self.last_error,
             reason: self.reason,
+            concurrency: self.concurrency_key.map(|key| kairos_core::Concurrency {
+                key,
+                max: self
+                    .concurrency_max
+                    .and_then(|m| u32::try_from(m).ok())
+                    .unwrap_or(0),
+            }),
         })
     }
 }

@@ -24,6 +24,7 @@ mod artifacts;
 mod audience;
 pub mod batch;
 mod bulk;
+pub mod concurrency;
 mod db_health;
 mod deliverability;
 mod deliveries;

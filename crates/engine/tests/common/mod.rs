@@ -368,6 +368,7 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         catch_up: None,
         http: None,
         topic: None,
+        concurrency: None,
     }
 }
 
@@ -855,6 +856,11 @@ impl InsightStore for CountingStore {
     }
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
+    }
+    async fn job_waiting(
+        &self,
+    ) -> kairos_store::Result<Vec<kairos_store::concurrency::JobWaiting>> {
+        self.inner.job_waiting().await
     }
     async fn job_backlog(
         &self,
