@@ -28,7 +28,10 @@ pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
-pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, SecretRotation};
+pub use endpoints::{
+    DEFAULT_ROTATION_WINDOW_SECS, EndpointLimitsBody, EndpointStatus, RateLimitBody, Rotated,
+    SecretRotation,
+};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};

@@ -1,12 +1,14 @@
 //! Concurrency keys (issue 34): at most `max` claimed jobs of one key run at once, whoever
 //! claims; the others go back to wait without spending an attempt and do not block other
-//! keys; a slot is free again when its job finishes, is rescued or is cancelled.
+//! keys; a slot is free again when its job finishes, is rescued or is cancelled. Endpoint
+//! limits (rate and in flight) hold the same way.
 
 use crate::fixtures::{claim, job, t0};
 use crate::jobs::complete;
 use chrono::Duration;
 use kairos_core::{Concurrency, JobState};
 use kairos_store::concurrency::{WAIT_BASE, WAIT_MAX};
+use kairos_store::flow::{EndpointLimitsSet, RateLimit};
 use kairos_store::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -225,4 +227,137 @@ pub async fn concurrency_waits_are_counted_by_reason(s: S) {
     assert_eq!(next.len(), 1);
     let k = s.job_waiting().await.unwrap().remove(2);
     assert_eq!(k.waiting, 1, "the job that ran no longer waits");
+}
+
+async fn endpoint(s: &S, id: &str) {
+    s.endpoint_upsert(EndpointUpsert {
+        id: id.into(),
+        url: format!("https://example.com/{id}"),
+        secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+        now: t0(),
+    })
+    .await
+    .unwrap();
+}
+
+fn limits(id: &str, rate: Option<(u32, u32)>, max_in_flight: Option<u32>) -> EndpointLimitsSet {
+    EndpointLimitsSet {
+        endpoint_id: id.into(),
+        rate_limit: rate.map(|(per_second, burst)| RateLimit { per_second, burst }),
+        max_in_flight,
+        now: t0(),
+    }
+}
+
+fn delivery(endpoint: &str, ms: i64) -> JobInsert {
+    JobInsert {
+        endpoint_id: Some(endpoint.into()),
+        ..job(t0() + Duration::milliseconds(ms))
+    }
+}
+
+/// An endpoint's limits are stored, listed (with zero waiting) and removed; an unknown
+/// endpoint has none to set.
+pub async fn endpoint_limits_set_list_and_remove(s: S) {
+    endpoint(&s, "ep_l").await;
+    let set = s
+        .endpoint_limits_set(limits("ep_l", Some((20, 40)), Some(4)))
+        .await
+        .unwrap()
+        .expect("the endpoint exists");
+    assert_eq!(
+        set.rate_limit,
+        Some(RateLimit {
+            per_second: 20,
+            burst: 40
+        })
+    );
+    assert_eq!(set.max_in_flight, Some(4));
+    assert_eq!((set.waiting_rate_limit, set.waiting_in_flight), (0, 0));
+    let listed = s.endpoint_limits_list(vec!["ep_l".into()]).await.unwrap();
+    assert_eq!(listed, vec![set]);
+    let only_rate = s
+        .endpoint_limits_set(limits("ep_l", Some((5, 5)), None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(only_rate.max_in_flight, None, "a field left out is no limit");
+    let none = s
+        .endpoint_limits_set(limits("ep_l", None, None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((none.rate_limit, none.max_in_flight), (None, None));
+    assert!(s
+        .endpoint_limits_set(limits("ep_nope", Some((1, 1)), None))
+        .await
+        .unwrap()
+        .is_none());
+}
+
+/// A delivery over its endpoint's rate limit goes back without an attempt, due when its token
+/// is free; the burst goes at once; deliveries to other endpoints are not held back.
+pub async fn endpoint_rate_limit_puts_deliveries_back_until_their_token(s: S) {
+    endpoint(&s, "ep_r").await;
+    endpoint(&s, "ep_free").await;
+    s.endpoint_limits_set(limits("ep_r", Some((2, 2)), None))
+        .await
+        .unwrap();
+    let mut all: Vec<JobInsert> = (0..5).map(|i| delivery("ep_r", i)).collect();
+    all.push(delivery("ep_free", 10));
+    s.job_insert_many(all.clone()).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let got = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    let to_r = got
+        .iter()
+        .filter(|j| j.endpoint_id.as_deref() == Some("ep_r"))
+        .count();
+    assert_eq!(to_r, 2, "the burst");
+    assert!(got.iter().any(|j| j.endpoint_id.as_deref() == Some("ep_free")));
+    let mut due: Vec<i64> = Vec::new();
+    for j in &all {
+        let back = s.job_get(&j.id).await.unwrap().unwrap();
+        if back.state == JobState::Available {
+            assert_eq!(back.attempt, 0, "waiting for a token is not an attempt");
+            due.push((back.run_at - now).num_milliseconds());
+        }
+    }
+    due.sort();
+    assert_eq!(due, [500, 1000, 1500], "one token each 500 ms at 2/s");
+    let l = s.endpoint_limits_list(vec!["ep_r".into()]).await.unwrap();
+    assert_eq!(l[0].waiting_rate_limit, 3);
+    // Half a second later one token is free: one more goes.
+    let later = s
+        .job_claim(claim(now + Duration::milliseconds(500), 10, "n2"))
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 1);
+    assert!(s
+        .job_claim(claim(now + Duration::milliseconds(500), 10, "n2"))
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// At most `max_in_flight` deliveries to an endpoint run at once; when one finishes the next
+/// goes.
+pub async fn endpoint_max_in_flight_holds_until_a_delivery_finishes(s: S) {
+    endpoint(&s, "ep_f").await;
+    s.endpoint_limits_set(limits("ep_f", None, Some(1)))
+        .await
+        .unwrap();
+    s.job_insert_many((0..3).map(|i| delivery("ep_f", i)).collect())
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let l = s.endpoint_limits_list(vec!["ep_f".into()]).await.unwrap();
+    assert_eq!(l[0].waiting_in_flight, 2);
+    let later = now + WAIT_MAX;
+    assert!(s.job_claim(claim(later, 10, "n1")).await.unwrap().is_empty());
+    s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    assert_eq!(s.job_claim(claim(later, 10, "n1")).await.unwrap().len(), 1);
 }

@@ -104,6 +104,9 @@ macro_rules! store_conformance {
             concurrency_claims_racing_never_exceed_max,
             concurrency_failed_key_takes_no_slot,
             concurrency_waits_are_counted_by_reason,
+            endpoint_limits_set_list_and_remove,
+            endpoint_rate_limit_puts_deliveries_back_until_their_token,
+            endpoint_max_in_flight_holds_until_a_delivery_finishes,
         );
         $crate::store_conformance!(@bulk $factory;
             job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,

@@ -42,7 +42,9 @@ const INSERT_CHUNK: usize = 5_000;
 /// second index descent. The rows are locked by this statement, so their tids cannot move
 /// under it; a row whose locked version is newer than the statement's snapshot is not seen by
 /// the TID scan and stays `available` for the next claim (the state check guards it either
-/// way). `{from}` is empty for a sweep, or [`CLAIM_FROM`].
+/// way). `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
+/// endpoint has limits (`slots.rs`): a probe of a primary key, in a table that is empty
+/// unless limits are set.
 const CLAIM: &str = "WITH due (due_tid) AS (
          SELECT ctid FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
@@ -52,7 +54,8 @@ const CLAIM: &str = "WITH due (due_tid) AS (
             lease_token = $2, lease_expires_at = $3, attempted_at = $4
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
        AND jobs.state = 'available'
-     RETURNING {cols}";
+     RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
+                               WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited";
 
 /// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree
 /// descends to.
@@ -178,9 +181,15 @@ impl JobStore for PostgresStore {
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
+        let mut limited = std::collections::HashSet::new();
         for row in &rows {
             match job_from_row(row) {
-                Ok(job) => jobs.push(job),
+                Ok(job) => {
+                    if row.try_get::<bool, _>("flow_limited").unwrap_or(false) {
+                        limited.insert(job.id.clone());
+                    }
+                    jobs.push(job)
+                }
                 Err(e) => {
                     let id: String = row.try_get("id").map_err(|e| map_err("id", e))?;
                     tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
@@ -202,9 +211,10 @@ impl JobStore for PostgresStore {
         }
         // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        // Jobs with a concurrency key run only with a slot of their key (`slots.rs`); a batch
-        // without keys returns here without another statement.
-        crate::slots::take(&self.hot, &p, jobs).await
+        // Jobs with a concurrency key run only with a slot of their key, deliveries to an
+        // endpoint with limits only within them (`slots.rs`); a batch with neither returns
+        // there without another statement.
+        crate::slots::take(&self.hot, &p, jobs, limited).await
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

@@ -160,14 +160,16 @@ fn claim_sql() -> &'static str {
                           WHERE state = 'available' AND run_at <= ?4
                           ORDER BY run_at, id LIMIT ?5)
                AND +state = 'available'
-             RETURNING {JOB_COLS}"
+             RETURNING {JOB_COLS}, EXISTS (SELECT 1 FROM endpoint_limits l
+                                           WHERE l.endpoint_id = jobs.endpoint_id)"
         )
     })
 }
 
-/// Claim up to `limit` due jobs under a lease. The caller decodes them ([`StoredJob::decode`])
-/// and sorts them oldest first: neither needs the writer thread.
-pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
+/// Claim up to `limit` due jobs under a lease, each with whether its endpoint has limits
+/// (`slots.rs`). The caller decodes them ([`StoredJob::decode`]) and sorts them oldest first:
+/// neither needs the writer thread.
+pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<(StoredJob, bool)>> {
     let mut stmt = conn
         .prepare_cached(claim_sql())
         .map_err(|e| map_native("job claim", e))?;
@@ -180,7 +182,7 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
                 to_millis(p.now),
                 p.limit.max(0)
             ],
-            StoredJob::read,
+            |r| Ok((StoredJob::read(r)?, r.get::<_, bool>(22)?)),
         )
         .map_err(|e| map_native("job claim", e))?;
     rows.collect::<rusqlite::Result<Vec<_>>>()

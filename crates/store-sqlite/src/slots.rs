@@ -1,26 +1,37 @@
-//! Concurrency keys on SQLite: the slots a claimed batch's keyed jobs take, on the writer
-//! thread in one transaction after the claim (`kairos_store::concurrency` says how and why).
-//! The one writer serializes claims, so no lock is needed; the primary key `(key, slot)` is
-//! the backstop all the same.
+//! Flow control on SQLite: the slots and tokens a claimed batch's keyed jobs and limited
+//! deliveries take, on the writer thread in one transaction after the claim
+//! (`kairos_store::flow` and `kairos_store::concurrency` say how and why). The one writer
+//! serializes claims, so no lock is needed; the primary key `(key, slot)` is the backstop all
+//! the same.
 
 use crate::writer::map_native;
 use chrono::{DateTime, Utc};
-use kairos_core::clock::to_millis;
+use kairos_core::Job;
+use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::Result;
-use kairos_store::concurrency::{SlotWant, WAIT_CONCURRENCY_KEY, plan, wait_until, waited_ms};
-use rusqlite::{Connection, params};
+use kairos_store::flow::{
+    EndpointFlow, FlowPlan, endpoints, flow_plan, lost_race, lost_reason, slot_keys, wait_totals,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::HashSet;
 
-/// Take slots for `wants` (jobs claimed under `token`); put back those that get none. Returns
-/// the ids of the jobs put back.
+const WHAT: &str = "job claim: flow control";
+
+fn err(e: rusqlite::Error) -> kairos_store::Error {
+    map_native(WHAT, e)
+}
+
+/// Take slots and tokens for `jobs` (claimed under `token`; `limited`: the ids of those whose
+/// endpoint has limits); put back those that get none. Returns the ids of the jobs put back.
 pub(crate) fn take(
     conn: &Connection,
-    wants: &[SlotWant],
+    jobs: &[Job],
+    limited: &HashSet<String>,
     token: &str,
     now: DateTime<Utc>,
-) -> Result<Vec<String>> {
-    let what = "job claim: concurrency slots";
-    let err = |e| map_native(what, e);
-    let keys = kairos_store::concurrency::keys(wants);
+) -> Result<HashSet<String>> {
+    let flows = read_flows(conn, &endpoints(jobs, limited))?;
+    let keys = slot_keys(jobs, &flows);
     let mut held = Vec::new();
     {
         let mut free = conn
@@ -45,16 +56,11 @@ pub(crate) fn take(
             held.extend(slots.into_iter().map(|s| (k.clone(), s)));
         }
     }
-    let mut plan = plan(wants, &held, now);
+    let mut plan = flow_plan(jobs, limited, &flows, &held, now);
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO concurrency_slots (key, slot, job_id, lease_token, taken_at)
              VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (key, slot) DO NOTHING",
-        )
-        .map_err(err)?;
-    let mut clear = conn
-        .prepare_cached(
-            "UPDATE jobs SET wait_reason = NULL WHERE id = ?1 AND wait_reason IS NOT NULL",
         )
         .map_err(err)?;
     let mut lost = Vec::new();
@@ -64,13 +70,74 @@ pub(crate) fn take(
             .map_err(err)?
             == 0
         {
-            let max = wants.iter().find(|w| w.key == *key).map_or(1, |w| w.max);
-            lost.push((job.clone(), wait_until(now, 0, max)));
-        } else {
-            clear.execute([job]).map_err(err)?;
+            lost.push((job.clone(), lost_reason(key)));
         }
     }
-    plan.wait.extend(lost);
+    if !lost.is_empty() {
+        let mut give_back = conn
+            .prepare_cached("DELETE FROM concurrency_slots WHERE job_id = ?1 AND lease_token = ?2")
+            .map_err(err)?;
+        for (job, reason) in lost {
+            give_back.execute(params![job, token]).map_err(err)?;
+            plan.take.retain(|t| t.2 != job);
+            if !plan.wait.iter().any(|w| w.0 == job) {
+                plan.wait.push((job, lost_race(now), reason));
+            }
+        }
+    }
+    let mut bucket = conn
+        .prepare_cached(
+            "UPDATE endpoint_limits SET tokens_milli = ?2, refilled_at = ?3 WHERE endpoint_id = ?1",
+        )
+        .map_err(err)?;
+    for (endpoint, tokens, at) in &plan.buckets {
+        bucket
+            .execute(params![endpoint, tokens, to_millis(*at)])
+            .map_err(err)?;
+    }
+    put_back(conn, &plan, token, now)?;
+    let mut clear = conn
+        .prepare_cached(
+            "UPDATE jobs SET wait_reason = NULL WHERE id = ?1 AND wait_reason IS NOT NULL",
+        )
+        .map_err(err)?;
+    for job in plan.passed() {
+        clear.execute([job]).map_err(err)?;
+    }
+    Ok(plan.wait.into_iter().map(|w| w.0).collect())
+}
+
+/// The limits and buckets of `endpoints`.
+fn read_flows(conn: &Connection, endpoints: &[String]) -> Result<Vec<EndpointFlow>> {
+    let mut read = conn
+        .prepare_cached(
+            "SELECT endpoint_id, per_second, burst, max_in_flight, tokens_milli, refilled_at
+             FROM endpoint_limits WHERE endpoint_id = ?1",
+        )
+        .map_err(err)?;
+    let mut out = Vec::new();
+    for e in endpoints {
+        let f = read
+            .query_row([e], |r| {
+                Ok(EndpointFlow {
+                    endpoint_id: r.get(0)?,
+                    per_second: r.get(1)?,
+                    burst: r.get(2)?,
+                    max_in_flight: r.get(3)?,
+                    tokens_milli: r.get(4)?,
+                    refilled_at: r.get::<_, Option<i64>>(5)?.map(from_millis),
+                })
+            })
+            .optional()
+            .map_err(err)?;
+        out.extend(f);
+    }
+    Ok(out)
+}
+
+/// Put the waiting jobs back (`available`, the attempt as it was, due again, why) and add
+/// them to the wait counters.
+fn put_back(conn: &Connection, plan: &FlowPlan, token: &str, now: DateTime<Utc>) -> Result<()> {
     let mut back = conn
         .prepare_cached(
             "UPDATE jobs SET state = 'available', attempt = attempt - 1, run_at = ?2,
@@ -79,25 +146,19 @@ pub(crate) fn take(
              WHERE id = ?1 AND lease_token = ?4 AND state = 'running'",
         )
         .map_err(err)?;
-    for (job, due) in &plan.wait {
-        back.execute(params![job, to_millis(*due), WAIT_CONCURRENCY_KEY, token])
+    for (job, due, reason) in &plan.wait {
+        back.execute(params![job, to_millis(*due), reason, token])
             .map_err(err)?;
     }
-    if !plan.wait.is_empty() {
-        let due: Vec<DateTime<Utc>> = plan.wait.iter().map(|(_, d)| *d).collect();
-        conn.prepare_cached(
+    let mut count = conn
+        .prepare_cached(
             "INSERT INTO job_waits (reason, waits, wait_ms) VALUES (?1, ?2, ?3)
              ON CONFLICT (reason) DO UPDATE SET waits = waits + excluded.waits,
                  wait_ms = wait_ms + excluded.wait_ms",
         )
-        .and_then(|mut s| {
-            s.execute(params![
-                WAIT_CONCURRENCY_KEY,
-                due.len() as i64,
-                waited_ms(&due, now)
-            ])
-        })
         .map_err(err)?;
+    for (reason, waits, ms) in wait_totals(plan, now) {
+        count.execute(params![reason, waits, ms]).map_err(err)?;
     }
-    Ok(plan.wait.into_iter().map(|(id, _)| id).collect())
+    Ok(())
 }

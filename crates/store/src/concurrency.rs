@@ -81,14 +81,6 @@ pub fn wait_until(now: DateTime<Utc>, rank: usize, max: u32) -> DateTime<Utc> {
     now + wait
 }
 
-/// The milliseconds jobs put back at `now`, due again at `due`, are made to wait (the
-/// `kairos_job_wait_seconds_total` counter adds them up).
-pub fn waited_ms(due: &[DateTime<Utc>], now: DateTime<Utc>) -> i64 {
-    due.iter()
-        .map(|d| (*d - now).num_milliseconds().max(0))
-        .sum()
-}
-
 /// Jobs put back to wait for one reason: how many wait now, and how often and how long jobs
 /// were made to wait since the database was made (`InsightStore::job_waiting`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,7 @@ mod deliveries;
 mod endpoint_health;
 mod erasure;
 mod error;
+pub mod flow;
 mod http_targets;
 mod inbound;
 mod leader;

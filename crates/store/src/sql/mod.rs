@@ -20,6 +20,7 @@ pub mod erase;
 pub mod inbound;
 pub mod insight;
 pub mod job_admin;
+pub mod limits;
 mod jobs;
 pub mod migrate;
 pub mod rows;

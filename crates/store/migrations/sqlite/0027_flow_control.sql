@@ -1,4 +1,4 @@
--- Concurrency keys (issue 34): at most `max` jobs with one key run at once.
+-- Flow control (issue 34): concurrency keys and endpoint limits, across nodes.
 --
 -- jobs.concurrency_key, jobs.concurrency_max: the key rendered when the job was made and its
 -- limit; NULL for a job without one (a key that could not be rendered is stored as a failed
@@ -29,4 +29,17 @@ CREATE TABLE job_waits (
     reason       TEXT PRIMARY KEY,
     waits        INTEGER NOT NULL,
     wait_ms      INTEGER NOT NULL
+);
+-- An endpoint's limits (a row only while it has one): deliveries per second with a burst
+-- (a token bucket kept here, in thousandths of a token, so that every node takes from the
+-- same one) and deliveries in flight at once (slots of the endpoint's implicit key in
+-- concurrency_slots).
+CREATE TABLE endpoint_limits (
+    endpoint_id   TEXT PRIMARY KEY REFERENCES endpoints (id),
+    per_second    INTEGER,
+    burst         INTEGER,
+    max_in_flight INTEGER,
+    tokens_milli  INTEGER NOT NULL DEFAULT 0,
+    refilled_at   INTEGER,
+    updated_at    INTEGER NOT NULL
 );

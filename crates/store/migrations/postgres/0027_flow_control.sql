@@ -1,4 +1,4 @@
--- Concurrency keys (issue 34): at most `max` jobs with one key run at once, across nodes.
+-- Flow control (issue 34): concurrency keys and endpoint limits, across nodes.
 --
 -- jobs.concurrency_key, jobs.concurrency_max: the key rendered when the job was made and its
 -- limit; NULL for a job without one (a key that could not be rendered is stored as a failed
@@ -29,4 +29,17 @@ CREATE TABLE job_waits (
     reason       text PRIMARY KEY,
     waits        bigint NOT NULL,
     wait_ms      bigint NOT NULL
+);
+-- An endpoint's limits (a row only while it has one): deliveries per second with a burst
+-- (a token bucket kept here, in thousandths of a token, so that every node takes from the
+-- same one) and deliveries in flight at once (slots of the endpoint's implicit key in
+-- concurrency_slots).
+CREATE TABLE endpoint_limits (
+    endpoint_id   text COLLATE "C" PRIMARY KEY REFERENCES endpoints (id),
+    per_second    integer,
+    burst         integer,
+    max_in_flight integer,
+    tokens_milli  bigint NOT NULL DEFAULT 0,
+    refilled_at   timestamptz,
+    updated_at    timestamptz NOT NULL
 );
