@@ -371,4 +371,19 @@ mod tests {
         );
         assert_eq!(format_table(&["ID", "KIND"], &[]), "ID  KIND\n");
     }
+
+    /// `--concurrency-max` needs `--concurrency-key`; a key alone allows one at a time.
+    #[test]
+    fn concurrency_flags_need_a_key_and_default_to_one() {
+        assert!(super::concurrency_spec(None, None).unwrap().is_none());
+        assert!(super::concurrency_spec(None, Some(2)).is_err());
+        let one = super::concurrency_spec(Some("k".into()), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((one.key.as_str(), one.max), ("k", 1));
+        let two = super::concurrency_spec(Some("k".into()), Some(2))
+            .unwrap()
+            .unwrap();
+        assert_eq!(two.max, 2);
+    }
 }

@@ -164,6 +164,19 @@ pub fn refill(f: &EndpointFlow, per_second: i64, burst: i64, now: DateTime<Utc>)
     }
 }
 
+/// The limits of `j`'s endpoint, when it has some.
+fn flow_of<'a>(
+    j: &Job,
+    limited: &HashSet<String>,
+    flows: &'a [EndpointFlow],
+) -> Option<&'a EndpointFlow> {
+    if !limited.contains(&j.id) {
+        return None;
+    }
+    let e = j.endpoint_id.as_deref()?;
+    flows.iter().find(|f| f.endpoint_id == e)
+}
+
 /// What the claim does with `jobs` (the batch, oldest first), `limited` (the ids of those
 /// whose endpoint has a row in `flows`), the slots held (`held`: key, slot) and `now`.
 pub fn flow_plan(
@@ -192,18 +205,11 @@ pub fn flow_plan(
     }
     let mut take = keys.take;
     // 2. max_in_flight, for the jobs still in.
-    let flow_of = |j: &Job| -> Option<&EndpointFlow> {
-        if !limited.contains(&j.id) {
-            return None;
-        }
-        let e = j.endpoint_id.as_deref()?;
-        flows.iter().find(|f| f.endpoint_id == e)
-    };
     let in_flight: Vec<SlotWant> = jobs
         .iter()
         .filter(|j| !waiting.contains(&j.id))
         .filter_map(|j| {
-            let f = flow_of(j)?;
+            let f = flow_of(j, limited, flows)?;
             let max = u32::try_from(f.max_in_flight?).ok()?;
             Some(SlotWant {
                 job_id: j.id.clone(),
@@ -221,7 +227,7 @@ pub fn flow_plan(
     // 3. Rate limits, for the jobs still in, per endpoint in batch order.
     let mut by_endpoint: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
     for j in jobs.iter().filter(|j| !waiting.contains(&j.id)) {
-        if let Some(f) = flow_of(j)
+        if let Some(f) = flow_of(j, limited, flows)
             && f.per_second.is_some()
         {
             by_endpoint.entry(f.endpoint_id.as_str()).or_default().push(j);
@@ -267,7 +273,7 @@ pub fn flow_plan(
 pub fn wait_totals(plan: &FlowPlan, now: DateTime<Utc>) -> Vec<(&'static str, i64, i64)> {
     let mut by: BTreeMap<&'static str, (i64, i64)> = BTreeMap::new();
     for (_, due, reason) in &plan.wait {
-        let e = by.entry(reason).or_default();
+        let e = by.entry(*reason).or_default();
         e.0 += 1;
         e.1 += (*due - now).num_milliseconds().max(0);
     }
