@@ -334,7 +334,6 @@ async fn readyz_is_unavailable_in_maintenance_mode() {
 /// `kairos_job_wait_seconds_total{reason}`; the other reasons are listed at zero.
 #[tokio::test]
 async fn metrics_count_jobs_waiting_for_a_concurrency_key() {
-    use kairos_store::JobStore;
     let node = start().await;
     for n in 0..3 {
         node.kairos
