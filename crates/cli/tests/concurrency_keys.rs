@@ -143,7 +143,9 @@ async fn three_postgres_nodes_never_run_more_than_max_jobs_of_a_key() {
         .expect("connect to PostgreSQL");
     let receiver = TestReceiver::start().await;
     receiver.set_default(Reply::ok().with_delay(REPLY_DELAY));
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
+    let dirs: Vec<_> = (0..3)
+        .map(|_| tempfile::tempdir().expect("tempdir"))
+        .collect();
     let mut nodes = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
         let name = format!("node{i}");
@@ -152,7 +154,10 @@ async fn three_postgres_nodes_never_run_more_than_max_jobs_of_a_key() {
             ("KAIROS_DATABASE_SCHEMA", schema.as_str()),
             ("KAIROS_CONCURRENCY", "32"),
             ("KAIROS_NODE", name.as_str()),
-            ("KAIROS_SECRET_KEY", "q2LrM0zJ6n0Qy8d0k1vR3sT5uW7xZ9aBcDeFgHiJkLM="),
+            (
+                "KAIROS_SECRET_KEY",
+                "q2LrM0zJ6n0Qy8d0k1vR3sT5uW7xZ9aBcDeFgHiJkLM=",
+            ),
         ];
         nodes.push(Server::start_with(dir.path(), Some(TOKEN), &env).await);
     }

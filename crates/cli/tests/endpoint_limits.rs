@@ -56,12 +56,21 @@ async fn rate_limit_holds(base: &str) {
     )
     .await;
     assert_eq!(status, 201, "{first}");
-    let ep = first["endpoint_id"].as_str().expect("endpoint id").to_string();
+    let ep = first["endpoint_id"]
+        .as_str()
+        .expect("endpoint id")
+        .to_string();
     let url = format!("{base}/v1/endpoints/{ep}/limits");
     // Bad limits: 422 naming the field, nothing stored.
     for (body, field) in [
-        (json!({"rate_limit": {"per_second": 0, "burst": 20}}), "rate_limit.per_second"),
-        (json!({"rate_limit": {"per_second": 20, "burst": 0}}), "rate_limit.burst"),
+        (
+            json!({"rate_limit": {"per_second": 0, "burst": 20}}),
+            "rate_limit.per_second",
+        ),
+        (
+            json!({"rate_limit": {"per_second": 20, "burst": 0}}),
+            "rate_limit.burst",
+        ),
         (json!({"max_in_flight": 0}), "max_in_flight"),
     ] {
         let (status, problem) = api(&http, reqwest::Method::PUT, url.clone(), Some(body)).await;
@@ -116,11 +125,18 @@ async fn rate_limit_holds(base: &str) {
         receiver.count()
     );
     let got = receiver.received();
-    assert_eq!(receiver.ids_seen().len(), DELIVERIES, "every delivery arrived");
+    assert_eq!(
+        receiver.ids_seen().len(),
+        DELIVERIES,
+        "every delivery arrived"
+    );
     let arrivals: Vec<Instant> = got.iter().map(|r| r.at).collect();
     let busiest = busiest_second_after_the_first(&arrivals);
     eprintln!("busiest second after the first: {busiest} deliveries");
-    assert!(busiest <= 20, "{busiest} deliveries in one second (limit 20/s)");
+    assert!(
+        busiest <= 20,
+        "{busiest} deliveries in one second (limit 20/s)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -143,7 +159,10 @@ async fn endpoint_rate_limit_of_20_per_second_holds_for_200_deliveries_postgres(
     let env = [
         ("KAIROS_DATABASE_URL", url.as_str()),
         ("KAIROS_DATABASE_SCHEMA", guard.schema.as_str()),
-        ("KAIROS_SECRET_KEY", "q2LrM0zJ6n0Qy8d0k1vR3sT5uW7xZ9aBcDeFgHiJkLM="),
+        (
+            "KAIROS_SECRET_KEY",
+            "q2LrM0zJ6n0Qy8d0k1vR3sT5uW7xZ9aBcDeFgHiJkLM=",
+        ),
     ];
     let node = Server::start_with(dir.path(), Some(TOKEN), &env).await;
     rate_limit_holds(&node.base).await;

@@ -66,7 +66,10 @@ pub fn render(spec: &ConcurrencySpec, payload: &Value, recipient: Option<&Value>
     }));
     match template::render_line("concurrency.key", &spec.key, &ctx, MAX_RENDER) {
         Ok(key) => Concurrency::rendered(key, max),
-        Err(e) => Concurrency::failed(&format!("the key template did not render: {}", e.reason), max),
+        Err(e) => Concurrency::failed(
+            &format!("the key template did not render: {}", e.reason),
+            max,
+        ),
     }
 }
 
@@ -100,7 +103,10 @@ mod tests {
             (spec("", 1), "concurrency.key"),
             (spec("{{ payload.a ", 1), "concurrency.key"),
             (spec("{{ recipent.id }}", 1), "concurrency.key"),
-            (spec("{% for i in range(9) %}x{% endfor %}", 1), "concurrency.key"),
+            (
+                spec("{% for i in range(9) %}x{% endfor %}", 1),
+                "concurrency.key",
+            ),
             (spec(&"k".repeat(200), 1), "concurrency.key"),
         ] {
             assert_eq!(field(check(&s).expect_err(&s.key)), f, "{s:?}");
@@ -127,12 +133,24 @@ mod tests {
     #[test]
     fn a_key_that_renders_badly_fails_saying_why() {
         let missing = render(&spec("{{ payload.account_id }}", 1), &json!({}), None);
-        assert!(missing.problem().is_some_and(|p| p.contains("did not render")));
+        assert!(
+            missing
+                .problem()
+                .is_some_and(|p| p.contains("did not render"))
+        );
         let empty = render(&spec("{{ payload.a }}", 1), &json!({"a": ""}), None);
         assert!(empty.problem().is_some_and(|p| p.contains("empty")));
-        let long = render(&spec("{{ payload.a }}", 1), &json!({"a": "x".repeat(300)}), None);
+        let long = render(
+            &spec("{{ payload.a }}", 1),
+            &json!({"a": "x".repeat(300)}),
+            None,
+        );
         assert!(long.problem().is_some_and(|p| p.contains("300 bytes")));
-        let huge = render(&spec("{{ payload.a }}", 1), &json!({"a": "x".repeat(5000)}), None);
+        let huge = render(
+            &spec("{{ payload.a }}", 1),
+            &json!({"a": "x".repeat(5000)}),
+            None,
+        );
         assert!(huge.problem().is_some());
         let ctl = render(&spec("{{ payload.a }}", 1), &json!({"a": "a\tb"}), None);
         assert!(ctl.problem().is_some_and(|p| p.contains("control")));

@@ -51,27 +51,27 @@ pub fn jobs_for_firing(
                 .or(s.concurrency.as_ref())
                 .map(|c| crate::concurrency::render(c, &payload, None));
             JobInsert {
-            id: new_id(IdPrefix::Job, now),
-            kind: ch.kind.clone(),
-            payload,
-            endpoint_id: ch.endpoint_id.clone(),
-            schedule_id: Some(s.id.clone()),
-            fire_at: Some(fire_at),
-            dedupe_key: Some(dedupe_key(&s.id, &key, i, ch)),
-            period_key: Some(key.clone()),
-            channel: Some(ch.name.clone()),
-            retry: ch
-                .retry
-                .clone()
-                .or_else(|| s.retry.clone())
-                .unwrap_or_else(|| Kinds::builtin().default_retry(ch.kind.as_str())),
-            retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
-            // Never before its nominal time; a catch-up firing is due at once and sorts with
-            // the oldest work first.
-            run_at: fire_at,
-            now,
-            concurrency,
-        }
+                id: new_id(IdPrefix::Job, now),
+                kind: ch.kind.clone(),
+                payload,
+                endpoint_id: ch.endpoint_id.clone(),
+                schedule_id: Some(s.id.clone()),
+                fire_at: Some(fire_at),
+                dedupe_key: Some(dedupe_key(&s.id, &key, i, ch)),
+                period_key: Some(key.clone()),
+                channel: Some(ch.name.clone()),
+                retry: ch
+                    .retry
+                    .clone()
+                    .or_else(|| s.retry.clone())
+                    .unwrap_or_else(|| Kinds::builtin().default_retry(ch.kind.as_str())),
+                retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
+                // Never before its nominal time; a catch-up firing is due at once and sorts with
+                // the oldest work first.
+                run_at: fire_at,
+                now,
+                concurrency,
+            }
         })
         .collect()
 }

@@ -370,8 +370,14 @@ async fn metrics_count_jobs_waiting_for_a_concurrency_key() {
         one(&s, "kairos_jobs_waiting", &[("reason", "concurrency_key")]),
         2.0
     );
-    assert_eq!(one(&s, "kairos_jobs_waiting", &[("reason", "rate_limit")]), 0.0);
-    assert_eq!(one(&s, "kairos_jobs_waiting", &[("reason", "in_flight")]), 0.0);
+    assert_eq!(
+        one(&s, "kairos_jobs_waiting", &[("reason", "rate_limit")]),
+        0.0
+    );
+    assert_eq!(
+        one(&s, "kairos_jobs_waiting", &[("reason", "in_flight")]),
+        0.0
+    );
     let waited = kairos_store::concurrency::WAIT_BASE.num_milliseconds() as f64 * 3.0 / 1e3;
     assert_eq!(
         one(

@@ -51,7 +51,10 @@ pub async fn concurrency_key_roundtrips(s: S) {
     );
     let plain = job(t0());
     s.job_insert(plain.clone()).await.unwrap();
-    assert_eq!(s.job_get(&plain.id).await.unwrap().unwrap().concurrency, None);
+    assert_eq!(
+        s.job_get(&plain.id).await.unwrap().unwrap().concurrency,
+        None
+    );
 }
 
 /// One claim takes at most `max` jobs of a key; the rest go back, due a little later, with
@@ -81,7 +84,12 @@ pub async fn concurrency_claim_takes_at_most_max_per_key_and_other_keys_run(s: S
     }
     // While the slots are held, the waiting jobs are not claimed, even when due again.
     let later = now + WAIT_MAX + Duration::seconds(1);
-    assert!(s.job_claim(claim(later, 10, "n2")).await.unwrap().is_empty());
+    assert!(
+        s.job_claim(claim(later, 10, "n2"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// A slot is free again when its job completes: the next claim takes a waiting job of the key.
@@ -93,7 +101,12 @@ pub async fn concurrency_slot_frees_on_completion(s: S) {
     let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
     assert_eq!(first.len(), 1);
     let later = now + WAIT_BASE;
-    assert!(s.job_claim(claim(later, 10, "n1")).await.unwrap().is_empty());
+    assert!(
+        s.job_claim(claim(later, 10, "n1"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
         .await
         .unwrap();
@@ -159,11 +172,7 @@ pub async fn concurrency_claims_racing_never_exceed_max(s: S) {
         tasks.push(tokio::spawn(async move {
             let mut got = Vec::new();
             for _ in 0..5 {
-                got.extend(
-                    s.job_claim(claim(now, 8, &format!("w{w}")))
-                        .await
-                        .unwrap(),
-                );
+                got.extend(s.job_claim(claim(now, 8, &format!("w{w}"))).await.unwrap());
             }
             got
         }));
@@ -195,11 +204,12 @@ pub async fn concurrency_failed_key_takes_no_slot(s: S) {
     s.job_insert_many(vec![bad, bad2]).await.unwrap();
     let got = s.job_claim(claim(t0(), 10, "n1")).await.unwrap();
     assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|j| j
-        .concurrency
-        .as_ref()
-        .and_then(|c| c.problem())
-        .is_some_and(|p| p.contains("empty"))));
+    assert!(got.iter().all(|j| {
+        j.concurrency
+            .as_ref()
+            .and_then(|c| c.problem())
+            .is_some_and(|p| p.contains("empty"))
+    }));
 }
 
 /// The jobs put back wait with reason `concurrency_key`, counted with the time they were made
@@ -216,7 +226,10 @@ pub async fn concurrency_waits_are_counted_by_reason(s: S) {
     let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
     assert_eq!(first.len(), 1);
     let after = s.job_waiting().await.unwrap();
-    let k = after.iter().find(|w| w.reason == "concurrency_key").unwrap();
+    let k = after
+        .iter()
+        .find(|w| w.reason == "concurrency_key")
+        .unwrap();
     assert_eq!(k.waiting, 2);
     assert_eq!(k.waits_total, 2);
     // The first waits WAIT_BASE, the second twice that (spread out).
@@ -224,10 +237,7 @@ pub async fn concurrency_waits_are_counted_by_reason(s: S) {
     s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
         .await
         .unwrap();
-    let next = s
-        .job_claim(claim(now + WAIT_BASE, 10, "n1"))
-        .await
-        .unwrap();
+    let next = s.job_claim(claim(now + WAIT_BASE, 10, "n1")).await.unwrap();
     assert_eq!(next.len(), 1);
     let k = s.job_waiting().await.unwrap().remove(2);
     assert_eq!(k.waiting, 1, "the job that ran no longer waits");
@@ -285,18 +295,22 @@ pub async fn endpoint_limits_set_list_and_remove(s: S) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(only_rate.max_in_flight, None, "a field left out is no limit");
+    assert_eq!(
+        only_rate.max_in_flight, None,
+        "a field left out is no limit"
+    );
     let none = s
         .endpoint_limits_set(limits("ep_l", None, None))
         .await
         .unwrap()
         .unwrap();
     assert_eq!((none.rate_limit, none.max_in_flight), (None, None));
-    assert!(s
-        .endpoint_limits_set(limits("ep_nope", Some((1, 1)), None))
-        .await
-        .unwrap()
-        .is_none());
+    assert!(
+        s.endpoint_limits_set(limits("ep_nope", Some((1, 1)), None))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// A delivery over its endpoint's rate limit goes back without an attempt, due when its token
@@ -317,7 +331,10 @@ pub async fn endpoint_rate_limit_puts_deliveries_back_until_their_token(s: S) {
         .filter(|j| j.endpoint_id.as_deref() == Some("ep_r"))
         .count();
     assert_eq!(to_r, 2, "the burst");
-    assert!(got.iter().any(|j| j.endpoint_id.as_deref() == Some("ep_free")));
+    assert!(
+        got.iter()
+            .any(|j| j.endpoint_id.as_deref() == Some("ep_free"))
+    );
     let mut due: Vec<i64> = Vec::new();
     for j in &all {
         let back = s.job_get(&j.id).await.unwrap().unwrap();
@@ -354,7 +371,12 @@ pub async fn endpoint_max_in_flight_holds_until_a_delivery_finishes(s: S) {
     let l = s.endpoint_limits_list(vec!["ep_f".into()]).await.unwrap();
     assert_eq!(l[0].waiting_in_flight, 2);
     let later = now + WAIT_MAX;
-    assert!(s.job_claim(claim(later, 10, "n1")).await.unwrap().is_empty());
+    assert!(
+        s.job_claim(claim(later, 10, "n1"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
         .await
         .unwrap();

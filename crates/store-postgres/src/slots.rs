@@ -54,7 +54,7 @@ pub(crate) async fn take(
         .await
         .map_err(err)?;
     }
-    let flows = read_flows(&mut *tx, &endpoints(&jobs, &limited)).await?;
+    let flows = read_flows(&mut tx, &endpoints(&jobs, &limited)).await?;
     let keys = slot_keys(&jobs, &flows);
     // Free slots are deleted; the rest are held. The SELECT shares the DELETE's snapshot, so
     // it still sees the deleted rows and leaves them out by name.
@@ -124,8 +124,8 @@ pub(crate) async fn take(
             }
         }
     }
-    write_buckets(&mut *tx, &plan.buckets).await?;
-    put_back(&mut *tx, p, &plan).await?;
+    write_buckets(&mut tx, &plan.buckets).await?;
+    put_back(&mut tx, p, &plan).await?;
     let passed = plan.passed();
     if !passed.is_empty() {
         sqlx::query(
@@ -199,7 +199,11 @@ async fn write_buckets(
 
 /// Put the waiting jobs back (`available`, the attempt as it was, due again, why) and add
 /// them to the wait counters.
-async fn put_back(tx: &mut PgConnection, p: &JobClaim, plan: &kairos_store::flow::FlowPlan) -> Result<()> {
+async fn put_back(
+    tx: &mut PgConnection,
+    p: &JobClaim,
+    plan: &kairos_store::flow::FlowPlan,
+) -> Result<()> {
     if plan.wait.is_empty() {
         return Ok(());
     }

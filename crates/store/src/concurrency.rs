@@ -127,8 +127,10 @@ pub fn plan(wants: &[SlotWant], held: &[(String, i64)], now: DateTime<Utc>) -> S
             }
             None => {
                 let rank = waiting.entry(w.key.as_str()).or_insert(0);
-                out.wait
-                    .push((w.job_id.clone(), wait_until(now, *rank, limit[w.key.as_str()])));
+                out.wait.push((
+                    w.job_id.clone(),
+                    wait_until(now, *rank, limit[w.key.as_str()]),
+                ));
                 *rank += 1;
             }
         }

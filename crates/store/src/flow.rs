@@ -173,7 +173,12 @@ pub const QUIET: TimeDelta = TimeDelta::seconds(1);
 /// Refill `f`'s bucket to `now`: its milli-tokens and the new refill time. A bucket never used
 /// is full; one untouched for [`QUIET`] refills up to `burst`; otherwise up to one token (or
 /// what it still holds, if more).
-pub fn refill(f: &EndpointFlow, per_second: i64, burst: i64, now: DateTime<Utc>) -> (i64, DateTime<Utc>) {
+pub fn refill(
+    f: &EndpointFlow,
+    per_second: i64,
+    burst: i64,
+    now: DateTime<Utc>,
+) -> (i64, DateTime<Utc>) {
     let full = burst.saturating_mul(1000);
     match f.refilled_at {
         None => (full, now),
@@ -260,7 +265,10 @@ pub fn flow_plan(
         if let Some(f) = flow_of(j, limited, flows)
             && f.per_second.is_some()
         {
-            by_endpoint.entry(f.endpoint_id.as_str()).or_default().push(j);
+            by_endpoint
+                .entry(f.endpoint_id.as_str())
+                .or_default()
+                .push(j);
         }
     }
     for (endpoint, want) in by_endpoint {
@@ -355,10 +363,7 @@ mod tests {
             lease_expires_at: None,
             last_error: None,
             reason: None,
-            concurrency: key.map(|(k, max)| Concurrency {
-                key: k.into(),
-                max,
-            }),
+            concurrency: key.map(|(k, max)| Concurrency { key: k.into(), max }),
         }
     }
 
@@ -379,15 +384,27 @@ mod tests {
 
     #[test]
     fn a_full_bucket_lets_a_burst_through_and_spaces_the_rest_at_the_rate() {
-        let jobs: Vec<Job> = (0..5).map(|i| job(&format!("j{i}"), Some("ep_1"), None)).collect();
-        let p = flow_plan(&jobs, &all_limited(&jobs), &[flow(Some((10, 2)), None)], &[], t0());
+        let jobs: Vec<Job> = (0..5)
+            .map(|i| job(&format!("j{i}"), Some("ep_1"), None))
+            .collect();
+        let p = flow_plan(
+            &jobs,
+            &all_limited(&jobs),
+            &[flow(Some((10, 2)), None)],
+            &[],
+            t0(),
+        );
         assert_eq!(p.wait.len(), 3);
         let waits: Vec<i64> = p
             .wait
             .iter()
             .map(|w| (w.1 - t0()).num_milliseconds())
             .collect();
-        assert_eq!(waits, [104, 208, 312], "one token each 104 ms at 10/s (paced 4 % under)");
+        assert_eq!(
+            waits,
+            [104, 208, 312],
+            "one token each 104 ms at 10/s (paced 4 % under)"
+        );
         assert!(p.wait.iter().all(|w| w.2 == WAIT_RATE_LIMIT));
         assert_eq!(p.buckets, vec![("ep_1".to_string(), 0, t0())]);
     }
@@ -415,7 +432,11 @@ mod tests {
         );
         f.tokens_milli = 500;
         assert_eq!(refill(&f, 20, 20, t0() + TimeDelta::seconds(60)).0, 20_000);
-        assert_eq!(refill(&f, 20, 20, t0() - TimeDelta::seconds(1)).0, 500, "no refill backwards");
+        assert_eq!(
+            refill(&f, 20, 20, t0() - TimeDelta::seconds(1)).0,
+            500,
+            "no refill backwards"
+        );
     }
 
     #[test]

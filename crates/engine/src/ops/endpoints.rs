@@ -262,7 +262,10 @@ impl Kairos {
             if (1..=most).contains(&v) {
                 Ok(u32::try_from(v).unwrap_or(u32::MAX))
             } else {
-                Err(OpsError::invalid(field, format!("must be between 1 and {most}")))
+                Err(OpsError::invalid(
+                    field,
+                    format!("must be between 1 and {most}"),
+                ))
             }
         };
         let rate_limit = match &body.rate_limit {

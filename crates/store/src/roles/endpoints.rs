@@ -47,7 +47,10 @@ pub trait EndpointStore: Send + Sync {
     ) -> Result<Option<crate::flow::EndpointLimits>>;
     /// The limits of endpoints, one entry per id in order, with how many due deliveries wait
     /// on them.
-    async fn endpoint_limits_list(&self, ids: Vec<String>) -> Result<Vec<crate::flow::EndpointLimits>>;
+    async fn endpoint_limits_list(
+        &self,
+        ids: Vec<String>,
+    ) -> Result<Vec<crate::flow::EndpointLimits>>;
     /// Store an HTTP call target, or return the existing one with the same fingerprint.
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget>;
     /// An HTTP call target by id.

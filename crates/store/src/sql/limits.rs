@@ -3,9 +3,9 @@
 //! reads and spends them in each store's own flow step (`slots.rs`).
 
 use super::SqlRun;
+use crate::Result;
 use crate::binds;
 use crate::flow::{EndpointLimits, EndpointLimitsSet, RateLimit, WAIT_IN_FLIGHT, WAIT_RATE_LIMIT};
-use crate::Result;
 
 /// `endpoint_limits_set`: `None` for an unknown endpoint.
 pub async fn set(run: &mut impl SqlRun, p: EndpointLimitsSet) -> Result<Option<EndpointLimits>> {

@@ -41,7 +41,10 @@ pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
         lease_expires_at: r.opt_ts("lease_expires_at")?,
         last_error: r.opt_text("last_error")?,
         reason: r.opt_text("reason")?,
-        concurrency: concurrency(r.opt_text("concurrency_key")?, r.opt_int("concurrency_max")?),
+        concurrency: concurrency(
+            r.opt_text("concurrency_key")?,
+            r.opt_int("concurrency_max")?,
+        ),
     })
 }
 
