@@ -124,8 +124,94 @@ async fn one_node_never_runs_more_than_max_jobs_of_a_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     let node = Server::start_with(dir.path(), Some(TOKEN), &[("KAIROS_CONCURRENCY", "32")]).await;
     let http = client();
+    refuses_bad_keys_and_fails_a_key_that_renders_badly(&http, &node.base, &receiver).await;
     enqueue(&http, std::slice::from_ref(&node.base), &receiver).await;
     check(&receiver).await;
+}
+
+/// A bad key template or `max` is a 422 naming the field, and nothing is stored; a key that
+/// renders empty fails its job permanently (dead, not sent), saying why.
+async fn refuses_bad_keys_and_fails_a_key_that_renders_badly(
+    http: &reqwest::Client,
+    base: &str,
+    receiver: &TestReceiver,
+) {
+    let webhook = json!({"url": receiver.url("/hook"), "secret": SECRET});
+    for (path, body, field) in [
+        (
+            "jobs",
+            json!({"webhook": webhook, "concurrency": {"key": "{{ payload.a ", "max": 1}}),
+            "concurrency.key",
+        ),
+        (
+            "jobs",
+            json!({"webhook": webhook, "concurrency": {"key": "k", "max": 0}}),
+            "concurrency.max",
+        ),
+        (
+            "schedules",
+            json!({"name": "bad-key", "cron": "0 9 * * *", "webhook": webhook,
+                   "concurrency": {"key": "{{ recipent.id }}", "max": 1}}),
+            "concurrency.key",
+        ),
+        (
+            "schedules",
+            json!({"name": "bad-channel-key", "cron": "0 9 * * *",
+                   "channels": [{"name": "a", "kind": "webhook", "webhook": webhook,
+                                 "concurrency": {"key": "k", "max": 100000}}]}),
+            "channels[0].concurrency.max",
+        ),
+    ] {
+        let (status, problem) = api(
+            http,
+            reqwest::Method::POST,
+            format!("{base}/v1/{path}"),
+            Some(body),
+        )
+        .await;
+        assert_eq!(status, 422, "{problem}");
+        assert!(problem.to_string().contains(field), "{field}: {problem}");
+    }
+    let (status, list) = api(
+        http,
+        reqwest::Method::GET,
+        format!("{base}/v1/schedules"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"], json!([]), "no schedule stored: {list}");
+    let (status, job) = api(
+        http,
+        reqwest::Method::POST,
+        format!("{base}/v1/jobs"),
+        Some(json!({"webhook": webhook, "payload": {"a": ""},
+                    "concurrency": {"key": "{{ payload.a }}", "max": 1}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{job}");
+    let id = job["id"].as_str().expect("id").to_string();
+    let mut dead = json!(null);
+    for _ in 0..100 {
+        let (_, j) = api(
+            http,
+            reqwest::Method::GET,
+            format!("{base}/v1/jobs/{id}"),
+            None,
+        )
+        .await;
+        if j["state"] == "dead" {
+            dead = j;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(dead["state"], "dead", "{dead}");
+    assert!(
+        dead.to_string().contains("rendered empty"),
+        "the job says why: {dead}"
+    );
+    assert_eq!(receiver.count(), 0, "nothing was sent");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
