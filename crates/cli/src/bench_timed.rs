@@ -205,6 +205,18 @@ impl EndpointStore for TimedStore {
     async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
         self.inner.endpoint_get(id).await
     }
+    async fn endpoint_limits_set(
+        &self,
+        p: kairos_store::flow::EndpointLimitsSet,
+    ) -> kairos_store::Result<Option<kairos_store::flow::EndpointLimits>> {
+        self.inner.endpoint_limits_set(p).await
+    }
+    async fn endpoint_limits_list(
+        &self,
+        ids: Vec<String>,
+    ) -> kairos_store::Result<Vec<kairos_store::flow::EndpointLimits>> {
+        self.inner.endpoint_limits_list(ids).await
+    }
     async fn endpoint_list(
         &self,
         p: kairos_store::EndpointList,
@@ -476,6 +488,11 @@ impl InsightStore for TimedStore {
     }
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
+    }
+    async fn job_waiting(
+        &self,
+    ) -> kairos_store::Result<Vec<kairos_store::concurrency::JobWaiting>> {
+        self.inner.job_waiting().await
     }
     async fn job_backlog(
         &self,

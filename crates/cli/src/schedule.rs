@@ -115,6 +115,13 @@ pub struct AddArgs {
     /// Create paused.
     #[arg(long)]
     pub paused: bool,
+    /// At most --concurrency-max jobs with this key run at once, across every node: a
+    /// template over the payload ("account:{{ payload.account_id }}").
+    #[arg(long)]
+    pub concurrency_key: Option<String>,
+    /// How many jobs of --concurrency-key may run at once (default 1).
+    #[arg(long)]
+    pub concurrency_max: Option<i64>,
 }
 
 /// The text of `--body`: inline JSON, `@path`, or `-` (standard input), at most 1 MiB.
@@ -232,6 +239,7 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 catch_up: None,
                 http: parse_http(a.http.as_deref())?,
                 topic: None,
+                concurrency: concurrency_spec(a.concurrency_key, a.concurrency_max)?,
             };
             let s = k.schedule_create(req).await?;
             print_schedule(&view(&k, &s, true).await?, json)

@@ -121,6 +121,7 @@ async fn data_dir_with_missed_firings() -> tempfile::TempDir {
             paused: false,
             next_fire_at: Some(created),
             now: created,
+            concurrency: None,
         })
         .await
         .expect("create the schedule");

@@ -35,6 +35,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             retry_is_kind_default: false,
             run_at: due,
             now: due,
+            concurrency: None,
         })
         .await
         .expect("insert");
@@ -137,6 +138,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             paused: true,
             next_fire_at: None,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("schedule");
@@ -156,6 +158,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             retry_is_kind_default: false,
             run_at: died,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("insert");

@@ -37,6 +37,7 @@
 
 pub mod audience;
 pub mod catch_up;
+pub mod concurrency;
 pub mod endpoint_health;
 pub mod engine;
 pub mod error;

@@ -28,7 +28,10 @@ pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
-pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, SecretRotation};
+pub use endpoints::{
+    DEFAULT_ROTATION_WINDOW_SECS, EndpointLimitsBody, EndpointStatus, RateLimitBody, Rotated,
+    SecretRotation,
+};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
@@ -122,6 +125,11 @@ pub struct NewSchedule {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node; the key is a
+    /// template over each job's `payload` (and `recipient`, for an audience schedule):
+    /// `{"key": "{{ recipient.id }}", "max": 1}`. A channel's own replaces it.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// A job to enqueue (`POST /v1/jobs`).
@@ -152,6 +160,10 @@ pub struct NewJob {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node:
+    /// `{"key": "account:{{ payload.account_id }}", "max": 1}`.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// What `schedule_fire_now` did.

@@ -37,7 +37,7 @@ use utoipa::{Modify, OpenApi};
         occurrences::list, deliveries::list,
         hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
         suppressions::list, suppressions::add, suppressions::remove,
-        endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate,
+        endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate, endpoints::limits,
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
@@ -57,6 +57,9 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
         endpoints::EndpointView, endpoints::EndpointPage, endpoints::EndpointHealthView,
         endpoints::RotatedView, endpoints::RotateBody,
+        kairos_core::concurrency::ConcurrencySpec, crate::views::JobConcurrencyView,
+        endpoints::LimitsView, endpoints::RateLimitView, endpoints::WaitingView,
+        endpoints::EndpointLimitsBody, kairos_engine::ops::RateLimitBody,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(

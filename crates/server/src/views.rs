@@ -131,6 +131,9 @@ pub struct ScheduleView {
     /// The channels each firing creates a job for (one, named after `kind`, for a schedule
     /// made with a single kind).
     pub channels: Vec<ScheduleChannelView>,
+    /// Its jobs' concurrency limit (`{"key", "max"}`, the key a template), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// The next nominal firing.
     pub next_fire_at: Option<String>,
     /// The last firing materialized.
@@ -162,6 +165,9 @@ pub struct ScheduleChannelView {
     /// Its own retry policy (null: the schedule's, else the kind's default).
     #[schema(value_type = Option<Object>)]
     pub retry: Option<serde_json::Value>,
+    /// Its own concurrency limit (absent: the schedule's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 impl ScheduleView {
@@ -210,8 +216,10 @@ impl ScheduleView {
                     endpoint_id: c.endpoint_id,
                     payload: c.payload,
                     retry: c.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+                    concurrency: c.concurrency,
                 })
                 .collect(),
+            concurrency: s.concurrency.clone(),
             next_fire_at: ts_opt(s.next_fire_at),
             last_fire_at: ts_opt(s.last_fire_at),
             upcoming: None,
@@ -333,6 +341,32 @@ pub struct JobView {
     /// Its attempts, oldest first (on single-job responses).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
+    /// Its concurrency key, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<JobConcurrencyView>,
+}
+
+/// A job's concurrency key as rendered when it was made.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobConcurrencyView {
+    /// The rendered key (null when it could not be made: see `problem`).
+    pub key: Option<String>,
+    /// At most this many jobs with the key run at once.
+    pub max: u32,
+    /// Why the key cannot be enforced (the job then fails permanently), if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl JobConcurrencyView {
+    fn new(c: &kairos_core::Concurrency) -> Self {
+        let problem = c.problem();
+        JobConcurrencyView {
+            key: problem.is_none().then(|| c.key.clone()),
+            max: c.max,
+            problem,
+        }
+    }
 }
 
 impl JobView {
@@ -365,6 +399,7 @@ impl JobView {
             payload: j.payload.clone(),
             retry: serde_json::to_value(&retry).unwrap_or(serde_json::Value::Null),
             attempts: None,
+            concurrency: j.concurrency.as_ref().map(JobConcurrencyView::new),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod audience_targets;
 pub mod bulk;
 pub mod channels;
 pub mod claim_order;
+pub mod concurrency;
 pub mod deliverability;
 pub mod deliveries;
 pub mod endpoint_health;
@@ -94,6 +95,18 @@ macro_rules! store_conformance {
             claim_finds_an_admin_retry_below_the_jobs_claimed,
             claim_finds_a_rescued_job_below_the_jobs_claimed,
             next_run_at_reports_a_job_inserted_below_the_jobs_claimed,
+        );
+        $crate::store_conformance!(@concurrency $factory;
+            concurrency_key_roundtrips,
+            concurrency_claim_takes_at_most_max_per_key_and_other_keys_run,
+            concurrency_slot_frees_on_completion,
+            concurrency_slot_frees_on_rescue_and_cancel,
+            concurrency_claims_racing_never_exceed_max,
+            concurrency_failed_key_takes_no_slot,
+            concurrency_waits_are_counted_by_reason,
+            endpoint_limits_set_list_and_remove,
+            endpoint_rate_limit_puts_deliveries_back_until_their_token,
+            endpoint_max_in_flight_holds_until_a_delivery_finishes,
         );
         $crate::store_conformance!(@bulk $factory;
             job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
@@ -283,6 +296,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::claim_order::$name(store).await;
+            }
+        )*
+    };
+    (@concurrency $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::concurrency::$name(store).await;
             }
         )*
     };

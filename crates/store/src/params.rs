@@ -87,6 +87,8 @@ pub struct ScheduleCreate {
     pub retry: Option<RetryPolicy>,
     /// Explicit channels (empty: one channel, the schedule's kind).
     pub channels: Vec<crate::ScheduleChannel>,
+    /// The jobs' concurrency limit (a channel's own replaces it).
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// Start paused.
     pub paused: bool,
     /// The first firing.
@@ -228,6 +230,8 @@ pub struct JobInsert {
     pub run_at: DateTime<Utc>,
     /// Now.
     pub now: DateTime<Utc>,
+    /// Its concurrency key and limit, rendered (`kairos_core::concurrency`).
+    pub concurrency: Option<kairos_core::Concurrency>,
 }
 
 /// `job_list`.

@@ -146,6 +146,9 @@ pub struct Schedule {
     /// The channels each firing creates a job for, when given explicitly; empty for a
     /// schedule made with a single kind (see [`Schedule::channel_list`]).
     pub channels: Vec<ScheduleChannel>,
+    /// The jobs' concurrency limit, its key a template over each job's payload (and
+    /// recipient); a channel's own replaces it.
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// Active, paused, finished.
     pub state: ScheduleState,
     /// The next nominal firing.
@@ -175,6 +178,9 @@ pub struct ScheduleChannel {
     /// Its jobs' retry policy; `None`: the schedule's, else the kind's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// Its jobs' concurrency limit; `None`: the schedule's, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 impl ScheduleChannel {
@@ -223,6 +229,7 @@ impl Schedule {
             payload: None,
             endpoint_id: self.endpoint_id.clone(),
             retry: self.retry.clone(),
+            concurrency: None,
         }]
     }
 }

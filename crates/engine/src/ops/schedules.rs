@@ -123,6 +123,9 @@ impl Kairos {
             req.misfire_window.as_deref(),
         )?;
         let period = PeriodUnit::parse(req.period.as_deref().unwrap_or("occurrence"))?;
+        if let Some(c) = &req.concurrency {
+            crate::concurrency::check(c)?;
+        }
         if let Some(chs) = &req.channels {
             let base = ScheduleCreate {
                 id,
@@ -141,6 +144,7 @@ impl Kairos {
                 paused: req.paused.unwrap_or(false),
                 next_fire_at: None,
                 now,
+                concurrency: req.concurrency.clone(),
             };
             return self.schedule_def_channels(base, &req, chs, tz).await;
         }
@@ -196,6 +200,7 @@ impl Kairos {
             paused: req.paused.unwrap_or(false),
             next_fire_at,
             now,
+            concurrency: req.concurrency.clone(),
         };
         Ok((def, catch_up))
     }

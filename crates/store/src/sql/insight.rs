@@ -32,6 +32,42 @@ pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCou
     .await
 }
 
+/// Jobs put back to wait, per reason (`jobs_waiting` is a partial index of them).
+pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency::JobWaiting>> {
+    let waiting = run
+        .fetch(
+            "job waiting",
+            "SELECT wait_reason, COUNT(*) AS n FROM jobs
+             WHERE wait_reason IS NOT NULL AND state = 'available' GROUP BY wait_reason",
+            vec![],
+            &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
+        )
+        .await?;
+    let totals = run
+        .fetch(
+            "job waits",
+            "SELECT reason, waits, wait_ms FROM job_waits",
+            vec![],
+            &|r| Ok((r.text("reason")?, r.int("waits")?, r.int("wait_ms")?)),
+        )
+        .await?;
+    Ok(crate::concurrency::WAIT_REASONS
+        .iter()
+        .map(|reason| {
+            let (waits_total, wait_ms_total) = totals
+                .iter()
+                .find(|t| t.0 == *reason)
+                .map_or((0, 0), |t| (t.1, t.2));
+            crate::concurrency::JobWaiting {
+                reason: reason.to_string(),
+                waiting: waiting.iter().find(|w| w.0 == *reason).map_or(0, |w| w.1),
+                waits_total,
+                wait_ms_total,
+            }
+        })
+        .collect())
+}
+
 /// The due, stuck and lease-expired jobs.
 pub async fn job_backlog(run: &mut impl SqlRun, p: JobBacklog) -> Result<Backlog> {
     // Both halves read partial indexes: jobs_due (available, run_at) and jobs_lease
@@ -262,6 +298,10 @@ impl<D: super::SqlDb> crate::InsightStore for D {
 
     async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog> {
         job_backlog(&mut self.reader(), p).await
+    }
+
+    async fn job_waiting(&self) -> Result<Vec<crate::concurrency::JobWaiting>> {
+        job_waiting(&mut self.reader()).await
     }
 
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {

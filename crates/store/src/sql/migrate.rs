@@ -62,6 +62,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0024 "audience_targets",
     0025 "inbound_outcomes",
     0026 "job_audience",
+    0027 "flow_control",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -41,6 +41,18 @@ pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
         lease_expires_at: r.opt_ts("lease_expires_at")?,
         last_error: r.opt_text("last_error")?,
         reason: r.opt_text("reason")?,
+        concurrency: concurrency(
+            r.opt_text("concurrency_key")?,
+            r.opt_int("concurrency_max")?,
+        ),
+    })
+}
+
+/// A job's concurrency limit from its two columns (both set, or neither).
+fn concurrency(key: Option<String>, max: Option<i64>) -> Option<kairos_core::Concurrency> {
+    Some(kairos_core::Concurrency {
+        key: key?,
+        max: u32::try_from(max?).unwrap_or(0),
     })
 }
 
@@ -64,6 +76,10 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
             .transpose()?,
         channels: ScheduleChannel::decode_all(r.opt_json("channels")?)
             .map_err(|e| corrupt("schedule channels", e))?,
+        concurrency: r
+            .opt_json("concurrency")?
+            .map(|v| typed("schedule concurrency", v))
+            .transpose()?,
         state: ScheduleState::parse(&r.text("state")?),
         next_fire_at: r.opt_ts("next_fire_at")?,
         last_fire_at: r.opt_ts("last_fire_at")?,

@@ -36,6 +36,13 @@ fn ms(d: Option<std::time::Duration>) -> Option<i64> {
     d.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// The schedule's concurrency limit as stored: JSON, or NULL.
+fn concurrency(d: &ScheduleCreate) -> Option<serde_json::Value> {
+    d.concurrency
+        .as_ref()
+        .map(|c| serde_json::to_value(c).unwrap_or_default())
+}
+
 /// `schedule_create`.
 pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule> {
     let mut b = binds![&p.id];
@@ -47,11 +54,12 @@ pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule
         ScheduleChannel::encode_all(&p.channels),
         ms(p.misfire_threshold),
         ms(p.misfire_window),
+        concurrency(&p),
     ]);
     run.fetch_one(
         "schedule create",
-        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, $16)
+        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms, concurrency)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, $16, $17)
          RETURNING {cols}"),
         b,
         &|r| rows::schedule(r),
@@ -94,12 +102,13 @@ pub async fn update(run: &mut impl SqlRun, p: ScheduleUpdate) -> Result<Option<S
         ScheduleChannel::encode_all(&d.channels),
         ms(d.misfire_threshold),
         ms(d.misfire_window),
+        concurrency(d),
     ]);
     run.fetch_optional(
         "schedule update",
         &cols("UPDATE schedules SET name = $2, kind = $3, spec = $4, timezone = $5, period = $6, misfire = $7,
                 payload = $8, endpoint_id = $9, retry = $10, channels = $14,
-                misfire_threshold_ms = $15, misfire_window_ms = $16,
+                misfire_threshold_ms = $15, misfire_window_ms = $16, concurrency = $17,
                 state = CASE WHEN $11 THEN 'paused' ELSE 'active' END,
                 next_fire_at = $12, locked_until = NULL, updated_at = $13
          WHERE id = $1 RETURNING {cols}"),
