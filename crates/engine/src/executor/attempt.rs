@@ -274,13 +274,21 @@ mod tests {
             now: j.run_at,
             node: "n".into(),
         };
-        let outcome = run_handler(&HandlerRegistry::default(), &j, &ctx).await;
+        let outcome = run_handler(&kinds(), &j, &ctx).await;
         let Outcome::Failed(f) = &outcome else {
             panic!("{outcome:?}")
         };
         assert_eq!(f.class, ErrorClass::Permanent);
         assert!(f.message.contains("rendered empty"), "{}", f.message);
-        let c = completion_for(&j, outcome, j.run_at, j.run_at, "n", 0.5);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            outcome,
+            j.run_at,
+            j.run_at,
+            "n",
+            0.5,
+        );
         assert_eq!(c.transition, Transition::Dead);
     }
 
