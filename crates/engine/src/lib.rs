@@ -46,6 +46,7 @@ pub mod inbound;
 pub mod kinds;
 pub mod maintenance;
 pub mod monitor;
+pub mod overlap;
 pub mod ops;
 pub mod pruner;
 pub mod rescuer;
