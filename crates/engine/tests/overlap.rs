@@ -77,10 +77,12 @@ async fn overlap_skip_records_a_missed_firing_while_the_previous_is_open() {
     let job = h.schedule_jobs(&s.id).await[0].clone();
     h.exec(t("2026-06-01T09:00:05Z")).await;
     let waiting = h.job(&job.id).await;
-    assert_eq!(
-        (waiting.state, waiting.attempt, waiting.run_at),
-        (JobState::Available, 1, t("2026-06-01T09:05:05Z")),
-        "waiting for its retry"
+    assert_eq!((waiting.state, waiting.attempt), (JobState::Available, 1));
+    // Five minutes later, with jitter: waiting for its retry through 09:05.
+    assert!(
+        waiting.run_at > t("2026-06-01T09:05:00Z") && waiting.run_at < t("2026-06-01T09:06:00Z"),
+        "{}",
+        waiting.run_at
     );
     for minute in 1..=5 {
         let at = t("2026-06-01T09:00:00Z") + mins(minute);
@@ -88,7 +90,7 @@ async fn overlap_skip_records_a_missed_firing_while_the_previous_is_open() {
         assert_eq!((r.jobs_created, r.overlap_skipped), (0, 1), "{at}: {r:?}");
     }
     // The retry succeeds: the occurrence has ended and the next firing runs.
-    h.exec(t("2026-06-01T09:05:10Z")).await;
+    h.exec(waiting.run_at).await;
     assert_eq!(h.job(&job.id).await.state, JobState::Succeeded);
     let r = h.sched(t("2026-06-01T09:06:00Z")).await;
     assert_eq!((r.jobs_created, r.overlap_skipped), (1, 0), "{r:?}");
@@ -157,10 +159,12 @@ async fn overlap_cancel_previous_cancels_the_open_occurrence_then_runs() {
     let mut req = new_schedule("cancel", "noop");
     req.cron = Some("* * * * *".into());
     req.overlap = Some("cancel_previous".into());
+    // Two channels: one occurrence, two jobs. Nothing is sent (the executor does not run).
+    let target = serde_json::json!({"url": "http://127.0.0.1:9/hook", "secret": SECRET});
     req.channels = Some(
         serde_json::from_value(serde_json::json!([
-            {"name": "a", "kind": "noop"},
-            {"name": "b", "kind": "noop"},
+            {"name": "a", "kind": "webhook", "webhook": target},
+            {"name": "b", "kind": "webhook", "webhook": target},
         ]))
         .unwrap(),
     );
@@ -202,10 +206,21 @@ async fn overlap_cancel_previous_cancels_the_open_occurrence_then_runs() {
         .collect();
     assert_eq!(new.len(), 2);
     assert!(new.iter().all(|j| j.state == JobState::Available));
-    // Nothing open before 09:02 once 09:01's jobs succeed: nothing is cancelled.
-    h.exec(t("2026-06-01T09:01:30Z")).await;
+    // 09:02 cancels 09:01's two jobs; 09:00's, cancelled already, are not counted again.
     let r = h.sched(t("2026-06-01T09:02:00Z")).await;
-    assert_eq!((r.jobs_created, r.overlap_cancelled), (2, 0), "{r:?}");
+    assert_eq!((r.jobs_created, r.overlap_cancelled), (2, 2), "{r:?}");
+    let states: Vec<_> = h.schedule_jobs(&s.id).await.iter().map(|j| j.state.clone()).collect();
+    assert_eq!(
+        states,
+        [
+            JobState::Cancelled,
+            JobState::Cancelled,
+            JobState::Cancelled,
+            JobState::Cancelled,
+            JobState::Available,
+            JobState::Available
+        ]
+    );
 }
 
 /// A bad policy is refused naming `overlap`, and nothing is created.

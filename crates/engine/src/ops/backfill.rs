@@ -153,14 +153,5 @@ fn firings_between(
     to: DateTime<Utc>,
     limit: usize,
 ) -> Vec<DateTime<Utc>> {
-    let mut out = Vec::new();
-    let mut next = s.spec.next_at_or_after(tz, from);
-    while let Some(f) = next {
-        if f > to || out.len() >= limit {
-            break;
-        }
-        out.push(f);
-        next = s.spec.next_after(tz, f);
-    }
-    out
+    s.spec.firings_between(tz, from, to, limit)
 }
