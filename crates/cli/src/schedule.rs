@@ -347,7 +347,11 @@ async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> Cli
     };
     for (a, b) in &ranges {
         let r = k
-            .schedule_backfill(id, &kairos_server::views::ts(*a), &kairos_server::views::ts(*b))
+            .schedule_backfill(
+                id,
+                &kairos_server::views::ts(*a),
+                &kairos_server::views::ts(*b),
+            )
             .await?;
         done.fired += r.fired;
         done.skipped += r.skipped;

@@ -28,8 +28,19 @@ fn schedule_backfill_splits_a_long_range_and_a_second_run_fires_nothing() {
     let (code, out, err) = run(
         dir.path(),
         &[
-            "--json", "schedule", "add", "--name", "minutely", "--cron", "* * * * *", "--url",
-            "http://127.0.0.1:9/h", "--secret", SECRET, "--overlap", "skip",
+            "--json",
+            "schedule",
+            "add",
+            "--name",
+            "minutely",
+            "--cron",
+            "* * * * *",
+            "--url",
+            "http://127.0.0.1:9/h",
+            "--secret",
+            SECRET,
+            "--overlap",
+            "skip",
         ],
     );
     assert_eq!(code, Some(0), "{err}");
@@ -48,7 +59,11 @@ fn schedule_backfill_splits_a_long_range_and_a_second_run_fires_nothing() {
     let (code, out, err) = run(dir.path(), &args);
     assert_eq!(code, Some(0), "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
-    assert_eq!((v["fired"].as_u64(), v["skipped"].as_u64()), (Some(2500), Some(0)), "{v}");
+    assert_eq!(
+        (v["fired"].as_u64(), v["skipped"].as_u64()),
+        (Some(2500), Some(0)),
+        "{v}"
+    );
     // Again, as text: every period ran already.
     let mut args = vec!["schedule", "backfill", &id];
     args.extend(range);
@@ -62,7 +77,12 @@ fn schedule_backfill_splits_a_long_range_and_a_second_run_fires_nothing() {
     let (code, _, err) = run(
         dir.path(),
         &[
-            "schedule", "backfill", &id, "--from", "2026-01-02T00:00:00Z", "--to",
+            "schedule",
+            "backfill",
+            &id,
+            "--from",
+            "2026-01-02T00:00:00Z",
+            "--to",
             "2026-01-01T00:00:00Z",
         ],
     );
@@ -71,7 +91,12 @@ fn schedule_backfill_splits_a_long_range_and_a_second_run_fires_nothing() {
     let (code, _, err) = run(
         dir.path(),
         &[
-            "schedule", "backfill", &id, "--from", "2026-01-01T00:00:00Z", "--to",
+            "schedule",
+            "backfill",
+            &id,
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
             "9999-01-01T00:00:00Z",
         ],
     );

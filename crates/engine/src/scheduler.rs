@@ -5,11 +5,11 @@
 
 use crate::catch_up::{self, Need};
 use crate::expand::jobs_for_firing;
+use crate::overlap;
 use crate::service::{Next, Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use crate::overlap;
 use kairos_core::schedule::{Overlap, period_key, plan};
 use kairos_store::{
     CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleBufferFire, ScheduleBuffered, ScheduleDue,

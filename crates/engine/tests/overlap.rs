@@ -106,7 +106,13 @@ async fn overlap_skip_records_a_missed_firing_while_the_previous_is_open() {
         .collect();
     skipped.sort();
     let want: Vec<_> = (1..=5)
-        .map(|m| ("overlap".to_string(), t("2026-06-01T09:00:00Z") + mins(m), 1))
+        .map(|m| {
+            (
+                "overlap".to_string(),
+                t("2026-06-01T09:00:00Z") + mins(m),
+                1,
+            )
+        })
         .collect();
     assert_eq!(skipped, want);
 }
@@ -209,7 +215,12 @@ async fn overlap_cancel_previous_cancels_the_open_occurrence_then_runs() {
     // 09:02 cancels 09:01's two jobs; 09:00's, cancelled already, are not counted again.
     let r = h.sched(t("2026-06-01T09:02:00Z")).await;
     assert_eq!((r.jobs_created, r.overlap_cancelled), (2, 2), "{r:?}");
-    let states: Vec<_> = h.schedule_jobs(&s.id).await.iter().map(|j| j.state.clone()).collect();
+    let states: Vec<_> = h
+        .schedule_jobs(&s.id)
+        .await
+        .iter()
+        .map(|j| j.state.clone())
+        .collect();
     assert_eq!(
         states,
         [

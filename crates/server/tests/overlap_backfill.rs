@@ -138,7 +138,12 @@ async fn overlap_policies(postgres: bool) {
     assert_eq!(tick(&app, "2026-06-01T09:00:00Z").await.jobs_created, 4);
     let r = tick(&app, "2026-06-01T09:01:00Z").await;
     assert_eq!(
-        (r.jobs_created, r.overlap_skipped, r.buffered, r.overlap_cancelled),
+        (
+            r.jobs_created,
+            r.overlap_skipped,
+            r.buffered,
+            r.overlap_cancelled
+        ),
         (2, 1, 1, 1),
         "{r:?}"
     );
@@ -219,7 +224,11 @@ async fn backfill_range(postgres: bool) {
     };
     let daily = create(
         &app,
-        body("daily", "0 9 * * *", json!({"period": "day", "overlap": "skip"})),
+        body(
+            "daily",
+            "0 9 * * *",
+            json!({"period": "day", "overlap": "skip"}),
+        ),
     )
     .await;
     let id = daily["id"].as_str().unwrap().to_string();
@@ -260,7 +269,11 @@ async fn backfill_range(postgres: bool) {
         ("2026-06-09T00:00:00Z", "2026-06-09T16:40:00Z", "to"),
     ] {
         let (status, v) = backfill(&app, &mid, from, to).await;
-        assert_eq!((status, &v["field"]), (422, &json!(field)), "{from}..{to}: {v}");
+        assert_eq!(
+            (status, &v["field"]),
+            (422, &json!(field)),
+            "{from}..{to}: {v}"
+        );
     }
     assert!(jobs_of(&app, &mid).await.is_empty());
     // 1,000 firings is one call.
@@ -269,7 +282,13 @@ async fn backfill_range(postgres: bool) {
     assert_eq!(v, json!({"fired": 1000, "skipped": 0}));
     assert_eq!(jobs_of(&app, &mid).await.len(), 1000);
     // Unknown schedule: 404; an unknown field: 400; neither stores anything.
-    let (status, v) = backfill(&app, "sch_nope", "2026-06-01T00:00:00Z", "2026-06-02T00:00:00Z").await;
+    let (status, v) = backfill(
+        &app,
+        "sch_nope",
+        "2026-06-01T00:00:00Z",
+        "2026-06-02T00:00:00Z",
+    )
+    .await;
     assert_eq!(status, 404, "{v}");
     let (status, v) = call(
         &app,

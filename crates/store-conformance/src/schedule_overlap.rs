@@ -42,9 +42,13 @@ pub async fn occurrence_open_lists_only_unfinished_jobs_of_that_occurrence(s: S)
         s.job_insert(j.clone()).await.unwrap();
     }
     // Another period, another schedule: never listed.
-    s.job_insert(occurrence_job(&sch.id, "2026-11-30", t0() + Duration::days(1)))
-        .await
-        .unwrap();
+    s.job_insert(occurrence_job(
+        &sch.id,
+        "2026-11-30",
+        t0() + Duration::days(1),
+    ))
+    .await
+    .unwrap();
     s.job_insert(occurrence_job("sch_other", p, t0() + Duration::days(1)))
         .await
         .unwrap();

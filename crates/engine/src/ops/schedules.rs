@@ -140,7 +140,7 @@ impl Kairos {
                 misfire,
                 misfire_threshold,
                 misfire_window,
-            overlap,
+                overlap,
                 payload: serde_json::json!({}),
                 endpoint_id: None,
                 retry: None,

@@ -312,9 +312,11 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
 pub async fn buffered(run: &mut impl SqlRun, p: ScheduleBuffered) -> Result<Vec<Schedule>> {
     run.fetch(
         "schedule buffered",
-        &cols("SELECT {cols} FROM schedules
+        &cols(
+            "SELECT {cols} FROM schedules
                WHERE buffered_fire_at IS NOT NULL AND state = 'active'
-               ORDER BY buffered_fire_at, id LIMIT $1"),
+               ORDER BY buffered_fire_at, id LIMIT $1",
+        ),
         binds![p.limit.max(0)],
         &|r| rows::schedule(r),
     )
