@@ -195,6 +195,24 @@ impl ScheduleStore for TimedStore {
     ) -> kairos_store::Result<Vec<kairos_store::ScheduleGap>> {
         self.inner.schedule_gap_list(p).await
     }
+    async fn schedule_buffered(
+        &self,
+        p: kairos_store::ScheduleBuffered,
+    ) -> kairos_store::Result<Vec<kairos_store::Schedule>> {
+        self.inner.schedule_buffered(p).await
+    }
+    async fn schedule_buffer_fire(
+        &self,
+        p: kairos_store::ScheduleBufferFire,
+    ) -> kairos_store::Result<kairos_store::ScheduleFired> {
+        self.inner.schedule_buffer_fire(p).await
+    }
+    async fn occurrence_open(
+        &self,
+        p: kairos_store::OccurrenceOpen,
+    ) -> kairos_store::Result<Vec<String>> {
+        self.inner.occurrence_open(p).await
+    }
 }
 
 #[async_trait]

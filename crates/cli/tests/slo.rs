@@ -131,6 +131,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             misfire: Misfire::Skip,
             misfire_threshold: None,
             misfire_window: None,
+            overlap: Default::default(),
             payload: serde_json::json!({}),
             endpoint_id: None,
             retry: None,

@@ -50,6 +50,7 @@ pub mod kinds;
 pub mod maintenance;
 pub mod monitor;
 pub mod ops;
+pub mod overlap;
 pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;

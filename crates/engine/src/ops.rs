@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 mod audience;
+mod backfill;
 mod bulk;
 mod channels;
 mod deliverability;
@@ -26,6 +27,7 @@ mod schedules;
 
 pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use backfill::{Backfilled, MAX_BACKFILL_FIRINGS, MAX_BACKFILL_TOTAL};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use endpoints::{
@@ -102,6 +104,13 @@ pub struct NewSchedule {
     /// `window` gap (`"7d"` default, at most 366 days).
     #[serde(default)]
     pub misfire_window: Option<String>,
+    /// What a firing does while the previous occurrence still has open jobs: `allow`
+    /// (default: it runs beside it), `skip` (recorded as a `missed` occurrence with reason
+    /// `overlap`), `buffer_one` (one firing waits and runs when the previous one's jobs end)
+    /// or `cancel_previous` (the previous occurrence's open jobs are cancelled first).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<kairos_core::schedule::Overlap>))]
+    pub overlap: Option<String>,
     /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
     /// `month`, `year`.
     #[serde(default)]

@@ -116,6 +116,11 @@ pub struct ScheduleView {
     pub misfire_threshold: Option<String>,
     /// The misfire window (`"7d"` by default): a firing later than this is not run.
     pub misfire_window: String,
+    /// What a firing does while the previous occurrence still has open jobs.
+    pub overlap: kairos_core::schedule::Overlap,
+    /// The firing a `buffer_one` schedule holds until the previous occurrence's jobs end
+    /// (null: none).
+    pub buffered_fire_at: Option<String>,
     /// `active`, `paused`, `finished`.
     pub state: String,
     /// Whether it is paused.
@@ -202,6 +207,8 @@ impl ScheduleView {
                 s.misfire_window
                     .unwrap_or(kairos_core::schedule::DEFAULT_MISFIRE_WINDOW),
             ),
+            overlap: s.overlap,
+            buffered_fire_at: ts_opt(s.buffered_fire_at),
             state: s.state.as_str().to_string(),
             paused: s.state == kairos_store::ScheduleState::Paused,
             payload: s.payload.clone(),
@@ -445,6 +452,35 @@ impl From<FiredNow> for FiredView {
             job_ids: f.created,
             fire_at: ts(f.fire_at),
             period_key: f.period_key,
+        }
+    }
+}
+
+/// The body of `POST /v1/schedules/{id}/backfill`: a past range, both ends included.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillBody {
+    /// The first instant of the range (RFC 3339).
+    pub from: String,
+    /// The last instant of the range (RFC 3339), not in the future; the range holds at most
+    /// 1,000 firings.
+    pub to: String,
+}
+
+/// What `POST /v1/schedules/{id}/backfill` did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BackfillView {
+    /// Firings created.
+    pub fired: u64,
+    /// Firings whose period had already run: nothing created.
+    pub skipped: u64,
+}
+
+impl From<kairos_engine::ops::Backfilled> for BackfillView {
+    fn from(b: kairos_engine::ops::Backfilled) -> Self {
+        BackfillView {
+            fired: b.fired,
+            skipped: b.skipped,
         }
     }
 }

@@ -807,3 +807,29 @@ async fn admin_and_unsubscribe_pages_forbid_framing_sniffing_and_referrers() {
         assert_eq!(h("referrer-policy"), "no-referrer", "{path}");
     }
 }
+
+/// The schedule list and a schedule's occurrences page show its overlap policy (issue 34).
+#[tokio::test]
+async fn admin_schedule_pages_show_the_overlap_policy() {
+    let mut ui = Ui::start().await;
+    let s = ui
+        .kairos
+        .schedule_create(
+            serde_json::from_value(json!({
+                "name": "exclusive",
+                "cron": "0 2 * * *",
+                "overlap": "buffer_one",
+                "webhook": {"url": ui.receiver.url("/hook"), "secret": SECRET},
+            }))
+            .expect("schedule body"),
+        )
+        .await
+        .expect("schedule");
+    ui.login().await;
+    let page = ui.get("/admin/schedules").await;
+    assert!(page.body.contains("overlap: buffer_one"), "{}", page.body);
+    let page = ui
+        .get(&format!("/admin/schedules/{}/occurrences", s.id))
+        .await;
+    assert!(page.body.contains("overlap: buffer_one"), "{}", page.body);
+}

@@ -59,6 +59,7 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
         misfire: Misfire::Skip,
         misfire_threshold: None,
         misfire_window: None,
+        overlap: Default::default(),
         payload: serde_json::json!({"report": "daily"}),
         endpoint_id: None,
         retry: None,

@@ -33,6 +33,7 @@ pub mod raw;
 pub mod retention;
 pub mod retention_tables;
 pub mod schedule_gaps;
+pub mod schedule_overlap;
 pub mod schedules;
 pub mod sealing;
 pub mod search;
@@ -142,6 +143,8 @@ macro_rules! store_conformance {
             schedule_fire_records_a_finished_one_shots_gap,
             schedule_gap_recovers_at_the_next_on_time_firing_and_goes_with_its_schedule,
             schedule_misfire_threshold_and_window_roundtrip,
+            occurrence_open_lists_only_unfinished_jobs_of_that_occurrence,
+            schedule_buffer_holds_one_firing_and_runs_it_once,
             endpoint_upsert_reuses_and_disable_records,
             endpoint_list_enable_and_last_failure,
         );

@@ -1,7 +1,7 @@
 //! Records the store returns.
 
 use chrono::{DateTime, Utc};
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::schedule::{Misfire, Overlap, PeriodUnit, ScheduleSpec};
 use kairos_core::{JobKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -137,6 +137,10 @@ pub struct Schedule {
     pub misfire_threshold: Option<std::time::Duration>,
     /// A firing later than this is not run (None: the default, 7 days).
     pub misfire_window: Option<std::time::Duration>,
+    /// What a firing does while the previous occurrence still has open jobs.
+    pub overlap: Overlap,
+    /// The firing a `buffer_one` schedule holds until the previous occurrence's jobs end.
+    pub buffered_fire_at: Option<DateTime<Utc>>,
     /// The payload each job gets.
     pub payload: serde_json::Value,
     /// The webhook endpoint, for `webhook` schedules.
@@ -267,7 +271,8 @@ pub struct ScheduleGap {
     /// The schedule.
     pub schedule_id: String,
     /// Why they did not run: `skip` (the misfire policy dropped them), `window` (later than
-    /// the schedule's misfire window); a value this version does not know is kept as is.
+    /// the schedule's misfire window), `overlap` (the previous occurrence was still running,
+    /// see [`Overlap`]); a value this version does not know is kept as is.
     pub reason: String,
     /// The first missed nominal firing.
     pub first_fire_at: DateTime<Utc>,

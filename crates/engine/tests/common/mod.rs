@@ -362,6 +362,7 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         misfire: None,
         misfire_threshold: None,
         misfire_window: None,
+        overlap: None,
         period: None,
         paused: None,
         digest: None,
@@ -574,6 +575,24 @@ impl ScheduleStore for CountingStore {
         p: kairos_store::ScheduleGapList,
     ) -> kairos_store::Result<Vec<kairos_store::ScheduleGap>> {
         self.inner.schedule_gap_list(p).await
+    }
+    async fn schedule_buffered(
+        &self,
+        p: kairos_store::ScheduleBuffered,
+    ) -> kairos_store::Result<Vec<kairos_store::Schedule>> {
+        self.inner.schedule_buffered(p).await
+    }
+    async fn schedule_buffer_fire(
+        &self,
+        p: kairos_store::ScheduleBufferFire,
+    ) -> kairos_store::Result<kairos_store::ScheduleFired> {
+        self.inner.schedule_buffer_fire(p).await
+    }
+    async fn occurrence_open(
+        &self,
+        p: kairos_store::OccurrenceOpen,
+    ) -> kairos_store::Result<Vec<String>> {
+        self.inner.occurrence_open(p).await
     }
 }
 

@@ -65,6 +65,8 @@ pub async fn list(
                 id => s.id, name => s.name, kind => s.kind.as_str(),
                 spec => spec_text(&s.spec), timezone => s.timezone,
                 state => match st { "active" | "paused" | "finished" => st, _ => "unknown" },
+                overlap => s.overlap.as_str(),
+                held => s.buffered_fire_at.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
                 upcoming,
             }
         })
@@ -181,7 +183,9 @@ pub async fn occurrences(
         &state,
         "occurrences.html",
         context! {
-            schedule => context! { id => schedule.id, name => schedule.name },
+            schedule => context! {
+                id => schedule.id, name => schedule.name, overlap => schedule.overlap.as_str(),
+            },
             channels, rows, period, error,
         },
     )

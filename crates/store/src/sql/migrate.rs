@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0025 "inbound_outcomes",
     0026 "job_audience",
     0027 "flow_control",
+    0028 "schedule_overlap",
 ];
 
 /// The table sqlx records applied migrations in.

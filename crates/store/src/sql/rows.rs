@@ -4,7 +4,7 @@
 use super::{RowRead, corrupt};
 use crate::sealing::Sealer;
 use crate::*;
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::schedule::{Misfire, Overlap, PeriodUnit, ScheduleSpec};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -68,6 +68,8 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
         misfire: Misfire::parse(&r.text("misfire")?).map_err(|e| corrupt("schedule misfire", e))?,
         misfire_threshold: millis(r.opt_int("misfire_threshold_ms")?),
         misfire_window: millis(r.opt_int("misfire_window_ms")?),
+        overlap: Overlap::parse(&r.text("overlap")?).map_err(|e| corrupt("schedule overlap", e))?,
+        buffered_fire_at: r.opt_ts("buffered_fire_at")?,
         payload: r.json("payload")?,
         endpoint_id: r.opt_text("endpoint_id")?,
         retry: r
