@@ -186,6 +186,7 @@ mod tests {
             misfire_window: None,
             overlap,
             buffered_fire_at: held,
+            concurrency: None,
             payload: serde_json::json!({}),
             endpoint_id: None,
             retry: None,

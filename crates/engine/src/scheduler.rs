@@ -314,13 +314,13 @@ impl Scheduler {
         {
             return Ok(());
         }
-        let jobs = if crate::audience::topic_of(s).is_some() {
+        let jobs = if crate::audience::topic_of(&self.kinds, s).is_some() {
             crate::audience::begin(self.store.as_ref(), s, tz, fire_at, now)
                 .await
                 .map_err(|e| e.to_string())?;
             Vec::new()
         } else {
-            jobs_for_firing(s, tz, fire_at, now)
+            jobs_for_firing(&self.kinds, s, tz, fire_at, now)
         };
         let fired = self
             .store

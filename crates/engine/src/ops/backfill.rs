@@ -51,7 +51,7 @@ impl Kairos {
             ));
         }
         let s = self.schedule_get(id).await?;
-        if crate::audience::topic_of(&s).is_some() {
+        if crate::audience::topic_of(&self.kinds, &s).is_some() {
             return Err(OpsError::invalid(
                 "kind",
                 "an audience schedule cannot be backfilled: fire its periods one by one",
@@ -86,7 +86,7 @@ impl Kairos {
         let mut jobs = Vec::new();
         let mut firing_of = Vec::new();
         for (i, f) in firings.iter().enumerate() {
-            for j in jobs_for_firing(&s, tz, *f, now) {
+            for j in jobs_for_firing(&self.kinds, &s, tz, *f, now) {
                 firing_of.push((j.id.clone(), i));
                 jobs.push(j);
             }
