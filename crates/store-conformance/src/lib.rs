@@ -183,10 +183,12 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
+            job_search_finds_payload_text_and_filters_on_endpoint,
         );
         $crate::store_conformance!(@slo $factory;
             job_count_by_state_kind_and_backlog,
             job_count_finished_counts_final_states_in_window,
+            job_finished_series_counts_succeeded_and_dead_per_bucket,
             job_dead_scheduled_lists_latest_death_per_schedule,
             job_count_decided_groups_by_schedule_or_topic_and_reason,
             schedule_fire_times_lists_distinct_firings,
