@@ -208,7 +208,7 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
     let call_id = call["id"].as_str().expect("id").to_string();
     let (status, fired) = post(&format!("/v1/schedules/{sid}/fire"), json!({})).await;
     assert_eq!(status, 200, "{fired}");
-    let job = fired["created"][0].as_str().expect("a job").to_string();
+    let job = fired["job_ids"][0].as_str().expect("a job").to_string();
     wait_state(&http, &base, &job, "dead").await;
 
     browser.goto(&format!("{base}/admin/login")).await;
@@ -225,12 +225,12 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
 
     // The jobs list names the schedule; its link opens the schedule's page.
     browser.goto(&format!("{base}/admin/jobs")).await;
+    browser.screenshot(&shot("7-jobs-1280")).await;
     assert_eq!(
         browser.horizontal_overflow().await,
         0,
         "the jobs table fits 1,280 px"
     );
-    browser.screenshot(&shot("7-jobs-1280")).await;
     let link = browser.find("a.schedule-link").await;
     assert_eq!(browser.text(&link).await, "nightly-invoices");
     browser.click(&link).await;
@@ -241,12 +241,12 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
         "{text}"
     );
     assert!(text.contains("Europe/Paris"), "{text}");
+    browser.screenshot(&shot("8-schedule")).await;
     assert_eq!(
         browser.horizontal_overflow().await,
         0,
         "the schedule page fits"
     );
-    browser.screenshot(&shot("8-schedule")).await;
 
     // Its recent occurrence → its jobs → the job → its endpoint.
     browser
@@ -269,12 +269,12 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
             && deliveries.contains("unknown customer 81"),
         "{deliveries}"
     );
+    browser.screenshot(&shot("9-endpoint")).await;
     assert_eq!(
         browser.horizontal_overflow().await,
         0,
         "the endpoint page fits"
     );
-    browser.screenshot(&shot("9-endpoint")).await;
 
     // Resend the failed delivery (now answered 200) and send a test event.
     receiver.set_default(Reply::status(200));

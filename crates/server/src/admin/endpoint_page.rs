@@ -115,8 +115,7 @@ async fn page(
                 last.map(|a| a.started_at.timestamp().to_string())
                     .unwrap_or_else(|| "(not sent yet)".into())
             ),
-            "webhook-signature: v1,… (HMAC-SHA256 with the endpoint's secret; never stored)"
-                .to_string(),
+            "webhook-signature: v1,… (derived from the secret; not stored)".to_string(),
         ];
         let row = crate::admin::views::JobRow::from(j);
         deliveries.push(context! {
