@@ -134,6 +134,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@endpoint_health $factory;
             endpoint_health_flush_folds_settled_attempts_once,
+            endpoint_health_flush_counts_recipient_webhooks_for_their_endpoint,
             endpoint_health_flush_is_bounded,
             endpoint_streak_disable_needs_count_and_time_and_enable_resets,
             endpoint_secret_rotate_keeps_the_previous_and_moves_the_lookup,
