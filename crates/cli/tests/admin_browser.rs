@@ -325,6 +325,31 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
     browser.wait_find("#nodes").await;
     browser.screenshot(&shot("13-running")).await;
 
+    // The other lists, each fitting the window, for the docs' screenshots.
+    for (path, table, name) in [
+        ("/admin/schedules".to_string(), "#schedules", "15-schedules"),
+        (
+            format!("/admin/schedules/{sid}/occurrences"),
+            "#occurrences",
+            "16-occurrences",
+        ),
+        ("/admin/endpoints".to_string(), "#endpoints", "17-endpoints"),
+        ("/admin/dead".to_string(), "#dead", "18-dead"),
+        (
+            "/admin/deliveries".to_string(),
+            "#deliveries",
+            "19-deliveries",
+        ),
+    ] {
+        browser.goto(&format!("{base}{path}")).await;
+        browser.wait_find(table).await;
+        browser.screenshot(&shot(name)).await;
+        assert_eq!(
+            browser.horizontal_overflow().await,
+            0,
+            "{path} fits 1,280 px"
+        );
+    }
     // Create: the API's refusal, on the form.
     browser.goto(&format!("{base}/admin/schedules/new")).await;
     let body = browser.find("#schedule-body").await;
