@@ -592,6 +592,13 @@ async fn admin_live_refresh_is_opt_in_and_bounded() {
         );
         let fast = ui.get(&format!("{path}?refresh=1")).await;
         assert!(fast.body.contains("content=\"5\""), "{path}: at least 5 s");
+        let junk = ui.get(&format!("{path}?refresh=soon")).await;
+        assert_eq!(
+            junk.status,
+            StatusCode::OK,
+            "{path}: a bad value is no refresh"
+        );
+        assert!(!junk.body.contains("http-equiv=\"refresh\""), "{path}");
     }
 }
 

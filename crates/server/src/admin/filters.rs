@@ -53,7 +53,7 @@ pub struct JobFilters {
     pub done: Option<u64>,
     /// Live refresh: reload every this many seconds (see [`crate::admin::search::RefreshQuery`]).
     #[serde(default)]
-    pub refresh: Option<u32>,
+    pub refresh: Option<String>,
 }
 
 /// A trimmed, non-empty value, or `None`: an empty form field is no filter.

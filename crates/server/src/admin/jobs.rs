@@ -41,7 +41,10 @@ pub async fn list(
         .collect();
     let notice = bulk_notice(&f);
     let filter_pairs = f.pairs();
-    let refresh = crate::admin::search::RefreshQuery { refresh: f.refresh }.seconds();
+    let refresh = crate::admin::search::RefreshQuery {
+        refresh: f.refresh.clone(),
+    }
+    .seconds();
     let refresh_path = match f.query() {
         q if q.is_empty() => "/admin/jobs".to_string(),
         q => format!("/admin/jobs?{q}"),

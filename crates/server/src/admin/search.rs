@@ -96,15 +96,17 @@ pub async fn search(
 /// The live-refresh toggle of the overview and the lists.
 #[derive(Debug, Default, Deserialize)]
 pub struct RefreshQuery {
-    /// Reload the page every this many seconds (5 to 300); absent: no reload.
+    /// Reload the page every this many seconds (5 to 300); absent or not a number: no
+    /// reload (a hand-edited URL never breaks the page).
     #[serde(default)]
-    pub refresh: Option<u32>,
+    pub refresh: Option<String>,
 }
 
 impl RefreshQuery {
     /// The refresh interval to put in `<meta http-equiv=refresh>`, clamped to 5..=300 s.
     pub fn seconds(&self) -> Option<u32> {
-        self.refresh.map(|s| s.clamp(5, 300))
+        let s: u32 = self.refresh.as_deref()?.trim().parse().ok()?;
+        Some(s.clamp(5, 300))
     }
 }
 
