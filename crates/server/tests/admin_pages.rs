@@ -140,6 +140,9 @@ async fn admin_schedule_and_http_job_pages_show_the_target_url_masked() {
 
     let page = ui.get(&format!("/admin/schedules/{}", s.id)).await;
     assert_eq!(page.status, StatusCode::OK);
+    // In the HTML source as written (only `&` escaped): a plain-HTTP client finds the URL.
+    let in_html = masked.replace('&', "&amp;");
+    assert!(page.body.contains(&in_html), "{}", page.body);
     let text = page.text();
     assert!(
         text.contains(&format!(
@@ -163,6 +166,7 @@ async fn admin_schedule_and_http_job_pages_show_the_target_url_masked() {
     );
 
     let page = ui.get(&format!("/admin/jobs/{}", job.id)).await;
+    assert!(page.body.contains(&in_html), "{}", page.body);
     let text = page.text();
     assert!(
         text.contains(&format!(

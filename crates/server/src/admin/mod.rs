@@ -124,6 +124,7 @@ static ENV: std::sync::LazyLock<Environment<'static>> = std::sync::LazyLock::new
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
     env.add_filter("truncate", truncate);
     env.add_filter("linkify", linkify);
+    env.add_filter("text", text);
     env
 });
 
@@ -211,6 +212,14 @@ fn escape_html(s: &str, out: &mut String) {
             c => out.push(c),
         }
     }
+}
+
+/// `s` escaped for HTML text without touching `/` (minijinja's escaping writes `&#x2f;`): a
+/// URL on a page reads as itself in the HTML source too, so a plain-HTTP client finds it.
+fn text(s: String) -> minijinja::Value {
+    let mut out = String::with_capacity(s.len());
+    escape_html(&s, &mut out);
+    minijinja::Value::from_safe_string(out)
 }
 
 /// `s` escaped, with every job, schedule and endpoint id in it a link to its page (SLO
@@ -446,5 +455,9 @@ mod tests {
         assert!(html.contains("&lt;b&gt;3&lt;/b&gt;"), "{html}");
         assert!(!html.contains("/admin/jobs/job_x"), "{html}");
         assert_eq!(linkify("héllo — ok".into()).to_string(), "héllo — ok");
+        assert_eq!(
+            text("https://u:***@h/p?a=***&b=<x>".into()).to_string(),
+            "https://u:***@h/p?a=***&amp;b=&lt;x&gt;"
+        );
     }
 }
