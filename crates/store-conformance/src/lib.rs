@@ -150,6 +150,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@endpoint_health $factory;
             endpoint_health_flush_folds_settled_attempts_once,
+            endpoint_health_flush_counts_recipient_webhooks_for_their_endpoint,
             endpoint_health_flush_is_bounded,
             endpoint_streak_disable_needs_count_and_time_and_enable_resets,
             endpoint_secret_rotate_keeps_the_previous_and_moves_the_lookup,
@@ -199,10 +200,12 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
+            job_search_finds_payload_text_and_filters_on_endpoint,
         );
         $crate::store_conformance!(@slo $factory;
             job_count_by_state_kind_and_backlog,
             job_count_finished_counts_final_states_in_window,
+            job_finished_series_counts_succeeded_and_dead_per_bucket,
             job_dead_scheduled_lists_latest_death_per_schedule,
             job_count_decided_groups_by_schedule_or_topic_and_reason,
             schedule_fire_times_lists_distinct_firings,

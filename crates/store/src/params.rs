@@ -493,6 +493,11 @@ pub struct JobSearch {
     pub recipient_id: Option<String>,
     /// Only jobs of this channel (the `channel` column).
     pub channel: Option<String>,
+    /// Only jobs posting to this webhook endpoint (`ep_…`).
+    pub endpoint_id: Option<String>,
+    /// Only jobs whose payload's JSON text contains this, ASCII case ignored; `%` and `_`
+    /// match themselves. A scan of the filtered rows: an operator's search, not a hot path.
+    pub payload_text: Option<String>,
     /// Only jobs created at or after this instant.
     pub created_from: Option<DateTime<Utc>>,
     /// Only jobs created before this instant.

@@ -905,6 +905,12 @@ impl InsightStore for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_finished(p).await
     }
+    async fn job_finished_series(
+        &self,
+        p: kairos_store::JobFinishedSeries,
+    ) -> kairos_store::Result<Vec<kairos_store::FinishedBucket>> {
+        self.inner.job_finished_series(p).await
+    }
     async fn job_dead_scheduled(
         &self,
         p: kairos_store::JobDeadScheduled,

@@ -21,6 +21,9 @@ pub trait InsightStore: Send + Sync {
     /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
     /// failure rate).
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// Jobs that reached `succeeded` or `dead` in a window, per time bucket and state (the
+    /// admin's throughput charts).
+    async fn job_finished_series(&self, p: JobFinishedSeries) -> Result<Vec<FinishedBucket>>;
     /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
     /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;
