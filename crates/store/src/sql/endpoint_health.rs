@@ -66,7 +66,7 @@ pub async fn flush<D: SqlDb>(db: &D, p: EndpointHealthFlush) -> Result<EndpointH
                     COALESCE(j.endpoint_id, r.endpoint_id) AS endpoint_id, j.kind
              FROM job_attempts a LEFT JOIN jobs j ON j.id = a.job_id
              LEFT JOIN recipients r
-               ON j.endpoint_id IS NULL AND r.id = (j.payload ->> 'recipient_id')
+               ON j.endpoint_id IS NULL AND r.id = j.recipient_id
              WHERE a.id > $1 ORDER BY a.id LIMIT $2",
             binds![cursor, p.limit],
             &|r| {
