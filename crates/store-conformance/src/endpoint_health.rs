@@ -47,6 +47,7 @@ async fn attempt_with(
     j.kind = kairos_core::JobKind::new(kind);
     j.endpoint_id = ep.map(str::to_string);
     j.payload = payload;
+    j.audience = kairos_core::JobAudience::of_payload(&j.payload);
     s.job_insert(j).await.unwrap();
     let c = s
         .job_claim(claim(t0() + Duration::days(10), 1, "a"))
