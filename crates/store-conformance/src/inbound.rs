@@ -310,6 +310,25 @@ pub async fn setting_put_get_and_clear(s: S) {
     assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
 }
 
+/// `setting_create` stores a setting only when it is absent: the first value stays, a
+/// second create returns it unchanged (two nodes storing the cluster's API token at once
+/// agree on one).
+pub async fn setting_create_keeps_the_first_value(s: S) {
+    let create = |v: &str, m: i64| SettingPut {
+        name: "api_token".into(),
+        value: Some(v.into()),
+        now: t0() + Duration::minutes(m),
+    };
+    let first = s.setting_create(create("first", 0)).await.unwrap().unwrap();
+    assert_eq!(first.value, "first");
+    let second = s.setting_create(create("second", 1)).await.unwrap().unwrap();
+    assert_eq!(second.value, "first");
+    assert_eq!(second.updated_at, t0());
+    let got = s.setting_get("api_token").await.unwrap().unwrap();
+    assert_eq!(got.value, "first");
+    assert_eq!(s.setting_get("other").await.unwrap(), None);
+}
+
 /// Retention: events received before the cut-off go, oldest first, at most `limit` per
 /// call; newer ones and the suppressions the old ones caused stay.
 pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {

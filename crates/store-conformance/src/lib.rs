@@ -170,6 +170,7 @@ macro_rules! store_conformance {
             suppression_list_pages_and_remove_is_once,
             subscription_disable_is_idempotent,
             setting_put_get_and_clear,
+            setting_create_keeps_the_first_value,
             admin_session_create_get_delete_and_prune,
         );
         $crate::store_conformance!(@deliverability $factory;

@@ -923,6 +923,12 @@ impl NodeStore for CountingStore {
     async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
         self.inner.setting_put(p).await
     }
+    async fn setting_create(
+        &self,
+        p: kairos_store::SettingPut,
+    ) -> kairos_store::Result<Option<kairos_store::Setting>> {
+        self.inner.setting_create(p).await
+    }
     async fn admin_session_create(
         &self,
         p: kairos_store::AdminSessionCreate,

@@ -9,9 +9,11 @@
 mod db;
 mod error;
 mod handlers;
+mod identity;
 
 pub use db::{Db, checked_secret_key, open_db};
 pub use error::NodeError;
+pub use identity::{API_TOKEN_SETTING, cluster_token};
 pub use handlers::{
     RENDER_WORKER_COMMAND, digest_config, email_setup, registry, template_renderer, webhook_config,
 };

@@ -24,6 +24,9 @@ pub trait NodeStore: Send + Sync {
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.
     async fn setting_put(&self, p: SettingPut) -> Result<()>;
+    /// Store a setting only if it does not exist yet; the stored value afterwards (the one
+    /// given, or the one already there: the first writer wins).
+    async fn setting_create(&self, p: SettingPut) -> Result<Option<Setting>>;
     /// Store an admin session, deleting expired ones in the same transaction.
     async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
     /// An admin session by the hash of its id (expired or not: the caller compares).

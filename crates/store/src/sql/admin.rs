@@ -36,6 +36,21 @@ pub async fn setting_put(run: &mut impl SqlRun, p: SettingPut) -> Result<()> {
     Ok(())
 }
 
+/// `setting_create`: stored only if the setting does not exist; the stored value either way
+/// (of two nodes creating it at once, the first insert wins and both read it).
+pub async fn setting_create(run: &mut impl SqlRun, p: SettingPut) -> Result<Option<Setting>> {
+    if let Some(v) = p.value {
+        run.execute(
+            "setting create",
+            "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO NOTHING",
+            binds![p.name.clone(), v, p.now],
+        )
+        .await?;
+    }
+    setting_get(run, &p.name).await
+}
+
 /// `admin_session_create`, on a transaction's connection: expired sessions go first.
 pub async fn admin_session_create(run: &mut impl SqlRun, p: AdminSessionCreate) -> Result<()> {
     let s = p.session;
@@ -96,6 +111,10 @@ impl<D: super::SqlDb> crate::NodeStore for D {
 
     async fn setting_put(&self, p: SettingPut) -> Result<()> {
         setting_put(&mut self.writer(), p).await
+    }
+
+    async fn setting_create(&self, p: SettingPut) -> Result<Option<Setting>> {
+        setting_create(&mut self.writer(), p).await
     }
 
     async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
