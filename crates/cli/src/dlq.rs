@@ -42,7 +42,7 @@ pub enum DlqCmd {
 /// Run a `dlq` command.
 pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let k = open_kairos_read(&cfg, matches!(cmd, DlqCmd::List { .. })).await?;
     match cmd {
         DlqCmd::List {
             kind,

@@ -235,7 +235,8 @@ pub fn print_jobs(views: &[JobView], limit: i64, json: bool) -> CliResult {
 /// Run a `job` command.
 pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(cmd, JobCmd::List(_) | JobCmd::Show { .. });
+    let k = open_kairos_read(&cfg, read_only).await?;
     let json = global.json;
     match cmd {
         JobCmd::Enqueue(a) => {

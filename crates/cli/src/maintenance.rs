@@ -43,7 +43,7 @@ fn print(global: &GlobalArgs, s: &MaintenanceStatus) -> CliResult {
 pub async fn run(global: &GlobalArgs, cmd: MaintenanceCmd) -> CliResult {
     let cfg = global.load_config(None)?;
     let k =
-        open_kairos(&cfg)
+        open_kairos_read(&cfg, matches!(cmd, MaintenanceCmd::Status))
             .await?
             .with_maintenance(kairos_engine::maintenance::Maintenance::new(
                 cfg.maintenance,

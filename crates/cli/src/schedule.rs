@@ -207,7 +207,8 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
 /// Run a `schedule` command.
 pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(cmd, ScheduleCmd::List { .. } | ScheduleCmd::Show { .. });
+    let k = open_kairos_read(&cfg, read_only).await?;
     let json = global.json;
     match cmd {
         ScheduleCmd::Add(a) => {
