@@ -211,6 +211,22 @@ fn this_binary() -> CliResult<std::path::PathBuf> {
     })
 }
 
+/// Write to standard output (what the crate's `println!` and `print!` do). When the reader
+/// went away (a closed pipe) the process ends quietly with exit 0: there is no one left to
+/// tell, and a panic message would only clutter the terminal; any other write error ends it
+/// with exit 1 and the reason on stderr.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: could not write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Print `v` as pretty JSON on stdout.
 pub fn print_json<T: Serialize>(v: &T) -> CliResult {
     let s = serde_json::to_string_pretty(v)

@@ -149,7 +149,7 @@ fn print_job(v: &JobView, json: bool) -> CliResult {
     if json {
         return print_json(v);
     }
-    print_fields(&[
+    let mut fields = vec![
         ("id", v.id.clone()),
         ("kind", v.kind.clone()),
         ("state", v.state.clone()),
@@ -163,7 +163,17 @@ fn print_job(v: &JobView, json: bool) -> CliResult {
         ("last_error", cell(&v.last_error)),
         ("reason", cell(&v.reason)),
         ("payload", v.payload.to_string()),
-    ]);
+    ];
+    if let Some(h) = &v.http {
+        fields.insert(3, ("http", crate::schedule::http_text(h)));
+    }
+    if let Some(w) = &v.webhook {
+        fields.insert(3, ("webhook", w.url.clone()));
+    }
+    if let Some(c) = &v.channel {
+        fields.insert(3, ("channel", c.clone()));
+    }
+    print_fields(&fields);
     if let Some(attempts) = &v.attempts
         && !attempts.is_empty()
     {
@@ -271,7 +281,21 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         }
         JobCmd::Show { id } => {
             let (job, attempts) = k.job_get(&id).await?;
-            print_job(&JobView::new(&job).with_attempts(&attempts), json)
+            let endpoint = match &job.endpoint_id {
+                Some(id) => k
+                    .store()
+                    .endpoint_get(id)
+                    .await
+                    .map_err(|e| CliError::runtime("could not read the endpoint", &e))?,
+                None => None,
+            };
+            let view = JobView::new(&job)
+                .with_webhook(endpoint.as_ref())
+                .with_attempts(&attempts)
+                .with_http(&job, k.store().as_ref())
+                .await
+                .map_err(|e| CliError::runtime("could not read the http target", &e))?;
+            print_job(&view, json)
         }
         JobCmd::Retry { id } => {
             let job = k.job_retry(&id).await?;

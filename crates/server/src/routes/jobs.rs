@@ -50,15 +50,22 @@ pub async fn enqueue(
     } else {
         StatusCode::OK
     };
-    let webhook = endpoint_of(&state, &job).await?;
-    Ok((
-        status,
-        Json(
-            JobView::new(&job)
-                .with_webhook(webhook.as_ref())
-                .with_attempts(&attempts),
-        ),
-    ))
+    Ok((status, Json(full_view(&state, &job, &attempts).await?)))
+}
+
+/// The view of one job: its endpoint or http target, and its attempts.
+async fn full_view(
+    state: &AppState,
+    job: &kairos_core::Job,
+    attempts: &[kairos_store::Attempt],
+) -> ApiResult<JobView> {
+    let webhook = endpoint_of(state, job).await?;
+    Ok(JobView::new(job)
+        .with_webhook(webhook.as_ref())
+        .with_attempts(attempts)
+        .with_http(job, state.kairos.store().as_ref())
+        .await
+        .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))?)
 }
 
 /// The endpoint a webhook job posts to: a disabled one (reused by a re-added URL and secret)
@@ -152,12 +159,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<JobView>> {
     let (job, attempts) = state.kairos.job_get(&id).await?;
-    let webhook = endpoint_of(&state, &job).await?;
-    Ok(Json(
-        JobView::new(&job)
-            .with_webhook(webhook.as_ref())
-            .with_attempts(&attempts),
-    ))
+    Ok(Json(full_view(&state, &job, &attempts).await?))
 }
 
 /// Run a job again now: replay a dead, cancelled or skipped job, or hurry one waiting for a
