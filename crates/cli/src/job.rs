@@ -125,18 +125,69 @@ pub struct EnqueueArgs {
     pub max_attempts: Option<u32>,
 }
 
-/// Filters of `job list` and `dlq list`.
+/// The filters of `job list` and `dlq list`: the API's vocabulary (`--schedule-id` is an
+/// alias of `--schedule`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FilterArgs {
+    /// Job kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    #[arg(long, alias = "schedule-id")]
+    pub schedule: Option<String>,
+    /// Audience jobs of this topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Audience jobs of this recipient id.
+    #[arg(long)]
+    pub recipient: Option<String>,
+    /// Jobs of this period key (`2026-W49`).
+    #[arg(long)]
+    pub period: Option<String>,
+    /// Jobs on this channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Jobs created at or after this instant (RFC 3339).
+    #[arg(long)]
+    pub created_after: Option<String>,
+    /// Jobs created before this instant (RFC 3339).
+    #[arg(long)]
+    pub created_before: Option<String>,
+}
+
+impl FilterArgs {
+    /// The facade's filter.
+    pub fn filter(
+        self,
+        state: Option<String>,
+        before: Option<String>,
+        limit: i64,
+    ) -> kairos_engine::ops::JobFilter {
+        kairos_engine::ops::JobFilter {
+            state,
+            kind: self.kind,
+            schedule: self.schedule,
+            topic: self.topic,
+            recipient: self.recipient,
+            period: self.period,
+            channel: self.channel,
+            created_after: self.created_after,
+            created_before: self.created_before,
+            before,
+            limit: Some(limit),
+        }
+    }
+}
+
+/// Filters of `job list`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ListArgs {
     /// available, running, succeeded, skipped, cancelled, dead.
     #[arg(long)]
     pub state: Option<String>,
-    /// Job kind.
-    #[arg(long)]
-    pub kind: Option<String>,
-    /// Jobs of this schedule.
-    #[arg(long)]
-    pub schedule: Option<String>,
+    /// The other filters.
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Jobs older than this id (the previous page's last id).
     #[arg(long)]
     pub before: Option<String>,
@@ -266,16 +317,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
             print_job(&JobView::new(&job), json)
         }
         JobCmd::List(l) => {
-            let jobs = k
-                .job_list(
-                    l.state.as_deref(),
-                    l.kind.as_deref(),
-                    l.schedule.as_deref(),
-                    None,
-                    l.before.as_deref(),
-                    Some(l.limit),
-                )
-                .await?;
+            let jobs = k.job_find(l.filter.filter(l.state, l.before, l.limit)).await?;
             let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
             print_jobs(&views, l.limit, json)
         }

@@ -31,7 +31,7 @@ pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, SecretRotation};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
-pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay, JobFilter};
 pub use schedules::ScheduleGapPeriods;
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.

@@ -122,7 +122,7 @@ impl HttpTargetView {
 /// The id of the stored target an `http` job's (or schedule's, or channel's) payload names.
 pub fn http_target_id(payload: &serde_json::Value) -> Option<&str> {
     payload
-        .get(kairos_engine::kinds::http::HTTP_TARGET_KEY)
+        .get(kairos_engine::ops::HTTP_TARGET_KEY)
         .and_then(serde_json::Value::as_str)
 }
 

@@ -38,8 +38,8 @@ pub struct JobBulkRequest {
     /// Only jobs of this kind.
     #[serde(default)]
     pub kind: Option<String>,
-    /// Only jobs of this schedule.
-    #[serde(default)]
+    /// Only jobs of this schedule (`schedule` is an alias: the name the list filters use).
+    #[serde(default, alias = "schedule")]
     pub schedule_id: Option<String>,
     /// Only jobs on this channel.
     #[serde(default)]
