@@ -218,3 +218,23 @@ fn help_and_readme_list_every_command() {
         );
     }
 }
+
+/// `kairos serve` on a port already in use fails before it writes anything: no token, no
+/// secret key, no database in its (new) data directory.
+#[test]
+fn serve_on_a_busy_port_fails_before_writing_anything() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = busy.local_addr().expect("addr").to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let out = kairos_cmd()
+        .args(["serve", "--listen", &addr, "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("run kairos serve");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("could not listen on {addr}")), "{stderr}");
+    assert!(!data.exists(), "nothing written: {:?}", std::fs::read_dir(&data).ok().map(|d| d.count()));
+    drop(busy);
+}
