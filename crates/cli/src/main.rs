@@ -42,6 +42,7 @@ mod serve;
 mod slo;
 mod suppression;
 mod template;
+mod token;
 
 use clap::{Parser, Subcommand};
 use common::{CliError, CliResult, GlobalArgs};
@@ -103,6 +104,9 @@ enum Cmd {
     /// Mail templates of topics.
     #[command(subcommand)]
     Template(template::TemplateCmd),
+    /// Scoped API tokens: create (read, write or admin), list, revoke.
+    #[command(subcommand)]
+    Token(token::TokenCmd),
     /// The SLO report: failure rate, stuck work, missed firings, the monitor's last pass (exit
     /// 0 even with warnings, 2 when the store cannot be reached); `kairos slo ack <id>`
     /// acknowledges a dead-run or missing-artifact warning.
@@ -132,6 +136,7 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Endpoint(c) => endpoint::run(g, c).await,
         Cmd::Maintenance(c) => maintenance::run(g, c).await,
         Cmd::Template(c) => template::run(g, c).await,
+        Cmd::Token(c) => token::run(g, c).await,
         Cmd::Recipient(c) => audience::run_recipient(g, c).await,
         Cmd::Subscription(c) => audience::run_subscription(g, c).await,
         // Dispatched in `main`, before a runtime exists.

@@ -200,6 +200,7 @@ fn help_and_readme_list_every_command() {
         "recipient",
         "subscription",
         "template",
+        "token",
         "slo",
     ] {
         assert!(commands.contains(&expected), "{expected} in help: {help}");

@@ -32,6 +32,7 @@ pub mod otel;
 pub mod pages;
 pub mod problem;
 pub mod routes;
+pub mod scope;
 pub mod views;
 
 use axum::Router;
