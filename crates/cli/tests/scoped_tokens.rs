@@ -39,6 +39,7 @@ async fn call(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scoped_tokens_are_enforced_listed_and_revocable() {
+    kairos_testkit::init_crypto();
     let dir = tempfile::tempdir().expect("tempdir");
     let read = create(dir.path(), "grafana", "read");
     let write = create(dir.path(), "ci", "write");

@@ -45,7 +45,7 @@ impl Scope {
     /// The scope a `/v1` request needs; `path` with or without the `/v1` prefix.
     pub fn needed(method: &axum::http::Method, path: &str) -> Scope {
         use axum::http::Method;
-        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        if [Method::GET, Method::HEAD, Method::OPTIONS].contains(method) {
             return Scope::Read;
         }
         let path = path.strip_prefix("/v1").unwrap_or(path);
