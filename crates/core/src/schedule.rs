@@ -235,14 +235,14 @@ fn parse_cron(expr: &str) -> Result<Cron, Error> {
         .year(Year::Disallowed)
         .build();
     let cron = parser.parse(normalized).map_err(|e| {
-        if let Some(reason) = cron_field_error(&parser, normalized) {
-            return Error::invalid("cron", format!("{reason} in {expr:?}"));
-        }
         let hint = if normalized.contains('/') {
             " (a step needs a range or `*` before it: write `5-59/5`, not `5/5`)"
         } else {
             ""
         };
+        if let Some(reason) = cron_field_error(&parser, normalized) {
+            return Error::invalid("cron", format!("{reason} in {expr:?}{hint}"));
+        }
         Error::invalid(
             "cron",
             format!(
