@@ -317,7 +317,9 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
             print_job(&JobView::new(&job), json)
         }
         JobCmd::List(l) => {
-            let jobs = k.job_find(l.filter.filter(l.state, l.before, l.limit)).await?;
+            let jobs = k
+                .job_find(l.filter.filter(l.state, l.before, l.limit))
+                .await?;
             let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
             print_jobs(&views, l.limit, json)
         }

@@ -110,14 +110,14 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         .local_addr()
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
     let node = crate::common::node_builder(&cfg)?.build().await?;
-    let (token, source) =
-        match cluster_token(&cfg, node.db(), node.kairos().clock().as_ref()).await {
-            Ok(t) => t,
-            Err(e) => {
-                node.close().await;
-                return Err(e.into());
-            }
-        };
+    let (token, source) = match cluster_token(&cfg, node.db(), node.kairos().clock().as_ref()).await
+    {
+        Ok(t) => t,
+        Err(e) => {
+            node.close().await;
+            return Err(e.into());
+        }
+    };
     let path = cfg.data_dir.join(TOKEN_FILE);
     // The path, never the token: stderr ends up in journals and CI logs.
     match source {

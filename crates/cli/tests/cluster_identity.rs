@@ -82,9 +82,17 @@ async fn two_nodes_without_a_token_share_the_first_nodes_token_and_admin_session
         .build()
         .expect("client");
     for base in [&n1.base, &n2.base] {
-        assert_eq!(status(&http, format!("{base}/v1/schedules"), &token).await, 200);
         assert_eq!(
-            status(&http, format!("{base}/v1/schedules"), "x".repeat(40).as_str()).await,
+            status(&http, format!("{base}/v1/schedules"), &token).await,
+            200
+        );
+        assert_eq!(
+            status(
+                &http,
+                format!("{base}/v1/schedules"),
+                "x".repeat(40).as_str()
+            )
+            .await,
             401
         );
     }
@@ -129,7 +137,10 @@ async fn two_nodes_without_a_token_share_the_first_nodes_token_and_admin_session
     let mut cmd = kairos_cmd();
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(d3.path())
-        .env("KAIROS_API_TOKEN", "another-token-of-at-least-thirty-two-chars");
+        .env(
+            "KAIROS_API_TOKEN",
+            "another-token-of-at-least-thirty-two-chars",
+        );
     for (k, v) in env(&url, &schema, "node3") {
         cmd.env(k, v);
     }

@@ -44,7 +44,11 @@ fn schedule_show_and_job_show_print_the_http_target_masked() {
     assert_eq!(created["http"]["url"], masked, "{created}");
 
     let shown = ok(dir.path(), &["schedule", "show", &id]);
-    assert_eq!(field(&shown, "http"), vec![format!("PUT {masked}")], "{shown}");
+    assert_eq!(
+        field(&shown, "http"),
+        vec![format!("PUT {masked}")],
+        "{shown}"
+    );
     // Next firings in the schedule's zone, each with its UTC instant.
     let upcoming = field(&shown, "upcoming");
     assert_eq!(upcoming.len(), 5, "{shown}");
@@ -83,7 +87,10 @@ fn a_multi_channel_schedule_is_shown_with_its_channels() {
     let channels = field(&out, "channel");
     assert_eq!(channels.len(), 2, "{out}");
     assert!(channels[0].starts_with("hook (webhook) ep_"), "{out}");
-    assert_eq!(channels[1], "call (http) GET https://api.example.com/x?k=***");
+    assert_eq!(
+        channels[1],
+        "call (http) GET https://api.example.com/x?k=***"
+    );
 }
 
 #[test]
@@ -235,7 +242,14 @@ fn serve_on_a_busy_port_fails_before_writing_anything() {
         .expect("run kairos serve");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("could not listen on {addr}")), "{stderr}");
-    assert!(!data.exists(), "nothing written: {:?}", std::fs::read_dir(&data).ok().map(|d| d.count()));
+    assert!(
+        stderr.contains(&format!("could not listen on {addr}")),
+        "{stderr}"
+    );
+    assert!(
+        !data.exists(),
+        "nothing written: {:?}",
+        std::fs::read_dir(&data).ok().map(|d| d.count())
+    );
     drop(busy);
 }

@@ -65,7 +65,12 @@ fn read_only_commands_in_a_folder_without_a_database_fail_name_it_and_create_not
     let missing = dir.path().join("not-here");
     let (code, _, stderr) = run(
         dir.path(),
-        &["dlq", "list", "--data-dir", missing.to_str().expect("utf-8")],
+        &[
+            "dlq",
+            "list",
+            "--data-dir",
+            missing.to_str().expect("utf-8"),
+        ],
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
@@ -74,7 +79,11 @@ fn read_only_commands_in_a_folder_without_a_database_fail_name_it_and_create_not
     // Once the folder holds a database, the same commands read it.
     let (code, _, stderr) = run(dir.path(), &["migrate"]);
     assert_eq!(code, Some(0), "{stderr}");
-    for args in [&["dlq", "list"][..], &["job", "list"], &["schedule", "list"]] {
+    for args in [
+        &["dlq", "list"][..],
+        &["job", "list"],
+        &["schedule", "list"],
+    ] {
         let (code, stdout, stderr) = run(dir.path(), args);
         assert_eq!(code, Some(0), "{args:?}: {stderr}");
         assert!(stdout.starts_with("ID"), "{args:?}: {stdout}");

@@ -12,7 +12,9 @@ use std::time::Duration;
 fn create(dir: &std::path::Path, name: &str, scope: &str) -> String {
     let (code, stdout, stderr) = run_in(
         dir,
-        &["token", "create", "--name", name, "--scope", scope, "--json"],
+        &[
+            "token", "create", "--name", name, "--scope", scope, "--json",
+        ],
     );
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let v: Value = serde_json::from_str(&stdout).expect("JSON");
@@ -70,28 +72,85 @@ async fn scoped_tokens_are_enforced_listed_and_revocable() {
     let suppression = json!({"email": "gone@example.com"});
 
     // read: GET only.
-    let (s, _) = call(&http, &read, get.clone(), format!("{base}/v1/schedules"), None).await;
+    let (s, _) = call(
+        &http,
+        &read,
+        get.clone(),
+        format!("{base}/v1/schedules"),
+        None,
+    )
+    .await;
     assert_eq!(s, 200);
-    let (s, p) = call(&http, &read, post.clone(), format!("{base}/v1/schedules"), Some(schedule("r"))).await;
+    let (s, p) = call(
+        &http,
+        &read,
+        post.clone(),
+        format!("{base}/v1/schedules"),
+        Some(schedule("r")),
+    )
+    .await;
     assert_eq!(s, 403, "{p}");
     assert_eq!(p["type"], "urn:kairos:problem:insufficient-scope", "{p}");
-    assert!(p["detail"].as_str().unwrap_or_default().contains("needs `write`"), "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs `write`"),
+        "{p}"
+    );
     // write: work, but not the operator's actions.
-    let (s, p) = call(&http, &write, post.clone(), format!("{base}/v1/schedules"), Some(schedule("w"))).await;
+    let (s, p) = call(
+        &http,
+        &write,
+        post.clone(),
+        format!("{base}/v1/schedules"),
+        Some(schedule("w")),
+    )
+    .await;
     assert_eq!(s, 201, "{p}");
-    let (s, p) = call(&http, &write, post.clone(), format!("{base}/v1/suppressions"), Some(suppression.clone())).await;
+    let (s, p) = call(
+        &http,
+        &write,
+        post.clone(),
+        format!("{base}/v1/suppressions"),
+        Some(suppression.clone()),
+    )
+    .await;
     assert_eq!(s, 403, "{p}");
-    assert!(p["detail"].as_str().unwrap_or_default().contains("needs `admin`"), "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needs `admin`"),
+        "{p}"
+    );
     // admin and the node's own token: everything.
-    let (s, p) = call(&http, &admin, post.clone(), format!("{base}/v1/suppressions"), Some(suppression.clone())).await;
+    let (s, p) = call(
+        &http,
+        &admin,
+        post.clone(),
+        format!("{base}/v1/suppressions"),
+        Some(suppression.clone()),
+    )
+    .await;
     assert!((200..300).contains(&s), "{s} {p}");
-    let (s, p) = call(&http, TOKEN, delete.clone(), format!("{base}/v1/suppressions/gone@example.com"), None).await;
+    let (s, p) = call(
+        &http,
+        TOKEN,
+        delete.clone(),
+        format!("{base}/v1/suppressions/gone@example.com"),
+        None,
+    )
+    .await;
     assert!((200..300).contains(&s), "{s} {p}");
 
     // Listed with their last use; never the token.
     let (code, stdout, stderr) = run_in(dir.path(), &["token", "list", "--json"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(!stdout.contains(&read) && !stdout.contains(&admin), "{stdout}");
+    assert!(
+        !stdout.contains(&read) && !stdout.contains(&admin),
+        "{stdout}"
+    );
     let list: Value = serde_json::from_str(&stdout).expect("JSON");
     let by_name = |n: &str| {
         list["data"]
@@ -108,12 +167,22 @@ async fn scoped_tokens_are_enforced_listed_and_revocable() {
     // Revoked: 401 like an unknown token, and listed as revoked.
     let (code, _, stderr) = run_in(dir.path(), &["token", "revoke", "grafana"]);
     assert_eq!(code, Some(0), "{stderr}");
-    let (s, _) = call(&http, &read, get.clone(), format!("{base}/v1/schedules"), None).await;
+    let (s, _) = call(
+        &http,
+        &read,
+        get.clone(),
+        format!("{base}/v1/schedules"),
+        None,
+    )
+    .await;
     assert_eq!(s, 401);
     let (code, _, _) = run_in(dir.path(), &["token", "revoke", "grafana"]);
     assert_eq!(code, Some(2), "revoked once");
     let (_, stdout, _) = run_in(dir.path(), &["token", "list"]);
-    let line = stdout.lines().find(|l| l.contains("grafana")).expect("listed");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("grafana"))
+        .expect("listed");
     assert!(line.trim_end().ends_with('Z'), "revoked_at shown: {line}");
     let (s, _) = call(&http, &write, get, format!("{base}/v1/schedules"), None).await;
     assert_eq!(s, 200, "the other tokens still work");

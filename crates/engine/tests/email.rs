@@ -525,7 +525,10 @@ async fn no_job_row_attempt_or_log_line_contains_a_recipients_address() {
     // The error names the recipient (its id, never the address) and the variable.
     let error = broken_job.last_error.as_deref().unwrap_or("");
     assert!(error.starts_with("recipient u00005: "), "{error}");
-    assert!(error.contains("undefined variable `recipient.attributes."), "{error}");
+    assert!(
+        error.contains("undefined variable `recipient.attributes."),
+        "{error}"
+    );
     assert_eq!(w.mails().len(), 28);
     for j in &jobs {
         let row = serde_json::to_string(j).unwrap();

@@ -78,12 +78,30 @@ mod tests {
         assert_eq!(Scope::needed(&Method::GET, "/v1/suppressions"), Scope::Read);
         assert_eq!(Scope::needed(&Method::POST, "/v1/schedules"), Scope::Write);
         assert_eq!(Scope::needed(&Method::DELETE, "/jobs/job_1"), Scope::Write);
-        assert_eq!(Scope::needed(&Method::PUT, "/v1/recipients/r1"), Scope::Write);
-        assert_eq!(Scope::needed(&Method::DELETE, "/v1/recipients/r1"), Scope::Admin);
-        assert_eq!(Scope::needed(&Method::POST, "/v1/suppressions"), Scope::Admin);
-        assert_eq!(Scope::needed(&Method::DELETE, "/suppressions/a@b"), Scope::Admin);
-        assert_eq!(Scope::needed(&Method::POST, "/v1/endpoints/ep_1/rotate"), Scope::Admin);
-        assert_eq!(Scope::needed(&Method::POST, "/v1/endpoints/ep_1/enable"), Scope::Admin);
+        assert_eq!(
+            Scope::needed(&Method::PUT, "/v1/recipients/r1"),
+            Scope::Write
+        );
+        assert_eq!(
+            Scope::needed(&Method::DELETE, "/v1/recipients/r1"),
+            Scope::Admin
+        );
+        assert_eq!(
+            Scope::needed(&Method::POST, "/v1/suppressions"),
+            Scope::Admin
+        );
+        assert_eq!(
+            Scope::needed(&Method::DELETE, "/suppressions/a@b"),
+            Scope::Admin
+        );
+        assert_eq!(
+            Scope::needed(&Method::POST, "/v1/endpoints/ep_1/rotate"),
+            Scope::Admin
+        );
+        assert_eq!(
+            Scope::needed(&Method::POST, "/v1/endpoints/ep_1/enable"),
+            Scope::Admin
+        );
         assert!(Scope::Read < Scope::Write && Scope::Write < Scope::Admin);
         assert_eq!(Scope::parse("write"), Some(Scope::Write));
         assert_eq!(Scope::parse("root"), None);

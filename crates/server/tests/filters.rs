@@ -19,7 +19,12 @@ fn t0() -> DateTime<Utc> {
         .to_utc()
 }
 
-async fn call(app: &TestApp, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut req = app
         .http
         .request(method, format!("{}{path}", app.base))
@@ -62,7 +67,13 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
     .await;
     assert_eq!(status, 201, "{s}");
     let sid = s["id"].as_str().expect("id").to_string();
-    let (_, fired) = call(&app, post.clone(), &format!("/v1/schedules/{sid}/fire"), None).await;
+    let (_, fired) = call(
+        &app,
+        post.clone(),
+        &format!("/v1/schedules/{sid}/fire"),
+        None,
+    )
+    .await;
     let scheduled = fired["job_ids"][0].as_str().expect("job").to_string();
     let period = fired["period_key"].as_str().expect("period").to_string();
     let mut enqueue = |payload: Value| {
@@ -86,32 +97,91 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
     let mut all = vec![scheduled.clone(), weekly.clone(), plain.clone()];
     all.sort();
 
-    assert_eq!(ids(&app, &format!("/v1/jobs?schedule={sid}")).await, [scheduled.clone()]);
-    assert_eq!(ids(&app, &format!("/v1/jobs?schedule_id={sid}")).await, [scheduled.clone()]);
-    assert_eq!(ids(&app, "/v1/jobs?topic=weekly").await, [weekly.clone()]);
-    assert_eq!(ids(&app, "/v1/jobs?recipient=r1&kind=webhook").await, [weekly.clone()]);
-    assert_eq!(ids(&app, "/v1/jobs?topic=daily").await, Vec::<String>::new());
     assert_eq!(
-        // The key holds a `+` (its offset): escaped, as a query value must be.
-        ids(&app, &format!("/v1/jobs?period={}&state=available", period.replace('+', "%2B"))).await,
+        ids(&app, &format!("/v1/jobs?schedule={sid}")).await,
         [scheduled.clone()]
     );
-    assert_eq!(ids(&app, "/v1/jobs?created_before=2030-01-01T00:00:00Z").await, all);
-    assert_eq!(ids(&app, "/v1/jobs?created_after=2030-01-01T00:00:00Z").await, Vec::<String>::new());
-    assert_eq!(ids(&app, "/v1/jobs?topic=").await, all, "an empty filter is no filter");
-    assert_eq!(ids(&app, &format!("/v1/dlq?schedule={sid}")).await, Vec::<String>::new());
-    assert_eq!(ids(&app, "/v1/dlq?schedule_id=sch_x&topic=weekly").await, Vec::<String>::new());
+    assert_eq!(
+        ids(&app, &format!("/v1/jobs?schedule_id={sid}")).await,
+        [scheduled.clone()]
+    );
+    assert_eq!(ids(&app, "/v1/jobs?topic=weekly").await, [weekly.clone()]);
+    assert_eq!(
+        ids(&app, "/v1/jobs?recipient=r1&kind=webhook").await,
+        [weekly.clone()]
+    );
+    assert_eq!(
+        ids(&app, "/v1/jobs?topic=daily").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        // The key holds a `+` (its offset): escaped, as a query value must be.
+        ids(
+            &app,
+            &format!(
+                "/v1/jobs?period={}&state=available",
+                period.replace('+', "%2B")
+            )
+        )
+        .await,
+        [scheduled.clone()]
+    );
+    assert_eq!(
+        ids(&app, "/v1/jobs?created_before=2030-01-01T00:00:00Z").await,
+        all
+    );
+    assert_eq!(
+        ids(&app, "/v1/jobs?created_after=2030-01-01T00:00:00Z").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids(&app, "/v1/jobs?topic=").await,
+        all,
+        "an empty filter is no filter"
+    );
+    assert_eq!(
+        ids(&app, &format!("/v1/dlq?schedule={sid}")).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids(&app, "/v1/dlq?schedule_id=sch_x&topic=weekly").await,
+        Vec::<String>::new()
+    );
 
-    let (status, p) = call(&app, reqwest::Method::GET, "/v1/jobs?created_after=yesterday", None).await;
+    let (status, p) = call(
+        &app,
+        reqwest::Method::GET,
+        "/v1/jobs?created_after=yesterday",
+        None,
+    )
+    .await;
     assert_eq!(status, 422, "{p}");
     assert_eq!(p["field"], "created_after", "{p}");
-    let (status, p) = call(&app, reqwest::Method::GET, "/v1/jobs?topic=weekly&state=exploded", None).await;
+    let (status, p) = call(
+        &app,
+        reqwest::Method::GET,
+        "/v1/jobs?topic=weekly&state=exploded",
+        None,
+    )
+    .await;
     assert_eq!(status, 422, "{p}");
     assert_eq!(p["field"], "state", "{p}");
 
     // Occurrences: `schedule`, and `schedule_id` as its alias, give the same answer.
-    let (s1, o1) = call(&app, reqwest::Method::GET, &format!("/v1/occurrences?schedule={sid}"), None).await;
-    let (s2, o2) = call(&app, reqwest::Method::GET, &format!("/v1/occurrences?schedule_id={sid}"), None).await;
+    let (s1, o1) = call(
+        &app,
+        reqwest::Method::GET,
+        &format!("/v1/occurrences?schedule={sid}"),
+        None,
+    )
+    .await;
+    let (s2, o2) = call(
+        &app,
+        reqwest::Method::GET,
+        &format!("/v1/occurrences?schedule_id={sid}"),
+        None,
+    )
+    .await;
     assert_eq!((s1, s2), (200, 200), "{o1} {o2}");
     assert_eq!(o1, o2);
     assert_eq!(o1["data"][0]["period_key"], period.as_str(), "{o1}");

@@ -212,8 +212,13 @@ async fn http_schedule_and_job_views_show_the_masked_url_and_method() {
     assert_eq!(shown["http"]["method"], "PUT");
     assert_eq!(shown["http"]["auth"], "bearer");
     // Names only (the body added its content type), never a value.
-    assert_eq!(shown["http"]["headers"], json!(["content-type", "x-api-key"]));
-    let (status, fired) = api.post(&format!("/v1/schedules/{id}/fire"), json!({})).await;
+    assert_eq!(
+        shown["http"]["headers"],
+        json!(["content-type", "x-api-key"])
+    );
+    let (status, fired) = api
+        .post(&format!("/v1/schedules/{id}/fire"), json!({}))
+        .await;
     assert_eq!(status, 200, "{fired}");
     let job_id = fired["job_ids"][0].as_str().expect("a job").to_string();
     let (status, job) = api.get(&format!("/v1/jobs/{job_id}")).await;

@@ -321,7 +321,11 @@ pub async fn setting_create_keeps_the_first_value(s: S) {
     };
     let first = s.setting_create(create("first", 0)).await.unwrap().unwrap();
     assert_eq!(first.value, "first");
-    let second = s.setting_create(create("second", 1)).await.unwrap().unwrap();
+    let second = s
+        .setting_create(create("second", 1))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(second.value, "first");
     assert_eq!(second.updated_at, t0());
     let got = s.setting_get("api_token").await.unwrap().unwrap();
@@ -437,7 +441,10 @@ pub async fn api_token_create_get_list_revoke_and_touch(s: S) {
     };
     s.api_token_touch(touch(5, 4)).await.unwrap();
     let used = |t: Option<ApiTokenRecord>| t.unwrap().last_used_at;
-    assert_eq!(used(s.api_token_get("h1").await.unwrap()), Some(t0() + Duration::minutes(5)));
+    assert_eq!(
+        used(s.api_token_get("h1").await.unwrap()),
+        Some(t0() + Duration::minutes(5))
+    );
     s.api_token_touch(touch(5, 4)).await.unwrap();
     s.api_token_touch(touch(6, 4)).await.unwrap();
     assert_eq!(
@@ -446,7 +453,10 @@ pub async fn api_token_create_get_list_revoke_and_touch(s: S) {
         "a use inside the window is not written again"
     );
     s.api_token_touch(touch(7, 6)).await.unwrap();
-    assert_eq!(used(s.api_token_get("h1").await.unwrap()), Some(t0() + Duration::minutes(7)));
+    assert_eq!(
+        used(s.api_token_get("h1").await.unwrap()),
+        Some(t0() + Duration::minutes(7))
+    );
 
     // Revoke by name, then by id: once each.
     let revoke = |who: &str| ApiTokenRevoke {
@@ -454,13 +464,20 @@ pub async fn api_token_create_get_list_revoke_and_touch(s: S) {
         now: t0() + Duration::minutes(9),
     };
     assert!(s.api_token_revoke(revoke("ci")).await.unwrap());
-    assert!(!s.api_token_revoke(revoke("ci")).await.unwrap(), "revoked once");
+    assert!(
+        !s.api_token_revoke(revoke("ci")).await.unwrap(),
+        "revoked once"
+    );
     assert!(!s.api_token_revoke(revoke("tok_1")).await.unwrap());
     assert!(s.api_token_revoke(revoke("tok_2")).await.unwrap());
     assert!(!s.api_token_revoke(revoke("nope")).await.unwrap());
     let got = s.api_token_get("h1").await.unwrap().unwrap();
     assert_eq!(got.revoked_at, Some(t0() + Duration::minutes(9)));
-    assert_eq!(s.api_token_list().await.unwrap().len(), 2, "revoked tokens stay listed");
+    assert_eq!(
+        s.api_token_list().await.unwrap().len(),
+        2,
+        "revoked tokens stay listed"
+    );
 }
 
 /// An admin session is stored, read and deleted once (logout); storing a new one deletes the

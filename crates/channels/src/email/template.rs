@@ -401,12 +401,20 @@ mod tests {
         assert_eq!(e.field, "subject");
         assert!(e.reason.contains("undefined"), "{e}");
         assert!(
-            e.reason.starts_with("undefined variable `recipient.name` ("),
+            e.reason
+                .starts_with("undefined variable `recipient.name` ("),
             "the error names the variable: {e}"
         );
-        let e = render("text", "{% for i in [1] %}{{ i }} {{ missing }}{% endfor %}", &ctx)
-            .unwrap_err();
-        assert!(e.reason.starts_with("undefined variable `missing` ("), "{e}");
+        let e = render(
+            "text",
+            "{% for i in [1] %}{{ i }} {{ missing }}{% endfor %}",
+            &ctx,
+        )
+        .unwrap_err();
+        assert!(
+            e.reason.starts_with("undefined variable `missing` ("),
+            "{e}"
+        );
     }
 
     #[test]

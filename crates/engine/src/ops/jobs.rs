@@ -200,9 +200,7 @@ impl Kairos {
             return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
         }
         let instant = |field: &str, v: &Option<String>| {
-            v.as_deref()
-                .map(|v| parse_instant(field, v))
-                .transpose()
+            v.as_deref().map(|v| parse_instant(field, v)).transpose()
         };
         Ok(self
             .store

@@ -941,7 +941,10 @@ impl NodeStore for CountingStore {
     ) -> kairos_store::Result<Option<kairos_store::ApiTokenRecord>> {
         self.inner.api_token_get(token_hash).await
     }
-    async fn api_token_revoke(&self, p: kairos_store::ApiTokenRevoke) -> kairos_store::Result<bool> {
+    async fn api_token_revoke(
+        &self,
+        p: kairos_store::ApiTokenRevoke,
+    ) -> kairos_store::Result<bool> {
         self.inner.api_token_revoke(p).await
     }
     async fn api_token_touch(&self, p: kairos_store::ApiTokenTouch) -> kairos_store::Result<()> {

@@ -15,8 +15,7 @@
 
 use super::{Db, NodeError};
 use crate::config::{
-    Config, TOKEN_FILE, TokenSource, api_token, generate_token, save_token, saved_token,
-    secret_key,
+    Config, TOKEN_FILE, TokenSource, api_token, generate_token, save_token, saved_token, secret_key,
 };
 use kairos_core::Clock;
 use kairos_store::SettingPut;

@@ -13,10 +13,10 @@ mod identity;
 
 pub use db::{Db, checked_secret_key, open_db};
 pub use error::NodeError;
-pub use identity::{API_TOKEN_SETTING, cluster_token};
 pub use handlers::{
     RENDER_WORKER_COMMAND, digest_config, email_setup, registry, template_renderer, webhook_config,
 };
+pub use identity::{API_TOKEN_SETTING, cluster_token};
 
 use crate::config::Config;
 use crate::{ApiToken, AppState};

@@ -98,8 +98,7 @@ pub async fn admin_session_delete(run: &mut impl SqlRun, id_hash: &str) -> Resul
     Ok(n > 0)
 }
 
-const API_TOKEN_COLUMNS: &str =
-    "id, name, scope, token_hash, created_at, last_used_at, revoked_at";
+const API_TOKEN_COLUMNS: &str = "id, name, scope, token_hash, created_at, last_used_at, revoked_at";
 
 /// `api_token_create`.
 pub async fn api_token_create(run: &mut impl SqlRun, p: ApiTokenCreate) -> Result<()> {
