@@ -770,7 +770,7 @@ async fn template_over_fuel_is_refused_at_save_and_over_output_cap_fails_the_job
     assert_eq!(dead.state, JobState::Dead, "{dead:?}");
     let error = dead.last_error.as_deref().unwrap();
     assert!(
-        error.starts_with("text:") && error.contains("more than 1048576 bytes"),
+        error.starts_with("recipient u00000: text:") && error.contains("more than 1048576 bytes"),
         "{error}"
     );
     assert!(w.mails().is_empty());

@@ -22,12 +22,8 @@ use kairos_store::SettingPut;
 use kairos_store::sealing::Sealer;
 use subtle::ConstantTimeEq;
 
-/// The setting that holds the cluster's API token, sealed.
-pub const API_TOKEN_SETTING: &str = "api_token";
-
-/// The associated data the token is sealed with: a sealed value copied from another column
-/// does not open as the token.
-const API_TOKEN_AAD: &str = "settings.api_token";
+pub use kairos_store::sealing::API_TOKEN_SETTING;
+use kairos_store::sealing::API_TOKEN_AAD;
 
 /// The API token this node serves with, and where it came from (see the module docs). The
 /// database must be open with the secret key checked ([`super::open_db`]).
