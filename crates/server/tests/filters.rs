@@ -76,7 +76,7 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
     .await;
     let scheduled = fired["job_ids"][0].as_str().expect("job").to_string();
     let period = fired["period_key"].as_str().expect("period").to_string();
-    let mut enqueue = |payload: Value| {
+    let enqueue = |payload: Value| {
         let (app, post, url) = (&app, post.clone(), rx.url("/j"));
         async move {
             let (status, j) = call(
@@ -99,16 +99,19 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
 
     assert_eq!(
         ids(&app, &format!("/v1/jobs?schedule={sid}")).await,
-        [scheduled.clone()]
+        vec![scheduled.clone()]
     );
     assert_eq!(
         ids(&app, &format!("/v1/jobs?schedule_id={sid}")).await,
-        [scheduled.clone()]
+        vec![scheduled.clone()]
     );
-    assert_eq!(ids(&app, "/v1/jobs?topic=weekly").await, [weekly.clone()]);
+    assert_eq!(
+        ids(&app, "/v1/jobs?topic=weekly").await,
+        vec![weekly.clone()]
+    );
     assert_eq!(
         ids(&app, "/v1/jobs?recipient=r1&kind=webhook").await,
-        [weekly.clone()]
+        vec![weekly.clone()]
     );
     assert_eq!(
         ids(&app, "/v1/jobs?topic=daily").await,
@@ -124,7 +127,7 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
             )
         )
         .await,
-        [scheduled.clone()]
+        vec![scheduled.clone()]
     );
     assert_eq!(
         ids(&app, "/v1/jobs?created_before=2030-01-01T00:00:00Z").await,

@@ -22,8 +22,8 @@ use kairos_store::SettingPut;
 use kairos_store::sealing::Sealer;
 use subtle::ConstantTimeEq;
 
-pub use kairos_store::sealing::API_TOKEN_SETTING;
 use kairos_store::sealing::API_TOKEN_AAD;
+pub use kairos_store::sealing::API_TOKEN_SETTING;
 
 /// The API token this node serves with, and where it came from (see the module docs). The
 /// database must be open with the secret key checked ([`super::open_db`]).

@@ -60,12 +60,12 @@ async fn full_view(
     attempts: &[kairos_store::Attempt],
 ) -> ApiResult<JobView> {
     let webhook = endpoint_of(state, job).await?;
-    Ok(JobView::new(job)
+    JobView::new(job)
         .with_webhook(webhook.as_ref())
         .with_attempts(attempts)
         .with_http(job, state.kairos.store().as_ref())
         .await
-        .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))?)
+        .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))
 }
 
 /// The endpoint a webhook job posts to: a disabled one (reused by a re-added URL and secret)
