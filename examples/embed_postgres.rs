@@ -7,7 +7,7 @@
 //! check held.
 
 use kairos_embed::sqlx::{self, PgPool};
-use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, Node};
+use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, Node, NodeBuilderExt};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;

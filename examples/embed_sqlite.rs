@@ -5,7 +5,7 @@
 //! Prints one final line, `embed_sqlite: ok: …`, and exits 0 when every check held.
 
 use kairos_embed::sqlx::{self, SqlitePool};
-use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, Node};
+use kairos_embed::{Context, EnqueueOptions, JobArgs, JobError, Node, NodeBuilderExt, RetryPolicy};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -16,9 +16,22 @@ struct SendInvoice {
     order_id: i64,
 }
 
+/// The kind brings, with its handler, its retry default and its request check: one call to
+/// `.handler(…)` registers all three.
 impl JobArgs for SendInvoice {
     const KIND: &'static str = "send_invoice";
     const TIMEOUT: Duration = Duration::from_secs(30);
+
+    fn retry() -> Option<RetryPolicy> {
+        Some(RetryPolicy::http_call())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.order_id <= 0 {
+            return Err("order_id must be positive".into());
+        }
+        Ok(())
+    }
 }
 
 #[tokio::main]
@@ -56,6 +69,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .execute(&pool)
     .await?;
 
+    // 0. The kind's own check refuses bad arguments, naming the field; nothing is stored.
+    let refused = node
+        .enqueue(SendInvoice { order_id: 0 })
+        .await
+        .expect_err("order 0 is refused");
+    assert_eq!(refused.field(), Some("payload"), "{refused}");
+
     // 1. On its own, with an idempotency key: enqueueing it again creates nothing.
     let first = node
         .enqueue_with(
@@ -76,6 +96,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
     assert!(first.created && !again.created && again.job.id == first.job.id);
+    // Enqueued without a policy, it retries by its kind's default.
+    assert_eq!(
+        node.kairos().kinds().retry_of(&first.job),
+        RetryPolicy::http_call()
+    );
 
     // 2. With the order, in one transaction that commits: the job exists with the order.
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
@@ -125,7 +150,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     pool.close().await;
     node.shutdown().await;
     println!(
-        "embed_sqlite: ok: jobs ran for orders {orders:?}; the committed job is {state}; the rolled-back job does not exist"
+        "embed_sqlite: ok: order 0 refused ({refused}); jobs ran for orders {orders:?}; the committed job is {state}; the rolled-back job does not exist"
     );
     Ok(())
 }

@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Clock, Job, JobKind, Outcome, RetryPolicy, SystemClock};
 use kairos_engine::executor::ExecutorConfig;
-use kairos_engine::{Engine, EngineConfig, Handler, HandlerRegistry, JobContext};
+use kairos_engine::{Engine, EngineConfig, Handler, JobContext, Kinds};
 use kairos_store::{JobInsert, Store};
 use kairos_store_sqlite::SqliteStore;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -287,6 +287,7 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> Job
         dedupe_key: None,
         retry: RetryPolicy::notification(),
         // `bench` is a kind nobody else registers, and `webhook`'s default is this policy too.
+        audience: Default::default(),
         retry_is_kind_default: true,
         run_at,
         now,
@@ -299,26 +300,6 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
-}
-
-/// Jobs that succeeded since `since`. Counted over the finished jobs only (the partial
-/// index on `finished_at`), not by a count per state over the whole table: behind a backlog
-/// of a million jobs that scan took longer than processing 10,000 jobs, and the benchmark
-/// measured it instead of the engine.
-pub(crate) async fn succeeded(
-    store: &dyn Store,
-    since: DateTime<Utc>,
-) -> Result<i64, kairos_store::Error> {
-    Ok(store
-        .job_count_finished(kairos_store::JobCountFinished {
-            since,
-            until: since + chrono::Duration::days(3650),
-        })
-        .await?
-        .into_iter()
-        .filter(|c| c.state == "succeeded")
-        .map(|c| c.count)
-        .sum())
 }
 
 /// Wait until `target` jobs are handled and every outcome is committed, with a progress bar;
@@ -385,7 +366,7 @@ pub(crate) async fn wait_done(
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let took = start.elapsed();
-    let n = succeeded(store, since).await?;
+    let n = crate::bench_timed::succeeded(store, since).await?;
     if n < target {
         return Err(format!("only {n} of {target} jobs succeeded").into());
     }
@@ -437,16 +418,15 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
         args.jobs as u64,
         hook.as_ref().map(|h| h.handler.clone()),
     ));
-    let mut registry = HandlerRegistry::new();
-    registry.register(
+    let kinds = Arc::new(Kinds::builtin().with_handler(
         if hook.is_some() { "webhook" } else { "bench" },
         handler.clone(),
-    );
+    ));
     let engine = Engine::new(
         engine_config(args.concurrency),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )?;
     let style = ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} {per_sec}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -650,7 +630,15 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("1 running"), "{err}");
 
-        let done = completion_for(&claimed[0], Outcome::ok(), now, clock.now(), "bench", 0.0);
+        let done = completion_for(
+            &kairos_engine::kinds::Plain,
+            &claimed[0],
+            Outcome::ok(),
+            now,
+            clock.now(),
+            "bench",
+            0.0,
+        );
         store.job_complete_many(vec![done]).await.unwrap();
         let took = wait_done(&store, &clock, since, &h, (1, &bar, Duration::from_secs(5)))
             .await

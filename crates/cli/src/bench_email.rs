@@ -7,9 +7,9 @@
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::executor::ExecutorConfig;
-use kairos_engine::handlers::{email::EmailConfig, register_email};
+use kairos_engine::handlers::email::EmailConfig;
 use kairos_engine::ops::{NewRecipient, NewSchedule, NewSubscription, NewTopic};
-use kairos_engine::{Engine, EngineConfig, HandlerRegistry, Kairos};
+use kairos_engine::{Engine, EngineConfig, Kairos, KindSettings};
 use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
 use std::sync::Arc;
@@ -40,16 +40,10 @@ pub async fn run(
         },
         _ => return Err("--email: must be \"file\" or an smtp:// URL".into()),
     };
-    let mut registry = HandlerRegistry::new();
-    let cfg = EmailConfig::default();
-    register_email(
-        &mut registry,
-        store.clone(),
-        clock.clone(),
-        EmailTransport::new(tcfg)?,
-        cfg,
-    )?;
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(kairos_engine::handlers::builtin(KindSettings {
+        email: Some((EmailTransport::new(tcfg)?, EmailConfig::default())),
+        ..KindSettings::new(store.clone(), clock.clone(), Default::default())
+    })?);
     let ecfg = EngineConfig {
         executor: ExecutorConfig {
             concurrency,
@@ -60,7 +54,7 @@ pub async fn run(
         ..Default::default()
     }
     .with_node("bench-email");
-    let engine = Engine::new(ecfg, store.clone(), clock.clone(), registry)?;
+    let engine = Engine::new(ecfg, store.clone(), clock.clone(), kinds.clone())?;
     let k = Kairos::new(store.clone(), clock, engine.wake(), kinds);
     let topic: NewTopic = serde_json::from_value(serde_json::json!({
         "subject": "Your week {{ period.key }}",
@@ -105,7 +99,7 @@ pub async fn run(
     let target = fired.created.len() as i64;
     let limit = Duration::from_secs(600);
     loop {
-        if crate::bench::succeeded(store.as_ref(), started).await? >= target {
+        if crate::bench_timed::succeeded(store.as_ref(), started).await? >= target {
             break;
         }
         if t.elapsed() > limit {

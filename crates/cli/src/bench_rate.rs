@@ -21,7 +21,7 @@ use crate::bench_plot::{Panel, Series, render};
 use crate::bench_timed::TimedStore;
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::ops::NewJob;
-use kairos_engine::{Engine, HandlerRegistry, Kairos};
+use kairos_engine::{Engine, Kairos, Kinds};
 use kairos_store::{DbHealthRead, Store};
 use serde_json::{Value, json};
 use sqlx::{ConnectOptions, Connection};
@@ -340,20 +340,14 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
     let store: Arc<dyn Store> = timed.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let handler = Arc::new(NoopHandler::new(u64::MAX, None));
-    let mut registry = HandlerRegistry::new();
-    registry.register("bench", handler.clone());
+    let kinds = Arc::new(Kinds::builtin().with_handler("bench", handler.clone()));
     let engine = Engine::new(
         engine_config(args.concurrency),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )?;
-    let kairos = Kairos::new(
-        store.clone(),
-        clock.clone(),
-        engine.wake(),
-        vec!["bench".into()],
-    );
+    let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
 
     // Every job of the run finishes after this instant (a second of margin).
     let since = clock.now() - chrono::Duration::seconds(1);

@@ -1,9 +1,9 @@
 //! What every command shares: the error type and exit codes, configuration, opening the
 //! store and the facade, and output (tables or JSON).
 
+use kairos_app::config::{Config, ConfigError, Overrides};
+use kairos_app::node::{NodeBuilder, NodeError};
 use kairos_engine::{Kairos, OpsError, OpsErrorKind};
-use kairos_server::config::{Config, ConfigError, Overrides};
-use kairos_server::node::{NodeBuilder, NodeError};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -113,16 +113,16 @@ impl GlobalArgs {
             listen,
             config_file: self.config.clone(),
             log_format: match self.log_format.as_deref() {
-                Some("json") => Some(kairos_server::config::LogFormat::Json),
-                Some(_) => Some(kairos_server::config::LogFormat::Text),
+                Some("json") => Some(kairos_app::config::LogFormat::Json),
+                Some(_) => Some(kairos_app::config::LogFormat::Text),
                 None => None,
             },
         })?)
     }
 }
 
-/// An open database (see [`kairos_server::node::Db`]).
-pub use kairos_server::node::Db;
+/// An open database (see [`kairos_app::node::Db`]).
+pub use kairos_app::node::Db;
 
 /// Open (creating and migrating) the configured database with the secret key checked and
 /// applied: the node builder's first step, shared by every command.
@@ -135,7 +135,7 @@ pub async fn open_store(cfg: &Config) -> CliResult<Db> {
 /// would mislead (an operator in the wrong folder concludes the dead-letter queue is empty).
 /// The error names the folder looked in. PostgreSQL is left to its connection error.
 pub fn require_database(cfg: &Config) -> CliResult {
-    use kairos_server::config::Database;
+    use kairos_app::config::Database;
     let Database::Sqlite(path) = cfg.database()? else {
         return Ok(());
     };
@@ -191,7 +191,7 @@ pub fn template_renderer(cfg: &Config) -> CliResult<kairos_channels::email::temp
     if cfg.template_workers == 0 {
         return Ok(kairos_channels::email::template::Renderer::InProcess);
     }
-    Ok(kairos_server::node::template_renderer(cfg, this_binary()?))
+    Ok(kairos_app::node::template_renderer(cfg, this_binary()?))
 }
 
 /// This binary, started again as `kairos __render-worker`. On Linux `/proc/self/exe`: it is

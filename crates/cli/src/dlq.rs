@@ -48,7 +48,7 @@ pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
         } => {
             let f = filter.filter(Some("dead".into()), before, limit);
             let jobs = k.job_find(f).await?;
-            let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
+            let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
             print_jobs(&views, limit, global.json)
         }
         DlqCmd::Replay { all, kind, ids } => {

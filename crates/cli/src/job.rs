@@ -314,13 +314,13 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
             if !created && !json {
                 eprintln!("a job with this idempotency key exists: {}", job.id);
             }
-            print_job(&JobView::new(&job), json)
+            print_job(&JobView::new(k.kinds(), &job), json)
         }
         JobCmd::List(l) => {
             let jobs = k
                 .job_find(l.filter.filter(l.state, l.before, l.limit))
                 .await?;
-            let views: Vec<JobView> = jobs.iter().map(JobView::new).collect();
+            let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
             print_jobs(&views, l.limit, json)
         }
         JobCmd::Show { id } => {
@@ -333,7 +333,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                     .map_err(|e| CliError::runtime("could not read the endpoint", &e))?,
                 None => None,
             };
-            let view = JobView::new(&job)
+            let view = JobView::new(k.kinds(), &job)
                 .with_webhook(endpoint.as_ref())
                 .with_attempts(&attempts)
                 .with_http(&job, k.store().as_ref())
@@ -344,7 +344,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         JobCmd::Retry { id } => {
             let job = k.job_retry(&id).await?;
             if json {
-                return print_json(&JobView::new(&job));
+                return print_json(&JobView::new(k.kinds(), &job));
             }
             println!("{} is available again at {}", job.id, ts(job.run_at));
             Ok(())
@@ -352,7 +352,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         JobCmd::Cancel { id, reason } => {
             let job = k.job_cancel(&id, reason).await?;
             if json {
-                return print_json(&JobView::new(&job));
+                return print_json(&JobView::new(k.kinds(), &job));
             }
             println!("cancelled {}", job.id);
             Ok(())

@@ -2,8 +2,8 @@
 //! check at start that this node holds the same key as the database was first used with.
 
 use crate::common::{CliError, CliResult, Db, GlobalArgs, open_store};
+use kairos_app::config::{Config, SECRET_KEY_CHECK_SETTING, SECRET_KEY_FILE, SecretKey};
 use kairos_core::{Clock, SystemClock};
-use kairos_server::config::{Config, SECRET_KEY_CHECK_SETTING, SECRET_KEY_FILE, SecretKey};
 use kairos_store::SettingPut;
 
 /// `kairos key …`.
@@ -114,7 +114,7 @@ fn replace_key_file(path: &std::path::Path, key: &SecretKey) -> std::io::Result<
 }
 
 /// The node's secret key, checked against the database (see
-/// [`kairos_server::node::checked_secret_key`]).
+/// [`kairos_app::node::checked_secret_key`]).
 async fn checked_secret_key(cfg: &Config, db: &Db, clock: &dyn Clock) -> CliResult<SecretKey> {
-    Ok(kairos_server::node::checked_secret_key(cfg, db, clock).await?)
+    Ok(kairos_app::node::checked_secret_key(cfg, db, clock).await?)
 }

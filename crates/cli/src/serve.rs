@@ -1,10 +1,10 @@
 //! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
 
 use crate::common::{CliError, CliResult, GlobalArgs, open_store};
-use kairos_server::config::{Config, LogFormat, TOKEN_FILE, TokenSource};
-use kairos_server::node::cluster_token;
+use kairos_app::config::{Config, LogFormat, TOKEN_FILE, TokenSource};
+use kairos_app::node::cluster_token;
 use kairos_server::otel::Tracing;
-use kairos_server::{ApiToken, app};
+use kairos_server::{ApiToken, AppState, app};
 use std::io::IsTerminal;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -49,7 +49,7 @@ async fn shutdown_tracing(otel: Option<Tracing>) {
 
 /// Warn when the existing data directory is open to other users (kairos creates it 0700).
 fn warn_open_data_dir(cfg: &Config) {
-    if let Some(w) = kairos_server::config::open_dir_warning(&cfg.data_dir) {
+    if let Some(w) = kairos_app::config::open_dir_warning(&cfg.data_dir) {
         tracing::warn!("{w}");
     }
 }
@@ -133,7 +133,7 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
         ),
         TokenSource::Config | TokenSource::File => {}
     }
-    let state = node.app_state(ApiToken::new(token))?;
+    let state = AppState::for_node(&node, ApiToken::new(token))?;
     let cancel = CancellationToken::new();
     let running = node.start(&cancel);
     let limits = cfg.http_limits();

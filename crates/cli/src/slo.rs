@@ -9,9 +9,9 @@
 //! the alert's key, `check:subject`, as the report's CHECK and SUBJECT columns show it.
 
 use crate::common::{CliError, CliResult, GlobalArgs, chain, open_store, print_json, print_table};
+use kairos_app::monitoring::monitor_config;
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::monitor::{AckError, Monitor, ack};
-use kairos_server::monitoring::monitor_config;
 use kairos_server::routes::slo::{AlertView, SloView};
 use std::sync::Arc;
 use std::time::Duration;

@@ -109,10 +109,10 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
 
 #[cfg(test)]
 mod tests {
+    use kairos_app::config::Config;
+    use kairos_app::node::email_setup;
     use kairos_channels::email::EmailMessage;
     use kairos_core::{ErrorClass, Outcome};
-    use kairos_server::config::Config;
-    use kairos_server::node::email_setup;
     use std::time::Duration;
 
     /// `KAIROS_EMAIL_TIMEOUT_SECS` reaches the SMTP transport: a server that accepts the

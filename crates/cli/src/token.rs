@@ -4,7 +4,7 @@
 use crate::common::*;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Clock, SystemClock};
-use kairos_server::config::generate_token;
+use kairos_app::config::generate_token;
 use kairos_server::scope::{Scope, token_hash};
 use kairos_server::views::ts;
 use kairos_store::{ApiTokenCreate, ApiTokenRecord, ApiTokenRevoke};

@@ -14,6 +14,7 @@
 //! - [`clock`]: the only place that reads the system time.
 #![deny(missing_docs)]
 
+pub mod audience;
 pub mod budget;
 pub mod clock;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod retry;
 pub mod schedule;
 pub mod text;
 
+pub use audience::JobAudience;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, error_chain};
 pub use id::{IdPrefix, new_id};

@@ -11,7 +11,6 @@
 //! arrives earlier than asked and retries of many jobs do not arrive in lockstep.
 
 use crate::error::Error;
-use crate::job::ErrorClass;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -414,6 +413,51 @@ impl<'de> Deserialize<'de> for RetryPolicy {
 /// Format a duration for people (`"1m 30s"`).
 pub fn format_duration(d: Duration) -> String {
     humantime::format_duration(d).to_string()
+}
+
+/// How a failure should be treated by the retry policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Waiting may fix it: 408, 429, 5xx, connection refused/reset, timeouts.
+    Transient,
+    /// Waiting will not fix it: 400, 401, 403, 404, 410, 422, invalid address.
+    Permanent,
+    /// The provider asked us to slow down; does not spend an attempt.
+    RateLimited,
+}
+
+impl ErrorClass {
+    /// The stored string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "transient",
+            ErrorClass::Permanent => "permanent",
+            ErrorClass::RateLimited => "rate_limited",
+        }
+    }
+
+    /// Classify an HTTP status that is not 2xx (DESIGN.md "Outcomes and retries").
+    pub fn from_http_status(status: u16) -> ErrorClass {
+        match status {
+            408 | 425 | 429 => ErrorClass::Transient,
+            500..=599 => ErrorClass::Transient,
+            _ => ErrorClass::Permanent,
+        }
+    }
+}
+
+impl std::str::FromStr for ErrorClass {
+    type Err = String;
+    /// The stored string back (`transient`, `permanent`, `rate_limited`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "transient" => Ok(ErrorClass::Transient),
+            "permanent" => Ok(ErrorClass::Permanent),
+            "rate_limited" => Ok(ErrorClass::RateLimited),
+            other => Err(format!("unknown error class {other:?}")),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 //! Enqueue options, and transactional enqueue: a job inserted in the application's own
 //! transaction exists if and only if that transaction commits.
 
-use crate::node::{Db, Enqueued, Node};
+use crate::node::Node;
 use crate::{Error, JobArgs};
 use chrono::{DateTime, SecondsFormat, Utc};
+use kairos_app::node::Db;
+use kairos_core::Job;
 use kairos_core::retry::RetrySpec;
 use kairos_engine::ops::NewJob;
 use sqlx::{Postgres, Sqlite, SqliteConnection, Transaction};
@@ -87,6 +89,23 @@ impl AppTx for Transaction<'_, Postgres> {
 }
 
 impl Node {
+    /// Enqueue a job of `args`'s kind to run now.
+    pub async fn enqueue<A: JobArgs>(&self, args: A) -> Result<Enqueued, Error> {
+        self.enqueue_with(args, EnqueueOptions::default()).await
+    }
+
+    /// Enqueue a job with options (when, idempotency key, retries). Validated as the API
+    /// validates a job: a bad option fails naming its field, and nothing is stored. With an
+    /// idempotency key already used, answers with that job and `created = false`.
+    pub async fn enqueue_with<A: JobArgs>(
+        &self,
+        args: A,
+        opts: EnqueueOptions,
+    ) -> Result<Enqueued, Error> {
+        let (job, created) = self.kairos().job_enqueue(opts.new_job(&args)?).await?;
+        Ok(Enqueued { job, created })
+    }
+
     /// Enqueue a job of `args`'s kind in the application's transaction `tx` on this node's
     /// database: the job exists if and only if `tx` commits. Validated exactly as
     /// [`Node::enqueue_with`] (a bad option fails naming its field and inserts nothing; the
@@ -116,23 +135,24 @@ impl Node {
     ) -> Result<Enqueued, Error> {
         let job = self.kairos().job_prepare(opts.new_job(&args)?).await?;
         let inserted = match (tx.conn(), self.db()) {
-            (TxConn::Sqlite(conn), Db::Sqlite { file, .. }) => {
+            (TxConn::Sqlite(conn), Db::Sqlite(_)) => {
+                let file = self.sqlite_file().unwrap_or(std::path::Path::new(""));
                 let inserted = kairos_store_sqlite::job_insert_in_tx(conn, job).await?;
                 // After the insert, not before: a read first would make the insert's lock
                 // upgrade in a deferred transaction fail with SQLITE_BUSY instead of waiting.
                 check_same_file(conn, file).await?;
                 inserted
             }
-            (TxConn::Postgres(conn), Db::Postgres { store, .. }) => {
+            (TxConn::Postgres(conn), Db::Postgres(store, _)) => {
                 kairos_store_postgres::job_insert_in_tx(conn, store.schema(), job).await?
             }
-            (TxConn::Sqlite(_), Db::Postgres { .. }) => {
+            (TxConn::Sqlite(_), Db::Postgres(..)) => {
                 return Err(Error::invalid(
                     "tx",
                     "is a SQLite transaction; this node runs on PostgreSQL",
                 ));
             }
-            (TxConn::Postgres(_), Db::Sqlite { .. }) => {
+            (TxConn::Postgres(_), Db::Sqlite(_)) => {
                 return Err(Error::invalid(
                     "tx",
                     "is a PostgreSQL transaction; this node runs on SQLite",
@@ -170,4 +190,14 @@ async fn check_same_file(
             "is on another SQLite database than this node's file; roll it back",
         ))
     }
+}
+
+/// What an enqueue did.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Enqueued {
+    /// The job: the new one, or the one holding the idempotency key.
+    pub job: Job,
+    /// Whether it was created now (`false`: the idempotency key was used already).
+    pub created: bool,
 }

@@ -128,6 +128,28 @@ impl From<kairos_store::Error> for Error {
     }
 }
 
+impl Error {
+    /// A node that could not be built: a setting (named as this crate names it: `url`,
+    /// `schema`, `kind`, `executor.concurrency`…) or a failure opening the database.
+    pub(crate) fn from_node(e: kairos_app::node::NodeError) -> Self {
+        match e {
+            kairos_app::node::NodeError::Usage { field, reason } => {
+                let field = match field.as_str() {
+                    "database_url" => "url".to_string(),
+                    "database_schema" => "schema".to_string(),
+                    _ => field,
+                };
+                Error::invalid(field, reason)
+            }
+            e @ kairos_app::node::NodeError::Runtime(_) => Error {
+                kind: ErrorKind::Internal,
+                message: e.to_string(),
+                source: Some(Box::new(e)),
+            },
+        }
+    }
+}
+
 impl From<kairos_core::Error> for Error {
     fn from(e: kairos_core::Error) -> Self {
         Error::invalid(e.field(), e.reason())

@@ -33,6 +33,18 @@ pub trait JobArgs: Serialize + DeserializeOwned + Send + Sync + 'static {
 
     /// The longest one attempt may run; past it the attempt is a transient failure (retried).
     const TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// The kind's retry policy, for jobs enqueued without one; `None`: a notification's
+    /// (4 attempts over about an hour).
+    fn retry() -> Option<kairos_core::RetryPolicy> {
+        None
+    }
+
+    /// Check arguments before they are stored: `Err(reason)` refuses the enqueue (from this
+    /// crate, the API or the CLI), naming `payload` and the reason, and nothing is stored.
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// What a handler is told besides its arguments.
@@ -149,7 +161,7 @@ where
 /// (`invalid type: string "…"`, ``unknown variant `…` ``), which may be personal data, so
 /// quoted text is dropped — escaped quotes inside it included. Backticks are kept only in
 /// `missing field` (the name is the type's, not the payload's).
-fn payload_mismatch<A>(e: &serde_json::Error) -> String {
+pub(crate) fn payload_mismatch<A>(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let keep_ticks = text.starts_with("missing field");
     let mut reason = String::new();

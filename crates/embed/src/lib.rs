@@ -17,7 +17,11 @@
 //! - **Transactional enqueue.** [`Node::enqueue_tx`] inserts the validated job on your
 //!   `sqlx::Transaction` (SQLite or PostgreSQL, on the node's database): roll back and the
 //!   job never existed; commit and it runs.
-//! - **In-process engine.** [`NodeBuilder::start`] opens and migrates the database and runs
+//! - **One node builder.** [`Node::sqlite`] and [`Node::postgres`] give the [`NodeBuilder`]
+//!   that `kairos serve` uses too (from `kairos-app`); [`NodeBuilderExt`] adds typed kinds
+//!   to it. A kind brings its retry default and payload check with its handler
+//!   ([`JobArgs::retry`], [`JobArgs::validate`]).
+//! - **In-process engine.** [`NodeBuilderExt::start`] opens and migrates the database and runs
 //!   the executor (claims in batches, leases, retries with back-off) and the other services
 //!   on your Tokio runtime. [`Node::shutdown`] stops claiming and lets running handlers finish
 //!   within the grace period. On PostgreSQL, any number of processes can run nodes on one
@@ -26,7 +30,7 @@
 //! ## Example
 //!
 //! ```
-//! use kairos_embed::{Context, JobArgs, JobError, Node};
+//! use kairos_embed::{Context, JobArgs, JobError, Node, NodeBuilderExt};
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Serialize, Deserialize)]
@@ -89,11 +93,13 @@ mod error;
 mod handler;
 mod node;
 
-pub use enqueue::{AppTx, EnqueueOptions};
+pub use enqueue::{AppTx, EnqueueOptions, Enqueued};
 pub use error::{Error, ErrorKind};
 pub use handler::{Context, JobArgs, JobError};
-pub use node::{DEFAULT_SCHEMA, Enqueued, LEADER_RETRY, Node, NodeBuilder};
+pub use node::{DEFAULT_SCHEMA, LEADER_RETRY, Node, NodeBuilder, NodeBuilderExt, typed_kind};
 
+/// A resolved retry policy, a kind's default ([`JobArgs::retry`]).
+pub use kairos_core::RetryPolicy;
 /// A retry policy in the API's form, for [`EnqueueOptions::retry`].
 pub use kairos_core::retry::RetrySpec;
 /// The job as stored, and its state.
@@ -102,5 +108,7 @@ pub use kairos_core::{Job, JobState};
 pub use kairos_engine::EngineConfig;
 /// The operations facade ([`Node::kairos`]): list, retry and cancel jobs, schedules.
 pub use kairos_engine::Kairos;
+/// A kind an application brings, for [`NodeBuilder::kind`].
+pub use kairos_engine::{AppKind, Kind};
 /// The sqlx this crate is built with: transactions for [`Node::enqueue_tx`] must be of it.
 pub use sqlx;

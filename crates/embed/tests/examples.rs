@@ -51,7 +51,7 @@ fn i15_1_3_the_sqlite_example_runs_its_jobs() {
     let line = last_line(&out);
     assert_eq!(
         line,
-        "embed_sqlite: ok: jobs ran for orders [1, 2]; the committed job is succeeded; the rolled-back job does not exist"
+        "embed_sqlite: ok: order 0 refused (payload: order_id must be positive); jobs ran for orders [1, 2]; the committed job is succeeded; the rolled-back job does not exist"
     );
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{Greet, database_url, finished, next, pg_schema, with_greet};
 use kairos_embed::sqlx::{self, AssertSqlSafe, PgPool};
-use kairos_embed::{EnqueueOptions, JobState, Node, RetrySpec};
+use kairos_embed::{EnqueueOptions, JobState, Node, NodeBuilderExt, RetrySpec};
 
 fn greet(name: &str) -> Greet {
     Greet {

@@ -8,7 +8,8 @@ use common::{Greet, finished, next, with_greet};
 use kairos_core::ErrorClass;
 use kairos_embed::sqlx::{self, SqlitePool};
 use kairos_embed::{
-    Context, EnqueueOptions, ErrorKind, JobArgs, JobError, JobState, Node, RetrySpec,
+    Context, EnqueueOptions, ErrorKind, JobArgs, JobError, JobState, Node, NodeBuilderExt,
+    RetrySpec,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -84,20 +85,51 @@ async fn i15_1_1_a_payload_that_does_not_fit_the_type_fails_permanently_saying_w
     let dir = tempfile::tempdir().unwrap();
     let (b, _seen) = with_greet(Node::sqlite(dir.path().join("k.db")));
     let node = b.start().await.expect("start");
-    // Enqueued through the untyped API, as another program could.
-    let (job, _) = node
+    let bad = serde_json::json!({"name": "grace", "times": "private-value"});
+    // Enqueued through the untyped API, as another program could: the kind's check refuses it.
+    let e = node
         .kairos()
         .job_enqueue(kairos_engine::ops::NewJob {
             kind: Some("greet".into()),
-            payload: Some(serde_json::json!({"name": "grace", "times": "private-value"})),
-            retry: Some(RetrySpec {
-                max_attempts: Some(1),
-                ..Default::default()
-            }),
+            payload: Some(bad.clone()),
             ..Default::default()
         })
         .await
-        .expect("enqueue");
+        .map_err(kairos_embed::Error::from)
+        .unwrap_err();
+    assert_eq!(e.field(), Some("payload"), "{e}");
+    assert!(!e.to_string().contains("private-value"), "{e}");
+    // Stored before the type changed (written straight to the store): it fails when it runs.
+    let now = kairos_core::Clock::now(&kairos_core::SystemClock);
+    let policy = RetrySpec {
+        max_attempts: Some(1),
+        ..Default::default()
+    }
+    .to_policy(&kairos_embed::RetryPolicy::notification())
+    .expect("policy");
+    let job = node
+        .kairos()
+        .store()
+        .job_insert(kairos_store::JobInsert {
+            id: kairos_core::new_id(kairos_core::IdPrefix::Job, now),
+            kind: kairos_core::JobKind::new("greet"),
+            payload: bad,
+            endpoint_id: None,
+            schedule_id: None,
+            fire_at: None,
+            period_key: None,
+            channel: None,
+            dedupe_key: None,
+            retry: policy,
+            audience: Default::default(),
+            retry_is_kind_default: false,
+            run_at: now,
+            now,
+        })
+        .await
+        .expect("insert")
+        .job;
+    node.wake();
     let done = finished(&node, &job.id).await;
     assert_eq!(done.state, JobState::Dead);
     let err = done.last_error.expect("an error");
@@ -512,4 +544,90 @@ async fn i15_1_1_shutdown_lets_a_running_handler_finish() {
     let job = store.job_get(&e.job.id).await.unwrap().unwrap();
     assert_eq!(job.state, JobState::Succeeded);
     store.close().await;
+}
+
+/// A kind whose arguments bring their own retry default and check.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Charge {
+    cents: u64,
+}
+
+impl JobArgs for Charge {
+    const KIND: &'static str = "charge";
+
+    fn retry() -> Option<kairos_embed::RetryPolicy> {
+        Some(kairos_embed::RetryPolicy::http_call())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.cents == 0 {
+            return Err("cents must be more than 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Kinds are values a node owns: an application's kind registered in one call brings its
+/// retry default and its request check, which hold for the library and for the facade the
+/// API uses; a second node in the same process without the kind does not know it.
+#[tokio::test]
+async fn i32_an_application_kind_brings_its_retry_default_and_request_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::sqlite(dir.path().join("k.db"))
+        .poll_interval(Duration::from_secs(60))
+        .handler(noop::<Charge>)
+        .start()
+        .await
+        .expect("start");
+    let pool = app_pool(&node).await;
+
+    let e = node.enqueue(Charge { cents: 0 }).await.unwrap_err();
+    assert_eq!(e.field(), Some("payload"), "{e}");
+    assert!(e.to_string().contains("cents must be more than 0"), "{e}");
+    // Through the facade, as `POST /v1/jobs` enqueues: a payload that is not a `Charge`.
+    let e = node
+        .kairos()
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("charge".into()),
+            payload: Some(serde_json::json!({"cents": "ten"})),
+            ..Default::default()
+        })
+        .await
+        .map_err(kairos_embed::Error::from)
+        .unwrap_err();
+    assert_eq!(e.field(), Some("payload"), "{e}");
+    assert!(e.to_string().contains("Charge"), "{e}");
+    assert_eq!(job_count(&pool).await, 0, "nothing stored");
+
+    let ok = node.enqueue(Charge { cents: 250 }).await.expect("enqueue");
+    assert_eq!(
+        node.kairos().kinds().retry_of(&ok.job),
+        kairos_embed::RetryPolicy::http_call(),
+        "the kind's own retry default"
+    );
+    assert_ne!(
+        kairos_embed::RetryPolicy::http_call(),
+        kairos_embed::RetryPolicy::notification()
+    );
+
+    // Another node in this process, on another file, was given no such kind.
+    let other = Node::sqlite(dir.path().join("other.db"))
+        .poll_interval(Duration::from_secs(60))
+        .start()
+        .await
+        .expect("start");
+    let e = other
+        .kairos()
+        .job_enqueue(kairos_engine::ops::NewJob {
+            kind: Some("charge".into()),
+            payload: Some(serde_json::json!({"cents": 1})),
+            ..Default::default()
+        })
+        .await
+        .map_err(kairos_embed::Error::from)
+        .unwrap_err();
+    assert_eq!(e.field(), Some("kind"), "{e}");
+    pool.close().await;
+    other.shutdown().await;
+    node.shutdown().await;
 }

@@ -100,13 +100,14 @@ pub fn covered_firing(s: &Schedule, tz: Tz, at: DateTime<Utc>) -> Option<DateTim
 
 /// The job a catch-up creates: the period's job with its own dedupe key, due now.
 pub fn catch_up_job(
+    kinds: &Kinds,
     s: &Schedule,
     tz: Tz,
     fire_at: DateTime<Utc>,
     hhmm: &str,
     now: DateTime<Utc>,
 ) -> Vec<JobInsert> {
-    let mut jobs = jobs_for_firing(s, tz, fire_at, now);
+    let mut jobs = jobs_for_firing(kinds, s, tz, fire_at, now);
     for j in &mut jobs {
         let period = j.period_key.clone().unwrap_or_default();
         j.dedupe_key = Some(dedupe_key(&s.id, &period, hhmm));
@@ -129,11 +130,12 @@ pub enum Need {
 /// Whether the period of `s` with key `period` needs a catch-up run.
 pub async fn need(
     store: &dyn Store,
+    kinds: &Kinds,
     s: &Schedule,
     period: &str,
 ) -> Result<Need, kairos_store::Error> {
     // The product of a period: its kind's artifact, or else a succeeded job.
-    let artifact = Kinds::builtin().artifact_of(s);
+    let artifact = kinds.artifact_of(s);
     if let Some(name) = &artifact {
         let a = store
             .artifact_get(ArtifactKey {

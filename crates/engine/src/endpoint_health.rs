@@ -149,6 +149,13 @@ impl EndpointHealthService {
         Ok(EndpointHealthService { cfg, store, kinds })
     }
 
+    /// Count the sends of the kinds of `kinds` that post to their endpoint (the built-in
+    /// kinds without this call).
+    pub fn with_kinds(mut self, kinds: &crate::kinds::Kinds) -> Self {
+        self.kinds = kinds.posting_to_endpoints();
+        self
+    }
+
     /// The settings.
     pub fn config(&self) -> &EndpointHealthConfig {
         &self.cfg

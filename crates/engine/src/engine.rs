@@ -4,7 +4,7 @@
 
 use crate::endpoint_health::{EndpointHealthConfig, EndpointHealthService};
 use crate::executor::{Executor, ExecutorConfig};
-use crate::handler::HandlerRegistry;
+use crate::kinds::Kinds;
 use crate::monitor::{AlertSink, Monitor, MonitorConfig};
 use crate::pruner::{Pruner, PrunerConfig};
 use crate::rescuer::{Rescuer, RescuerConfig};
@@ -63,6 +63,7 @@ pub struct Engine {
     wake: Arc<Notify>,
     leader: Leader,
     clock: Arc<dyn Clock>,
+    kinds: Arc<Kinds>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -80,26 +81,35 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Build the services; fails with the field that is wrong if the config is not valid.
+    /// Build the services running the jobs of `kinds` (the node's kinds, with the handlers
+    /// of those it runs); fails with the field that is wrong if the config is not valid.
     pub fn new(
         cfg: EngineConfig,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
-        registry: HandlerRegistry,
+        kinds: impl Into<Arc<Kinds>>,
     ) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        let registry = Arc::new(registry);
+        let kinds = kinds.into();
         Ok(Engine {
-            scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?,
-            executor: Executor::new(cfg.executor, store.clone(), clock.clone(), registry)?,
+            scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?
+                .with_kinds(kinds.clone()),
+            executor: Executor::new(cfg.executor, store.clone(), clock.clone(), kinds.clone())?,
             rescuer: Rescuer::new(cfg.rescuer, store.clone(), clock.clone())?,
             pruner: Pruner::new(cfg.pruner, store.clone())?,
-            endpoint_health: EndpointHealthService::new(cfg.endpoint_health, store.clone())?,
-            monitor: Monitor::new(cfg.monitor, store)?,
+            endpoint_health: EndpointHealthService::new(cfg.endpoint_health, store.clone())?
+                .with_kinds(&kinds),
+            monitor: Monitor::new(cfg.monitor, store)?.with_kinds(kinds.clone()),
             wake: Arc::new(Notify::new()),
             leader: Leader::always(),
             clock,
+            kinds,
         })
+    }
+
+    /// The node's kinds (give them to [`Kairos::new`](crate::Kairos::new)).
+    pub fn kinds(&self) -> Arc<Kinds> {
+        self.kinds.clone()
     }
 
     /// Run the leader-only services (the rescuer, the pruner, the monitor, endpoint health) only while

@@ -30,7 +30,8 @@ mod queue;
 pub use attempt::{completion_for, deadline_end};
 pub use kairos_core::AttemptOutcome;
 
-use crate::handler::{HandlerRegistry, JobContext};
+use crate::handler::JobContext;
+use crate::kinds::Kinds;
 use crate::service::{ServiceConfig, sleep_or_wake};
 use attempt::{execute, log_completion, tally, to_chrono};
 use chrono::{DateTime, Utc};
@@ -195,7 +196,8 @@ pub struct Executor {
     cfg: ExecutorConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    registry: Arc<HandlerRegistry>,
+    /// The node's kinds: their handlers, retry defaults and deadlines.
+    kinds: Arc<Kinds>,
     /// Maintenance mode: no claims while on.
     pause: crate::maintenance::Maintenance,
 }
@@ -214,14 +216,14 @@ impl Executor {
         cfg: ExecutorConfig,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
-        registry: Arc<HandlerRegistry>,
+        kinds: Arc<Kinds>,
     ) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
         Ok(Executor {
             cfg,
             store,
             clock,
-            registry,
+            kinds,
             pause: Default::default(),
         })
     }
@@ -265,14 +267,23 @@ impl Executor {
         };
         let runs = jobs.iter().map(|job| {
             let ctx = ctx.clone();
-            async move { (job, execute(&self.registry, job, &ctx).await) }
+            async move { (job, execute(&self.kinds, job, &ctx).await) }
         });
         let results = futures::future::join_all(runs).await;
         let finished = self.clock.now().max(now);
         let completions: Vec<_> = results
             .into_iter()
             .map(|(job, outcome)| {
-                let c = completion_for(job, outcome, now, finished, &self.cfg.node, rand::random());
+                let kind = self.kinds.get(job.kind.as_str());
+                let c = completion_for(
+                    kind,
+                    job,
+                    outcome,
+                    now,
+                    finished,
+                    &self.cfg.node,
+                    rand::random(),
+                );
                 log_completion(job, &c);
                 tally(&mut report, &c);
                 c

@@ -34,6 +34,7 @@ pub fn dedupe_key(
 
 /// The jobs of one firing of `s` at nominal time `fire_at`: one per channel.
 pub fn jobs_for_firing(
+    kinds: &Kinds,
     s: &Schedule,
     tz: Tz,
     fire_at: DateTime<Utc>,
@@ -43,26 +44,31 @@ pub fn jobs_for_firing(
     s.channel_list()
         .iter()
         .enumerate()
-        .map(|(i, ch)| JobInsert {
-            id: new_id(IdPrefix::Job, now),
-            kind: ch.kind.clone(),
-            payload: ch.payload.clone().unwrap_or_else(|| s.payload.clone()),
-            endpoint_id: ch.endpoint_id.clone(),
-            schedule_id: Some(s.id.clone()),
-            fire_at: Some(fire_at),
-            dedupe_key: Some(dedupe_key(&s.id, &key, i, ch)),
-            period_key: Some(key.clone()),
-            channel: Some(ch.name.clone()),
-            retry: ch
-                .retry
-                .clone()
-                .or_else(|| s.retry.clone())
-                .unwrap_or_else(|| Kinds::builtin().default_retry(ch.kind.as_str())),
-            retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
-            // Never before its nominal time; a catch-up firing is due at once and sorts with
-            // the oldest work first.
-            run_at: fire_at,
-            now,
+        .map(|(i, ch)| {
+            let payload = ch.payload.clone().unwrap_or_else(|| s.payload.clone());
+            JobInsert {
+                id: new_id(IdPrefix::Job, now),
+                kind: ch.kind.clone(),
+                audience: kairos_core::JobAudience::of_payload(&payload),
+                payload,
+                endpoint_id: ch.endpoint_id.clone(),
+                schedule_id: Some(s.id.clone()),
+                fire_at: Some(fire_at),
+                dedupe_key: Some(dedupe_key(&s.id, &key, i, ch)),
+                period_key: Some(key.clone()),
+                channel: Some(ch.name.clone()),
+                retry: ch
+                    .retry
+                    .clone()
+                    .or_else(|| s.retry.clone())
+                    .unwrap_or_else(|| kinds.default_retry(ch.kind.as_str())),
+
+                retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
+                // Never before its nominal time; a catch-up firing is due at once and sorts with
+                // the oldest work first.
+                run_at: fire_at,
+                now,
+            }
         })
         .collect()
 }

@@ -24,7 +24,9 @@
 //!   failure streak when configured; leader-only.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
 //! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
-//!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the registry.
+//!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the set a
+//!   node owns (the built-in kinds with their handlers from [`handlers::builtin`], plus an
+//!   application's [`AppKind`]s), given to the [`Engine`] and the [`Kairos`] facade.
 //!
 //! [`Engine`] runs them together and wakes at the earliest due time it knows, on a local
 //! enqueue (or, on PostgreSQL, another node's, through `LISTEN`), and at a short poll
@@ -56,6 +58,7 @@ pub mod zone;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::{OpsError, OpsErrorKind};
-pub use handler::{Handler, HandlerRegistry, JobContext};
-pub use kinds::{Kind, Kinds};
+pub use handler::{Handler, JobContext};
+pub use handlers::KindSettings;
+pub use kinds::{AppKind, Kind, Kinds};
 pub use ops::Kairos;

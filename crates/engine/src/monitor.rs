@@ -436,6 +436,8 @@ fn check_error(check: &str, e: &kairos_store::Error) -> CheckResult {
 pub struct Monitor {
     cfg: MonitorConfig,
     store: Arc<dyn Store>,
+    /// The node's kinds: which make artifacts, send mail, deliver to topics.
+    kinds: Arc<crate::kinds::Kinds>,
     sink: Option<AlertSink>,
     extra: Vec<Arc<dyn ExtraCheck>>,
 }
@@ -457,9 +459,16 @@ impl Monitor {
         Ok(Monitor {
             cfg,
             store,
+            kinds: Arc::default(),
             sink: None,
             extra: Vec::new(),
         })
+    }
+
+    /// Check the schedules and jobs of `kinds` (the built-in kinds without this call).
+    pub fn with_kinds(mut self, kinds: Arc<crate::kinds::Kinds>) -> Self {
+        self.kinds = kinds;
+        self
     }
 
     /// Send warnings and recoveries to `sink`.
@@ -484,6 +493,7 @@ impl Monitor {
     pub async fn evaluate(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
         let cfg = &self.cfg;
         let store = self.store.as_ref();
+        let kinds = self.kinds.as_ref();
         let mut out = Vec::new();
         let on = |name| cfg.enabled(name);
         if on(names::FAILURE_RATE) {
@@ -511,7 +521,7 @@ impl Monitor {
             );
         }
         if on(names::MISSING_ARTIFACTS) {
-            let r = artifacts::missing_artifacts(cfg, store, now).await;
+            let r = artifacts::missing_artifacts(cfg, store, kinds, now).await;
             run(&mut out, names::MISSING_ARTIFACTS, r);
         }
         if on(names::DEAD_RUNS) {
@@ -525,7 +535,7 @@ impl Monitor {
             run(
                 &mut out,
                 names::SKIP_RATE,
-                runs::skip_rate(cfg, store, now).await,
+                runs::skip_rate(cfg, store, kinds, now).await,
             );
         }
         if on(names::EXPANSIONS_STUCK) {
@@ -542,7 +552,7 @@ impl Monitor {
         }
         if on(names::BOUNCE_RATE) || on(names::COMPLAINT_RATE) {
             // One read answers both: its failure is an error of each.
-            match deliverability::rates(cfg, store, now).await {
+            match deliverability::rates(cfg, store, kinds, now).await {
                 Ok(r) => out.extend(r),
                 Err(e) => {
                     out.push(check_error(names::BOUNCE_RATE, &e));

@@ -178,7 +178,8 @@ pub struct Kairos {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
-    kinds: Vec<String>,
+    /// The node's kinds: what requests may name, how each is validated and retried.
+    kinds: Arc<Kinds>,
     allow_private_targets: bool,
     /// Maintenance mode of this node.
     maintenance: crate::maintenance::Maintenance,
@@ -221,25 +222,33 @@ fn parse_instant(field: &str, s: &str) -> Result<DateTime<Utc>, OpsError> {
 }
 
 impl Kairos {
-    /// A facade over `store` that accepts jobs of `kinds`. `wake` is notified on every local
-    /// enqueue so the engine starts the work at once.
+    /// A facade over `store` that accepts jobs of `kinds` (the node's: [`Engine::kinds`]
+    /// on a node that runs them). `wake` is notified on every local enqueue so the engine
+    /// starts the work at once.
+    ///
+    /// [`Engine::kinds`]: crate::Engine::kinds
     pub fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         wake: Arc<Notify>,
-        kinds: Vec<String>,
+        kinds: impl Into<Arc<Kinds>>,
     ) -> Self {
         Kairos {
             store,
             clock,
             wake,
-            kinds,
+            kinds: kinds.into(),
             allow_private_targets: false,
             maintenance: Default::default(),
             outbox: None,
             digest_attempt_timeout: DEFAULT_DIGEST_ATTEMPT_TIMEOUT,
             renderer: Default::default(),
         }
+    }
+
+    /// The node's kinds.
+    pub fn kinds(&self) -> &Arc<Kinds> {
+        &self.kinds
     }
 
     /// Check topic templates with `r` (worker processes under OS limits, or in-process, the
@@ -298,16 +307,20 @@ impl Kairos {
     /// The kind named `kind` (default `webhook`), if this node accepts it.
     fn check_kind(&self, kind: Option<&str>) -> Result<JobKind, OpsError> {
         let kind = kind.unwrap_or(crate::kinds::webhook::NAME);
-        if !self.kinds.iter().any(|k| k == kind) {
-            return Err(OpsError::invalid(
-                "kind",
-                format!(
-                    "unknown job kind {kind:?}; known kinds: {}",
-                    self.kinds.join(", ")
-                ),
-            ));
+        match self.kinds.find(kind) {
+            Some(k) => Ok(JobKind(k.name().to_string())),
+            None => {
+                let mut known = self.kinds.names();
+                known.sort_unstable();
+                Err(OpsError::invalid(
+                    "kind",
+                    format!(
+                        "unknown job kind {kind:?}; known kinds: {}",
+                        known.join(", ")
+                    ),
+                ))
+            }
         }
-        Ok(JobKind(kind.to_string()))
     }
 
     /// The endpoint of a job or schedule of `kind`, stored from `target` when the kind posts
@@ -317,14 +330,15 @@ impl Kairos {
         kind: &JobKind,
         target: Option<&WebhookTarget>,
     ) -> Result<Option<String>, OpsError> {
-        let t = match (Kinds::builtin().get(kind.as_str()).endpoint(), target) {
+        let t = match (self.kinds.get(kind.as_str()).endpoint(), target) {
             (EndpointUse::Optional, None) => return Ok(None),
             (EndpointUse::None, None) => return Ok(None),
             (EndpointUse::None, Some(_)) => {
-                let takers: Vec<String> = Kinds::builtin()
+                let takers: Vec<String> = self
+                    .kinds
                     .names()
                     .into_iter()
-                    .filter(|k| Kinds::builtin().get(k).endpoint() != EndpointUse::None)
+                    .filter(|k| self.kinds.get(k).endpoint() != EndpointUse::None)
                     .map(|k| format!("{k:?}"))
                     .collect();
                 return Err(OpsError::invalid(

@@ -103,6 +103,8 @@ pub struct Scheduler {
     cfg: SchedulerConfig,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// The node's kinds: retry defaults, topics, products.
+    kinds: Arc<crate::kinds::Kinds>,
     /// Maintenance mode: no firings while on.
     pause: crate::maintenance::Maintenance,
 }
@@ -131,8 +133,15 @@ impl Scheduler {
             cfg,
             store,
             clock,
+            kinds: Arc::default(),
             pause: Default::default(),
         })
+    }
+
+    /// Fire schedules of `kinds` (the built-in kinds without this call).
+    pub fn with_kinds(mut self, kinds: Arc<crate::kinds::Kinds>) -> Self {
+        self.kinds = kinds;
+        self
     }
 
     /// Fire nothing while `pause` is on (maintenance mode): due firings wait, and
@@ -188,9 +197,8 @@ impl Scheduler {
         // Audience expansions (this tick's firings and any left half done), a bounded number
         // of pages per tick.
         let expander = crate::audience::Expander::new(Default::default(), self.store.clone())
-            .map_err(|e| {
-                kairos_store::Error::new(kairos_store::ErrorKind::Invalid, e.to_string())
-            })?;
+            .map_err(|e| kairos_store::Error::new(kairos_store::ErrorKind::Invalid, e.to_string()))?
+            .with_kinds(self.kinds.clone());
         let x = expander.run_once(now).await?;
         report.jobs_created += x.jobs_created;
         report.errors += x.errors;
@@ -226,7 +234,7 @@ impl Scheduler {
         if let Some(fire_at) = catch_up::covered_firing(&s, tz, at) {
             let period = period_key(s.period, tz, fire_at);
             let outcome;
-            match catch_up::need(self.store.as_ref(), &s, &period)
+            match catch_up::need(self.store.as_ref(), &self.kinds, &s, &period)
                 .await
                 .map_err(|e| e.to_string())?
             {
@@ -238,7 +246,7 @@ impl Scheduler {
                 }
                 Need::Missing => {
                     outcome = "missing: running again";
-                    jobs = catch_up::catch_up_job(&s, tz, fire_at, &c.at, now);
+                    jobs = catch_up::catch_up_job(&self.kinds, &s, tz, fire_at, &c.at, now);
                 }
             }
             tracing::info!(schedule_id = %s.id, at = %c.at, period = %period, outcome, "catch-up");
@@ -279,7 +287,7 @@ impl Scheduler {
         let on_time = plan.fires.iter().any(|f| now - *f <= rule.threshold);
         let mut jobs = Vec::new();
         for fire_at in &plan.fires {
-            if crate::audience::topic_of(s).is_some() {
+            if crate::audience::topic_of(&self.kinds, s).is_some() {
                 // An audience firing expands in pages after this transaction (see
                 // `crate::audience`); recording it first means a crash between the two
                 // leaves a firing to resume, never one lost.
@@ -288,7 +296,7 @@ impl Scheduler {
                     .map_err(|e| e.to_string())?;
                 continue;
             }
-            jobs.extend(jobs_for_firing(s, tz, *fire_at, now));
+            jobs.extend(jobs_for_firing(&self.kinds, s, tz, *fire_at, now));
         }
         for g in &plan.gaps {
             tracing::warn!(schedule_id = %s.id, reason = g.reason.as_str(), count = g.count,

@@ -257,7 +257,7 @@ pub mod spans {
         }
         span.record(
             "kairos.outcome",
-            crate::executor::AttemptOutcome::of(outcome).as_str(),
+            kairos_core::AttemptOutcome::of(outcome).as_str(),
         );
         let status = match outcome {
             Outcome::Delivered { status_code, .. } => *status_code,

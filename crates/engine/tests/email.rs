@@ -67,12 +67,12 @@ async fn world_full(
     let email: Arc<dyn Handler> =
         Arc::new(EmailHandler::new(store.clone(), transport, cfg).unwrap());
     let registry = registry_with(&store, clock.clone(), &[("email", email)]);
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .unwrap();
     let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds)
@@ -959,6 +959,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
         channel: None,
         dedupe_key: Some("rerun".into()),
         retry: kairos_core::RetryPolicy::http_call(),
+        audience: kairos_core::JobAudience::of_payload(&s.payload),
         retry_is_kind_default: false,
         run_at: seven + chrono::Duration::hours(6),
         now: seven,

@@ -256,12 +256,12 @@ async fn engine_run_cancelled_mid_flight_drains_and_records_running_jobs() {
         clock.clone(),
         &[("slow", handler.clone() as Arc<dyn Handler>)],
     );
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .unwrap();
     let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
@@ -340,11 +340,11 @@ async fn engine_run_returns_after_the_shutdown_grace_and_leaves_the_rest_to_the_
         clock.clone(),
         &[("slow", handler.clone() as Arc<dyn Handler>)],
     );
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let mut cfg = EngineConfig::default();
     cfg.executor.shutdown_grace = StdDuration::from_millis(300);
     let lease = cfg.executor.lease;
-    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), kinds.clone()).unwrap();
     let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
 
     let cancel = CancellationToken::new();
@@ -523,10 +523,10 @@ async fn counted_engine(
         clock.clone(),
         &[("counted", handler.clone() as Arc<dyn Handler>)],
     );
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let mut cfg = EngineConfig::default();
     configure(&mut cfg);
-    let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).unwrap();
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), kinds.clone()).unwrap();
     let kairos = Kairos::new(store, clock, engine.wake(), kinds);
     let mut ids = Vec::new();
     for i in 0..n {

@@ -70,9 +70,7 @@ async fn http_503_503_then_200_succeeds_with_3_attempts_and_statuses_recorded() 
     let h = Harness::new(t0, &[]).await;
     let job = enqueue(&h.kairos, spec(&rx.url("/api/cron/digest")), None).await;
     assert_eq!(
-        kairos_engine::Kinds::builtin()
-            .retry_of(&job)
-            .max_attempts(),
+        h.kairos.kinds().retry_of(&job).max_attempts(),
         4,
         "the http kind's default policy"
     );
@@ -417,7 +415,7 @@ async fn http_bad_input_names_the_field() {
         h.store.clone(),
         h.clock.clone() as Arc<dyn Clock>,
         h.engine.wake(),
-        vec!["http".into()],
+        h.engine.kinds(),
     );
     let e = strict
         .job_enqueue(NewJob {

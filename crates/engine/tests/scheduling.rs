@@ -578,12 +578,12 @@ async fn scheduler_loop_does_not_spin_on_a_schedule_locked_by_another_node() {
     let store: std::sync::Arc<dyn kairos_store::Store> = counting.clone();
     let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(SystemClock);
     let registry = registry_with(&store, clock.clone(), &[("noop", TestHandler::ok())]);
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .unwrap();
     let kairos = kairos_engine::Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);

@@ -61,12 +61,12 @@ async fn world(renderer: Renderer) -> World {
     let email: Arc<dyn Handler> =
         Arc::new(EmailHandler::new(store.clone(), transport, cfg).unwrap());
     let registry = registry_with(&store, clock.clone(), &[("email", email)]);
-    let kinds = registry.kinds();
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .unwrap();
     let kairos =

@@ -186,6 +186,7 @@ async fn one_occurrence_two_channels(h: &Harness, url: &str) -> (Job, Job, DateT
             channel: None,
             dedupe_key: Some(format!("{}:{key}:email", s.id)),
             retry: RetryPolicy::notification(),
+            audience: Default::default(),
             retry_is_kind_default: false,
             run_at: fire_at,
             now: fire_at,

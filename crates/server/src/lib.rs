@@ -10,23 +10,18 @@
 //!   the [`ApiJson`](problem::ApiJson) and [`ApiQuery`](problem::ApiQuery) extractors keep
 //!   axum's plain-text rejections from reaching users.
 //! - [`views`]: the JSON shapes (no view ever carries a webhook secret).
-//! - [`config`]: layered configuration (defaults, TOML file, `KAIROS_*`, flags) and the API
-//!   token.
 //! - [`openapi`]: the OpenAPI document, generated from the code with utoipa.
-//! - [`node`]: one node built in one place ([`node::NodeBuilder`]): store, secret key,
-//!   handlers, engine and facade, for `kairos serve` and every other command.
+//! - [`AppState::for_node`]: the API over a node built by `kairos_app::node::NodeBuilder`
+//!   (settings, the database, the engine and its kinds live in `kairos-app`).
 //! - [`otel`]: tracing over OpenTelemetry (`KAIROS_OTLP_ENDPOINT`), spans posted over OTLP/HTTP.
 #![deny(missing_docs)]
 
 pub mod access;
 pub mod admin;
 pub mod auth;
-pub mod config;
 pub mod headers;
 pub mod http;
 pub mod maintenance;
-pub mod monitoring;
-pub mod node;
 pub mod openapi;
 pub mod otel;
 pub mod pages;
@@ -34,6 +29,9 @@ pub mod problem;
 pub mod routes;
 pub mod scope;
 pub mod views;
+
+// Settings, the node builder and the monitor's settings live in `kairos-app`.
+use kairos_app::{config, monitoring, node};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -73,6 +71,20 @@ impl AppState {
             secure_cookies: false,
             bearer_limiter: Arc::new(admin::login_limit::LoginLimiter::bearer()),
         }
+    }
+
+    /// The API's state over `node`, guarded by `token`: the node's facade, the monitor's
+    /// settings, the inbound secrets and the cookie policy from its configuration.
+    pub fn for_node(
+        node: &kairos_app::node::Node,
+        token: ApiToken,
+    ) -> Result<Self, kairos_app::node::NodeError> {
+        let cfg = node.config();
+        let inbound = routes::hooks::InboundConfig::from_config(cfg)?;
+        Ok(AppState::new(node.kairos().clone(), token)
+            .with_monitor(monitoring::monitor_config(cfg)?)
+            .with_inbound(inbound)
+            .with_secure_cookies(cfg.public_url_is_https()))
     }
 
     /// Mark the admin session cookie `Secure` (set it when the public URL is https).

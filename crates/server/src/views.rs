@@ -434,9 +434,10 @@ pub struct JobView {
 }
 
 impl JobView {
-    /// The view of a job (without attempts).
-    pub fn new(j: &Job) -> Self {
-        let retry = kairos_engine::Kinds::builtin().retry_of(j);
+    /// The view of a job (without attempts); `kinds` (the node's) give the retry policy of
+    /// a job stored with its kind's default.
+    pub fn new(kinds: &kairos_engine::Kinds, j: &Job) -> Self {
+        let retry = kinds.retry_of(j);
         JobView {
             id: j.id.clone(),
             kind: j.kind.to_string(),

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::{default_registry, email::EmailConfig, register_email};
+use kairos_engine::handlers::email::EmailConfig;
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::Store;
@@ -43,30 +43,27 @@ impl Api {
         // Sunday 2026-11-29 12:00 in Tokyo.
         let clock = Arc::new(ManualClock::new(t("2026-11-29T03:00:00Z")));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let mut registry =
-            default_registry(store.clone(), dyn_clock.clone(), Default::default()).unwrap();
         let transport = EmailTransport::new(TransportConfig::File {
             dir: dir.path().join("outbox"),
         })
         .unwrap();
-        register_email(
-            &mut registry,
-            store.clone(),
-            dyn_clock.clone(),
-            transport,
-            // Entitlement URLs on a local test server.
-            EmailConfig {
-                allow_private_targets: true,
-                ..EmailConfig::default()
-            },
-        )
-        .unwrap();
-        let kinds = registry.kinds();
+        let registry = kairos_engine::handlers::builtin(kairos_engine::KindSettings {
+            email: Some((
+                transport, // Entitlement URLs on a local test server.
+                EmailConfig {
+                    allow_private_targets: true,
+                    ..EmailConfig::default()
+                },
+            )),
+            ..kairos_engine::KindSettings::new(store.clone(), dyn_clock.clone(), Default::default())
+        })
+        .expect("built-in kinds");
+        let kinds = std::sync::Arc::new(registry.clone());
         let engine = Engine::new(
             EngineConfig::default(),
             store.clone(),
             dyn_clock.clone(),
-            registry,
+            kinds.clone(),
         )
         .unwrap();
         // Entitlement URLs on a local test server pass the save-time check too.

@@ -52,6 +52,7 @@ fn jobs(n: usize, channel: &str) -> Vec<JobInsert> {
             channel: Some(channel.to_string()),
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            audience: Default::default(),
             retry_is_kind_default: false,
             run_at: t0() + Duration::days(1),
             now: t0(),

@@ -14,7 +14,8 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, KeyInit, Mac};
 use kairos_core::{Clock, Job, ManualClock, Outcome};
-use kairos_engine::handlers::default_registry;
+use kairos_engine::KindSettings;
+use kairos_engine::handlers::builtin;
 use kairos_engine::ops::{NewJob, NewTopic, NewVariant};
 use kairos_engine::{Engine, EngineConfig, Handler, JobContext, Kairos};
 use kairos_server::routes::hooks::InboundConfig;
@@ -81,19 +82,23 @@ impl Api {
         );
         let clock = Arc::new(ManualClock::new(t("2026-11-30T03:00:00Z")));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let mut registry =
-            default_registry(store.clone(), dyn_clock.clone(), Default::default()).unwrap();
-        registry.register("email", Arc::new(Provider));
-        let kinds = registry.kinds();
+        let registry = builtin(KindSettings::new(
+            store.clone(),
+            dyn_clock.clone(),
+            Default::default(),
+        ))
+        .unwrap()
+        .with_handler("email", Arc::new(Provider));
+        let kinds = std::sync::Arc::new(registry.clone());
         let engine = Engine::new(
             EngineConfig::default(),
             store.clone(),
             dyn_clock.clone(),
-            registry,
+            kinds.clone(),
         )
         .unwrap();
         let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds);
-        let cfg = kairos_server::config::Config {
+        let cfg = kairos_app::config::Config {
             resend_webhook_secret: Some(RESEND.into()),
             inbound_secrets: Some(format!("acme={ACME}")),
             ..Default::default()

@@ -35,6 +35,9 @@ fn audience_job(rcp: &str, target: Option<&str>, period: &str, ch: &str) -> JobI
         channel: Some(ch.into()),
         dedupe_key: Some(format!("news/{rcp}/{target:?}/{period}/{ch}")),
         retry: RetryPolicy::notification(),
+        audience: kairos_core::JobAudience::of_payload(
+            &serde_json::json!({"topic": "news", "recipient_id": rcp, "target": target, "channel": ch}),
+        ),
         retry_is_kind_default: false,
         run_at: t0(),
         now: t0(),

@@ -61,6 +61,9 @@ async fn email_job(app: &TestApp, recipient: &str, run_at: DateTime<Utc>) -> Str
             channel: None,
             dedupe_key: None,
             retry: RetryPolicy::notification(),
+            audience: kairos_core::JobAudience::of_payload(
+                &serde_json::json!({"topic": "weekly", "recipient_id": recipient}),
+            ),
             retry_is_kind_default: false,
             run_at,
             now: t0(),

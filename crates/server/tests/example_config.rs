@@ -9,7 +9,7 @@
 use figment::Figment;
 use figment::Jail;
 use figment::providers::{Format, Toml};
-use kairos_server::config::{Config, ENV_FIELDS, Overrides};
+use kairos_app::config::{Config, ENV_FIELDS, Overrides};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -108,9 +108,9 @@ fn the_example_with_every_setting_uncommented_loads_and_each_value_arrives() {
             }
         }
         // What `kairos serve` builds from the same settings accepts them too.
-        kairos_server::monitoring::monitor_config(&cfg).map_err(|e| e.to_string())?;
+        kairos_app::monitoring::monitor_config(&cfg).map_err(|e| e.to_string())?;
         let sink =
-            kairos_server::monitoring::alert_sink(&cfg, kairos_channels::WebhookConfig::default())
+            kairos_app::monitoring::alert_sink(&cfg, kairos_channels::WebhookConfig::default())
                 .map_err(|e| e.to_string())?;
         assert!(sink.is_some(), "the alert webhook is configured");
         assert!(

@@ -10,7 +10,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::{Clock, JobKind, JobState, ManualClock, RetryPolicy};
-use kairos_engine::handlers::{default_registry, email::EmailConfig, register_email};
+use kairos_engine::handlers::email::EmailConfig;
 use kairos_engine::maintenance::Maintenance;
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::routes::hooks::InboundConfig;
@@ -66,33 +66,28 @@ impl Api {
         );
         let clock = Arc::new(ManualClock::new(t("2026-11-30T03:00:00Z")));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let mut registry =
-            default_registry(store.clone(), dyn_clock.clone(), Default::default()).unwrap();
         let transport = EmailTransport::new(TransportConfig::File {
             dir: dir.path().join("outbox"),
         })
         .unwrap();
-        register_email(
-            &mut registry,
-            store.clone(),
-            dyn_clock.clone(),
-            transport,
-            EmailConfig::default(),
-        )
-        .unwrap();
-        let kinds = registry.kinds();
+        let registry = kairos_engine::handlers::builtin(kairos_engine::KindSettings {
+            email: Some((transport, EmailConfig::default())),
+            ..kairos_engine::KindSettings::new(store.clone(), dyn_clock.clone(), Default::default())
+        })
+        .expect("built-in kinds");
+        let kinds = std::sync::Arc::new(registry.clone());
         let maintenance = Maintenance::new(false);
         let engine = Engine::new(
             EngineConfig::default(),
             store.clone(),
             dyn_clock.clone(),
-            registry,
+            kinds.clone(),
         )
         .unwrap()
         .with_maintenance(maintenance.clone());
         let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)
             .with_maintenance(maintenance);
-        let cfg = kairos_server::config::Config {
+        let cfg = kairos_app::config::Config {
             resend_webhook_secret: Some(format!("{SECRET}, {OLD_SECRET}")),
             inbound_secrets: Some(format!("acme={ACME}")),
             unsubscribe_secret: Some("current-unsubscribe-secret-of-32-chars".into()),
@@ -219,6 +214,9 @@ impl Api {
                 channel: None,
                 dedupe_key: None,
                 retry: RetryPolicy::notification(),
+                audience: kairos_core::JobAudience::of_payload(
+                    &json!({"topic": topic, "recipient_id": recipient}),
+                ),
                 retry_is_kind_default: false,
                 run_at: self.clock.now(),
                 now: self.clock.now(),
@@ -742,7 +740,7 @@ async fn suppressions_api_lists_adds_and_removes_with_reason() {
 
 #[test]
 fn inbound_secrets_are_validated_by_field_without_echoing_them() {
-    use kairos_server::config::Config;
+    use kairos_app::config::Config;
     let bad = [
         Config {
             resend_webhook_secret: Some("whsec_short".into()),

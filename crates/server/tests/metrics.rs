@@ -7,7 +7,8 @@
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::default_registry;
+use kairos_engine::KindSettings;
+use kairos_engine::handlers::builtin;
 use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::{ApiToken, AppState, app};
@@ -55,13 +56,14 @@ async fn start_with(maintenance: kairos_engine::maintenance::Maintenance) -> Nod
         allow_private_targets: true,
         ..Default::default()
     };
-    let registry = default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
-    let kinds = registry.kinds();
+    let registry = builtin(KindSettings::new(store.clone(), dyn_clock.clone(), webhook))
+        .expect("built-in kinds");
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         dyn_clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .expect("engine");
     let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)

@@ -4,9 +4,9 @@
 //! itself (scheduler, executor, webhook sender) runs for real against a test receiver.
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_app::config::Config;
+use kairos_app::node::NodeBuilder;
 use kairos_core::clock::ManualClock;
-use kairos_server::config::Config;
-use kairos_server::node::NodeBuilder;
 use kairos_store::ScheduleState;
 use kairos_testkit::TestReceiver;
 use std::sync::Arc;
@@ -112,7 +112,7 @@ async fn one_shot_missed_while_the_only_node_was_stopped_is_delivered_on_restart
     let cfg = Config {
         database_url: Some(guard.url.clone()),
         database_schema: guard.schema.clone(),
-        secret_key: Some(kairos_server::config::SecretKey::generate().to_base64()),
+        secret_key: Some(kairos_app::config::SecretKey::generate().to_base64()),
         ..config(dir.path())
     };
     one_shot_due_while_the_node_was_stopped_is_delivered_after_restart(cfg).await;

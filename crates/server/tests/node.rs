@@ -1,9 +1,9 @@
 //! The node builder on a real SQLite file: one builder gives the commands their facade and
 //! `serve` its whole node; the secret key is checked against the database by both.
 
+use kairos_app::config::Config;
+use kairos_app::node::{Db, NodeBuilder, NodeError};
 use kairos_core::JobState;
-use kairos_server::config::Config;
-use kairos_server::node::{Db, NodeBuilder, NodeError};
 use tokio_util::sync::CancellationToken;
 
 fn config(dir: &std::path::Path) -> Config {
@@ -55,7 +55,7 @@ async fn one_builder_for_the_commands_and_for_a_started_node() {
 
     // Another secret key for the same database is refused, naming the setting.
     let other = Config {
-        secret_key: Some(kairos_server::config::SecretKey::generate().to_base64()),
+        secret_key: Some(kairos_app::config::SecretKey::generate().to_base64()),
         ..cfg
     };
     match NodeBuilder::new(other).build().await {

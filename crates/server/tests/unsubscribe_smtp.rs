@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::{Clock, JobState, ManualClock};
-use kairos_engine::handlers::{default_registry, email::EmailConfig, register_email};
+use kairos_engine::handlers::email::EmailConfig;
 use kairos_engine::ops::{NewRecipient, NewSchedule, NewSubscription, NewTopic};
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::routes::hooks::InboundConfig;
@@ -50,8 +50,6 @@ async fn one_click_from_a_received_mail_stops_next_weeks_mail_for_that_recipient
     );
     let clock = Arc::new(ManualClock::new(t("2026-11-29T00:00:00Z")));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let mut registry =
-        default_registry(store.clone(), dyn_clock.clone(), Default::default()).unwrap();
     let transport = EmailTransport::new(TransportConfig::Smtp {
         url: sink.url(),
         timeout: Duration::from_secs(10),
@@ -62,24 +60,21 @@ async fn one_click_from_a_received_mail_stops_next_weeks_mail_for_that_recipient
         unsubscribe_key: UnsubscribeKey::new(SECRET),
         ..Default::default()
     };
-    register_email(
-        &mut registry,
-        store.clone(),
-        dyn_clock.clone(),
-        transport,
-        email,
-    )
-    .unwrap();
-    let kinds = registry.kinds();
+    let registry = kairos_engine::handlers::builtin(kairos_engine::KindSettings {
+        email: Some((transport, email)),
+        ..kairos_engine::KindSettings::new(store.clone(), dyn_clock.clone(), Default::default())
+    })
+    .expect("built-in kinds");
+    let kinds = std::sync::Arc::new(registry.clone());
     let engine = Engine::new(
         EngineConfig::default(),
         store.clone(),
         dyn_clock.clone(),
-        registry,
+        kinds.clone(),
     )
     .unwrap();
     let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds);
-    let inbound = InboundConfig::from_config(&kairos_server::config::Config {
+    let inbound = InboundConfig::from_config(&kairos_app::config::Config {
         unsubscribe_secret: Some(SECRET.into()),
         ..Default::default()
     })

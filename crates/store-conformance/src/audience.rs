@@ -219,8 +219,10 @@ fn email_job(key: &str, variant: Option<&str>) -> JobInsert {
     j.fire_at = Some(t0());
     j.dedupe_key = Some(key.into());
     j.payload = json!({"topic": "weekly", "recipient_id": key, "variant": variant});
+    j.audience = kairos_core::JobAudience::of_payload(&j.payload);
     if variant.is_none() {
         j.payload = json!({"topic": "weekly", "recipient_id": key});
+        j.audience = kairos_core::JobAudience::of_payload(&j.payload);
     }
     j
 }
@@ -332,6 +334,7 @@ pub async fn exposure_recorded_only_for_succeeded_email_jobs(s: S) {
     }
     let mut hook = job(t0());
     hook.payload = json!({"topic": "weekly", "variant": "a"});
+    hook.audience = kairos_core::JobAudience::of_payload(&hook.payload);
     s.job_insert(hook).await.unwrap();
     let mut jobs = run_to(&s, 6).await;
     jobs.sort_by_key(|j| {
@@ -384,6 +387,7 @@ pub async fn exposure_follows_the_completion_not_the_kind(s: S) {
     let mut other = job(t0());
     other.kind = JobKind("notice".into());
     other.payload = json!({"topic": "weekly", "recipient_id": "r1", "variant": "a"});
+    other.audience = kairos_core::JobAudience::of_payload(&other.payload);
     s.job_insert(other).await.unwrap();
     s.job_insert(email_job("e9", Some("b"))).await.unwrap();
     let mut jobs = run_to(&s, 2).await;

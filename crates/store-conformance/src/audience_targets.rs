@@ -123,6 +123,7 @@ pub async fn audience_keys_of_an_older_version_are_rewritten_by_migration_0024(s
         let mut j = job(t0() + chrono::Duration::milliseconds(ms));
         j.kind = JobKind::new("email");
         j.payload = payload;
+        j.audience = kairos_core::JobAudience::of_payload(&j.payload);
         j.period_key = Some("2026-W48".into());
         j.channel = Some("email".into());
         j.dedupe_key = Some(key);

@@ -195,6 +195,7 @@ pub async fn job_bulk_filters_each_narrow_and_combine(s: S) {
     let late = waiting(day(2), None);
     let mut of_alice = waiting(day(0), None);
     of_alice.payload = serde_json::json!({"recipient_id": "alice", "topic": "weekly"});
+    of_alice.audience = kairos_core::JobAudience::of_payload(&of_alice.payload);
     for p in [
         &plain,
         &other_kind,

@@ -16,6 +16,7 @@ async fn sent(s: &S, kind: &str, payload: Value, pid: &str, at: DateTime<Utc>, e
     let mut j = job(at);
     j.kind = JobKind::new(kind);
     j.payload = payload;
+    j.audience = kairos_core::JobAudience::of_payload(&j.payload);
     let id = j.id.clone();
     s.job_insert(j).await.unwrap();
     let claimed = s.job_claim(claim(at, 1, "n1")).await.unwrap();

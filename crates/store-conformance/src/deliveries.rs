@@ -15,6 +15,7 @@ fn audience_job(topic: &str, rcp: &str, target: Option<&str>, period: &str, ch: 
     j.kind = kairos_core::JobKind(ch.into());
     j.payload = serde_json::json!({"topic": topic, "recipient_id": rcp, "target": target,
                                    "channel": ch});
+    j.audience = kairos_core::JobAudience::of_payload(&j.payload);
     j.period_key = Some(period.into());
     j.fire_at = Some(t0());
     j.channel = Some(ch.into());

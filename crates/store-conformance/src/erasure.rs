@@ -62,6 +62,7 @@ fn event(id: &str, payload: serde_json::Value) -> InboundEventRecord {
 async fn dead_job_quoting(s: &S, rid: &str, error: &str) -> String {
     let mut p = job(t0());
     p.payload = json!({"topic": "weekly", "recipient_id": rid});
+    p.audience = kairos_core::JobAudience::of_payload(&p.payload);
     let id = p.id.clone();
     s.job_insert(p).await.unwrap();
     let j = s.job_claim(claim(t0(), 1, "a")).await.unwrap().remove(0);

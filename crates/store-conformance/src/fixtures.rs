@@ -26,6 +26,7 @@ pub fn job(run_at: DateTime<Utc>) -> JobInsert {
         channel: None,
         dedupe_key: None,
         retry: RetryPolicy::notification(),
+        audience: Default::default(),
         retry_is_kind_default: false,
         run_at,
         now: t0(),

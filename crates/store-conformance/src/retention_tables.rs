@@ -151,6 +151,7 @@ pub async fn exposures_are_pruned_by_age(s: S) {
         let mut j = job(t0());
         j.payload =
             serde_json::json!({"topic": "weekly", "variant": variant, "recipient_id": "rcp_1"});
+        j.audience = kairos_core::JobAudience::of_payload(&j.payload);
         s.job_insert(j).await.unwrap();
         succeed_one(&s, t0() + Duration::hours(h), true).await;
     }

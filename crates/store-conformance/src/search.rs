@@ -25,6 +25,7 @@ pub async fn job_search_combines_filters_and_pages_by_keyset(s: S) {
             j.kind = kairos_core::JobKind("email".into());
             j.payload = serde_json::json!({"topic": if i == 6 { "weekly" } else { "daily" },
                                            "recipient_id": format!("rcp_{}", i % 2)});
+            j.audience = kairos_core::JobAudience::of_payload(&j.payload);
         }
         ids.push(j.id.clone());
         s.job_insert(j).await.unwrap();

@@ -268,6 +268,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         p.kind = JobKind("email".into());
         p.schedule_id = schedule.map(str::to_string);
         p.payload = payload;
+        p.audience = kairos_core::JobAudience::of_payload(&p.payload);
         p
     };
     let topic = |t: &str| serde_json::json!({ "topic": t });
@@ -275,6 +276,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     let webhook_with_topic = || {
         let mut p = job(t0());
         p.payload = topic("orders");
+        p.audience = kairos_core::JobAudience::of_payload(&p.payload);
         p
     };
     let plan: Vec<(JobInsert, &str)> = vec![

@@ -165,7 +165,7 @@ pub(crate) async fn full<'e>(
                            c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
                            c.response, c.provider_id, c.node,
                            c.state AS new_state, c.expose, c.implicit,
-                           CASE WHEN c.expose THEN jobs.payload END AS payload,
+                           jobs.topic, jobs.variant, jobs.recipient_id,
                            CASE WHEN c.expose THEN jobs.period_key END AS period_key
              ),
              -- A plain success is held by the job row (attempted_at, attempted_by): no row.
@@ -175,14 +175,13 @@ pub(crate) async fn full<'e>(
                  FROM done WHERE NOT implicit
              ),
              -- A/B exposures of succeeded jobs whose completion asks for them, in the
-             -- completion's statement. Only those carry their payload out of `done`: the
-             -- others' (an email's can be kilobytes) would be copied for nothing.
+             -- completion's statement, from the job's audience columns.
              exposed AS (
                  INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
-                 SELECT job_id, payload ->> 'topic', payload ->> 'variant', payload ->> 'recipient_id', period_key, finished_at
+                 SELECT job_id, topic, variant, recipient_id, period_key, finished_at
                  FROM done
                  WHERE new_state = 'succeeded' AND expose
-                   AND payload ->> 'variant' IS NOT NULL AND payload ->> 'topic' IS NOT NULL
+                   AND variant IS NOT NULL AND topic IS NOT NULL
                  ON CONFLICT (job_id) DO NOTHING
              )
              SELECT job_id FROM done",

@@ -42,7 +42,10 @@ const INSERT_CHUNK: usize = 5_000;
 /// second index descent. The rows are locked by this statement, so their tids cannot move
 /// under it; a row whose locked version is newer than the statement's snapshot is not seen by
 /// the TID scan and stays `available` for the next claim (the state check guards it either
-/// way). `{from}` is empty for a sweep, or [`CLAIM_FROM`].
+/// way). The state check is written so that it does not imply `jobs_due`'s predicate: as
+/// `state = 'available'` the planner may scan the whole of `jobs_due` for the tids instead
+/// (it did once the table had three more columns), reading every dead entry a held snapshot
+/// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`].
 const CLAIM: &str = "WITH due (due_tid) AS (
          SELECT ctid FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
@@ -51,7 +54,7 @@ const CLAIM: &str = "WITH due (due_tid) AS (
      UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
             lease_token = $2, lease_expires_at = $3, attempted_at = $4
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
-       AND jobs.state = 'available'
+       AND jobs.state || '' = 'available'
      RETURNING {cols}";
 
 /// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree

@@ -6,7 +6,7 @@ mod common;
 use async_trait::async_trait;
 use common::{database_url, open};
 use kairos_core::{Job, Outcome, SystemClock};
-use kairos_engine::handler::{Handler, HandlerRegistry, JobContext};
+use kairos_engine::handler::{Handler, JobContext};
 use kairos_engine::{Engine, EngineConfig};
 use kairos_store::Leader;
 use kairos_store::prelude::*;
@@ -48,8 +48,7 @@ async fn a_job_inserted_on_one_node_wakes_another() {
         .await
         .expect("second store");
     let recorder = Arc::new(Recorder::default());
-    let mut registry = HandlerRegistry::new();
-    registry.register("webhook", recorder.clone());
+    let kinds = kairos_engine::Kinds::builtin().with_handler("webhook", recorder.clone());
     let mut cfg = EngineConfig::default().with_node("runner");
     cfg.executor.poll_interval = Duration::from_secs(30);
     cfg.scheduler.poll_interval = Duration::from_secs(30);
@@ -57,7 +56,7 @@ async fn a_job_inserted_on_one_node_wakes_another() {
         cfg,
         Arc::new(runner.clone()),
         Arc::new(SystemClock),
-        registry,
+        kinds.clone(),
     )
     .expect("engine");
     let cancel = CancellationToken::new();

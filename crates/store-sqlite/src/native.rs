@@ -20,8 +20,8 @@ use kairos_store::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
-const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13)
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
@@ -40,6 +40,7 @@ pub(crate) struct NewJob {
     retry: Option<String>,
     run_at: i64,
     created_at: i64,
+    audience: kairos_core::JobAudience,
 }
 
 impl NewJob {
@@ -68,6 +69,7 @@ impl NewJob {
             period_key: j.period_key,
             channel: j.channel,
             dedupe_key: j.dedupe_key,
+            audience: j.audience,
         })
     }
 }
@@ -94,6 +96,9 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<Stri
                 j.run_at,
                 j.created_at,
                 j.channel,
+                j.audience.topic,
+                j.audience.recipient_id,
+                j.audience.variant,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -509,9 +514,10 @@ impl StoredJob {
 
 /// Record A/B exposures for the jobs of `applied` (a JSON array of ids of succeeded jobs whose
 /// completion asked for it): run inside the completion's transaction.
-const EXPOSE_SUCCEEDED: &str = "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
-     SELECT j.id, j.payload ->> 'topic', j.payload ->> 'variant', j.payload ->> 'recipient_id', j.period_key, j.finished_at
+const EXPOSE_SUCCEEDED: &str =
+    "INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
+     SELECT j.id, j.topic, j.variant, j.recipient_id, j.period_key, j.finished_at
      FROM json_each(?1) AS a CROSS JOIN jobs j
      WHERE j.id = a.value AND j.state = 'succeeded'
-       AND j.payload ->> 'variant' IS NOT NULL AND j.payload ->> 'topic' IS NOT NULL
+       AND j.variant IS NOT NULL AND j.topic IS NOT NULL
      ON CONFLICT (job_id) DO NOTHING";

@@ -31,14 +31,6 @@ impl BatchEncoding {
         json_as_text: false,
     };
 
-    /// The encoding of `dialect`.
-    pub fn of(dialect: crate::sql::Dialect) -> BatchEncoding {
-        match dialect {
-            crate::sql::Dialect::Sqlite => Self::SQLITE,
-            crate::sql::Dialect::Postgres => Self::POSTGRES,
-        }
-    }
-
     /// Embedded JSON as this store holds it.
     pub fn json(&self, v: Value) -> Value {
         if self.json_as_text {
@@ -70,6 +62,9 @@ pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
                     "period_key": j.period_key,
                     "channel": j.channel,
                     "dedupe_key": j.dedupe_key,
+                    "topic": j.audience.topic,
+                    "recipient_id": j.audience.recipient_id,
+                    "variant": j.audience.variant,
                     "max_attempts": j.retry.max_attempts(),
                     "retry": stored_retry(j)
                         .map(|r| enc.json(serde_json::to_value(r).unwrap_or_default())),
@@ -99,6 +94,7 @@ mod tests {
             channel: None,
             dedupe_key: None,
             retry,
+            audience: Default::default(),
             retry_is_kind_default,
             run_at: t,
             now: t,

@@ -217,6 +217,9 @@ pub struct JobInsert {
     pub dedupe_key: Option<String>,
     /// Retry policy (resolved: its maximum of attempts is stored with the job).
     pub retry: RetryPolicy,
+    /// The audience it delivers to (topic, recipient, variant), stored in columns: the
+    /// stores never read them out of the payload.
+    pub audience: kairos_core::JobAudience,
     /// Whether `retry` is its kind's default: then it is stored as NULL (smaller rows,
     /// nothing to parse on every claim) and read back as `retry: None`, which the engine
     /// resolves through its kind layer.

@@ -3,7 +3,7 @@
 //! the server is not reachable unless `KAIROS_TEST_POSTGRES=required`.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
-use kairos_embed::{Context, Job, JobArgs, JobError, Node, NodeBuilder};
+use kairos_embed::{Context, Job, JobArgs, JobError, Node, NodeBuilder, NodeBuilderExt};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tokio::sync::mpsc;

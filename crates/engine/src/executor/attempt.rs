@@ -2,8 +2,8 @@
 //! outcome into the completion to record. Pure apart from the handler call, so the retry
 //! decisions are tested without a store.
 
-use crate::handler::{HandlerRegistry, JobContext};
-use crate::kinds::Kinds;
+use crate::handler::JobContext;
+use crate::kinds::{Kind, Kinds};
 use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use kairos_core::retry::RetryDecision;
@@ -17,19 +17,17 @@ use super::ExecutorReport;
 
 /// Run one attempt: the handler under its timeout, a panic caught and turned into a failure;
 /// within the attempt's span (with tracing on), which records the outcome.
-pub(super) async fn execute(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
+pub(super) async fn execute(kinds: &Kinds, job: &Job, ctx: &JobContext) -> Outcome {
     let span = crate::telemetry::spans::attempt(job);
-    let outcome = run_handler(registry, job, ctx)
-        .instrument(span.clone())
-        .await;
+    let outcome = run_handler(kinds, job, ctx).instrument(span.clone()).await;
     crate::telemetry::spans::attempt_outcome(&span, &outcome);
     outcome
 }
 
-async fn run_handler(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) -> Outcome {
+async fn run_handler(kinds: &Kinds, job: &Job, ctx: &JobContext) -> Outcome {
     // A job past its deadline (claimed late, replayed) is not attempted: nothing is sent, and
     // the completion ends it dead.
-    if let Some((end, deadline)) = deadline_end(job)
+    if let Some((end, deadline)) = deadline_end(kinds.get(job.kind.as_str()), job)
         && ctx.now >= end
     {
         return Outcome::Failed(Failure::permanent(format!(
@@ -38,7 +36,7 @@ async fn run_handler(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) ->
             end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         )));
     }
-    let Some(handler) = registry.get(job.kind.as_str()) else {
+    let Some(handler) = kinds.handler_for(job) else {
         return Outcome::Failed(Failure::permanent(format!(
             "no handler is registered for kind {:?} on this node",
             job.kind.as_str()
@@ -66,6 +64,7 @@ async fn run_handler(registry: &HandlerRegistry, job: &Job, ctx: &JobContext) ->
 /// Turn an attempt's outcome into the completion to record. Pure: the retry policy decides
 ///; a rate limit waits without spending an attempt.
 pub fn completion_for(
+    kind: &dyn Kind,
     job: &Job,
     outcome: Outcome,
     started: DateTime<Utc>,
@@ -86,8 +85,7 @@ pub fn completion_for(
         provider_id: None,
         node: Some(node.to_string()),
     };
-    let kind = Kinds::builtin().get(job.kind.as_str());
-    let policy = Kinds::builtin().retry_of(job);
+    let policy = job.retry.clone().unwrap_or_else(|| kind.default_retry());
     let transition = match outcome {
         Outcome::Delivered {
             provider_id,
@@ -134,7 +132,7 @@ pub fn completion_for(
             }
         }
     };
-    let transition = within_deadline(job, transition, &mut attempt);
+    let transition = within_deadline(kind, job, transition, &mut attempt);
     JobComplete {
         id: job.id.clone(),
         lease_token: job.lease_token.clone().unwrap_or_default(),
@@ -147,8 +145,8 @@ pub fn completion_for(
 /// When a job's deadline ends, and the deadline: the kind's (`digest`, 15 minutes) or the
 /// job's own (`http.deadline`), counted from the job's firing (or its creation, if later: a
 /// catch-up, or a job enqueued directly).
-pub fn deadline_end(job: &Job) -> Option<(DateTime<Utc>, Duration)> {
-    let deadline = Kinds::builtin().get(job.kind.as_str()).job_deadline(job)?;
+pub fn deadline_end(kind: &dyn Kind, job: &Job) -> Option<(DateTime<Utc>, Duration)> {
+    let deadline = kind.job_deadline(job)?;
     let start = job.fire_at.unwrap_or(job.created_at).max(job.created_at);
     Some((after(start, deadline), deadline))
 }
@@ -157,11 +155,11 @@ pub fn deadline_end(job: &Job) -> Option<(DateTime<Utc>, Duration)> {
 /// long `Retry-After`, a policy saved before the node's timeouts grew — is not scheduled; the
 /// job ends `dead` instead, and the attempt says why. The save-time budget check keeps this
 /// rare; this makes it hold.
-fn within_deadline(job: &Job, t: Transition, attempt: &mut Attempt) -> Transition {
+fn within_deadline(kind: &dyn Kind, job: &Job, t: Transition, attempt: &mut Attempt) -> Transition {
     let Transition::Retry { run_at, .. } = &t else {
         return t;
     };
-    let Some((end, deadline)) = deadline_end(job) else {
+    let Some((end, deadline)) = deadline_end(kind, job) else {
         return t;
     };
     if *run_at <= end {
@@ -216,6 +214,10 @@ mod tests {
     use super::*;
     use kairos_core::{JobKind, JobState, RetryPolicy};
 
+    fn kinds() -> Kinds {
+        Kinds::builtin()
+    }
+
     fn job(retry: RetryPolicy) -> Job {
         let t0 = DateTime::parse_from_rfc3339("2026-11-29T09:00:00Z")
             .map(|t| t.to_utc())
@@ -253,7 +255,15 @@ mod tests {
         let j = job(policy);
         let mut f = Failure::transient("HTTP 503");
         f.retry_after = Some(Duration::MAX);
-        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.5);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            Outcome::Failed(f),
+            j.run_at,
+            j.run_at,
+            "n",
+            0.5,
+        );
         match c.transition {
             Transition::Retry {
                 run_at,
@@ -271,7 +281,15 @@ mod tests {
         j.attempt = 4;
         let limited = || Outcome::Failed(Failure::new(ErrorClass::RateLimited, "HTTP 429"));
         let soon = j.created_at + chrono::Duration::hours(1);
-        let c = completion_for(&j, limited(), soon, soon, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            limited(),
+            soon,
+            soon,
+            "n",
+            0.0,
+        );
         assert!(
             matches!(
                 c.transition,
@@ -283,7 +301,15 @@ mod tests {
             "{c:?}"
         );
         let late = j.created_at + chrono::Duration::hours(25);
-        let c = completion_for(&j, limited(), late, late, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            limited(),
+            late,
+            late,
+            "n",
+            0.0,
+        );
         assert_eq!(
             c.transition,
             Transition::Dead,
@@ -297,7 +323,15 @@ mod tests {
         let j = job(RetryPolicy::notification());
         let mut f = Failure::permanent("HTTP 410");
         f.disable_endpoint = true;
-        let c = completion_for(&j, Outcome::Failed(f), j.run_at, j.run_at, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            Outcome::Failed(f),
+            j.run_at,
+            j.run_at,
+            "n",
+            0.0,
+        );
         assert_eq!(c.transition, Transition::Dead);
     }
 
@@ -312,19 +346,43 @@ mod tests {
         let at = j.created_at + chrono::Duration::minutes(2);
         let mut f = Failure::transient("HTTP 503");
         f.retry_after = Some(Duration::from_secs(14 * 60));
-        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            Outcome::Failed(f.clone()),
+            at,
+            at,
+            "n",
+            0.0,
+        );
         assert_eq!(c.transition, Transition::Dead);
         let error = c.attempt.error.unwrap_or_default();
         assert!(error.starts_with("HTTP 503; deadline exceeded"), "{error}");
         assert!(error.contains("15m deadline"), "{error}");
         // Within the deadline: a retry.
         f.retry_after = Some(Duration::from_secs(60));
-        let c = completion_for(&j, Outcome::Failed(f.clone()), at, at, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            Outcome::Failed(f.clone()),
+            at,
+            at,
+            "n",
+            0.0,
+        );
         assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
         // Another kind with the same wait: a retry, no deadline.
         j.kind = JobKind::new("webhook");
         f.retry_after = Some(Duration::from_secs(14 * 60));
-        let c = completion_for(&j, Outcome::Failed(f), at, at, "n", 0.0);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            Outcome::Failed(f),
+            at,
+            at,
+            "n",
+            0.0,
+        );
         assert!(matches!(c.transition, Transition::Retry { .. }), "{c:?}");
     }
 }

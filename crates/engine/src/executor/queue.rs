@@ -38,8 +38,8 @@ pub(super) async fn dispatch(
             j = queued.recv() => match j { Some(j) => j, None => break },
         };
         stock.started();
-        let (registry, clock, done, node, pace, unrecorded) = (
-            exec.registry.clone(),
+        let (kinds, clock, done, node, pace, unrecorded) = (
+            exec.kinds.clone(),
             exec.clock.clone(),
             done.clone(),
             exec.cfg.node.clone(),
@@ -53,9 +53,18 @@ pub(super) async fn dispatch(
                 node: node.clone(),
             };
             let t = tokio::time::Instant::now();
-            let outcome = execute(&registry, &job, &ctx).await;
+            let outcome = execute(&kinds, &job, &ctx).await;
             pace.record(t.elapsed());
-            let c = completion_for(&job, outcome, started, clock.now(), &node, rand::random());
+            let kind = kinds.get(job.kind.as_str());
+            let c = completion_for(
+                kind,
+                &job,
+                outcome,
+                started,
+                clock.now(),
+                &node,
+                rand::random(),
+            );
             log_completion(&job, &c);
             // The handler slot comes free now if an unrecorded-outcome permit is free, and that
             // permit comes back once the outcome is committed; else the slot itself waits for

@@ -7,22 +7,57 @@
 //! the job's state (an A/B exposure for `email`, the artifact's follow-ups for `digest`), the
 //! product a catch-up looks for and the one the monitor expects.
 //!
-//! [`Kinds::builtin`] is the registry, built once. Adding a kind is one module implementing
-//! [`Kind`] plus one line in [`Kinds::builtin`] (and its handler registered on the nodes that
-//! run it, see `handlers::default_registry`). A kind name nobody registered (an embedding application's
-//! own handler) gets [`Plain`]'s behaviour.
+//! A node owns its kinds as a value, [`Kinds`]: the built-in ones ([`Kinds::builtin`], or
+//! with their handlers built from the node's settings, [`crate::handlers::builtin`]) plus an
+//! application's own ([`Kinds::with`], [`AppKind`]). Nothing is global: two nodes in one
+//! process can run different kinds. Adding a built-in kind is its module implementing
+//! [`Kind`] (its handler included) and one line in [`Kinds::builtin`] and
+//! [`crate::handlers::builtin`]. A job whose kind the node does not know gets [`Plain`]'s
+//! behaviour, and fails permanently for want of a handler.
 
 pub mod digest;
 pub mod email;
 pub mod http;
 pub mod webhook;
 
+mod app;
+
+pub use app::AppKind;
+use app::Handled;
+
 use crate::error::OpsError;
+use crate::handler::Handler;
 use chrono::{DateTime, Utc};
 use kairos_core::{Job, RetryPolicy};
 use kairos_store::{Schedule, Store};
-use std::sync::LazyLock;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The handler a kind holds on a node that runs its jobs; empty on a process that only
+/// validates requests and reads jobs (a CLI command).
+#[derive(Clone, Default)]
+pub struct HandlerSlot(Option<Arc<dyn Handler>>);
+
+impl HandlerSlot {
+    /// A slot holding `handler`.
+    pub fn new(handler: Arc<dyn Handler>) -> Self {
+        HandlerSlot(Some(handler))
+    }
+    /// The handler, if any.
+    pub fn get(&self) -> Option<Arc<dyn Handler>> {
+        self.0.clone()
+    }
+}
+
+impl std::fmt::Debug for HandlerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "handler"
+        } else {
+            "no handler"
+        })
+    }
+}
 
 /// Whether a kind posts to a webhook endpoint (`"webhook": {"url", "secret"}` in a request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +241,19 @@ pub trait Kind: Send + Sync + 'static {
     fn artifact_of(&self, _s: &Schedule) -> Option<String> {
         None
     }
+
+    /// The handler that runs this kind's jobs on this node; `None`: this node does not run
+    /// them (a job claimed anyway fails permanently, saying so).
+    fn handler(&self) -> Option<Arc<dyn Handler>> {
+        None
+    }
+
+    /// The handler this kind runs a job of another kind with, instead of that kind's own:
+    /// the `email` kind runs the audience notifications sent on the `webhook` channel
+    /// (recipient checks, templates), which are stored as `webhook` jobs.
+    fn runs_instead(&self, _job: &Job) -> Option<Arc<dyn Handler>> {
+        None
+    }
 }
 
 /// The behaviour of a kind nobody registered here: a plain notification.
@@ -219,9 +267,11 @@ impl Kind for Plain {
     }
 }
 
-/// The registry of kinds. Built once ([`Kinds::builtin`]); cheap to share.
+/// The kinds a node knows: their names, request parts, defaults and handlers. A value the
+/// node owns (cheap to clone and share), never a global.
+#[derive(Clone)]
 pub struct Kinds {
-    kinds: Vec<Box<dyn Kind>>,
+    kinds: Vec<Arc<dyn Kind>>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -232,29 +282,74 @@ impl std::fmt::Debug for Kinds {
     }
 }
 
-static BUILTIN: LazyLock<Kinds> = LazyLock::new(|| {
-    Kinds::new(vec![
-        Box::new(webhook::Webhook),
-        Box::new(http::Http),
-        Box::new(email::Email),
-        Box::new(digest::Digest),
-    ])
-});
+impl Default for Kinds {
+    fn default() -> Self {
+        Kinds::builtin()
+    }
+}
 
 impl Kinds {
-    /// A registry of `kinds` (a later kind of the same name replaces an earlier one).
+    /// A set of `kinds` (a later kind of the same name replaces an earlier one).
     pub fn new(kinds: Vec<Box<dyn Kind>>) -> Self {
-        let mut out: Vec<Box<dyn Kind>> = Vec::with_capacity(kinds.len());
+        let mut out = Kinds { kinds: Vec::new() };
         for k in kinds {
-            out.retain(|o| o.name() != k.name());
-            out.push(k);
+            out.push(Arc::from(k));
         }
-        Kinds { kinds: out }
+        out
     }
 
-    /// The built-in kinds: `webhook`, `http`, `email`, `digest`.
-    pub fn builtin() -> &'static Kinds {
-        &BUILTIN
+    fn push(&mut self, k: Arc<dyn Kind>) {
+        match self.kinds.iter().position(|o| o.name() == k.name()) {
+            Some(i) => self.kinds[i] = k,
+            None => self.kinds.push(k),
+        }
+    }
+
+    /// The built-in kinds — `webhook`, `http`, `email`, `digest` — described, without
+    /// handlers: what a process that validates requests and reads jobs needs. A node that
+    /// runs jobs builds them with their handlers ([`crate::handlers::builtin`]).
+    pub fn builtin() -> Self {
+        Kinds::new(vec![
+            Box::new(webhook::Webhook::default()),
+            Box::new(http::Http::default()),
+            Box::new(email::Email::default()),
+            Box::new(digest::Digest::default()),
+        ])
+    }
+
+    /// These kinds and `kind` (replacing a kind of the same name).
+    pub fn with(mut self, kind: impl Kind) -> Self {
+        self.push(Arc::new(kind));
+        self
+    }
+
+    /// These kinds and `kind`, shared (replacing a kind of the same name).
+    pub fn with_shared(mut self, kind: Arc<dyn Kind>) -> Self {
+        self.push(kind);
+        self
+    }
+
+    /// These kinds with `handler` running the jobs of kind `name`: a known kind keeps its
+    /// description (request part, defaults) and gets this handler; an unknown name becomes
+    /// an [`AppKind`] with the plain defaults.
+    pub fn with_handler(mut self, name: &'static str, handler: Arc<dyn Handler>) -> Self {
+        match self.kinds.iter().position(|o| o.name() == name) {
+            Some(i) => {
+                let inner = self.kinds[i].clone();
+                self.kinds[i] = Arc::new(Handled { inner, handler });
+            }
+            None => self.kinds.push(Arc::new(AppKind::new(name, handler))),
+        }
+        self
+    }
+
+    /// The handler that runs `job` on this node: the one a kind runs instead of the job's
+    /// own kind ([`Kind::runs_instead`]), else its kind's.
+    pub fn handler_for(&self, job: &Job) -> Option<Arc<dyn Handler>> {
+        self.kinds
+            .iter()
+            .find_map(|k| k.runs_instead(job))
+            .or_else(|| self.find(job.kind.as_str())?.handler())
     }
 
     /// The kind named `name`, if registered.
@@ -270,9 +365,21 @@ impl Kinds {
         self.find(name).unwrap_or(&Plain)
     }
 
-    /// The registered names, in registration order.
+    /// The names, in the order they were added.
     pub fn names(&self) -> Vec<&'static str> {
         self.kinds.iter().map(|k| k.name()).collect()
+    }
+
+    /// The names of the kinds whose jobs this node runs (that have a handler), sorted.
+    pub fn running(&self) -> Vec<&'static str> {
+        let mut n: Vec<_> = self
+            .kinds
+            .iter()
+            .filter(|k| k.handler().is_some())
+            .map(|k| k.name())
+            .collect();
+        n.sort_unstable();
+        n
     }
 
     /// The kinds whose jobs post to their endpoint ([`EndpointUse::Required`]): the sends
@@ -377,7 +484,7 @@ mod tests {
                 Some(Duration::from_secs(1))
             }
         }
-        let k = Kinds::new(vec![Box::new(webhook::Webhook), Box::new(Slow)]);
+        let k = Kinds::new(vec![Box::new(webhook::Webhook::default()), Box::new(Slow)]);
         assert_eq!(k.names(), ["webhook"]);
         assert_eq!(k.get("webhook").deadline(), Some(Duration::from_secs(1)));
     }

@@ -21,6 +21,7 @@ use kairos_store::{ArtifactKey, Schedule, ScheduleList, Store};
 /// catch-up of the same period (if any is later than the firing) plus the run's deadline and
 /// the grace.
 fn due_by(
+    kinds: &Kinds,
     s: &Schedule,
     tz: chrono_tz::Tz,
     catch_ups: &[String],
@@ -34,10 +35,7 @@ fn due_by(
         .filter(|t| period_key(s.period, tz, *t) == period)
         .max()
         .unwrap_or(fire_at);
-    let run = Kinds::builtin()
-        .get(s.kind.as_str())
-        .deadline()
-        .unwrap_or_default();
+    let run = kinds.get(s.kind.as_str()).deadline().unwrap_or_default();
     last_try + dur(run) + dur(cfg.missed_grace)
 }
 
@@ -45,6 +43,7 @@ fn due_by(
 pub(super) async fn missing_artifacts(
     cfg: &MonitorConfig,
     store: &dyn Store,
+    kinds: &Kinds,
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
     let schedules = store
@@ -57,7 +56,7 @@ pub(super) async fn missing_artifacts(
     let mut out = Vec::new();
     for s in schedules {
         // Only schedules whose kind's product is an artifact.
-        let Some(name) = Kinds::builtin().artifact_of(&s) else {
+        let Some(name) = kinds.artifact_of(&s) else {
             continue;
         };
         let name = name.as_str();
@@ -89,7 +88,7 @@ pub(super) async fn missing_artifacts(
         let mut checked = 0usize;
         let mut missing = Vec::new();
         for fire_at in s.spec.firings_between(tz, since, now, MAX_EXPECTED_FIRINGS) {
-            let due = due_by(&s, tz, &catch_ups, fire_at, cfg);
+            let due = due_by(kinds, &s, tz, &catch_ups, fire_at, cfg);
             if due > now {
                 continue; // its last chance has not passed yet
             }

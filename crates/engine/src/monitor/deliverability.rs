@@ -41,6 +41,7 @@ struct Rate {
 pub(super) async fn rates(
     cfg: &MonitorConfig,
     store: &dyn Store,
+    kinds: &crate::kinds::Kinds,
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
     let checks: Vec<Rate> = [
@@ -68,7 +69,7 @@ pub(super) async fn rates(
         .sent_mail_count(SentMailCount {
             since: now - dur(cfg.deliverability_window),
             until: until(now),
-            mail_kinds: crate::kinds::Kinds::builtin().mail_kinds(),
+            mail_kinds: kinds.mail_kinds(),
         })
         .await?;
     let mut out = Vec::new();

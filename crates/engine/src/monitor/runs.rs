@@ -115,13 +115,14 @@ struct Decided {
 pub(super) async fn skip_rate(
     cfg: &MonitorConfig,
     store: &dyn Store,
+    kinds: &crate::kinds::Kinds,
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
     let rows = store
         .job_count_decided(JobCountDecided {
             since: now - dur(cfg.skip_window),
             until: now + chrono::Duration::milliseconds(1),
-            topic_kinds: crate::kinds::Kinds::builtin().topic_kinds(),
+            topic_kinds: kinds.topic_kinds(),
         })
         .await?;
     // (is a schedule, subject) -> counts

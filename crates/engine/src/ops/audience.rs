@@ -4,7 +4,7 @@
 
 use super::{Kairos, tz_of};
 use crate::error::OpsError;
-use crate::kinds::{Kinds, TopicUse};
+use crate::kinds::TopicUse;
 use chrono::{DateTime, Utc};
 use kairos_channels::email::template::RenderError;
 use kairos_core::JobKind;
@@ -563,11 +563,12 @@ impl Kairos {
     /// audience its product goes to (its payload carries the topic); a topic on another kind
     /// is an error.
     pub(super) fn audience_payload(
+        &self,
         kind: &JobKind,
         topic: Option<&str>,
         mut payload: serde_json::Value,
     ) -> Result<serde_json::Value, OpsError> {
-        let uses = Kinds::builtin().get(kind.as_str()).topic();
+        let uses = self.kinds.get(kind.as_str()).topic();
         let Some(topic) = topic else {
             // An audience schedule mails a topic's audience: without a topic it has nobody to
             // mail (a payload naming one recipient and topic is a single-recipient schedule).
@@ -584,7 +585,8 @@ impl Kairos {
             return Ok(payload);
         };
         if uses == TopicUse::None {
-            let takers: Vec<String> = Kinds::builtin()
+            let takers: Vec<String> = self
+                .kinds
                 .topic_takers()
                 .iter()
                 .map(|k| format!("{k:?}"))
@@ -617,8 +619,16 @@ impl Kairos {
         let tz = tz_of(s)?;
         let now = self.clock.now();
         let period_key = kairos_core::schedule::period_key(s.period, tz, fire_at);
-        let created =
-            crate::audience::expand_all(self.store.as_ref(), s, tz, fire_at, 1000, now).await?;
+        let created = crate::audience::expand_all(
+            self.store.as_ref(),
+            &self.kinds,
+            s,
+            tz,
+            fire_at,
+            1000,
+            now,
+        )
+        .await?;
         if !created.is_empty() {
             self.wake.notify_one();
         }

@@ -7,7 +7,7 @@
 
 use super::{HttpSpec, Kairos, WebhookTarget};
 use crate::error::OpsError;
-use crate::kinds::{KindRequest, Kinds, RequestScope};
+use crate::kinds::{KindRequest, RequestScope};
 use kairos_core::retry::RetrySpec;
 use kairos_store::ScheduleChannel;
 use serde::Deserialize;
@@ -92,7 +92,7 @@ impl Kairos {
                     format!("{:?} is listed twice: channel names are unique", c.name),
                 ));
             }
-            match Kinds::builtin().find(&c.kind) {
+            match self.kinds.find(&c.kind) {
                 Some(k) if k.is_channel() => {}
                 Some(k) if k.delivers_to_topic() => {
                     return Err(OpsError::invalid(
@@ -110,10 +110,11 @@ impl Kairos {
                     // digest builds an artifact, it does not deliver) is refused too.
                     self.check_kind(Some(&c.kind))
                         .map_err(|e| e.under(&format!("channels[{i}]")))?;
-                    let usable: Vec<String> = Kinds::builtin()
+                    let usable: Vec<String> = self
+                        .kinds
                         .names()
                         .into_iter()
-                        .filter(|k| Kinds::builtin().get(k).is_channel())
+                        .filter(|k| self.kinds.get(k).is_channel())
                         .map(|k| format!("{k:?}"))
                         .collect();
                     return Err(OpsError::invalid(
@@ -137,7 +138,7 @@ impl Kairos {
         for (i, c) in channels.iter().enumerate() {
             let at = format!("channels[{i}]");
             let kind = self.check_kind(Some(&c.kind)).map_err(|e| e.under(&at))?;
-            let k = Kinds::builtin().get(kind.as_str());
+            let k = self.kinds.get(kind.as_str());
             let default = k.default_retry();
             let retry = c
                 .retry

@@ -4,7 +4,7 @@
 use super::bulk::MAX_REASON;
 use super::{Kairos, MAX_KEY, NewJob, parse_instant};
 use crate::error::OpsError;
-use crate::kinds::{KindRequest, Kinds, RequestScope};
+use crate::kinds::{KindRequest, RequestScope};
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Job, JobState};
 use kairos_store::*;
@@ -72,7 +72,7 @@ impl Kairos {
                 format!("must be 1 to {MAX_KEY} bytes without control characters"),
             ));
         }
-        let k = Kinds::builtin().get(kind.as_str());
+        let k = self.kinds.get(kind.as_str());
         let retry = match &req.retry {
             Some(r) => r.to_policy(&k.default_retry())?,
             None => k.default_retry(),
@@ -87,6 +87,7 @@ impl Kairos {
         let payload = k.request_payload(&self.env(), parts).await?;
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
         let retry_is_kind_default = retry == k.default_retry();
+        let audience = kairos_core::JobAudience::of_payload(&payload);
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind,
@@ -99,6 +100,7 @@ impl Kairos {
             // Namespaced so a user key can never collide with an expansion key.
             dedupe_key: req.idempotency_key.as_ref().map(|k| format!("idem:{k}")),
             retry,
+            audience,
             retry_is_kind_default,
             run_at,
             now,

@@ -4,7 +4,7 @@
 use super::{FiredNow, Kairos, MAX_NAME, NewSchedule, parse_instant, tz_of};
 use crate::error::OpsError;
 use crate::expand::jobs_for_firing;
-use crate::kinds::{KindRequest, Kinds, RequestScope};
+use crate::kinds::{KindRequest, RequestScope};
 use chrono::{DateTime, SubsecRound, Utc};
 use kairos_core::JobKind;
 use kairos_core::id::{IdPrefix, new_id};
@@ -145,7 +145,7 @@ impl Kairos {
             return self.schedule_def_channels(base, &req, chs, tz).await;
         }
         let kind = self.check_kind(req.kind.as_deref())?;
-        let k = Kinds::builtin().get(kind.as_str());
+        let k = self.kinds.get(kind.as_str());
         let retry = req
             .retry
             .as_ref()
@@ -159,7 +159,7 @@ impl Kairos {
             scope: RequestScope::Schedule,
         };
         let payload = k.request_payload(&self.env(), parts).await?;
-        let payload = Self::audience_payload(&kind, req.topic.as_deref(), payload)?;
+        let payload = self.audience_payload(&kind, req.topic.as_deref(), payload)?;
         let catch_up = crate::catch_up::parse_times(req.catch_up.as_deref().unwrap_or(&[]))?;
         if !catch_up.is_empty() && !k.allows_catch_up() {
             return Err(OpsError::invalid(
@@ -345,10 +345,10 @@ impl Kairos {
             None if !s.spec.is_recurring() => s.next_fire_at.unwrap_or(now),
             None => now,
         };
-        if crate::audience::topic_of(&s).is_some() {
+        if crate::audience::topic_of(&self.kinds, &s).is_some() {
             return self.audience_fire_now(&s, fire_at).await;
         }
-        let mut jobs = jobs_for_firing(&s, tz, fire_at, now);
+        let mut jobs = jobs_for_firing(&self.kinds, &s, tz, fire_at, now);
         for j in &mut jobs {
             // A manual run runs now, even when its occurrence is in the future.
             j.run_at = j.run_at.min(now);

@@ -8,11 +8,11 @@ use kairos_channels::WebhookConfig;
 use kairos_core::retry::RetrySpec;
 use kairos_core::{Clock, Job, JobState, ManualClock, Outcome};
 use kairos_engine::executor::ExecutorReport;
-use kairos_engine::handlers::default_registry;
+use kairos_engine::handlers::builtin;
 use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
 use kairos_engine::rescuer::RescuerReport;
 use kairos_engine::scheduler::SchedulerReport;
-use kairos_engine::{Engine, EngineConfig, Handler, HandlerRegistry, JobContext, Kairos};
+use kairos_engine::{Engine, EngineConfig, Handler, JobContext, Kairos, KindSettings, Kinds};
 use kairos_store::prelude::*;
 use kairos_store::{
     Attempt, CompleteReport, Endpoint, EndpointDisable, EndpointUpsert, JobCancel, JobClaim,
@@ -170,44 +170,44 @@ pub async fn open_store() -> (TempDir, Arc<dyn Store>) {
     (dir, Arc::new(store))
 }
 
-/// The built-in registry (webhook, private targets allowed for the test receiver) plus
-/// `custom` handlers.
+/// The built-in kinds with their handlers (webhook, http, digest; private targets allowed
+/// for the test receiver), with `custom` handlers for the kinds they name.
 pub fn registry_with(
     store: &Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    custom: &[(&str, Arc<dyn Handler>)],
-) -> HandlerRegistry {
+    custom: &[(&'static str, Arc<dyn Handler>)],
+) -> Kinds {
     kairos_testkit::init_crypto();
-    let mut r = default_registry(
+    let mut k = builtin(KindSettings::new(
         store.clone(),
         clock,
         WebhookConfig {
             allow_private_targets: true,
             ..Default::default()
         },
-    )
-    .expect("default registry");
+    ))
+    .expect("built-in kinds");
     for (kind, h) in custom {
-        r.register(kind, h.clone());
+        k = k.with_handler(kind, h.clone());
     }
-    r
+    k
 }
 
 impl Harness {
-    pub async fn new(start: DateTime<Utc>, custom: &[(&str, Arc<dyn Handler>)]) -> Self {
+    pub async fn new(start: DateTime<Utc>, custom: &[(&'static str, Arc<dyn Handler>)]) -> Self {
         Self::with_config(start, EngineConfig::default(), custom).await
     }
 
     pub async fn with_config(
         start: DateTime<Utc>,
         cfg: EngineConfig,
-        custom: &[(&str, Arc<dyn Handler>)],
+        custom: &[(&'static str, Arc<dyn Handler>)],
     ) -> Self {
         let (dir, store) = open_store().await;
         let clock = Arc::new(ManualClock::new(start));
         let registry = registry_with(&store, clock.clone(), custom);
-        let kinds = registry.kinds();
-        let engine = Engine::new(cfg, store.clone(), clock.clone(), registry).expect("engine");
+        let kinds = std::sync::Arc::new(registry.clone());
+        let engine = Engine::new(cfg, store.clone(), clock.clone(), kinds.clone()).expect("engine");
         let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds)
             .allow_private_targets(true);
         Harness {

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use kairos_channels::WebhookConfig;
 use kairos_channels::digest::{DigestConfig, ModelApi};
 use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::{default_registry, register_digest};
+use kairos_engine::KindSettings;
+use kairos_engine::handlers::builtin;
 use kairos_engine::{Engine, EngineConfig, Handler, Kairos};
 use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
@@ -57,7 +58,7 @@ impl World {
     pub async fn with(
         start: DateTime<Utc>,
         digest: DigestConfig,
-        custom: &[(&str, Arc<dyn Handler>)],
+        custom: &[(&'static str, Arc<dyn Handler>)],
     ) -> Self {
         kairos_testkit::init_crypto();
         let dir = tempfile::tempdir().expect("tempdir");
@@ -68,26 +69,27 @@ impl World {
         );
         let clock = Arc::new(ManualClock::new(start));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let mut registry = default_registry(
-            store.clone(),
-            dyn_clock.clone(),
-            WebhookConfig {
-                allow_private_targets: true,
-                ..Default::default()
-            },
-        )
-        .expect("registry");
-        register_digest(&mut registry, store.clone(), dyn_clock.clone(), digest)
-            .expect("digest handler");
+        let mut registry = builtin(KindSettings {
+            digest,
+            ..KindSettings::new(
+                store.clone(),
+                dyn_clock.clone(),
+                WebhookConfig {
+                    allow_private_targets: true,
+                    ..Default::default()
+                },
+            )
+        })
+        .expect("built-in kinds");
         for (kind, h) in custom {
-            registry.register(kind, h.clone());
+            registry = registry.with_handler(kind, h.clone());
         }
-        let kinds = registry.kinds();
+        let kinds = std::sync::Arc::new(registry);
         let engine = Engine::new(
             EngineConfig::default(),
             store.clone(),
             dyn_clock.clone(),
-            registry,
+            kinds.clone(),
         )
         .expect("engine");
         let kairos =

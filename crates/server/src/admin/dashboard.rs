@@ -37,7 +37,8 @@ async fn slo_panel(state: &AppState, now: DateTime<Utc>) -> Result<Vec<minijinja
     use kairos_engine::monitor::{CheckStatus, Monitor};
     let k = &state.kairos;
     let monitor = Monitor::new(state.monitor.as_ref().clone(), k.store().clone())
-        .map_err(|e| format!("the monitor's configuration is invalid: {e}"))?;
+        .map_err(|e| format!("the monitor's configuration is invalid: {e}"))?
+        .with_kinds(k.kinds().clone());
     let report = monitor.report(now).await.map_err(|e| {
         tracing::warn!(error = %e, "admin: SLO report failed");
         "the SLO report could not be computed; the server log has the reason".to_string()

@@ -30,7 +30,10 @@ pub async fn list(
     let next = (rows.len() as i64 == PAGE)
         .then(|| rows.last().map(|j| f.query_with_before(&j.id)))
         .flatten();
-    let rows: Vec<JobRow> = rows.iter().map(JobRow::from).collect();
+    let rows: Vec<JobRow> = rows
+        .iter()
+        .map(|j| JobRow::new(state.kairos.kinds(), j))
+        .collect();
     let notice = bulk_notice(&f);
     let filter_pairs = f.pairs();
     op.page(
@@ -56,7 +59,7 @@ pub async fn show(
                 &state,
                 "job.html",
                 context! {
-                    job => JobRow::from(&job), attempts, payload,
+                    job => JobRow::new(state.kairos.kinds(), &job), attempts, payload,
                     notice => notice_text(f.notice.as_deref()),
                 },
             )
@@ -167,7 +170,10 @@ pub async fn dead(
     let next = (jobs.len() as i64 == PAGE)
         .then(|| jobs.last().map(|j| j.id.clone()))
         .flatten();
-    let rows: Vec<JobRow> = jobs.iter().map(JobRow::from).collect();
+    let rows: Vec<JobRow> = jobs
+        .iter()
+        .map(|j| JobRow::new(state.kairos.kinds(), j))
+        .collect();
     op.page(
         &state,
         "dead.html",

@@ -31,8 +31,10 @@ pub struct JobRow {
     cancellable: bool,
 }
 
-impl From<&Job> for JobRow {
-    fn from(j: &Job) -> Self {
+impl JobRow {
+    /// The row of `j`; `kinds` (the node's) give the retry policy of a job stored with its
+    /// kind's default.
+    pub fn new(kinds: &kairos_engine::Kinds, j: &Job) -> Self {
         let state = state_label(j.state.as_str());
         JobRow {
             id: j.id.clone(),
@@ -42,7 +44,7 @@ impl From<&Job> for JobRow {
             schedule_id: j.schedule_id.clone(),
             period_key: j.period_key.clone(),
             attempt: j.attempt,
-            max_attempts: kairos_engine::Kinds::builtin().retry_of(j).max_attempts(),
+            max_attempts: kinds.retry_of(j).max_attempts(),
             run_at: fmt_t(j.run_at),
             created_at: fmt_t(j.created_at),
             finished_at: j.finished_at.map(fmt_t),

@@ -60,7 +60,7 @@ async fn full_view(
     attempts: &[kairos_store::Attempt],
 ) -> ApiResult<JobView> {
     let webhook = endpoint_of(state, job).await?;
-    JobView::new(job)
+    JobView::new(state.kairos.kinds(), job)
         .with_webhook(webhook.as_ref())
         .with_attempts(attempts)
         .with_http(job, state.kairos.store().as_ref())
@@ -154,7 +154,10 @@ pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> A
         None
     };
     Ok(JobPage {
-        data: jobs.iter().map(JobView::new).collect(),
+        data: jobs
+            .iter()
+            .map(|j| JobView::new(state.kairos.kinds(), j))
+            .collect(),
         next_before,
     })
 }
@@ -203,7 +206,10 @@ pub async fn retry(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<JobView>> {
-    Ok(Json(JobView::new(&state.kairos.job_retry(&id).await?)))
+    Ok(Json(JobView::new(
+        state.kairos.kinds(),
+        &state.kairos.job_retry(&id).await?,
+    )))
 }
 
 /// Cancel a job that has not finished.
@@ -222,6 +228,7 @@ pub async fn cancel(
 ) -> ApiResult<Json<JobView>> {
     let reason = body.and_then(|b| b.reason);
     Ok(Json(JobView::new(
+        state.kairos.kinds(),
         &state.kairos.job_cancel(&id, reason).await?,
     )))
 }

@@ -226,7 +226,8 @@ pub async fn ack(
 pub async fn show(State(state): State<AppState>) -> ApiResult<Json<SloView>> {
     let k = &state.kairos;
     let monitor = Monitor::new(state.monitor.as_ref().clone(), k.store().clone())
-        .map_err(|e| Problem::invalid(e.field(), e.reason()))?;
+        .map_err(|e| Problem::invalid(e.field(), e.reason()))?
+        .with_kinds(k.kinds().clone());
     let report = monitor
         .report(k.clock().now())
         .await

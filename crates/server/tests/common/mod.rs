@@ -5,7 +5,8 @@
 
 use chrono::{DateTime, Utc};
 use kairos_core::{Clock, ManualClock};
-use kairos_engine::handlers::default_registry;
+use kairos_engine::KindSettings;
+use kairos_engine::handlers::builtin;
 use kairos_engine::{Engine, EngineConfig, Kairos};
 use kairos_server::http::HttpLimits;
 use kairos_server::{ApiToken, AppState, app};
@@ -161,8 +162,7 @@ impl TestApp {
             allow_private_targets: true,
             ..Default::default()
         };
-        let mut registry =
-            default_registry(store.clone(), dyn_clock.clone(), webhook).expect("registry");
+        let mut settings = KindSettings::new(store.clone(), dyn_clock.clone(), webhook);
         let outbox = dir.path().join("outbox");
         if email {
             let transport = kairos_channels::email::EmailTransport::new(
@@ -171,25 +171,20 @@ impl TestApp {
                 },
             )
             .expect("transport");
-            kairos_engine::handlers::register_email(
-                &mut registry,
-                store.clone(),
-                dyn_clock.clone(),
-                transport,
-                // Audience webhooks and entitlement URLs on 127.0.0.1, as for the webhook kind.
-                kairos_engine::handlers::email::EmailConfig {
-                    allow_private_targets: true,
-                    ..Default::default()
-                },
-            )
-            .expect("email handler");
+            // Audience webhooks and entitlement URLs on 127.0.0.1, as for the webhook kind.
+            let config = kairos_engine::handlers::email::EmailConfig {
+                allow_private_targets: true,
+                ..Default::default()
+            };
+            settings.email = Some((transport, config));
         }
-        let kinds = registry.kinds();
+        let registry = builtin(settings).expect("built-in kinds");
+        let kinds = std::sync::Arc::new(registry.clone());
         let engine = Engine::new(
             EngineConfig::default().with_node("server-test"),
             store.clone(),
             dyn_clock.clone(),
-            registry,
+            kinds.clone(),
         )
         .expect("engine");
         let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)

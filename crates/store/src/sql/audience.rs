@@ -225,7 +225,7 @@ pub async fn recipient_upsert_many(
     p: &[crate::RecipientUpsert],
 ) -> Result<u64> {
     let d = run.dialect();
-    let enc = crate::batch::BatchEncoding::of(d);
+    let enc = d.batch_encoding();
     let sql = match d {
         super::Dialect::Sqlite => UPSERT_SQLITE,
         super::Dialect::Postgres => UPSERT_POSTGRES,

@@ -43,19 +43,9 @@ fn mail_outcome_count<R: super::RowRead + ?Sized>(r: &R) -> Result<MailOutcomeCo
     })
 }
 
-/// A mail job's topic: `payload.topic` when it is a string. On SQLite, CASE evaluates in
-/// order, so a payload that is not JSON reads as no topic instead of failing the query.
-fn payload_topic(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => {
-            "CASE WHEN NOT json_valid(payload) THEN NULL
-                  WHEN json_type(payload, '$.topic') = 'text'
-                  THEN json_extract(payload, '$.topic') END"
-        }
-        Dialect::Postgres => {
-            "CASE WHEN jsonb_typeof(payload -> 'topic') = 'string' THEN payload ->> 'topic' END"
-        }
-    }
+/// A mail job's topic: its `topic` column.
+fn payload_topic(_dialect: Dialect) -> &'static str {
+    "topic"
 }
 
 /// `kind` is one of the list bound as `$3`.

@@ -17,14 +17,14 @@ use crate::{Delivery, DeliveryChannel, DeliveryKey, DeliveryList, Result};
 /// The statement; `{t}` is the dialect's text cast, `{pairs}` the membership test of a job's
 /// `channel=state` in the bound list `$11`.
 const DELIVERY_LIST: &str = "WITH d AS (
-    SELECT id, payload ->> 'topic' AS topic, payload ->> 'recipient_id' AS recipient,
+    SELECT id, topic, recipient_id AS recipient,
            COALESCE(payload ->> 'target', '') AS target, period_key AS period,
            COALESCE(channel, kind) AS ch, state, attempt, last_error, reason, fire_at, finished_at
     FROM jobs
     WHERE period_key IS NOT NULL
-      AND payload ->> 'topic' IS NOT NULL AND payload ->> 'recipient_id' IS NOT NULL
-      AND ($1{t} IS NULL OR payload ->> 'topic' = $1)
-      AND ($2{t} IS NULL OR payload ->> 'recipient_id' = $2)
+      AND topic IS NOT NULL AND recipient_id IS NOT NULL
+      AND ($1{t} IS NULL OR topic = $1)
+      AND ($2{t} IS NULL OR recipient_id = $2)
       AND ($3{t} IS NULL OR COALESCE(payload ->> 'target', '') = $3)
       AND ($4{t} IS NULL OR period_key = $4)
  ),

@@ -130,7 +130,7 @@ pub async fn recipient_erase(
     // The recipient's jobs carry ids, but an error or a response excerpt may quote the
     // address (an SMTP 550, a receiver echoing the body).
     let sql = format!(
-        "SELECT id, last_error FROM jobs WHERE payload ->> 'recipient_id' = $1 AND {}",
+        "SELECT id, last_error FROM jobs WHERE recipient_id = $1 AND {}",
         contains(d, "last_error", "$2")
     );
     let errors = run
@@ -151,7 +151,7 @@ pub async fn recipient_erase(
     }
     let sql = format!(
         "SELECT id, error, response FROM job_attempts
-         WHERE job_id IN (SELECT id FROM jobs WHERE payload ->> 'recipient_id' = $1)
+         WHERE job_id IN (SELECT id FROM jobs WHERE recipient_id = $1)
            AND ({} OR {})",
         contains(d, "error", "$2"),
         contains(d, "response", "$2")

@@ -102,24 +102,16 @@ pub async fn job_dead_scheduled(
     .await
 }
 
-/// The topic of a decided job: read from the payload of jobs of the topic kinds without a
-/// schedule only (another job's `topic` is the caller's data, and that firehose is not
-/// parsed). On SQLite, CASE evaluates in order, so a payload that is not JSON reads as no
-/// topic instead of failing the query; jsonb payloads are always valid JSON.
+/// The topic of a decided job: the `topic` column of jobs of the topic kinds without a
+/// schedule only (another job's topic is the caller's data).
 fn decided_topic(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => {
             "CASE WHEN schedule_id IS NOT NULL THEN NULL
                   WHEN kind NOT IN (SELECT value FROM json_each($3)) THEN NULL
-                  WHEN NOT json_valid(payload) THEN NULL
-                  WHEN json_type(payload, '$.topic') = 'text'
-                  THEN json_extract(payload, '$.topic') END"
+                  ELSE topic END"
         }
-        Dialect::Postgres => {
-            "CASE WHEN schedule_id IS NULL AND kind = ANY($3)
-                   AND jsonb_typeof(payload -> 'topic') = 'string'
-                  THEN payload ->> 'topic' END"
-        }
+        Dialect::Postgres => "CASE WHEN schedule_id IS NULL AND kind = ANY($3) THEN topic END",
     }
 }
 

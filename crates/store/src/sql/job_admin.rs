@@ -83,8 +83,8 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
            AND ($3{t} IS NULL OR schedule_id = $3) AND ($4{t} IS NULL OR period_key = $4)
            AND ($5{ts} IS NULL OR created_at >= $5) AND ($6{ts} IS NULL OR created_at < $6)
            AND ($7{t} IS NULL OR id < $7)
-           AND ($9{t} IS NULL OR payload ->> 'topic' = $9)
-           AND ($10{t} IS NULL OR payload ->> 'recipient_id' = $10)
+           AND ($9{t} IS NULL OR topic = $9)
+           AND ($10{t} IS NULL OR recipient_id = $10)
            AND ($11{t} IS NULL OR channel = $11)
          ORDER BY id DESC LIMIT $8"
     );
@@ -138,7 +138,7 @@ async fn pick(run: &mut impl SqlRun, s: &JobSelect, states: &[&str]) -> Result<V
                    AND ($3{t} IS NULL OR state = $3) AND ($4{t} IS NULL OR kind = $4)
                    AND ($5{t} IS NULL OR schedule_id = $5) AND ($6{t} IS NULL OR channel = $6)
                    AND ($7{ts} IS NULL OR created_at < $7) AND ($8{ts} IS NULL OR created_at >= $8)
-                   AND ($9{t} IS NULL OR payload ->> 'recipient_id' = $9)
+                   AND ($9{t} IS NULL OR recipient_id = $9)
                  ORDER BY id LIMIT $10{lock}",
                 in_list(d, "state", "$1")
             );

@@ -4,15 +4,15 @@
 //! statement inserted).
 
 use super::{Dialect, JOB_COLS, SqlRun, rows};
-use crate::batch::{BatchEncoding, jobs_batch};
+use crate::batch::jobs_batch;
 use crate::{Error, ErrorKind, JobInsert, JobInserted, PRUNED_KEY, Result};
 
 /// SQLite's: `WHERE true` resolves SQLite's parse ambiguity between `SELECT … ON CONFLICT`
 /// and a join constraint; `jsonb_each` (not `json_each`) yields each element as JSONB, so
 /// `value ->> 'key'` is a lookup instead of a re-parse of the element's text for every
 /// column.
-pub const JOBS_INSERT_SQLITE: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel'
+pub const JOBS_INSERT_SQLITE: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant)
+SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel', value ->> 'topic', value ->> 'recipient_id', value ->> 'variant'
 FROM jsonb_each(?1) WHERE true
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 RETURNING id";
@@ -24,11 +24,12 @@ RETURNING id";
 /// per schema, so the payload is the schema (`current_schema()`, the store's): a listener can
 /// ignore other deployments' jobs. The second output column (`void`) is ignored.
 pub const JOBS_INSERT_POSTGRES: &str = "WITH ins AS (
-    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel
+    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
-         run_at timestamptz, created_at timestamptz, channel text)
+         run_at timestamptz, created_at timestamptz, channel text, topic text,
+         recipient_id text, variant text)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id
 )
@@ -37,11 +38,12 @@ SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
 /// [`JOBS_INSERT_POSTGRES`] without its notification: for a store that announces its own
 /// inserts after they commit (PostgreSQL's `job_insert`, whose notifying commits would
 /// otherwise wait for each other).
-pub const JOBS_INSERT_POSTGRES_QUIET: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel
+pub const JOBS_INSERT_POSTGRES_QUIET: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
-         run_at timestamptz, created_at timestamptz, channel text)
+         run_at timestamptz, created_at timestamptz, channel text, topic text,
+         recipient_id text, variant text)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id";
 
@@ -61,7 +63,7 @@ pub async fn jobs_insert(
         Dialect::Sqlite => JOBS_INSERT_SQLITE,
         Dialect::Postgres => JOBS_INSERT_POSTGRES,
     };
-    let batch = jobs_batch(jobs, BatchEncoding::of(d));
+    let batch = jobs_batch(jobs, d.batch_encoding());
     run.fetch(what, sql, vec![batch.into()], &|r| r.text("id"))
         .await
 }

@@ -61,6 +61,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0023 "slo_monitor",
     0024 "audience_targets",
     0025 "inbound_outcomes",
+    0026 "job_audience",
     0029 "api_tokens",
 ];
 

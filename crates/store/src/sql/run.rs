@@ -17,6 +17,16 @@ pub enum Dialect {
     Postgres,
 }
 
+impl Dialect {
+    /// How this database wants the values of a JSON batch encoded.
+    pub fn batch_encoding(self) -> crate::batch::BatchEncoding {
+        match self {
+            Dialect::Sqlite => crate::batch::BatchEncoding::SQLITE,
+            Dialect::Postgres => crate::batch::BatchEncoding::POSTGRES,
+        }
+    }
+}
+
 /// A value bound to a statement parameter; the store encodes it the way its columns hold it.
 #[derive(Debug, Clone)]
 pub enum Bind {

@@ -15,7 +15,7 @@
 //! the payload, and are never in a response or a log line.
 
 use crate::handler::{Handler, JobContext};
-use crate::kinds::Kinds;
+use crate::kinds::Kind;
 use async_trait::async_trait;
 use kairos_channels::digest::{Digester, Summarizer};
 use kairos_core::id::{IdPrefix, new_id};
@@ -160,7 +160,8 @@ pub fn digest_created_job(
         period_key: Some(a.period_key.clone()),
         channel: None,
         dedupe_key: Some(format!("digest.created:{}:{}", a.name, a.period_key)),
-        retry: Kinds::builtin().default_retry(crate::kinds::webhook::NAME),
+        retry: crate::kinds::webhook::Webhook::default().default_retry(),
+        audience: Default::default(),
         retry_is_kind_default: true,
         run_at: now,
         now,
@@ -205,7 +206,9 @@ impl DigestHandler {
                 )));
             }
         };
-        if crate::kinds::email::audience::fan_out_topic(&s).is_none() {
+        if s.kind.as_str() != super::NAME
+            || crate::kinds::email::audience::payload_topic(&s).is_none()
+        {
             return Ok(());
         }
         let tz = crate::zone::tz_of(&s).map_err(|e| Failure::permanent(e.to_string()))?;

@@ -19,13 +19,28 @@ pub const NAME: &str = "digest";
 pub const DEADLINE: Duration = Duration::from_secs(15 * 60);
 
 /// The `digest` kind.
-#[derive(Debug, Clone, Copy)]
-pub struct Digest;
+#[derive(Debug, Clone, Default)]
+pub struct Digest {
+    handler: super::HandlerSlot,
+}
+
+impl Digest {
+    /// The kind with `handler` running its jobs on this node.
+    pub fn running(handler: std::sync::Arc<dyn crate::handler::Handler>) -> Self {
+        Self {
+            handler: super::HandlerSlot::new(handler),
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl Kind for Digest {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn handler(&self) -> Option<std::sync::Arc<dyn crate::handler::Handler>> {
+        self.handler.get()
     }
 
     fn request_part(&self) -> Option<&'static str> {

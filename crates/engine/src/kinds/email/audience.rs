@@ -32,24 +32,29 @@ pub const CHANNELS: &[&str] = &["email", "webhook"];
 
 /// The topic of an audience schedule: a kind whose topic is an audience (`email`) with
 /// `payload.topic`.
-pub fn topic_of(s: &Schedule) -> Option<&str> {
-    (Kinds::builtin().get(s.kind.as_str()).topic() == TopicUse::Audience)
-        .then(|| s.payload.get("topic").and_then(|t| t.as_str()))
+pub fn topic_of<'a>(kinds: &Kinds, s: &'a Schedule) -> Option<&'a str> {
+    (kinds.get(s.kind.as_str()).topic() == TopicUse::Audience)
+        .then(|| payload_topic(s))
         .flatten()
+}
+
+/// A schedule's `payload.topic`, whatever its kind.
+pub fn payload_topic(s: &Schedule) -> Option<&str> {
+    s.payload.get("topic").and_then(|t| t.as_str())
 }
 
 /// The topic a schedule's product fans out to: a kind whose topic is a fan-out (`digest`)
 /// with `payload.topic`. Its firings build the product; the product's creation starts the
 /// expansion (the digest handler calls [`begin`]), not the firing.
-pub fn fan_out_topic(s: &Schedule) -> Option<&str> {
-    (Kinds::builtin().get(s.kind.as_str()).topic() == TopicUse::FanOut)
-        .then(|| s.payload.get("topic").and_then(|t| t.as_str()))
+pub fn fan_out_topic<'a>(kinds: &Kinds, s: &'a Schedule) -> Option<&'a str> {
+    (kinds.get(s.kind.as_str()).topic() == TopicUse::FanOut)
+        .then(|| payload_topic(s))
         .flatten()
 }
 
 /// The audience of an expansion: an email schedule's topic, or a digest's fan-out topic.
-pub fn audience_topic(s: &Schedule) -> Option<&str> {
-    topic_of(s).or_else(|| fan_out_topic(s))
+pub fn audience_topic<'a>(kinds: &Kinds, s: &'a Schedule) -> Option<&'a str> {
+    topic_of(kinds, s).or_else(|| fan_out_topic(kinds, s))
 }
 
 /// The unique key of one audience job: (topic, recipient, target, period key, channel) and,
@@ -126,6 +131,7 @@ pub struct Page {
 #[allow(clippy::too_many_arguments)]
 pub async fn expand_page(
     store: &dyn Store,
+    kinds: &Kinds,
     s: &Schedule,
     topic_name: &str,
     topic: Option<&Topic>,
@@ -147,10 +153,10 @@ pub async fn expand_page(
     let key = period_key(s.period, tz, fire_at);
     // A digest's fan-out mails carry the artifact's key, not the digest definition, and retry
     // like any notification; an email schedule's policy is its own.
-    let fan_out = fan_out_topic(s).is_some();
+    let fan_out = fan_out_topic(kinds, s).is_some();
     let retry_for = |channel: &str| match (&s.retry, fan_out) {
         (Some(r), false) => (r.clone(), false),
-        _ => (Kinds::builtin().default_retry(channel), true),
+        _ => (kinds.default_retry(channel), true),
     };
     let base = if fan_out {
         serde_json::json!({"artifact": {"name": s.payload.get("name"), "period_key": key}})
@@ -207,6 +213,11 @@ pub async fn expand_page(
                     channel: Some(channel.clone()),
                     dedupe_key: Some(dedupe),
                     retry,
+                    audience: kairos_core::JobAudience {
+                        topic: Some(topic_name.to_string()),
+                        recipient_id: Some(sub.recipient_id.clone()),
+                        variant: variant.clone(),
+                    },
                     retry_is_kind_default,
                     run_at: fire_at,
                     now,
@@ -246,13 +257,14 @@ pub async fn begin(
 /// the ids created. Bounded by the number of subscriptions.
 pub async fn expand_all(
     store: &dyn Store,
+    kinds: &Kinds,
     s: &Schedule,
     tz: chrono_tz::Tz,
     fire_at: DateTime<Utc>,
     page: i64,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, kairos_store::Error> {
-    let Some(topic_name) = audience_topic(s) else {
+    let Some(topic_name) = audience_topic(kinds, s) else {
         return Ok(vec![]);
     };
     let topic = store.topic_get(topic_name).await?;
@@ -261,6 +273,7 @@ pub async fn expand_all(
     loop {
         let mut p = expand_page(
             store,
+            kinds,
             s,
             topic_name,
             topic.as_ref(),
@@ -341,6 +354,7 @@ pub struct ExpanderReport {
 pub struct Expander {
     cfg: ExpanderConfig,
     store: Arc<dyn Store>,
+    kinds: Arc<Kinds>,
 }
 
 impl std::fmt::Debug for Expander {
@@ -355,7 +369,17 @@ impl Expander {
     /// An expander over `store`. Fails if the config is not valid.
     pub fn new(cfg: ExpanderConfig, store: Arc<dyn Store>) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Expander { cfg, store })
+        Ok(Expander {
+            cfg,
+            store,
+            kinds: Arc::default(),
+        })
+    }
+
+    /// Expand the schedules of `kinds` (the built-in kinds without this call).
+    pub fn with_kinds(mut self, kinds: Arc<Kinds>) -> Self {
+        self.kinds = kinds;
+        self
     }
 
     /// One tick at `now`.
@@ -400,7 +424,8 @@ impl Expander {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };
-        let (Some(topic_name), Ok(tz)) = (audience_topic(&s), crate::zone::tz_of(&s)) else {
+        let (Some(topic_name), Ok(tz)) = (audience_topic(&self.kinds, &s), crate::zone::tz_of(&s))
+        else {
             store.expansion_advance(finish(e.cursor.clone())).await?;
             return Ok(());
         };
@@ -409,6 +434,7 @@ impl Expander {
         while report.pages < self.cfg.pages_per_tick {
             let page = expand_page(
                 store,
+                &self.kinds,
                 &s,
                 topic_name,
                 topic.as_ref(),

@@ -13,12 +13,45 @@ use super::TopicUse;
 pub const NAME: &str = "email";
 
 /// The `email` kind.
-#[derive(Debug, Clone, Copy)]
-pub struct Email;
+#[derive(Debug, Clone, Default)]
+pub struct Email {
+    handler: super::HandlerSlot,
+    /// The audience's `webhook` channel ([`notify::WebhookChannel`]): its jobs are stored as
+    /// `webhook` jobs, and this kind runs them (recipient checks, templates) instead of the
+    /// plain webhook handler.
+    notifications: super::HandlerSlot,
+}
+
+impl Email {
+    /// The kind with `mail` sending its mails and `notifications` posting the audience's
+    /// webhook notifications on this node.
+    pub fn running(
+        mail: std::sync::Arc<dyn crate::handler::Handler>,
+        notifications: std::sync::Arc<dyn crate::handler::Handler>,
+    ) -> Self {
+        Email {
+            handler: super::HandlerSlot::new(mail),
+            notifications: super::HandlerSlot::new(notifications),
+        }
+    }
+}
 
 impl Kind for Email {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn handler(&self) -> Option<std::sync::Arc<dyn crate::handler::Handler>> {
+        self.handler.get()
+    }
+
+    fn runs_instead(
+        &self,
+        job: &kairos_core::Job,
+    ) -> Option<std::sync::Arc<dyn crate::handler::Handler>> {
+        (job.kind.as_str() == super::webhook::NAME && notify::is_notification(job))
+            .then(|| self.notifications.get())
+            .flatten()
     }
 
     fn topic(&self) -> TopicUse {

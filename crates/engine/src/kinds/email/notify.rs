@@ -28,10 +28,10 @@ pub fn is_notification(job: &Job) -> bool {
         && job.channel.is_some()
 }
 
-/// The `webhook` kind once audiences are configured: notifications go to the recipient's
-/// webhook, every other job to the plain webhook handler.
+/// The audience's `webhook` channel: posts a notification to the recipient's webhook. The
+/// `email` kind runs these `webhook` jobs ([`super::Email`]'s `runs_instead`); plain webhook
+/// jobs keep the webhook kind's handler.
 pub struct WebhookChannel {
-    plain: Arc<dyn Handler>,
     notifier: Arc<EmailHandler>,
     /// The store, through endpoint reads shared by concurrent deliveries.
     reads: EndpointReads,
@@ -40,16 +40,14 @@ pub struct WebhookChannel {
 }
 
 impl WebhookChannel {
-    /// Route notifications through `notifier`'s checks and `sender`, others to `plain`.
+    /// Notifications through `notifier`'s checks, posted with `sender`.
     pub fn new(
-        plain: Arc<dyn Handler>,
         notifier: Arc<EmailHandler>,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         sender: WebhookSender,
     ) -> Self {
         WebhookChannel {
-            plain,
             notifier,
             reads: EndpointReads::new(store),
             clock,
@@ -98,13 +96,14 @@ impl Handler for WebhookChannel {
         if is_notification(job) {
             self.notify(job, ctx).await
         } else {
-            self.plain.handle(job, ctx).await
+            // Never routed here (the email kind takes only notifications); said, not assumed.
+            Outcome::Failed(kairos_core::Failure::permanent(
+                "not an audience notification: no topic and recipient in its payload",
+            ))
         }
     }
 
     fn timeout(&self) -> Duration {
-        self.plain
-            .timeout()
-            .max(self.notifier.timeout() + self.sender.config().timeout)
+        self.notifier.timeout() + self.sender.config().timeout
     }
 }

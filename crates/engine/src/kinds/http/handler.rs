@@ -72,7 +72,7 @@ impl HttpHandler {
         };
         let mut timeout = call_timeout(target.timeout_ms);
         // An attempt never runs past the job's deadline: its timeout is cut to the time left.
-        if let Some((end, _)) = crate::executor::deadline_end(job) {
+        if let Some((end, _)) = crate::executor::deadline_end(&super::Http::default(), job) {
             let left = (end - ctx.now).to_std().unwrap_or_default();
             timeout = timeout.min(left).max(Duration::from_millis(1));
         }

@@ -15,13 +15,28 @@ pub use request::{DEADLINE_KEY, HTTP_TARGET_KEY, HttpSpec};
 pub const NAME: &str = "http";
 
 /// The `http` kind.
-#[derive(Debug, Clone, Copy)]
-pub struct Http;
+#[derive(Debug, Clone, Default)]
+pub struct Http {
+    handler: super::HandlerSlot,
+}
+
+impl Http {
+    /// The kind with `handler` running its jobs on this node.
+    pub fn running(handler: std::sync::Arc<dyn crate::handler::Handler>) -> Self {
+        Self {
+            handler: super::HandlerSlot::new(handler),
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl Kind for Http {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn handler(&self) -> Option<std::sync::Arc<dyn crate::handler::Handler>> {
+        self.handler.get()
     }
 
     fn request_part(&self) -> Option<&'static str> {

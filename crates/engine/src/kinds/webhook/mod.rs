@@ -1,5 +1,7 @@
 //! The `webhook` kind: one signed POST (Standard Webhooks) to a stored endpoint. The default
-//! kind of a job or schedule that names none.
+//! kind of a job or schedule that names none. Audience notifications on the `webhook` channel
+//! are stored as `webhook` jobs too, but the `email` kind runs them (`email::notify`): they go
+//! through the recipient's checks and templates first.
 
 mod endpoints;
 pub(crate) use endpoints::EndpointReads;
@@ -11,12 +13,27 @@ use super::{EndpointUse, Kind};
 pub const NAME: &str = "webhook";
 
 /// The `webhook` kind.
-#[derive(Debug, Clone, Copy)]
-pub struct Webhook;
+#[derive(Debug, Clone, Default)]
+pub struct Webhook {
+    handler: super::HandlerSlot,
+}
+
+impl Webhook {
+    /// The kind with `handler` running its jobs on this node.
+    pub fn running(handler: std::sync::Arc<dyn crate::handler::Handler>) -> Self {
+        Self {
+            handler: super::HandlerSlot::new(handler),
+        }
+    }
+}
 
 impl Kind for Webhook {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn handler(&self) -> Option<std::sync::Arc<dyn crate::handler::Handler>> {
+        self.handler.get()
     }
 
     fn endpoint(&self) -> EndpointUse {

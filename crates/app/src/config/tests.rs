@@ -298,7 +298,7 @@ fn a_short_token_file_is_refused_and_a_generated_token_is_long_enough() {
 fn http_limits_come_from_the_environment_and_are_bounded() {
     Jail::expect_with(|jail| {
         let c = load().map_err(|e| e.to_string())?;
-        assert_eq!(c.http_limits(), crate::http::HttpLimits::default());
+        assert_eq!(c.http_limits(), HttpLimits::default());
         jail.set_env("KAIROS_HTTP_HEADER_TIMEOUT_SECS", "2");
         jail.set_env("KAIROS_HTTP_BODY_TIMEOUT_SECS", "3");
         jail.set_env("KAIROS_HTTP_REQUEST_TIMEOUT_SECS", "4");

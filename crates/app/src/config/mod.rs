@@ -13,6 +13,7 @@ mod database;
 mod debug;
 mod dirs;
 mod error;
+mod http;
 pub mod inbound;
 mod node;
 mod parse;
@@ -24,6 +25,7 @@ pub use database::Database;
 pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
+pub use http::HttpLimits;
 use parse::{flex_bool, flex_duration};
 pub use parse::{parse_retention, parse_window};
 pub use secret::{
@@ -566,9 +568,9 @@ impl Config {
     }
 
     /// The HTTP server's timeouts and caps (`KAIROS_HTTP_…`).
-    pub fn http_limits(&self) -> crate::http::HttpLimits {
+    pub fn http_limits(&self) -> HttpLimits {
         use std::time::Duration;
-        crate::http::HttpLimits {
+        HttpLimits {
             header_timeout: Duration::from_secs(self.http_header_timeout_secs),
             body_timeout: Duration::from_secs(self.http_body_timeout_secs),
             request_timeout: Duration::from_secs(self.http_request_timeout_secs),

@@ -100,6 +100,13 @@ pub async fn open_db(cfg: &Config, clock: &dyn Clock) -> Result<Db, NodeError> {
     Ok(db)
 }
 
+/// Open (creating and migrating) the configured database without a secret key: stored
+/// secrets are kept as given. For an embedded node given no key (see
+/// `NodeBuilder::embedded`).
+pub async fn open_unsealed(cfg: &Config) -> Result<Db, NodeError> {
+    open_plain(cfg).await
+}
+
 /// Open (creating and migrating) the configured database, chosen by the scheme of
 /// `database_url` (see [`Config::database`]).
 async fn open_plain(cfg: &Config) -> Result<Db, NodeError> {
@@ -123,11 +130,18 @@ async fn open_plain(cfg: &Config) -> Result<Db, NodeError> {
             Ok(Db::Sqlite(store))
         }
         Database::Postgres { url, schema } => {
+            kairos_store_postgres::validate_schema(schema)
+                .map_err(|e| NodeError::usage("database_schema", e.to_string()))?;
+            // With the schema valid, what connect refuses as invalid is the URL.
             let store = PostgresStore::connect(url, schema).await.map_err(|e| {
-                NodeError::runtime(
-                    &format!("could not open the database {}", db.describe()),
-                    &e,
-                )
+                if e.kind() == kairos_store::ErrorKind::Invalid {
+                    NodeError::usage("database_url", e.to_string())
+                } else {
+                    NodeError::runtime(
+                        &format!("could not open the database {}", db.describe()),
+                        &e,
+                    )
+                }
             })?;
             Ok(Db::Postgres(store, url.clone()))
         }

@@ -13,7 +13,7 @@ static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 /// Install the process's Prometheus recorder once (later calls return the same handle), so
 /// that the engine's counters and histograms reach `/metrics`. `None` when another recorder
 /// was installed first (an embedding application's): `/metrics` then shows the database
-/// gauges only. Building [`app`](crate::app) several times in one process (tests) shares the
+/// gauges only. Building the HTTP app several times in one process (tests) shares the
 /// one recorder.
 pub fn metrics_recorder() -> Option<&'static PrometheusHandle> {
     RECORDER

@@ -2,7 +2,7 @@
 //! PostgreSQL, migrated), checks and applies the secret key, and builds the handlers, the
 //! engine with its services (node id, settings, leader flag, alert webhook, maintenance flag)
 //! and the [`Kairos`] facade. `kairos serve` and `kairos worker` start the services
-//! ([`Node::start`]) and `serve` adds the HTTP API ([`Node::app_state`]); every other command
+//! ([`Node::start`]) and `serve` adds the HTTP API (`kairos_server::AppState::for_node`); every other command
 //! uses the same builder for the facade alone ([`NodeBuilder::open_kairos`]), without
 //! starting anything.
 
@@ -14,16 +14,16 @@ mod identity;
 pub use db::{Db, checked_secret_key, open_db};
 pub use error::NodeError;
 pub use handlers::{
-    RENDER_WORKER_COMMAND, digest_config, email_setup, registry, template_renderer, webhook_config,
+    RENDER_WORKER_COMMAND, builtin_kinds, digest_config, email_setup, template_renderer,
+    webhook_config,
 };
 pub use identity::{API_TOKEN_SETTING, cluster_token};
 
 use crate::config::Config;
-use crate::{ApiToken, AppState};
 use kairos_channels::email::template::Renderer;
 use kairos_core::{Clock, SystemClock};
 use kairos_engine::maintenance::Maintenance;
-use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_engine::{Engine, EngineConfig, Kairos, Kind, Kinds};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -64,12 +64,25 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     Ok(ec)
 }
 
-/// Builds a node from its configuration.
+/// A change to the engine's settings made after they are read from the configuration.
+type EngineTweak = Arc<dyn Fn(&mut EngineConfig) + Send + Sync>;
+
+/// Builds a node: the one place where settings, the database, the kinds and the engine are
+/// put together, for `kairos serve`, every CLI command and `kairos-embed`.
 #[derive(Clone)]
 pub struct NodeBuilder {
     cfg: Config,
     clock: Arc<dyn Clock>,
     renderer: Renderer,
+    /// The application's kinds, added to the built-in ones.
+    kinds: Vec<Arc<dyn Kind>>,
+    /// Engine settings set in code (an embedding application's), applied over the config's.
+    tweaks: Vec<EngineTweak>,
+    /// An application's in-process node ([`NodeBuilder::embedded`]).
+    embedded: bool,
+    /// The first setting refused while building (returned by the build, so that the builder
+    /// stays chainable).
+    error: Option<NodeError>,
 }
 
 impl std::fmt::Debug for NodeBuilder {
@@ -86,7 +99,156 @@ impl NodeBuilder {
             cfg,
             clock: Arc::new(SystemClock),
             renderer: Renderer::InProcess,
+            kinds: Vec::new(),
+            tweaks: Vec::new(),
+            embedded: false,
+            error: None,
         }
+    }
+
+    /// A builder for an application's in-process node on the SQLite file at `path`
+    /// ([`NodeBuilder::embedded`]).
+    pub fn sqlite(path: impl AsRef<std::path::Path>) -> Self {
+        let path = path.as_ref();
+        let cfg = Config {
+            database_url: Some(path.display().to_string()),
+            data_dir: path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map(|d| d.to_path_buf())
+                .unwrap_or_else(|| ".".into()),
+            ..Config::default()
+        };
+        NodeBuilder::new(cfg).embedded()
+    }
+
+    /// A builder for an application's in-process node on the PostgreSQL database at `url`,
+    /// its tables in schema `kairos` unless [`NodeBuilder::schema`] says otherwise
+    /// ([`NodeBuilder::embedded`]).
+    pub fn postgres(url: impl Into<String>) -> Self {
+        let url = url.into();
+        let is_pg = ["postgres://", "postgresql://"]
+            .iter()
+            .any(|p| url.to_ascii_lowercase().starts_with(p));
+        let cfg = Config {
+            database_url: Some(url),
+            ..Config::default()
+        };
+        let mut b = NodeBuilder::new(cfg).embedded();
+        if !is_pg {
+            b.error = Some(NodeError::usage(
+                "database_url",
+                "not a PostgreSQL URL: postgres://USER@HOST:PORT/DATABASE",
+            ));
+        }
+        b
+    }
+
+    /// An application's in-process node: it installs no process-wide metrics recorder (the
+    /// application may have its own), writes no key or node-id file beside the application's
+    /// database, seals stored secrets only under a configured key
+    /// ([`Config::secret_key`]), and is named `embed-<pid>` unless [`NodeBuilder::node_name`]
+    /// says otherwise.
+    pub fn embedded(mut self) -> Self {
+        self.embedded = true;
+        if self.cfg.node_id.is_none() && self.cfg.node.is_none() {
+            self.cfg.node_id = Some(format!("embed-{}", std::process::id()));
+        }
+        self
+    }
+
+    /// The PostgreSQL schema holding kairos's tables (created and migrated at start).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.cfg.database_schema = schema.into();
+        self
+    }
+
+    /// Jobs running at once (default 100).
+    pub fn concurrency(self, n: usize) -> Self {
+        self.configure(move |c| c.executor.concurrency = n)
+    }
+
+    /// The longest wait before looking for due jobs again when nothing woke the node
+    /// (default 1 s).
+    pub fn poll_interval(self, d: Duration) -> Self {
+        self.configure(move |c| {
+            c.executor.poll_interval = d;
+            c.scheduler.poll_interval = d;
+        })
+    }
+
+    /// How long running jobs may take to finish after the node is told to stop (default
+    /// 30 s); what does not finish runs again after its lease expires.
+    pub fn shutdown_grace(self, d: Duration) -> Self {
+        self.configure(move |c| c.executor.shutdown_grace = d)
+    }
+
+    /// This node's name, recorded on claims and attempts.
+    pub fn node_name(mut self, name: &str) -> Self {
+        self.cfg.node_id = Some(name.to_string());
+        self
+    }
+
+    /// Any other engine setting (leases, batches, retention, the monitor), applied over the
+    /// configuration's; checked when the node is built.
+    pub fn configure(mut self, f: impl Fn(&mut EngineConfig) + Send + Sync + 'static) -> Self {
+        self.tweaks.push(Arc::new(f));
+        self
+    }
+
+    /// Add an application's kind (its name, handler, retry default, deadline and request
+    /// check) to the built-in ones. A name that is not a kind name, is a built-in kind's or
+    /// is added twice makes the build fail naming `kind`.
+    pub fn kind(mut self, kind: impl Kind) -> Self {
+        self.kinds.push(Arc::new(kind));
+        self
+    }
+
+    /// Check the application's kinds (valid names, none built in, none twice) and the
+    /// settings refused while building.
+    fn check_kinds(&self) -> Result<(), NodeError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let builtin = Kinds::builtin().names();
+        let mut seen = std::collections::HashSet::new();
+        for k in &self.kinds {
+            let name = k.name();
+            let reason = if !kairos_core::JobKind::is_valid_name(name) {
+                format!("{name:?} is not a kind name: 1 to 64 of [a-z0-9_.-]")
+            } else if builtin.contains(&name) {
+                format!("{name:?} is a built-in kind; give the job its own name")
+            } else if !seen.insert(name) {
+                format!("{name:?} has a handler already")
+            } else {
+                continue;
+            };
+            return Err(NodeError::usage("kind", reason));
+        }
+        Ok(())
+    }
+
+    /// The engine's settings: the configuration's, then the ones set in code; checked.
+    pub fn engine_config(&self) -> Result<EngineConfig, NodeError> {
+        let mut ec = engine_config(&self.cfg)?;
+        for t in &self.tweaks {
+            t(&mut ec);
+        }
+        ec.validate()?;
+        Ok(ec)
+    }
+
+    /// The node's kinds: the built-in ones (with their handlers when `running`) and the
+    /// application's.
+    fn node_kinds(&self, running: Option<(&Db, &Config)>) -> Result<Kinds, NodeError> {
+        let base = match running {
+            Some((db, cfg)) => builtin_kinds(cfg, db.store(), self.clock.clone(), &self.renderer)?,
+            None => Kinds::builtin(),
+        };
+        Ok(self
+            .kinds
+            .iter()
+            .fold(base, |k, extra| k.with_shared(extra.clone())))
     }
 
     /// Render mail templates in worker processes of `program` (the `kairos` binary, which
@@ -109,14 +271,18 @@ impl NodeBuilder {
         &self.cfg
     }
 
-    /// Open the database (creating and migrating it) with the secret key checked and applied.
+    /// Open the database (creating and migrating it) with the secret key checked and applied
+    /// (an embedded node: applied when one is configured).
     pub async fn open_db(&self) -> Result<Db, NodeError> {
+        if self.embedded && self.cfg.secret_key.is_none() {
+            return db::open_unsealed(&self.cfg).await;
+        }
         open_db(&self.cfg, self.clock.as_ref()).await
     }
 
     /// The facade's settings shared by every use: private targets, the digest attempt's
     /// timeout, the outbox.
-    fn facade(&self, db: &Db, wake: Arc<Notify>, kinds: Vec<String>) -> Kairos {
+    fn facade(&self, db: &Db, wake: Arc<Notify>, kinds: Arc<Kinds>) -> Kairos {
         let cfg = &self.cfg;
         Kairos::new(db.store(), self.clock.clone(), wake, kinds)
             .allow_private_targets(cfg.allow_private_targets)
@@ -132,8 +298,10 @@ impl NodeBuilder {
     /// safe). No engine runs in this process: a running node picks the work up at its next
     /// poll (on PostgreSQL at once: inserting a job notifies the nodes).
     pub async fn open_kairos(&self) -> Result<(Db, Kairos), NodeError> {
+        self.check_kinds()?;
         let db = self.open_db().await?;
-        let kinds = registry(&self.cfg, db.store(), self.clock.clone(), &self.renderer)?.kinds();
+        // Described, without handlers: nothing runs in this process.
+        let kinds = Arc::new(self.node_kinds(None)?);
         let kairos = self.facade(&db, Arc::new(Notify::new()), kinds);
         Ok((db, kairos))
     }
@@ -141,19 +309,24 @@ impl NodeBuilder {
     /// The whole node — database, handlers, engine and facade — with nothing started.
     pub async fn build(&self) -> Result<Node, NodeError> {
         let cfg = &self.cfg;
+        // Settings and kinds first: a bad one opens nothing.
+        self.check_kinds()?;
+        let ec = self.engine_config()?;
         let db = self.open_db().await?;
         let store = db.store();
-        let registry = registry(cfg, store.clone(), self.clock.clone(), &self.renderer)?;
-        let kinds = registry.kinds();
-        // Installed before the engine runs, so its first attempts are counted on /metrics.
-        let _ = crate::monitoring::metrics_recorder();
-        let mut engine = Engine::new(
-            engine_config(cfg)?,
-            store.clone(),
-            self.clock.clone(),
-            registry,
-        )?
-        .with_leader(db.leader());
+        let kinds = match self.node_kinds(Some((&db, cfg))) {
+            Ok(k) => Arc::new(k),
+            Err(e) => {
+                db.close().await;
+                return Err(e);
+            }
+        };
+        if !self.embedded {
+            // Installed before the engine runs, so its first attempts are counted on /metrics.
+            let _ = crate::monitoring::metrics_recorder();
+        }
+        let mut engine = Engine::new(ec, store.clone(), self.clock.clone(), kinds.clone())?
+            .with_leader(db.leader());
         if let Some(sink) = crate::monitoring::alert_sink(cfg, webhook_config(cfg))? {
             engine = engine.with_alerts(sink);
         }
@@ -210,16 +383,6 @@ impl Node {
     /// The facade.
     pub fn kairos(&self) -> &Kairos {
         &self.kairos
-    }
-
-    /// The HTTP API's state over this node, guarded by `token`.
-    pub fn app_state(&self, token: ApiToken) -> Result<AppState, NodeError> {
-        let cfg = &self.cfg;
-        let inbound = crate::routes::hooks::InboundConfig::from_config(cfg)?;
-        Ok(AppState::new(self.kairos.clone(), token)
-            .with_monitor(crate::monitoring::monitor_config(cfg)?)
-            .with_inbound(inbound)
-            .with_secure_cookies(cfg.public_url_is_https()))
     }
 
     /// Start the services until `cancel`: the engine, the maintenance flag's refresh, and on

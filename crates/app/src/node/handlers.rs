@@ -1,5 +1,5 @@
-//! The node's handlers from the configuration: webhook, http and digest settings, the email
-//! transport, and the registry of built-in kinds.
+//! The node's built-in kinds with their handlers from the configuration: webhook, http and
+//! digest settings, and the email transport.
 
 use super::NodeError;
 use crate::config::Config;
@@ -8,8 +8,8 @@ use kairos_channels::email::template::{Pool, PoolConfig, Renderer};
 use kairos_channels::email::unsubscribe::UnsubscribeKey;
 use kairos_channels::email::{EmailTransport, TransportConfig};
 use kairos_core::Clock;
-use kairos_engine::HandlerRegistry;
 use kairos_engine::handlers::email::EmailConfig;
+use kairos_engine::{KindSettings, Kinds};
 use kairos_store::Store;
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,29 +121,20 @@ pub fn template_renderer(cfg: &Config, program: std::path::PathBuf) -> Renderer 
 /// The hidden subcommand of the `kairos` binary that serves template renders.
 pub const RENDER_WORKER_COMMAND: &str = "__render-worker";
 
-/// The built-in handlers for `store`, rendering mail templates with `renderer`.
-pub fn registry(
+/// The built-in kinds with their handlers for `store`, rendering mail templates with
+/// `renderer`.
+pub fn builtin_kinds(
     cfg: &Config,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     renderer: &Renderer,
-) -> Result<HandlerRegistry, NodeError> {
-    let mut r = kairos_engine::handlers::default_registry(
-        store.clone(),
-        clock.clone(),
-        webhook_config(cfg),
-    )
-    .map_err(|e| NodeError::runtime("could not set up the handlers", &e))?;
-    kairos_engine::handlers::register_digest(
-        &mut r,
-        store.clone(),
-        clock.clone(),
-        digest_config(cfg),
-    )
-    .map_err(|e| NodeError::runtime("could not set up the digest handler", &e))?;
+) -> Result<Kinds, NodeError> {
     let (transport, mut email) = email_setup(cfg)?;
     email.renderer = renderer.clone();
-    kairos_engine::handlers::register_email(&mut r, store, clock, transport, email)
-        .map_err(|e| NodeError::runtime("could not set up the email handler", &e))?;
-    Ok(r)
+    kairos_engine::handlers::builtin(KindSettings {
+        email: Some((transport, email)),
+        digest: digest_config(cfg),
+        ..KindSettings::new(store, clock, webhook_config(cfg))
+    })
+    .map_err(|e| NodeError::runtime("could not set up the kinds' handlers", &e))
 }

@@ -4,7 +4,7 @@
 use crate::config::ConfigError;
 
 /// Building a node failed.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum NodeError {
     /// A setting is wrong: the field and why.
     Usage {
