@@ -2,9 +2,9 @@
 //! database directly. The token is printed once, at creation; the database keeps its hash.
 
 use crate::common::*;
+use kairos_app::config::generate_token;
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Clock, SystemClock};
-use kairos_app::config::generate_token;
 use kairos_server::scope::{Scope, token_hash};
 use kairos_server::views::ts;
 use kairos_store::{ApiTokenCreate, ApiTokenRecord, ApiTokenRevoke};
