@@ -291,6 +291,7 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> Job
         retry_is_kind_default: true,
         run_at,
         now,
+        concurrency: None,
     }
 }
 

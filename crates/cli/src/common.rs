@@ -311,6 +311,25 @@ pub fn parse_http(s: Option<&str>) -> CliResult<Option<kairos_engine::ops::HttpS
     .transpose()
 }
 
+/// A concurrency limit from `--concurrency-key K` and `--concurrency-max N` (default 1); a max
+/// without a key is refused.
+pub fn concurrency_spec(
+    key: Option<String>,
+    max: Option<i64>,
+) -> Result<Option<kairos_core::concurrency::ConcurrencySpec>, CliError> {
+    match (key, max) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(CliError::usage(
+            "--concurrency-max",
+            "needs --concurrency-key",
+        )),
+        (Some(key), max) => Ok(Some(kairos_core::concurrency::ConcurrencySpec {
+            key,
+            max: max.unwrap_or(1),
+        })),
+    }
+}
+
 /// A retry spec from `--retry-delays 1s,2s` and `--max-attempts N`.
 pub fn retry_spec(
     delays: Option<&str>,
@@ -404,5 +423,20 @@ mod tests {
             "NAME  STATE  LAST ERROR\n週報  ok     -\ncafe\u{301}  dead   x\n"
         );
         assert_eq!(format_table(&["ID", "KIND"], &[]), "ID  KIND\n");
+    }
+
+    /// `--concurrency-max` needs `--concurrency-key`; a key alone allows one at a time.
+    #[test]
+    fn concurrency_flags_need_a_key_and_default_to_one() {
+        assert!(super::concurrency_spec(None, None).unwrap().is_none());
+        assert!(super::concurrency_spec(None, Some(2)).is_err());
+        let one = super::concurrency_spec(Some("k".into()), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((one.key.as_str(), one.max), ("k", 1));
+        let two = super::concurrency_spec(Some("k".into()), Some(2))
+            .unwrap()
+            .unwrap();
+        assert_eq!(two.max, 2);
     }
 }

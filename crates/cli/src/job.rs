@@ -123,6 +123,13 @@ pub struct EnqueueArgs {
     /// Maximum attempts.
     #[arg(long)]
     pub max_attempts: Option<u32>,
+    /// At most --concurrency-max jobs with this key run at once, across every node: a
+    /// template over the payload ("account:{{ payload.account_id }}").
+    #[arg(long)]
+    pub concurrency_key: Option<String>,
+    /// How many jobs of --concurrency-key may run at once (default 1).
+    #[arg(long)]
+    pub concurrency_max: Option<i64>,
 }
 
 /// The filters of `job list` and `dlq list`: the API's vocabulary (`--schedule-id` is an
@@ -309,6 +316,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                 idempotency_key: a.idempotency_key,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
                 http: parse_http(a.http.as_deref())?,
+                concurrency: concurrency_spec(a.concurrency_key, a.concurrency_max)?,
             };
             let (job, created) = k.job_enqueue(req).await?;
             if !created && !json {

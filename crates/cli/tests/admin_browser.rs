@@ -162,3 +162,209 @@ async fn admin_ui_in_a_browser_filters_replays_a_dead_job_and_sees_it_succeed() 
     let status = server.terminate(Duration::from_secs(20)).await;
     assert!(status.success());
 }
+
+/// Issue 36 in a real browser, as an operator new to kairos would go: from the overview to a
+/// schedule by its name, the schedule's page (target, next firings), its job, the job's
+/// endpoint with the request that failed, a resend and a test event, the search box, the
+/// running jobs and nodes, an http schedule's masked URL, and the create form's refusal with
+/// the API's message. Every table fits a 1,280 px window. The screenshots of each page are
+/// the ones `docs/admin.md` shows (copied to `docs/admin/`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
+    init_crypto();
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.set_window_size(1280, 900).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let receiver = TestReceiver::start().await;
+    receiver.respond_with(vec![Reply::status(400).with_body("unknown customer 81")]);
+    let server = Server::start(dir.path(), Some(TOKEN)).await;
+    let base = server.base.clone();
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let post = |path: &str, body: serde_json::Value| {
+        let (http, url) = (http.clone(), format!("{base}{path}"));
+        async move { api(&http, reqwest::Method::POST, url, Some(body)).await }
+    };
+    let (status, sched) = post(
+        "/v1/schedules",
+        json!({"name": "nightly-invoices", "cron": "0 2 * * *", "timezone": "Europe/Paris",
+               "webhook": {"url": receiver.url("/hook"), "secret": SECRET},
+               "payload": {"batch": "invoices-eu"}, "retry": {"max_attempts": 1}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{sched}");
+    let sid = sched["id"].as_str().expect("id").to_string();
+    let (status, call) = post(
+        "/v1/schedules",
+        json!({"name": "partner-sync", "kind": "http", "every": "1h", "paused": true,
+               "http": {"url": "https://sync:s3cret@partner.example/api?key=k123", "method": "PUT"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{call}");
+    let call_id = call["id"].as_str().expect("id").to_string();
+    let (status, fired) = post(&format!("/v1/schedules/{sid}/fire"), json!({})).await;
+    assert_eq!(status, 200, "{fired}");
+    let job = fired["job_ids"][0].as_str().expect("a job").to_string();
+    wait_state(&http, &base, &job, "dead").await;
+
+    browser.goto(&format!("{base}/admin/login")).await;
+    browser
+        .type_into(&browser.find("#token").await, TOKEN)
+        .await;
+    browser.click(&browser.find("#login").await).await;
+    browser.wait_find("#counts").await;
+    assert!(
+        browser.find_all("#refresh-on").await.len() == 1,
+        "the live refresh toggle"
+    );
+    browser.screenshot(&shot("6-overview-1280")).await;
+
+    // The jobs list names the schedule; its link opens the schedule's page.
+    browser.goto(&format!("{base}/admin/jobs")).await;
+    browser.screenshot(&shot("7-jobs-1280")).await;
+    assert_eq!(
+        browser.horizontal_overflow().await,
+        0,
+        "the jobs table fits 1,280 px"
+    );
+    let link = browser.find("a.schedule-link").await;
+    assert_eq!(browser.text(&link).await, "nightly-invoices");
+    browser.click(&link).await;
+    browser.wait_url(&format!("/admin/schedules/{sid}")).await;
+    let text = browser.page_text().await;
+    assert!(
+        text.contains("Next firings") && text.contains("invoices-eu"),
+        "{text}"
+    );
+    assert!(text.contains("Europe/Paris"), "{text}");
+    browser.screenshot(&shot("8-schedule")).await;
+    assert_eq!(
+        browser.horizontal_overflow().await,
+        0,
+        "the schedule page fits"
+    );
+
+    // Its recent occurrence → its jobs → the job → its endpoint.
+    browser
+        .click(&browser.find("a.occurrence-link").await)
+        .await;
+    browser.wait_url("period=").await;
+    browser.click(&browser.find("a.job-link").await).await;
+    browser.wait_url(&format!("/admin/jobs/{job}")).await;
+    let back = browser.find("#schedule-link").await;
+    assert_eq!(browser.text(&back).await, "nightly-invoices");
+    browser.click(&browser.find("#endpoint-link").await).await;
+    browser.wait_url("/admin/endpoints/ep_").await;
+    browser
+        .click(&browser.find("#deliveries details summary").await)
+        .await;
+    let deliveries = browser.text(&browser.find("#deliveries").await).await;
+    assert!(
+        deliveries.contains(&format!("webhook-id: {job}"))
+            && deliveries.contains("400")
+            && deliveries.contains("unknown customer 81"),
+        "{deliveries}"
+    );
+    browser.screenshot(&shot("9-endpoint")).await;
+    assert_eq!(
+        browser.horizontal_overflow().await,
+        0,
+        "the endpoint page fits"
+    );
+
+    // Resend the failed delivery (now answered 200) and send a test event.
+    receiver.set_default(Reply::status(200));
+    browser.click(&browser.find("button.resend").await).await;
+    browser.wait_url("notice=resent").await;
+    wait_state(&http, &base, &job, "succeeded").await;
+    browser.click(&browser.find("#send-test").await).await;
+    let url = browser.wait_url("notice=test-sent").await;
+    let test_job = url.split("job=").nth(1).expect("test job").to_string();
+    wait_state(&http, &base, &test_job, "succeeded").await;
+
+    // The job page now shows two rounds.
+    browser.goto(&format!("{base}/admin/jobs/{job}")).await;
+    let attempts = browser.text(&browser.find("#attempts").await).await;
+    assert!(attempts.contains("Replay — round 2"), "{attempts}");
+    browser.screenshot(&shot("10-job-rounds")).await;
+
+    // Search: a schedule's name, then a job id straight to its page.
+    browser
+        .type_into(&browser.find("#search-q").await, "partner")
+        .await;
+    browser.click(&browser.find("#search").await).await;
+    browser.wait_url("/admin/search").await;
+    let hits = browser.text(&browser.find("#schedule-hits").await).await;
+    assert!(hits.contains("partner-sync"), "{hits}");
+    browser.screenshot(&shot("11-search")).await;
+    browser
+        .click(&browser.find("#schedule-hits a.schedule-link").await)
+        .await;
+    browser
+        .wait_url(&format!("/admin/schedules/{call_id}"))
+        .await;
+    let target = browser.text(&browser.find("#channels").await).await;
+    assert!(
+        target.contains("PUT") && target.contains("https://sync:***@partner.example/api?key=***"),
+        "{target}"
+    );
+    assert!(!browser.page_text().await.contains("s3cret"));
+    browser.screenshot(&shot("12-http-schedule")).await;
+    browser
+        .type_into(&browser.find("#search-q").await, &job)
+        .await;
+    browser.click(&browser.find("#search").await).await;
+    browser.wait_url(&format!("/admin/jobs/{job}")).await;
+
+    // Running jobs and nodes (none running now).
+    browser.goto(&format!("{base}/admin/running")).await;
+    browser.wait_find("#nodes").await;
+    browser.screenshot(&shot("13-running")).await;
+
+    // The other lists, each fitting the window, for the docs' screenshots.
+    for (path, table, name) in [
+        ("/admin/schedules".to_string(), "#schedules", "15-schedules"),
+        (
+            format!("/admin/schedules/{sid}/occurrences"),
+            "#occurrences",
+            "16-occurrences",
+        ),
+        ("/admin/endpoints".to_string(), "#endpoints", "17-endpoints"),
+        ("/admin/dead".to_string(), "#dead", "18-dead"),
+        (
+            "/admin/deliveries".to_string(),
+            "#deliveries",
+            "19-deliveries",
+        ),
+    ] {
+        browser.goto(&format!("{base}{path}")).await;
+        browser.wait_find(table).await;
+        browser.screenshot(&shot(name)).await;
+        assert_eq!(
+            browser.horizontal_overflow().await,
+            0,
+            "{path} fits 1,280 px"
+        );
+    }
+    // Create: the API's refusal, on the form.
+    browser.goto(&format!("{base}/admin/schedules/new")).await;
+    let body = browser.find("#schedule-body").await;
+    browser
+        .type_into(&body, r#"{"name": "x", "kind": "http", "cron": "61 * * * *", "http": {"url": "https://example.com/"}}"#)
+        .await;
+    browser.click(&browser.find("#save").await).await;
+    let problem = browser.text(&browser.wait_find("#problem").await).await;
+    assert!(
+        problem.contains("422") && problem.contains("cron"),
+        "{problem}"
+    );
+    browser.screenshot(&shot("14-schedule-form")).await;
+
+    browser.quit().await;
+    let status = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success());
+}

@@ -114,6 +114,7 @@ async fn data_dir_with_missed_firings() -> tempfile::TempDir {
             misfire: Misfire::Skip,
             misfire_threshold: None,
             misfire_window: None,
+            overlap: Default::default(),
             payload: json!({}),
             endpoint_id: None,
             retry: None,
@@ -121,6 +122,7 @@ async fn data_dir_with_missed_firings() -> tempfile::TempDir {
             paused: false,
             next_fire_at: Some(created),
             now: created,
+            concurrency: None,
         })
         .await
         .expect("create the schedule");

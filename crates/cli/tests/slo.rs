@@ -35,6 +35,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             retry_is_kind_default: false,
             run_at: due,
             now: due,
+            concurrency: None,
         })
         .await
         .expect("insert");
@@ -137,6 +138,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             misfire: Misfire::Skip,
             misfire_threshold: None,
             misfire_window: None,
+            overlap: Default::default(),
             payload: serde_json::json!({}),
             endpoint_id: None,
             retry: None,
@@ -144,6 +146,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             paused: true,
             next_fire_at: None,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("schedule");
@@ -163,6 +166,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             retry_is_kind_default: false,
             run_at: died,
             now: died,
+            concurrency: None,
         })
         .await
         .expect("insert");

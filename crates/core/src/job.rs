@@ -184,6 +184,9 @@ pub struct Job {
     pub last_error: Option<String>,
     /// Why the job was skipped or cancelled.
     pub reason: Option<String>,
+    /// Its concurrency key and limit, if any (`crate::concurrency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::Concurrency>,
 }
 
 pub use crate::retry::ErrorClass;

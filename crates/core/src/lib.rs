@@ -11,12 +11,14 @@
 //!   misfire policies.
 //! - [`retry`]: retry policies as data, backoff, `Retry-After`.
 //! - [`budget`]: call timeouts and job-kind deadlines.
+//! - [`concurrency`]: concurrency keys (at most N jobs of one key at once).
 //! - [`clock`]: the only place that reads the system time.
 #![deny(missing_docs)]
 
 pub mod audience;
 pub mod budget;
 pub mod clock;
+pub mod concurrency;
 pub mod error;
 pub mod id;
 pub mod job;
@@ -26,6 +28,7 @@ pub mod text;
 
 pub use audience::JobAudience;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use concurrency::Concurrency;
 pub use error::{Error, ErrorKind, error_chain};
 pub use id::{IdPrefix, new_id};
 pub use job::{AttemptOutcome, ErrorClass, Failure, Job, JobKind, JobState, Outcome};

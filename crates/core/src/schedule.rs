@@ -31,9 +31,11 @@
 //! - this file: [`ScheduleSpec`] and its next/previous-firing math, zone parsing and formatting;
 //! - `period`: [`PeriodUnit`] and [`period_key`] (a firing's key is its nominal instant seen
 //!   in the schedule's zone);
-//! - `misfire`: [`Misfire`], [`FirePlan`] and [`plan_firings`].
+//! - `misfire`: [`Misfire`], [`FirePlan`] and [`plan_firings`];
+//! - `overlap`: [`Overlap`], what a firing does while the previous occurrence runs.
 
 mod misfire;
+mod overlap;
 mod period;
 #[cfg(test)]
 mod tests;
@@ -42,6 +44,7 @@ pub use misfire::{
     DEFAULT_MISFIRE_THRESHOLD, DEFAULT_MISFIRE_WINDOW, FirePlan, GapReason, MAX_MISFIRE_CAP,
     Misfire, MisfireRule, MissedGap, plan, plan_firings,
 };
+pub use overlap::Overlap;
 pub use period::{PeriodUnit, period_key};
 
 use crate::error::Error;

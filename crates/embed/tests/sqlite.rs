@@ -125,6 +125,7 @@ async fn i15_1_1_a_payload_that_does_not_fit_the_type_fails_permanently_saying_w
             retry_is_kind_default: false,
             run_at: now,
             now,
+            concurrency: None,
         })
         .await
         .expect("insert")

@@ -46,6 +46,11 @@ pub fn jobs_for_firing(
         .enumerate()
         .map(|(i, ch)| {
             let payload = ch.payload.clone().unwrap_or_else(|| s.payload.clone());
+            let concurrency = ch
+                .concurrency
+                .as_ref()
+                .or(s.concurrency.as_ref())
+                .map(|c| crate::concurrency::render(c, &payload, None));
             JobInsert {
                 id: new_id(IdPrefix::Job, now),
                 kind: ch.kind.clone(),
@@ -62,12 +67,12 @@ pub fn jobs_for_firing(
                     .clone()
                     .or_else(|| s.retry.clone())
                     .unwrap_or_else(|| kinds.default_retry(ch.kind.as_str())),
-
                 retry_is_kind_default: ch.retry.is_none() && s.retry.is_none(),
                 // Never before its nominal time; a catch-up firing is due at once and sorts with
                 // the oldest work first.
                 run_at: fire_at,
                 now,
+                concurrency,
             }
         })
         .collect()

@@ -37,6 +37,7 @@
 
 pub mod audience;
 pub mod catch_up;
+pub mod concurrency;
 pub mod endpoint_health;
 pub mod engine;
 pub mod error;
@@ -49,6 +50,7 @@ pub mod kinds;
 pub mod maintenance;
 pub mod monitor;
 pub mod ops;
+pub mod overlap;
 pub mod pruner;
 pub mod rescuer;
 pub mod scheduler;

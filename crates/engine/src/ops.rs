@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 mod audience;
+mod backfill;
 mod bulk;
 mod channels;
 mod deliverability;
@@ -26,9 +27,13 @@ mod schedules;
 
 pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use backfill::{Backfilled, MAX_BACKFILL_FIRINGS, MAX_BACKFILL_TOTAL};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
-pub use endpoints::{DEFAULT_ROTATION_WINDOW_SECS, EndpointStatus, Rotated, SecretRotation};
+pub use endpoints::{
+    DEFAULT_ROTATION_WINDOW_SECS, EndpointLimitsBody, EndpointStatus, RateLimitBody, Rotated,
+    SecretRotation,
+};
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
 pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay, JobFilter};
@@ -99,6 +104,13 @@ pub struct NewSchedule {
     /// `window` gap (`"7d"` default, at most 366 days).
     #[serde(default)]
     pub misfire_window: Option<String>,
+    /// What a firing does while the previous occurrence still has open jobs: `allow`
+    /// (default: it runs beside it), `skip` (recorded as a `missed` occurrence with reason
+    /// `overlap`), `buffer_one` (one firing waits and runs when the previous one's jobs end)
+    /// or `cancel_previous` (the previous occurrence's open jobs are cancelled first).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<kairos_core::schedule::Overlap>))]
+    pub overlap: Option<String>,
     /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
     /// `month`, `year`.
     #[serde(default)]
@@ -122,6 +134,11 @@ pub struct NewSchedule {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node; the key is a
+    /// template over each job's `payload` (and `recipient`, for an audience schedule):
+    /// `{"key": "{{ recipient.id }}", "max": 1}`. A channel's own replaces it.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// A job to enqueue (`POST /v1/jobs`).
@@ -152,6 +169,10 @@ pub struct NewJob {
     /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
     #[serde(default)]
     pub http: Option<HttpSpec>,
+    /// At most `max` jobs with the same `key` run at once, across every node:
+    /// `{"key": "account:{{ payload.account_id }}", "max": 1}`.
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// What `schedule_fire_now` did.

@@ -5,13 +5,15 @@
 
 use crate::catch_up::{self, Need};
 use crate::expand::jobs_for_firing;
+use crate::overlap;
 use crate::service::{Next, Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_core::schedule::{period_key, plan};
+use kairos_core::schedule::{Overlap, period_key, plan};
 use kairos_store::{
-    CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleDue, ScheduleFire, ScheduleGapNew, Store,
+    CatchUp, CatchUpDue, CatchUpFire, Schedule, ScheduleBufferFire, ScheduleBuffered, ScheduleDue,
+    ScheduleFire, ScheduleGapNew, Store,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,6 +93,14 @@ pub struct SchedulerReport {
     pub errors: usize,
     /// Audience expansions have pages left after this tick's budget.
     pub expanding: bool,
+    /// Firings an overlap policy did not run (recorded as missed, reason `overlap`).
+    pub overlap_skipped: u64,
+    /// Firings held by `buffer_one` until the previous occurrence's jobs end.
+    pub buffered: usize,
+    /// Held firings run this tick.
+    pub buffers_released: usize,
+    /// Jobs of previous occurrences cancelled by `cancel_previous`.
+    pub overlap_cancelled: u64,
     /// Catch-up times handled.
     pub catch_ups: usize,
     /// Jobs created by catch-ups (periods whose product was missing).
@@ -172,6 +182,20 @@ impl Scheduler {
             schedules: due.len(),
             ..Default::default()
         };
+        // Held firings first: one whose previous occurrence ended runs before the regular
+        // firings, which then see it as their previous occurrence.
+        let held = self
+            .store
+            .schedule_buffered(ScheduleBuffered {
+                limit: self.cfg.batch as i64,
+            })
+            .await?;
+        for s in held {
+            if let Err(e) = self.release_buffer(&s, now, &mut report).await {
+                report.errors += 1;
+                tracing::error!(schedule_id = %s.id, error = %e, "running a held firing failed");
+            }
+        }
         for s in due {
             // One schedule's failure is logged and the tick goes on; its lock expires
             // and it is tried again.
@@ -271,6 +295,56 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Run the held firing of `s` (`buffer_one`) if its previous occurrence has no open jobs
+    /// left (or the schedule no longer buffers).
+    async fn release_buffer(
+        &self,
+        s: &Schedule,
+        now: DateTime<Utc>,
+        report: &mut SchedulerReport,
+    ) -> Result<(), String> {
+        let Some(fire_at) = s.buffered_fire_at else {
+            return Ok(());
+        };
+        let tz = crate::zone::tz_of(s).map_err(|e| e.to_string())?;
+        if s.overlap != Overlap::Allow
+            && overlap::previous_open(self.store.as_ref(), s, tz)
+                .await
+                .map_err(|e| e.to_string())?
+        {
+            return Ok(());
+        }
+        let jobs = if crate::audience::topic_of(&self.kinds, s).is_some() {
+            crate::audience::begin(self.store.as_ref(), s, tz, fire_at, now)
+                .await
+                .map_err(|e| e.to_string())?;
+            Vec::new()
+        } else {
+            jobs_for_firing(&self.kinds, s, tz, fire_at, now)
+        };
+        let fired = self
+            .store
+            .schedule_buffer_fire(ScheduleBufferFire {
+                schedule_id: s.id.clone(),
+                buffered_fire_at: fire_at,
+                jobs,
+                now,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        if fired.advanced {
+            tracing::info!(schedule_id = %s.id, fire_at = %fire_at.to_rfc3339(),
+                jobs = fired.created.len(), "overlap: held firing runs");
+            crate::telemetry::schedule_fired(s, &[fire_at], fired.created.len(), 0, now);
+            report.fired += 1;
+            report.buffers_released += 1;
+            report.jobs_created += fired.created.len();
+        } else {
+            report.lost_races += 1;
+        }
+        Ok(())
+    }
+
     async fn fire(
         &self,
         s: &Schedule,
@@ -283,10 +357,36 @@ impl Scheduler {
         };
         let rule = s.misfire_rule(self.cfg.misfire_threshold);
         let plan = plan(&s.spec, tz, rule, next, now);
+        let previous_open = match s.overlap {
+            Overlap::Allow => false,
+            _ if plan.fires.is_empty() => false,
+            _ => overlap::previous_open(self.store.as_ref(), s, tz)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
+        let decision = overlap::decide(s, &plan.fires, previous_open);
         // An on-time firing recovers the gaps recorded before it (the missed_firings check).
-        let on_time = plan.fires.iter().any(|f| now - *f <= rule.threshold);
+        let on_time = decision.run.iter().any(|f| now - *f <= rule.threshold);
+        if decision.cancel_previous
+            && let Some(first) = decision.run.first()
+        {
+            // Before the new firing's jobs exist: the previous occurrence ends first.
+            let n = overlap::cancel_previous(self.store.as_ref(), s, tz, *first, now)
+                .await
+                .map_err(|e| e.to_string())?;
+            tracing::info!(schedule_id = %s.id, cancelled = n, "overlap: previous occurrence cancelled");
+            report.overlap_cancelled += n;
+        }
+        for f in &decision.skipped {
+            tracing::warn!(schedule_id = %s.id, fire_at = %f.to_rfc3339(),
+                overlap = s.overlap.as_str(), "overlap: firing not run, the previous occurrence is still open");
+        }
+        if let Some(f) = decision.buffer {
+            tracing::info!(schedule_id = %s.id, fire_at = %f.to_rfc3339(),
+                "overlap: firing held until the previous occurrence ends");
+        }
         let mut jobs = Vec::new();
-        for fire_at in &plan.fires {
+        for fire_at in &decision.run {
             if crate::audience::topic_of(&self.kinds, s).is_some() {
                 // An audience firing expands in pages after this transaction (see
                 // `crate::audience`); recording it first means a crash between the two
@@ -312,6 +412,7 @@ impl Scheduler {
                 last_fire_at: g.last,
                 count: i64::try_from(g.count).unwrap_or(i64::MAX),
             })
+            .chain(decision.gaps())
             .collect();
         let fired = self
             .store
@@ -319,10 +420,11 @@ impl Scheduler {
                 schedule_id: s.id.clone(),
                 expected_next_fire_at: Some(next),
                 next_fire_at: plan.next_fire_at,
-                last_fire_at: plan.fires.last().copied(),
+                last_fire_at: decision.run.last().copied(),
                 jobs,
                 gaps,
                 on_time,
+                buffer: decision.buffer,
                 now,
             })
             .await
@@ -330,21 +432,23 @@ impl Scheduler {
         if fired.advanced {
             crate::telemetry::schedule_fired(
                 s,
-                &plan.fires,
+                &decision.run,
                 fired.created.len(),
                 plan.skipped,
                 now,
             );
             crate::telemetry::spans::firings(
                 s,
-                &plan.fires,
+                &decision.run,
                 fired.created.len(),
                 now,
                 self.clock.now().max(now),
             );
-            report.fired += plan.fires.len();
+            report.fired += decision.run.len();
             report.jobs_created += fired.created.len();
             report.misfires_skipped += plan.skipped;
+            report.overlap_skipped += decision.skipped.len() as u64;
+            report.buffered += usize::from(decision.buffer.is_some());
         } else {
             report.lost_races += 1;
         }

@@ -190,6 +190,7 @@ async fn one_occurrence_two_channels(h: &Harness, url: &str) -> (Job, Job, DateT
             retry_is_kind_default: false,
             run_at: fire_at,
             now: fire_at,
+            concurrency: None,
         })
         .await
         .unwrap();

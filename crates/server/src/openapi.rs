@@ -25,7 +25,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         health::healthz, health::readyz,
         schedules::create, schedules::list, schedules::show, schedules::replace,
-        schedules::pause, schedules::resume, schedules::delete, schedules::fire,
+        schedules::pause, schedules::resume, schedules::delete, schedules::fire, schedules::backfill,
         jobs::enqueue, jobs::list, jobs::show, jobs::retry, jobs::cancel,
         jobs::bulk_cancel, jobs::bulk_retry,
         dlq::list, dlq::replay,
@@ -37,12 +37,12 @@ use utoipa::{Modify, OpenApi};
         occurrences::list, deliveries::list,
         hooks::resend, hooks::standard, unsubscribe::show, unsubscribe::confirm,
         suppressions::list, suppressions::add, suppressions::remove,
-        endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate,
+        endpoints::list, endpoints::show, endpoints::enable, endpoints::rotate, endpoints::limits,
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
         CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
-        JobPage, FiredView, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
+        JobPage, FiredView, BackfillBody, BackfillView, kairos_core::schedule::Overlap, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
         kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,
         kairos_engine::ops::NewVariant, kairos_engine::ops::NewSubscription,
         recipients::RecipientView, recipients::RecipientList, recipients::BulkBody,
@@ -57,6 +57,9 @@ use utoipa::{Modify, OpenApi};
         kairos_engine::ops::JobBulkRequest, jobs::BulkView,
         endpoints::EndpointView, endpoints::EndpointPage, endpoints::EndpointHealthView,
         endpoints::RotatedView, endpoints::RotateBody,
+        kairos_core::concurrency::ConcurrencySpec, crate::views::JobConcurrencyView,
+        endpoints::LimitsView, endpoints::RateLimitView, endpoints::WaitingView,
+        endpoints::EndpointLimitsBody, kairos_engine::ops::RateLimitBody,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(

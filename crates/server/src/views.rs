@@ -173,6 +173,11 @@ pub struct ScheduleView {
     pub misfire_threshold: Option<String>,
     /// The misfire window (`"7d"` by default): a firing later than this is not run.
     pub misfire_window: String,
+    /// What a firing does while the previous occurrence still has open jobs.
+    pub overlap: kairos_core::schedule::Overlap,
+    /// The firing a `buffer_one` schedule holds until the previous occurrence's jobs end
+    /// (null: none).
+    pub buffered_fire_at: Option<String>,
     /// `active`, `paused`, `finished`.
     pub state: String,
     /// Whether it is paused.
@@ -191,6 +196,9 @@ pub struct ScheduleView {
     /// The channels each firing creates a job for (one, named after `kind`, for a schedule
     /// made with a single kind).
     pub channels: Vec<ScheduleChannelView>,
+    /// Its jobs' concurrency limit (`{"key", "max"}`, the key a template), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// The next nominal firing.
     pub next_fire_at: Option<String>,
     /// The last firing materialized.
@@ -228,6 +236,9 @@ pub struct ScheduleChannelView {
     /// What its jobs call, for `http` channels (on single-schedule responses).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpTargetView>,
+    /// Its own concurrency limit (absent: the schedule's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 impl ScheduleView {
@@ -262,6 +273,8 @@ impl ScheduleView {
                 s.misfire_window
                     .unwrap_or(kairos_core::schedule::DEFAULT_MISFIRE_WINDOW),
             ),
+            overlap: s.overlap,
+            buffered_fire_at: ts_opt(s.buffered_fire_at),
             state: s.state.as_str().to_string(),
             paused: s.state == kairos_store::ScheduleState::Paused,
             payload: s.payload.clone(),
@@ -278,8 +291,10 @@ impl ScheduleView {
                     payload: c.payload,
                     retry: c.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
                     http: None,
+                    concurrency: c.concurrency,
                 })
                 .collect(),
+            concurrency: s.concurrency.clone(),
             next_fire_at: ts_opt(s.next_fire_at),
             last_fire_at: ts_opt(s.last_fire_at),
             upcoming: None,
@@ -431,6 +446,32 @@ pub struct JobView {
     /// Its attempts, oldest first (on single-job responses).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptView>>,
+    /// Its concurrency key, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<JobConcurrencyView>,
+}
+
+/// A job's concurrency key as rendered when it was made.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JobConcurrencyView {
+    /// The rendered key (null when it could not be made: see `problem`).
+    pub key: Option<String>,
+    /// At most this many jobs with the key run at once.
+    pub max: u32,
+    /// Why the key cannot be enforced (the job then fails permanently), if it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl JobConcurrencyView {
+    fn new(c: &kairos_core::Concurrency) -> Self {
+        let problem = c.problem();
+        JobConcurrencyView {
+            key: problem.is_none().then(|| c.key.clone()),
+            max: c.max,
+            problem,
+        }
+    }
 }
 
 impl JobView {
@@ -464,6 +505,7 @@ impl JobView {
             payload: j.payload.clone(),
             retry: serde_json::to_value(&retry).unwrap_or(serde_json::Value::Null),
             attempts: None,
+            concurrency: j.concurrency.as_ref().map(JobConcurrencyView::new),
         }
     }
 
@@ -519,6 +561,35 @@ impl From<FiredNow> for FiredView {
             job_ids: f.created,
             fire_at: ts(f.fire_at),
             period_key: f.period_key,
+        }
+    }
+}
+
+/// The body of `POST /v1/schedules/{id}/backfill`: a past range, both ends included.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillBody {
+    /// The first instant of the range (RFC 3339).
+    pub from: String,
+    /// The last instant of the range (RFC 3339), not in the future; the range holds at most
+    /// 1,000 firings.
+    pub to: String,
+}
+
+/// What `POST /v1/schedules/{id}/backfill` did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct BackfillView {
+    /// Firings created.
+    pub fired: u64,
+    /// Firings whose period had already run: nothing created.
+    pub skipped: u64,
+}
+
+impl From<kairos_engine::ops::Backfilled> for BackfillView {
+    fn from(b: kairos_engine::ops::Backfilled) -> Self {
+        BackfillView {
+            fired: b.fired,
+            skipped: b.skipped,
         }
     }
 }

@@ -2,138 +2,15 @@
 //! jobs run by the real executor on a manual clock. What an outsider can reach without a
 //! session, what a forged form can change (nothing), and what an operator sees and does.
 
-use chrono::{DateTime, Utc};
 use kairos_core::Clock;
-use kairos_testkit::{Reply, TestReceiver};
+use kairos_testkit::Reply;
 use reqwest::StatusCode;
 use serde_json::json;
-
-const TOKEN: &str = "admin-test-token-of-at-least-32-chars";
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 mod common;
 
 use common::TestApp;
-
-struct Ui {
-    app: TestApp,
-    receiver: TestReceiver,
-    cookie: Option<String>,
-}
-
-impl std::ops::Deref for Ui {
-    type Target = TestApp;
-    fn deref(&self) -> &TestApp {
-        &self.app
-    }
-}
-
-struct Page {
-    status: StatusCode,
-    location: Option<String>,
-    set_cookie: Option<String>,
-    body: String,
-}
-
-fn start_time() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
-        .expect("instant")
-        .to_utc()
-}
-
-impl Ui {
-    async fn start() -> Ui {
-        Ui {
-            app: TestApp::start(start_time(), TOKEN).await,
-            receiver: TestReceiver::start().await,
-            cookie: None,
-        }
-    }
-
-    async fn send(&self, req: reqwest::RequestBuilder) -> Page {
-        let req = match &self.cookie {
-            Some(c) => req.header("cookie", c),
-            None => req,
-        };
-        let res = req.send().await.expect("request");
-        let header = |n: &str| {
-            res.headers()
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let (location, set_cookie) = (header("location"), header("set-cookie"));
-        let status = res.status();
-        Page {
-            status,
-            location,
-            set_cookie,
-            body: res.text().await.expect("body"),
-        }
-    }
-
-    async fn get(&self, path: &str) -> Page {
-        self.send(self.http.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> Page {
-        let body = common::form_body(form);
-        self.send(
-            self.http
-                .post(format!("{}{path}", self.base))
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body),
-        )
-        .await
-    }
-
-    async fn login(&mut self) {
-        let p = self.post_form("/admin/login", &[("token", TOKEN)]).await;
-        assert_eq!(p.status, StatusCode::SEE_OTHER, "{}", p.body);
-        let c = p.set_cookie.expect("a session cookie");
-        assert!(
-            c.contains("HttpOnly") && c.contains("SameSite=Strict"),
-            "{c}"
-        );
-        self.cookie = Some(c.split(';').next().expect("cookie pair").to_string());
-    }
-
-    /// The CSRF token embedded in a page's forms.
-    fn csrf_of(page: &Page) -> String {
-        let marker = "name=\"csrf\" value=\"";
-        let i = page.body.find(marker).expect("a form with a csrf field") + marker.len();
-        page.body[i..]
-            .split('"')
-            .next()
-            .expect("csrf value")
-            .to_string()
-    }
-
-    /// Enqueue a webhook job with one attempt; the receiver's next reply decides its fate.
-    async fn job(&self, reply: u16) -> String {
-        self.receiver.respond_with(vec![Reply::status(reply)]);
-        let (job, _) = self
-            .kairos
-            .job_enqueue(kairos_engine::ops::NewJob {
-                webhook: Some(kairos_engine::ops::WebhookTarget {
-                    url: self.receiver.url("/hook"),
-                    secret: SECRET.into(),
-                }),
-                payload: Some(json!({"n": 1})),
-                retry: Some(serde_json::from_value(json!({"max_attempts": 1})).expect("retry")),
-                ..Default::default()
-            })
-            .await
-            .expect("enqueue");
-        self.engine
-            .executor()
-            .run_once(self.clock.now())
-            .await
-            .expect("executor");
-        job.id
-    }
-}
+use common::admin_ui::{SECRET, TOKEN, Ui, start_time};
 
 #[tokio::test]
 async fn admin_without_a_session_answers_401_login_page_and_never_data() {
@@ -806,4 +683,30 @@ async fn admin_and_unsubscribe_pages_forbid_framing_sniffing_and_referrers() {
         assert_eq!(h("x-content-type-options"), "nosniff", "{path}");
         assert_eq!(h("referrer-policy"), "no-referrer", "{path}");
     }
+}
+
+/// The schedule list and a schedule's occurrences page show its overlap policy (issue 34).
+#[tokio::test]
+async fn admin_schedule_pages_show_the_overlap_policy() {
+    let mut ui = Ui::start().await;
+    let s = ui
+        .kairos
+        .schedule_create(
+            serde_json::from_value(json!({
+                "name": "exclusive",
+                "cron": "0 2 * * *",
+                "overlap": "buffer_one",
+                "webhook": {"url": ui.receiver.url("/hook"), "secret": SECRET},
+            }))
+            .expect("schedule body"),
+        )
+        .await
+        .expect("schedule");
+    ui.login().await;
+    let page = ui.get("/admin/schedules").await;
+    assert!(page.body.contains("overlap: buffer_one"), "{}", page.body);
+    let page = ui
+        .get(&format!("/admin/schedules/{}/occurrences", s.id))
+        .await;
+    assert!(page.body.contains("overlap: buffer_one"), "{}", page.body);
 }

@@ -56,6 +56,7 @@ fn jobs(n: usize, channel: &str) -> Vec<JobInsert> {
             retry_is_kind_default: false,
             run_at: t0() + Duration::days(1),
             now: t0(),
+            concurrency: None,
         })
         .collect()
 }

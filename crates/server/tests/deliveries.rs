@@ -41,6 +41,7 @@ fn audience_job(rcp: &str, target: Option<&str>, period: &str, ch: &str) -> JobI
         retry_is_kind_default: false,
         run_at: t0(),
         now: t0(),
+        concurrency: None,
     }
 }
 

@@ -67,6 +67,7 @@ async fn email_job(app: &TestApp, recipient: &str, run_at: DateTime<Utc>) -> Str
             retry_is_kind_default: false,
             run_at,
             now: t0(),
+            concurrency: None,
         })
         .await
         .expect("insert job");

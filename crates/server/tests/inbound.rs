@@ -220,6 +220,7 @@ impl Api {
                 retry_is_kind_default: false,
                 run_at: self.clock.now(),
                 now: self.clock.now(),
+                concurrency: None,
             })
             .await
             .unwrap();

@@ -330,3 +330,63 @@ async fn readyz_is_unavailable_in_maintenance_mode() {
     assert!(res.text().await.expect("body").contains("maintenance"));
     assert_eq!(get("/healthz").await.expect("GET").status(), 200);
 }
+
+/// Jobs put back because their concurrency key had no free slot show in
+/// `kairos_jobs_waiting{reason="concurrency_key"}`, and the waiting imposed in the counter
+/// `kairos_job_wait_seconds_total{reason}`; the other reasons are listed at zero.
+#[tokio::test]
+async fn metrics_count_jobs_waiting_for_a_concurrency_key() {
+    let node = start().await;
+    for n in 0..3 {
+        node.kairos
+            .job_enqueue(NewJob {
+                kind: Some("webhook".into()),
+                webhook: Some(WebhookTarget {
+                    url: "http://127.0.0.1:9/hook".into(),
+                    secret: SECRET.into(),
+                }),
+                payload: Some(serde_json::json!({"account": "a", "n": n})),
+                concurrency: Some(kairos_core::concurrency::ConcurrencySpec {
+                    key: "account:{{ payload.account }}".into(),
+                    max: 1,
+                }),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue");
+    }
+    let claimed = node
+        .store
+        .job_claim(kairos_store::JobClaim {
+            now: t0(),
+            limit: 10,
+            node: "n1".into(),
+            lease_token: "lease_1".into(),
+            lease_until: t0() + Duration::seconds(30),
+        })
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1, "one slot");
+    let s = node.scrape().await;
+    assert_eq!(
+        one(&s, "kairos_jobs_waiting", &[("reason", "concurrency_key")]),
+        2.0
+    );
+    assert_eq!(
+        one(&s, "kairos_jobs_waiting", &[("reason", "rate_limit")]),
+        0.0
+    );
+    assert_eq!(
+        one(&s, "kairos_jobs_waiting", &[("reason", "in_flight")]),
+        0.0
+    );
+    let waited = kairos_store::concurrency::WAIT_BASE.num_milliseconds() as f64 * 3.0 / 1e3;
+    assert_eq!(
+        one(
+            &s,
+            "kairos_job_wait_seconds_total",
+            &[("reason", "concurrency_key")]
+        ),
+        waited
+    );
+}

@@ -16,6 +16,7 @@ fn channel(name: &str, kind: &str) -> ScheduleChannel {
         payload: None,
         endpoint_id: None,
         retry: None,
+        concurrency: None,
     }
 }
 

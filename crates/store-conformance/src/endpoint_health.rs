@@ -31,9 +31,22 @@ async fn attempt_to(s: &S, ep: Option<&str>, at: DateTime<Utc>, outcome: &str) {
 
 /// An attempt of a job of `kind` (with endpoint `ep`) that finished at `at` with `outcome`.
 async fn attempt_of(s: &S, kind: &str, ep: Option<&str>, at: DateTime<Utc>, outcome: &str) {
+    attempt_with(s, kind, ep, serde_json::json!({}), at, outcome).await
+}
+
+/// [`attempt_of`] with the job's `payload`.
+async fn attempt_with(
+    s: &S,
+    kind: &str,
+    ep: Option<&str>,
+    payload: serde_json::Value,
+    at: DateTime<Utc>,
+    outcome: &str,
+) {
     let mut j = job(t0());
     j.kind = kairos_core::JobKind::new(kind);
     j.endpoint_id = ep.map(str::to_string);
+    j.payload = payload;
     s.job_insert(j).await.unwrap();
     let c = s
         .job_claim(claim(t0() + Duration::days(10), 1, "a"))
@@ -93,6 +106,41 @@ async fn counts(s: &S, ids: &[&str], since: DateTime<Utc>) -> Vec<(String, i64, 
     .into_iter()
     .map(|c| (c.endpoint_id, c.attempts, c.failures))
     .collect()
+}
+
+/// A notification to a recipient's webhook (a job without an endpoint, naming its recipient)
+/// counts for the recipient's endpoint; a job naming a recipient without one counts nowhere.
+pub async fn endpoint_health_flush_counts_recipient_webhooks_for_their_endpoint(s: S) {
+    endpoint(&s, "ep_rcp", SECRET_A).await;
+    for (id, ep) in [("rcp_hooked", Some("ep_rcp")), ("rcp_plain", None)] {
+        s.recipient_upsert(RecipientUpsert {
+            id: id.into(),
+            email: format!("{id}@example.com"),
+            timezone: "UTC".into(),
+            locale: None,
+            attributes: serde_json::json!({}),
+            state: RecipientState::Active,
+            endpoint_id: ep.map(str::to_string),
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    }
+    let m = |mins: i64| t0() + Duration::minutes(mins);
+    let to = |r: &str| serde_json::json!({"topic": "orders", "recipient_id": r});
+    attempt_with(&s, "webhook", None, to("rcp_hooked"), m(1), "succeeded").await;
+    attempt_with(&s, "webhook", None, to("rcp_hooked"), m(2), "failed").await;
+    attempt_with(&s, "webhook", None, to("rcp_plain"), m(3), "failed").await;
+    let done = s.endpoint_health_flush(flush(m(100))).await.unwrap();
+    assert_eq!(done.attempts, 3);
+    assert_eq!(done.endpoints, 1);
+    let h = get(&s, "ep_rcp").await.health;
+    assert_eq!(h.last_success_at, Some(m(1)));
+    assert_eq!(h.consecutive_failures, 1);
+    assert_eq!(
+        counts(&s, &["ep_rcp"], t0()).await,
+        vec![("ep_rcp".to_string(), 2, 1)]
+    );
 }
 
 /// The flush folds sends (succeeded and failed attempts of jobs with an endpoint) into the

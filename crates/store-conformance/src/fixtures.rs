@@ -30,6 +30,7 @@ pub fn job(run_at: DateTime<Utc>) -> JobInsert {
         retry_is_kind_default: false,
         run_at,
         now: t0(),
+        concurrency: None,
     }
 }
 
@@ -58,6 +59,7 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
         misfire: Misfire::Skip,
         misfire_threshold: None,
         misfire_window: None,
+        overlap: Default::default(),
         payload: serde_json::json!({"report": "daily"}),
         endpoint_id: None,
         retry: None,
@@ -65,5 +67,6 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
         paused: false,
         next_fire_at: Some(next),
         now: t0(),
+        concurrency: None,
     }
 }

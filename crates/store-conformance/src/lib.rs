@@ -21,6 +21,7 @@ pub mod audience_targets;
 pub mod bulk;
 pub mod channels;
 pub mod claim_order;
+pub mod concurrency;
 pub mod deliverability;
 pub mod deliveries;
 pub mod endpoint_health;
@@ -32,6 +33,7 @@ pub mod raw;
 pub mod retention;
 pub mod retention_tables;
 pub mod schedule_gaps;
+pub mod schedule_overlap;
 pub mod schedules;
 pub mod sealing;
 pub mod search;
@@ -95,6 +97,18 @@ macro_rules! store_conformance {
             claim_finds_a_rescued_job_below_the_jobs_claimed,
             next_run_at_reports_a_job_inserted_below_the_jobs_claimed,
         );
+        $crate::store_conformance!(@concurrency $factory;
+            concurrency_key_roundtrips,
+            concurrency_claim_takes_at_most_max_per_key_and_other_keys_run,
+            concurrency_slot_frees_on_completion,
+            concurrency_slot_frees_on_rescue_and_cancel,
+            concurrency_claims_racing_never_exceed_max,
+            concurrency_failed_key_takes_no_slot,
+            concurrency_waits_are_counted_by_reason,
+            endpoint_limits_set_list_and_remove,
+            endpoint_rate_limit_puts_deliveries_back_until_their_token,
+            endpoint_max_in_flight_holds_until_a_delivery_finishes,
+        );
         $crate::store_conformance!(@bulk $factory;
             job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
             job_bulk_filters_each_narrow_and_combine,
@@ -129,11 +143,14 @@ macro_rules! store_conformance {
             schedule_fire_records_a_finished_one_shots_gap,
             schedule_gap_recovers_at_the_next_on_time_firing_and_goes_with_its_schedule,
             schedule_misfire_threshold_and_window_roundtrip,
+            occurrence_open_lists_only_unfinished_jobs_of_that_occurrence,
+            schedule_buffer_holds_one_firing_and_runs_it_once,
             endpoint_upsert_reuses_and_disable_records,
             endpoint_list_enable_and_last_failure,
         );
         $crate::store_conformance!(@endpoint_health $factory;
             endpoint_health_flush_folds_settled_attempts_once,
+            endpoint_health_flush_counts_recipient_webhooks_for_their_endpoint,
             endpoint_health_flush_is_bounded,
             endpoint_streak_disable_needs_count_and_time_and_enable_resets,
             endpoint_secret_rotate_keeps_the_previous_and_moves_the_lookup,
@@ -185,10 +202,12 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
+            job_search_finds_payload_text_and_filters_on_endpoint,
         );
         $crate::store_conformance!(@slo $factory;
             job_count_by_state_kind_and_backlog,
             job_count_finished_counts_final_states_in_window,
+            job_finished_series_counts_succeeded_and_dead_per_bucket,
             job_dead_scheduled_lists_latest_death_per_schedule,
             job_count_decided_groups_by_schedule_or_topic_and_reason,
             schedule_fire_times_lists_distinct_firings,
@@ -285,6 +304,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::claim_order::$name(store).await;
+            }
+        )*
+    };
+    (@concurrency $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::concurrency::$name(store).await;
             }
         )*
     };

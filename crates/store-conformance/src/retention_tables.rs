@@ -77,6 +77,7 @@ pub async fn pruned_dedupe_key_is_never_created_again(s: S) {
         jobs: vec![keyed("daily:2026-11-29", Some(&sch.id))],
         gaps: Vec::new(),
         on_time: false,
+        buffer: None,
         now: t0(),
     };
     let first = s.schedule_fire(fire(&sch)).await.unwrap();

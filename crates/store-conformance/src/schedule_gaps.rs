@@ -32,6 +32,7 @@ fn firing(
         jobs: Vec::new(),
         gaps,
         on_time,
+        buffer: None,
         now,
     }
 }

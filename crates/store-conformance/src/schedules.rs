@@ -7,6 +7,7 @@ use kairos_store::*;
 use std::sync::Arc;
 
 pub use crate::schedule_gaps::*;
+pub use crate::schedule_overlap::*;
 
 type S = Arc<dyn Store>;
 
@@ -32,6 +33,7 @@ fn fire(
             .collect(),
         gaps: Vec::new(),
         on_time: false,
+        buffer: None,
         now: t0(),
     }
 }

@@ -119,3 +119,87 @@ pub async fn job_search_combines_filters_and_pages_by_keyset(s: S) {
     want.reverse();
     assert_eq!(seen, want, "every job once, newest first");
 }
+
+/// The admin's search: payload text matches anywhere in the payload's JSON, ASCII case
+/// ignored, with `%` and `_` matching only themselves; the endpoint filter keeps the jobs
+/// posting to one endpoint. Both combine with the other filters.
+pub async fn job_search_finds_payload_text_and_filters_on_endpoint(s: S) {
+    for (id, url) in [
+        ("ep_a", "https://a.example/h"),
+        ("ep_b", "https://b.example/h"),
+    ] {
+        let ep = s
+            .endpoint_upsert(EndpointUpsert {
+                id: id.into(),
+                url: url.into(),
+                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+                now: t0(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(ep.id, id);
+    }
+    let insert = |i: i64, payload: serde_json::Value, ep: Option<&str>| {
+        let mut j = job(t0() + Duration::minutes(i));
+        j.payload = payload;
+        j.endpoint_id = ep.map(str::to_string);
+        let id = j.id.clone();
+        let s = s.clone();
+        async move {
+            s.job_insert(j).await.unwrap();
+            id
+        }
+    };
+    let order = insert(1, serde_json::json!({"order": "ORD-42_x"}), Some("ep_a")).await;
+    let other = insert(2, serde_json::json!({"order": "ord-420"}), Some("ep_b")).await;
+    let wild = insert(3, serde_json::json!({"note": "50% off"}), None).await;
+    let search = |f: JobSearch| {
+        let s = s.clone();
+        async move {
+            let mut ids: Vec<String> = s
+                .job_search(f)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|j| j.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let text = |t: &str| JobSearch {
+        payload_text: Some(t.into()),
+        limit: 100,
+        ..Default::default()
+    };
+    let mut both = vec![order.clone(), other.clone()];
+    both.sort();
+    assert_eq!(search(text("ord-42")).await, both, "case ignored, anywhere");
+    assert_eq!(
+        search(text("ORD-42_")).await,
+        vec![order.clone()],
+        "`_` is itself"
+    );
+    assert_eq!(
+        search(text("ord-42%")).await,
+        Vec::<String>::new(),
+        "`%` is itself"
+    );
+    assert_eq!(search(text("50%")).await, vec![wild.clone()]);
+    assert_eq!(search(text("nowhere")).await, Vec::<String>::new());
+    let ep = search(JobSearch {
+        endpoint_id: Some("ep_b".into()),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(ep, vec![other.clone()]);
+    let combined = search(JobSearch {
+        endpoint_id: Some("ep_a".into()),
+        payload_text: Some("ord".into()),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(combined, vec![order]);
+}

@@ -147,6 +147,55 @@ pub async fn job_count_finished_counts_final_states_in_window(s: S) {
     assert!(empty.is_empty(), "the window's end is exclusive: {empty:?}");
 }
 
+/// The admin's throughput series: succeeded and dead jobs per bucket aligned on the epoch
+/// (a job finished at 59.999 s is in the first minute), other states and jobs outside the
+/// window left out, empty buckets absent.
+pub async fn job_finished_series_counts_succeeded_and_dead_per_bucket(s: S) {
+    for _ in 0..6 {
+        s.job_insert(job(t0())).await.unwrap();
+    }
+    let mut jobs = s.job_claim(claim(t0(), 10, "n")).await.unwrap();
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    // The window starts on a minute, whatever t0 is.
+    let since = chrono::DateTime::from_timestamp(t0().timestamp() / 60 * 60, 0).unwrap();
+    let ms = Duration::milliseconds;
+    s.job_complete_many(vec![
+        done(&jobs[0], Transition::Succeeded, since + ms(10_000)),
+        done(&jobs[1], Transition::Succeeded, since + ms(59_999)),
+        done(
+            &jobs[2],
+            Transition::Skipped("suppressed".into()),
+            since + ms(20_000),
+        ),
+        done(&jobs[3], Transition::Dead, since + ms(60_000)),
+        done(&jobs[4], Transition::Succeeded, since + ms(61_000)),
+        done(&jobs[5], Transition::Succeeded, since + Duration::hours(2)),
+    ])
+    .await
+    .unwrap();
+    let v = s
+        .job_finished_series(JobFinishedSeries {
+            since,
+            until: since + Duration::hours(1),
+            bucket_secs: 60,
+        })
+        .await
+        .unwrap();
+    let b = |start, state: &str, count| FinishedBucket {
+        start,
+        state: state.into(),
+        count,
+    };
+    assert_eq!(
+        v,
+        vec![
+            b(since, "succeeded", 2),
+            b(since + Duration::minutes(1), "dead", 1),
+            b(since + Duration::minutes(1), "succeeded", 1),
+        ]
+    );
+}
+
 /// The `dead_runs` check's source: per schedule, its jobs that died in the window, with the
 /// latest one's channel, kind and error; dead jobs without a schedule, succeeded jobs and
 /// deaths outside the window are not in it.

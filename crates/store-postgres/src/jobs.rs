@@ -45,7 +45,9 @@ const INSERT_CHUNK: usize = 5_000;
 /// way). The state check is written so that it does not imply `jobs_due`'s predicate: as
 /// `state = 'available'` the planner may scan the whole of `jobs_due` for the tids instead
 /// (it did once the table had three more columns), reading every dead entry a held snapshot
-/// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`].
+/// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
+/// endpoint has limits (`slots.rs`): a probe of a primary key, in a table that is empty
+/// unless limits are set.
 const CLAIM: &str = "WITH due (due_tid) AS (
          SELECT ctid FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
@@ -55,7 +57,8 @@ const CLAIM: &str = "WITH due (due_tid) AS (
             lease_token = $2, lease_expires_at = $3, attempted_at = $4
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
        AND jobs.state || '' = 'available'
-     RETURNING {cols}";
+     RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
+                               WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited";
 
 /// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree
 /// descends to.
@@ -181,9 +184,15 @@ impl JobStore for PostgresStore {
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
+        let mut limited = std::collections::HashSet::new();
         for row in &rows {
             match job_from_row(row) {
-                Ok(job) => jobs.push(job),
+                Ok(job) => {
+                    if row.try_get::<bool, _>("flow_limited").unwrap_or(false) {
+                        limited.insert(job.id.clone());
+                    }
+                    jobs.push(job)
+                }
                 Err(e) => {
                     let id: String = row.try_get("id").map_err(|e| map_err("id", e))?;
                     tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
@@ -205,7 +214,10 @@ impl JobStore for PostgresStore {
         }
         // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        Ok(jobs)
+        // Jobs with a concurrency key run only with a slot of their key, deliveries to an
+        // endpoint with limits only within them (`slots.rs`); a batch with neither returns
+        // there without another statement.
+        crate::slots::take(&self.hot, &p, jobs, limited).await
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

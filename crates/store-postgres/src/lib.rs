@@ -55,6 +55,7 @@ mod jobs;
 mod leader;
 mod listen;
 mod rows;
+mod slots;
 mod tx;
 mod wake;
 

@@ -63,15 +63,22 @@ impl JobStore for SqliteStore {
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
         let now = p.now;
+        let p_token = p.lease_token.clone();
         let rows = self.hot.call(move |c| native::claim(c, &p)).await?;
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
+        let mut limited = std::collections::HashSet::new();
         let mut bad = Vec::new();
-        for row in rows {
+        for (row, flow_limited) in rows {
             let (id, token) = row.id_and_lease();
             match row.decode() {
-                Ok(job) => jobs.push(job),
+                Ok(job) => {
+                    if flow_limited {
+                        limited.insert(job.id.clone());
+                    }
+                    jobs.push(job)
+                }
                 Err(e) => {
                     tracing::error!(job_id = %id, error = %e, "claimed job cannot be decoded; dead-lettered");
                     bad.push((id, token, kairos_core::error_chain(&e)));
@@ -85,7 +92,22 @@ impl JobStore for SqliteStore {
         }
         // RETURNING order is unspecified: restore oldest-first.
         jobs.sort_by(|a, b| (a.run_at, &a.id).cmp(&(b.run_at, &b.id)));
-        Ok(jobs)
+        // Jobs with a concurrency key run only with a slot of their key, deliveries to an
+        // endpoint with limits only within them (`slots.rs`); a batch with neither returns
+        // here without another call on the writer.
+        if !kairos_store::flow::needed(&jobs, &limited) {
+            return Ok(jobs);
+        }
+        let token = p_token;
+        let batch = jobs.clone();
+        let waiting = self
+            .hot
+            .call(move |c| crate::slots::take(c, &batch, &limited, &token, now))
+            .await?;
+        Ok(jobs
+            .into_iter()
+            .filter(|j| !waiting.contains(&j.id))
+            .collect())
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

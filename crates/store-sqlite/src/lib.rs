@@ -42,6 +42,7 @@ mod health;
 mod jobs;
 mod native;
 mod rows;
+mod slots;
 mod tx;
 mod writer;
 

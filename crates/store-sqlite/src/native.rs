@@ -20,8 +20,8 @@ use kairos_store::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
-const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant)
-VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
@@ -41,6 +41,8 @@ pub(crate) struct NewJob {
     run_at: i64,
     created_at: i64,
     audience: kairos_core::JobAudience,
+    concurrency_key: Option<String>,
+    concurrency_max: Option<i64>,
 }
 
 impl NewJob {
@@ -56,6 +58,8 @@ impl NewJob {
             None => None,
         };
         Ok(NewJob {
+            concurrency_key: j.concurrency.as_ref().map(|c| c.key.clone()),
+            concurrency_max: j.concurrency.as_ref().map(|c| i64::from(c.max)),
             payload: j.payload.to_string(),
             max_attempts: i64::from(j.retry.max_attempts()),
             retry,
@@ -99,6 +103,8 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<Stri
                 j.audience.topic,
                 j.audience.recipient_id,
                 j.audience.variant,
+                j.concurrency_key,
+                j.concurrency_max,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -159,14 +165,16 @@ fn claim_sql() -> &'static str {
                           WHERE state = 'available' AND run_at <= ?4
                           ORDER BY run_at, id LIMIT ?5)
                AND +state = 'available'
-             RETURNING {JOB_COLS}"
+             RETURNING {JOB_COLS}, EXISTS (SELECT 1 FROM endpoint_limits l
+                                           WHERE l.endpoint_id = jobs.endpoint_id)"
         )
     })
 }
 
-/// Claim up to `limit` due jobs under a lease. The caller decodes them ([`StoredJob::decode`])
-/// and sorts them oldest first: neither needs the writer thread.
-pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
+/// Claim up to `limit` due jobs under a lease, each with whether its endpoint has limits
+/// (`slots.rs`). The caller decodes them ([`StoredJob::decode`]) and sorts them oldest first:
+/// neither needs the writer thread.
+pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<(StoredJob, bool)>> {
     let mut stmt = conn
         .prepare_cached(claim_sql())
         .map_err(|e| map_native("job claim", e))?;
@@ -179,7 +187,7 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<StoredJob>> {
                 to_millis(p.now),
                 p.limit.max(0)
             ],
-            StoredJob::read,
+            |r| Ok((StoredJob::read(r)?, r.get::<_, bool>(22)?)),
         )
         .map_err(|e| map_native("job claim", e))?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -443,6 +451,8 @@ pub(crate) struct StoredJob {
     last_error: Option<String>,
     reason: Option<String>,
     channel: Option<String>,
+    concurrency_key: Option<String>,
+    concurrency_max: Option<i64>,
 }
 
 impl StoredJob {
@@ -469,6 +479,8 @@ impl StoredJob {
             last_error: r.get(17)?,
             reason: r.get(18)?,
             channel: r.get(19)?,
+            concurrency_key: r.get(20)?,
+            concurrency_max: r.get(21)?,
         })
     }
 
@@ -508,6 +520,13 @@ impl StoredJob {
             lease_expires_at: self.lease_expires_at.map(from_millis),
             last_error: self.last_error,
             reason: self.reason,
+            concurrency: self.concurrency_key.map(|key| kairos_core::Concurrency {
+                key,
+                max: self
+                    .concurrency_max
+                    .and_then(|m| u32::try_from(m).ok())
+                    .unwrap_or(0),
+            }),
         })
     }
 }

@@ -41,6 +41,7 @@ async fn both_writers_under_load_never_fail() {
                 jobs: vec![job(now + Duration::days(2))],
                 gaps: Vec::new(),
                 on_time: false,
+                buffer: None,
                 now,
             })
             .await

@@ -70,6 +70,8 @@ pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
                         .map(|r| enc.json(serde_json::to_value(r).unwrap_or_default())),
                     "run_at": (enc.instant)(j.run_at),
                     "created_at": (enc.instant)(j.now),
+                    "concurrency_key": j.concurrency.as_ref().map(|c| &c.key),
+                    "concurrency_max": j.concurrency.as_ref().map(|c| c.max),
                 })
             })
             .collect(),
@@ -98,6 +100,7 @@ mod tests {
             retry_is_kind_default,
             run_at: t,
             now: t,
+            concurrency: None,
         }
     }
 

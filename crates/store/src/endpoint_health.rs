@@ -11,7 +11,9 @@ use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 /// `endpoint_health_flush`: fold the attempts of webhook jobs recorded since the last flush
-/// into their endpoints' health.
+/// into their endpoints' health. A job without an endpoint of its own that names a recipient
+/// (`payload.recipient_id`, a notification to the recipient's webhook) counts for its
+/// recipient's endpoint.
 #[derive(Debug, Clone)]
 pub struct EndpointHealthFlush {
     /// Attempts that finished at or after this instant are left for a later flush, and so is

@@ -1,7 +1,7 @@
 //! Parameters of store methods: one struct per method, so adding a field breaks no caller.
 
 use chrono::{DateTime, Utc};
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::schedule::{Misfire, Overlap, PeriodUnit, ScheduleSpec};
 use kairos_core::{JobKind, JobState, RetryPolicy};
 
 /// `endpoint_upsert`.
@@ -79,6 +79,8 @@ pub struct ScheduleCreate {
     pub misfire_threshold: Option<std::time::Duration>,
     /// Misfire window (None: the default, 7 days).
     pub misfire_window: Option<std::time::Duration>,
+    /// Overlap policy.
+    pub overlap: Overlap,
     /// Job payload.
     pub payload: serde_json::Value,
     /// Webhook endpoint.
@@ -87,6 +89,8 @@ pub struct ScheduleCreate {
     pub retry: Option<RetryPolicy>,
     /// Explicit channels (empty: one channel, the schedule's kind).
     pub channels: Vec<crate::ScheduleChannel>,
+    /// The jobs' concurrency limit (a channel's own replaces it).
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// Start paused.
     pub paused: bool,
     /// The first firing.
@@ -166,8 +170,43 @@ pub struct ScheduleFire {
     /// An on-time firing is materialized: the schedule's gaps recorded before this firing
     /// recover (`recovered_at = now`). The gaps of this firing stay open.
     pub on_time: bool,
+    /// A firing to hold (`buffered_fire_at`) until the previous occurrence's jobs end
+    /// (`buffer_one`); None leaves the held one, if any, as it is.
+    pub buffer: Option<DateTime<Utc>>,
     /// Now.
     pub now: DateTime<Utc>,
+}
+
+/// `schedule_buffer_fire`: run a schedule's held firing.
+#[derive(Debug, Clone)]
+pub struct ScheduleBufferFire {
+    /// The schedule.
+    pub schedule_id: String,
+    /// Apply only if the stored `buffered_fire_at` is still this (optimistic check): it is
+    /// cleared and becomes `last_fire_at`.
+    pub buffered_fire_at: DateTime<Utc>,
+    /// The firing's jobs (their dedupe keys make this idempotent).
+    pub jobs: Vec<JobInsert>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// `schedule_buffered`: active schedules holding a firing, the oldest held first.
+#[derive(Debug, Clone)]
+pub struct ScheduleBuffered {
+    /// At most this many.
+    pub limit: i64,
+}
+
+/// `occurrence_open`: the jobs of one occurrence of a schedule that have not finished.
+#[derive(Debug, Clone)]
+pub struct OccurrenceOpen {
+    /// The schedule.
+    pub schedule_id: String,
+    /// The occurrence's period key.
+    pub period_key: String,
+    /// At most this many ids.
+    pub limit: i64,
 }
 
 /// A gap to record with [`ScheduleFire`].
@@ -228,6 +267,8 @@ pub struct JobInsert {
     pub run_at: DateTime<Utc>,
     /// Now.
     pub now: DateTime<Utc>,
+    /// Its concurrency key and limit, rendered (`kairos_core::concurrency`).
+    pub concurrency: Option<kairos_core::Concurrency>,
 }
 
 /// `job_list`.
@@ -452,6 +493,11 @@ pub struct JobSearch {
     pub recipient_id: Option<String>,
     /// Only jobs of this channel (the `channel` column).
     pub channel: Option<String>,
+    /// Only jobs posting to this webhook endpoint (`ep_…`).
+    pub endpoint_id: Option<String>,
+    /// Only jobs whose payload's JSON text contains this, ASCII case ignored; `%` and `_`
+    /// match themselves. A scan of the filtered rows: an operator's search, not a hot path.
+    pub payload_text: Option<String>,
     /// Only jobs created at or after this instant.
     pub created_from: Option<DateTime<Utc>>,
     /// Only jobs created before this instant.

@@ -47,6 +47,30 @@ pub struct JobCountFinished {
     pub until: DateTime<Utc>,
 }
 
+/// `job_finished_series`: jobs that reached `succeeded` or `dead` in `[since, until)`, counted
+/// per bucket of `bucket_secs` (aligned on the Unix epoch) and state — the admin's throughput
+/// charts.
+#[derive(Debug, Clone)]
+pub struct JobFinishedSeries {
+    /// Start of the window (inclusive).
+    pub since: DateTime<Utc>,
+    /// End of the window (exclusive).
+    pub until: DateTime<Utc>,
+    /// The bucket width in seconds (at least 1).
+    pub bucket_secs: i64,
+}
+
+/// One bucket of [`JobFinishedSeries`]: buckets without jobs are absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinishedBucket {
+    /// The bucket's start.
+    pub start: DateTime<Utc>,
+    /// `succeeded` or `dead`.
+    pub state: String,
+    /// Jobs of that state finished in the bucket.
+    pub count: i64,
+}
+
 /// `schedule_fire_times`: the distinct nominal firings materialized as jobs of a schedule in
 /// `[since, until]`.
 #[derive(Debug, Clone)]

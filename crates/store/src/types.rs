@@ -1,7 +1,7 @@
 //! Records the store returns.
 
 use chrono::{DateTime, Utc};
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::schedule::{Misfire, Overlap, PeriodUnit, ScheduleSpec};
 use kairos_core::{JobKind, RetryPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -137,6 +137,10 @@ pub struct Schedule {
     pub misfire_threshold: Option<std::time::Duration>,
     /// A firing later than this is not run (None: the default, 7 days).
     pub misfire_window: Option<std::time::Duration>,
+    /// What a firing does while the previous occurrence still has open jobs.
+    pub overlap: Overlap,
+    /// The firing a `buffer_one` schedule holds until the previous occurrence's jobs end.
+    pub buffered_fire_at: Option<DateTime<Utc>>,
     /// The payload each job gets.
     pub payload: serde_json::Value,
     /// The webhook endpoint, for `webhook` schedules.
@@ -146,6 +150,9 @@ pub struct Schedule {
     /// The channels each firing creates a job for, when given explicitly; empty for a
     /// schedule made with a single kind (see [`Schedule::channel_list`]).
     pub channels: Vec<ScheduleChannel>,
+    /// The jobs' concurrency limit, its key a template over each job's payload (and
+    /// recipient); a channel's own replaces it.
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// Active, paused, finished.
     pub state: ScheduleState,
     /// The next nominal firing.
@@ -175,6 +182,9 @@ pub struct ScheduleChannel {
     /// Its jobs' retry policy; `None`: the schedule's, else the kind's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// Its jobs' concurrency limit; `None`: the schedule's, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 impl ScheduleChannel {
@@ -223,6 +233,7 @@ impl Schedule {
             payload: None,
             endpoint_id: self.endpoint_id.clone(),
             retry: self.retry.clone(),
+            concurrency: None,
         }]
     }
 }
@@ -260,7 +271,8 @@ pub struct ScheduleGap {
     /// The schedule.
     pub schedule_id: String,
     /// Why they did not run: `skip` (the misfire policy dropped them), `window` (later than
-    /// the schedule's misfire window); a value this version does not know is kept as is.
+    /// the schedule's misfire window), `overlap` (the previous occurrence was still running,
+    /// see [`Overlap`]); a value this version does not know is kept as is.
     pub reason: String,
     /// The first missed nominal firing.
     pub first_fire_at: DateTime<Utc>,

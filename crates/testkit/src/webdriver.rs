@@ -216,6 +216,28 @@ impl Browser {
         std::fs::write(path, png).expect("write screenshot");
     }
 
+    /// Resize the browser window to `width` × `height` pixels.
+    pub async fn set_window_size(&self, width: u32, height: u32) {
+        self.client
+            .set_window_size(width, height)
+            .await
+            .unwrap_or_else(|e| panic!("webdriver window size: {e}"));
+    }
+
+    /// How many CSS pixels the page is wider than its viewport (0: it fits, no horizontal
+    /// scrolling). Measured by a script in the browser; the page itself needs none.
+    pub async fn horizontal_overflow(&self) -> i64 {
+        let v = self
+            .client
+            .execute(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
+                vec![],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("webdriver execute: {e}"));
+        v.as_i64().unwrap_or(i64::MAX)
+    }
+
     /// End the session (closing chromium) and stop the driver.
     pub async fn quit(self) {
         let _ = self.client.clone().close().await;

@@ -104,6 +104,31 @@ pub fn render(field: &str, source: &str, ctx: &Value) -> Result<String, Template
     render_capped(field, source, ctx, MAX_OUTPUT_BYTES)
 }
 
+/// Render a one-line template (a concurrency key) against `ctx`: expressions only (`{{ … }}`,
+/// no `{% … %}` statements, so no loops), under the same fuel as a mail and at most
+/// `max_output` bytes. Cheap enough to run in place: no statement means no loop, and each
+/// expression's output is bounded by its inputs.
+pub fn render_line(
+    field: &str,
+    source: &str,
+    ctx: &Value,
+    max_output: usize,
+) -> Result<String, TemplateError> {
+    if source.contains("{%") {
+        return Err(TemplateError {
+            field: field.to_string(),
+            reason: "only {{ … }} expressions are allowed here, no {% … %} statements".into(),
+        });
+    }
+    render_capped(field, source, ctx, max_output)
+}
+
+/// Check a one-line template ([`render_line`]) against [`sample_context`]: a syntax error, a
+/// statement or a misspelt variable is refused, naming `field`.
+pub fn check_line(field: &str, source: &str, max_output: usize) -> Result<(), TemplateError> {
+    render_line(field, source, &sample_context(), max_output).map(|_| ())
+}
+
 /// Refuse the `*` operator inside tags (`{{ … }}`, `{% … %}`; not in string literals or
 /// comments). minijinja repeats a sequence by an integer lazily and iterates it without fuel:
 /// `{{ [] * 255550021534444 }}` ran for hours inside one instruction (found by the

@@ -36,6 +36,14 @@ async fn run_handler(kinds: &Kinds, job: &Job, ctx: &JobContext) -> Outcome {
             end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         )));
     }
+    // A concurrency key that could not be made (empty, too long, control characters, a
+    // template that failed) cannot be enforced: the job fails permanently, saying why
+    // (`completion_for` ends it dead), and nothing is sent.
+    if let Some(why) = key_problem(job) {
+        return Outcome::Failed(Failure::permanent(format!(
+            "concurrency key: {why}; not attempted"
+        )));
+    }
     let Some(handler) = kinds.handler_for(job) else {
         return Outcome::Failed(Failure::permanent(format!(
             "no handler is registered for kind {:?} on this node",
@@ -132,7 +140,11 @@ pub fn completion_for(
             }
         }
     };
-    let transition = within_deadline(kind, job, transition, &mut attempt);
+    let transition = if key_problem(job).is_some() {
+        Transition::Dead
+    } else {
+        within_deadline(kind, job, transition, &mut attempt)
+    };
     JobComplete {
         id: job.id.clone(),
         lease_token: job.lease_token.clone().unwrap_or_default(),
@@ -140,6 +152,11 @@ pub fn completion_for(
         transition,
         record_exposure: kind.records_exposure(),
     }
+}
+
+/// Why a job's concurrency key cannot be enforced, if it has one that cannot.
+fn key_problem(job: &Job) -> Option<String> {
+    job.concurrency.as_ref().and_then(|c| c.problem())
 }
 
 /// When a job's deadline ends, and the deadline: the kind's (`digest`, 15 minutes) or the
@@ -243,7 +260,36 @@ mod tests {
             lease_expires_at: None,
             last_error: None,
             reason: None,
+            concurrency: None,
         }
+    }
+
+    /// A job whose concurrency key could not be made is not attempted: it fails permanently,
+    /// dead at once, and the attempt says why.
+    #[tokio::test]
+    async fn a_failed_concurrency_key_ends_the_job_dead_saying_why() {
+        let mut j = job(RetryPolicy::notification());
+        j.concurrency = Some(kairos_core::Concurrency::rendered(String::new(), 1));
+        let ctx = JobContext {
+            now: j.run_at,
+            node: "n".into(),
+        };
+        let outcome = run_handler(&kinds(), &j, &ctx).await;
+        let Outcome::Failed(f) = &outcome else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(f.class, ErrorClass::Permanent);
+        assert!(f.message.contains("rendered empty"), "{}", f.message);
+        let c = completion_for(
+            kinds().get(j.kind.as_str()),
+            &j,
+            outcome,
+            j.run_at,
+            j.run_at,
+            "n",
+            0.5,
+        );
+        assert_eq!(c.transition, Transition::Dead);
     }
 
     /// A huge `Retry-After` (from the other side) with an uncapped policy built in code must

@@ -1,7 +1,7 @@
-//! The `endpoint_disabled` check: one warning per webhook endpoint disabled after a sustained
-//! failure streak (reason `failure_streak`), until it is enabled again, when the alert
-//! recovers. An endpoint disabled by a 410 Gone is the receiver's own request and does not
-//! warn.
+//! The `endpoint_disabled` check: one warning per disabled webhook endpoint — after a
+//! sustained failure streak (reason `failure_streak`) or by its receiver's 410 Gone — until it
+//! is enabled again, when the alert recovers. A 410 is the receiver's own request, but its
+//! jobs are skipped from then on: an operator must know (issue 36).
 
 use super::{CheckResult, CheckStatus, names};
 use chrono::{DateTime, Utc};
@@ -10,7 +10,7 @@ use kairos_store::{EndpointList, FAILURE_STREAK, Store};
 /// Most disabled endpoints examined per run (by id).
 pub const MAX_DISABLED_ENDPOINTS: usize = 1000;
 
-/// Endpoints disabled after a failure streak.
+/// Disabled endpoints: after a failure streak, or by a 410.
 pub(super) async fn endpoint_disabled(
     store: &dyn Store,
     _now: DateTime<Utc>,
@@ -31,19 +31,28 @@ pub(super) async fn endpoint_disabled(
         seen += page.len();
         let full = page.len() == 200;
         for e in page {
-            if e.disabled_reason.as_deref() != Some(FAILURE_STREAK) {
-                continue;
-            }
             // Never the URL: it may carry credentials.
-            let since = e
-                .health
-                .failing_since
-                .map(|t| format!(" failing since {}", t.to_rfc3339()))
-                .unwrap_or_default();
-            let text = format!(
-                "endpoint {} disabled after {} consecutive failed sends{since}; its jobs are skipped until it is enabled again",
-                e.id, e.health.consecutive_failures
-            );
+            let text = if e.disabled_reason.as_deref() == Some(FAILURE_STREAK) {
+                let since = e
+                    .health
+                    .failing_since
+                    .map(|t| format!(" failing since {}", t.to_rfc3339()))
+                    .unwrap_or_default();
+                format!(
+                    "endpoint {} disabled after {} consecutive failed sends{since}; its jobs are skipped until it is enabled again",
+                    e.id, e.health.consecutive_failures
+                )
+            } else {
+                let at = e
+                    .disabled_at
+                    .map(|t| format!(" at {}", t.to_rfc3339()))
+                    .unwrap_or_default();
+                format!(
+                    "endpoint {} disabled by its receiver ({}){at}; its jobs are skipped until it is enabled again",
+                    e.id,
+                    e.disabled_reason.as_deref().unwrap_or("no reason recorded")
+                )
+            };
             let mut r = CheckResult::new(
                 names::ENDPOINT_DISABLED,
                 Some(e.id),

@@ -45,6 +45,9 @@ pub struct NewChannel {
     /// The channel's retry policy (default: the schedule's `retry`, else the kind's).
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// The channel's concurrency limit (default: the schedule's `concurrency`).
+    #[serde(default)]
+    pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
 }
 
 /// Whether `name` is a valid channel name.
@@ -127,6 +130,9 @@ impl Kairos {
                     ));
                 }
             }
+            if let Some(cc) = &c.concurrency {
+                crate::concurrency::check(cc).map_err(|e| e.under(&format!("channels[{i}]")))?;
+            }
             if c.email.is_some() {
                 return Err(OpsError::invalid(
                     format!("channels[{i}].email"),
@@ -184,6 +190,7 @@ impl Kairos {
                 payload,
                 endpoint_id,
                 retry,
+                concurrency: c.concurrency.clone(),
             });
         }
         Ok(out)

@@ -31,6 +31,8 @@ pub struct EndpointStatus {
     pub attempts_24h: i64,
     /// Failed sends in the last 24 h.
     pub failures_24h: i64,
+    /// Its limits and the deliveries waiting on them.
+    pub limits: kairos_store::flow::EndpointLimits,
 }
 
 impl EndpointStatus {
@@ -116,6 +118,13 @@ impl Kairos {
         endpoints: Vec<Endpoint>,
         now: DateTime<Utc>,
     ) -> Result<Vec<EndpointStatus>, OpsError> {
+        let mut limits: HashMap<String, kairos_store::flow::EndpointLimits> = self
+            .store
+            .endpoint_limits_list(endpoints.iter().map(|e| e.id.clone()).collect())
+            .await?
+            .into_iter()
+            .map(|l| (l.endpoint_id.clone(), l))
+            .collect();
         let counts: HashMap<String, (i64, i64)> = self
             .store
             .endpoint_health_counts(EndpointHealthCounts {
@@ -131,6 +140,15 @@ impl Kairos {
             .map(|e| {
                 let (attempts_24h, failures_24h) = counts.get(&e.id).copied().unwrap_or((0, 0));
                 EndpointStatus {
+                    limits: limits.remove(&e.id).unwrap_or_else(|| {
+                        kairos_store::flow::EndpointLimits {
+                            endpoint_id: e.id.clone(),
+                            rate_limit: None,
+                            max_in_flight: None,
+                            waiting_rate_limit: 0,
+                            waiting_in_flight: 0,
+                        }
+                    }),
                     endpoint: e,
                     attempts_24h,
                     failures_24h,
@@ -200,5 +218,83 @@ impl Kairos {
             endpoint: ep,
             generated_secret: generated.then_some(secret),
         })
+    }
+}
+
+/// The largest `rate_limit.per_second` and `max_in_flight`.
+pub const MAX_LIMIT: i64 = 10_000;
+
+/// `PUT /v1/endpoints/{id}/limits`: a field left out means no limit of that kind.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = EndpointLimitsBody))]
+#[serde(deny_unknown_fields)]
+pub struct EndpointLimitsBody {
+    /// Deliveries per second, with a burst: `{"per_second": 20, "burst": 20}`.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitBody>,
+    /// Deliveries in flight at once (1 to 10000).
+    #[serde(default)]
+    pub max_in_flight: Option<i64>,
+}
+
+/// A rate limit: a token bucket refilled at `per_second` up to `burst`.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RateLimitBody))]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitBody {
+    /// Deliveries per second (1 to 10000).
+    pub per_second: i64,
+    /// How many may go at once after a quiet spell (1 to 100000; default `per_second`).
+    #[serde(default)]
+    pub burst: Option<i64>,
+}
+
+impl Kairos {
+    /// Set an endpoint's limits (`PUT /v1/endpoints/{id}/limits`): they hold for its
+    /// deliveries on every node from their next claim. A bad value is an error naming the
+    /// field, and nothing changes.
+    pub async fn endpoint_limits_set(
+        &self,
+        id: &str,
+        body: EndpointLimitsBody,
+    ) -> Result<kairos_store::flow::EndpointLimits, OpsError> {
+        let within = |field: &str, v: i64, most: i64| {
+            if (1..=most).contains(&v) {
+                Ok(u32::try_from(v).unwrap_or(u32::MAX))
+            } else {
+                Err(OpsError::invalid(
+                    field,
+                    format!("must be between 1 and {most}"),
+                ))
+            }
+        };
+        let rate_limit = match &body.rate_limit {
+            Some(r) => {
+                let per_second = within("rate_limit.per_second", r.per_second, MAX_LIMIT)?;
+                let burst = within(
+                    "rate_limit.burst",
+                    r.burst.unwrap_or(r.per_second),
+                    10 * MAX_LIMIT,
+                )?;
+                Some(kairos_store::flow::RateLimit { per_second, burst })
+            }
+            None => None,
+        };
+        let max_in_flight = body
+            .max_in_flight
+            .map(|m| within("max_in_flight", m, MAX_LIMIT))
+            .transpose()?;
+        let limits = self
+            .store
+            .endpoint_limits_set(kairos_store::flow::EndpointLimitsSet {
+                endpoint_id: id.to_string(),
+                rate_limit,
+                max_in_flight,
+                now: self.clock.now(),
+            })
+            .await?
+            .ok_or_else(|| OpsError::not_found("endpoint", id))?;
+        tracing::info!(endpoint_id = %id, "endpoint limits set");
+        Ok(limits)
     }
 }

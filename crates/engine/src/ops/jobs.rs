@@ -72,6 +72,9 @@ impl Kairos {
                 format!("must be 1 to {MAX_KEY} bytes without control characters"),
             ));
         }
+        if let Some(c) = &req.concurrency {
+            crate::concurrency::check(c)?;
+        }
         let k = self.kinds.get(kind.as_str());
         let retry = match &req.retry {
             Some(r) => r.to_policy(&k.default_retry())?,
@@ -88,6 +91,10 @@ impl Kairos {
         let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
         let retry_is_kind_default = retry == k.default_retry();
         let audience = kairos_core::JobAudience::of_payload(&payload);
+        let concurrency = req.concurrency.as_ref().map(|c| {
+            let empty = serde_json::json!({});
+            crate::concurrency::render(c, req.payload.as_ref().unwrap_or(&empty), None)
+        });
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind,
@@ -104,6 +111,7 @@ impl Kairos {
             retry_is_kind_default,
             run_at,
             now,
+            concurrency,
         })
     }
 

@@ -8,7 +8,9 @@ use crate::kinds::{KindRequest, RequestScope};
 use chrono::{DateTime, SubsecRound, Utc};
 use kairos_core::JobKind;
 use kairos_core::id::{IdPrefix, new_id};
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec, parse_timezone, period_key};
+use kairos_core::schedule::{
+    Misfire, Overlap, PeriodUnit, ScheduleSpec, parse_timezone, period_key,
+};
 use kairos_store::*;
 
 /// The longest misfire window (a year and a day: Temporal's default catch-up window is a year).
@@ -122,7 +124,14 @@ impl Kairos {
             req.misfire_threshold.as_deref(),
             req.misfire_window.as_deref(),
         )?;
+        let overlap = match req.overlap.as_deref() {
+            Some(o) => Overlap::parse(o)?,
+            None => Overlap::default(),
+        };
         let period = PeriodUnit::parse(req.period.as_deref().unwrap_or("occurrence"))?;
+        if let Some(c) = &req.concurrency {
+            crate::concurrency::check(c)?;
+        }
         if let Some(chs) = &req.channels {
             let base = ScheduleCreate {
                 id,
@@ -134,6 +143,7 @@ impl Kairos {
                 misfire,
                 misfire_threshold,
                 misfire_window,
+                overlap,
                 payload: serde_json::json!({}),
                 endpoint_id: None,
                 retry: None,
@@ -141,6 +151,7 @@ impl Kairos {
                 paused: req.paused.unwrap_or(false),
                 next_fire_at: None,
                 now,
+                concurrency: req.concurrency.clone(),
             };
             return self.schedule_def_channels(base, &req, chs, tz).await;
         }
@@ -189,6 +200,7 @@ impl Kairos {
             misfire,
             misfire_threshold,
             misfire_window,
+            overlap,
             payload,
             endpoint_id,
             retry,
@@ -196,6 +208,7 @@ impl Kairos {
             paused: req.paused.unwrap_or(false),
             next_fire_at,
             now,
+            concurrency: req.concurrency.clone(),
         };
         Ok((def, catch_up))
     }

@@ -362,12 +362,14 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         misfire: None,
         misfire_threshold: None,
         misfire_window: None,
+        overlap: None,
         period: None,
         paused: None,
         digest: None,
         catch_up: None,
         http: None,
         topic: None,
+        concurrency: None,
     }
 }
 
@@ -574,6 +576,24 @@ impl ScheduleStore for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::ScheduleGap>> {
         self.inner.schedule_gap_list(p).await
     }
+    async fn schedule_buffered(
+        &self,
+        p: kairos_store::ScheduleBuffered,
+    ) -> kairos_store::Result<Vec<kairos_store::Schedule>> {
+        self.inner.schedule_buffered(p).await
+    }
+    async fn schedule_buffer_fire(
+        &self,
+        p: kairos_store::ScheduleBufferFire,
+    ) -> kairos_store::Result<kairos_store::ScheduleFired> {
+        self.inner.schedule_buffer_fire(p).await
+    }
+    async fn occurrence_open(
+        &self,
+        p: kairos_store::OccurrenceOpen,
+    ) -> kairos_store::Result<Vec<String>> {
+        self.inner.occurrence_open(p).await
+    }
 }
 
 #[async_trait]
@@ -583,6 +603,18 @@ impl EndpointStore for CountingStore {
     }
     async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
         self.inner.endpoint_get(id).await
+    }
+    async fn endpoint_limits_set(
+        &self,
+        p: kairos_store::flow::EndpointLimitsSet,
+    ) -> kairos_store::Result<Option<kairos_store::flow::EndpointLimits>> {
+        self.inner.endpoint_limits_set(p).await
+    }
+    async fn endpoint_limits_list(
+        &self,
+        ids: Vec<String>,
+    ) -> kairos_store::Result<Vec<kairos_store::flow::EndpointLimits>> {
+        self.inner.endpoint_limits_list(ids).await
     }
     async fn endpoint_list(
         &self,
@@ -856,6 +888,11 @@ impl InsightStore for CountingStore {
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
     }
+    async fn job_waiting(
+        &self,
+    ) -> kairos_store::Result<Vec<kairos_store::concurrency::JobWaiting>> {
+        self.inner.job_waiting().await
+    }
     async fn job_backlog(
         &self,
         p: kairos_store::JobBacklog,
@@ -867,6 +904,12 @@ impl InsightStore for CountingStore {
         p: kairos_store::JobCountFinished,
     ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_finished(p).await
+    }
+    async fn job_finished_series(
+        &self,
+        p: kairos_store::JobFinishedSeries,
+    ) -> kairos_store::Result<Vec<kairos_store::FinishedBucket>> {
+        self.inner.job_finished_series(p).await
     }
     async fn job_dead_scheduled(
         &self,

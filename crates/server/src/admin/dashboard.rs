@@ -1,16 +1,22 @@
 //! `GET /admin`: jobs per state and the SLO panel.
 
 use crate::AppState;
+use crate::admin::charts;
+use crate::admin::search::RefreshQuery;
 use crate::admin::session::Operator;
 use crate::admin::state_label;
 use crate::admin::views::fmt_t;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use minijinja::context;
 
 /// `GET /admin`: jobs by state and the SLO panel.
-pub async fn dashboard(op: Operator, State(state): State<AppState>) -> Response {
+pub async fn dashboard(
+    op: Operator,
+    State(state): State<AppState>,
+    Query(r): Query<RefreshQuery>,
+) -> Response {
     let counts = match state.kairos.store().job_count_by_state().await {
         Ok(c) => c,
         Err(e) => return store_error(&op, &state, e).await,
@@ -24,10 +30,57 @@ pub async fn dashboard(op: Operator, State(state): State<AppState>) -> Response 
         Ok(rows) => (rows, None),
         Err(msg) => (Vec::new(), Some(msg)),
     };
+    let hour = charts::chart(
+        &state,
+        "chart-hour",
+        "Jobs finished per minute, last hour",
+        now,
+        chrono::Duration::minutes(1),
+        60,
+    )
+    .await;
+    let day = charts::chart(
+        &state,
+        "chart-day",
+        "Jobs finished per 15 minutes, last day",
+        now,
+        chrono::Duration::minutes(15),
+        96,
+    )
+    .await;
+    let (hour, day) = match (hour, day) {
+        (Ok(h), Ok(d)) => (h, d),
+        (Err(e), _) | (_, Err(e)) => return store_error(&op, &state, e).await,
+    };
+    let backlog = state
+        .kairos
+        .store()
+        .job_backlog(kairos_store::JobBacklog {
+            now,
+            stuck_before: now,
+            lease_expired_before: now,
+        })
+        .await
+        .ok();
+    let queue = backlog.map(|b| {
+        context! {
+            due => b.due,
+            oldest_secs => b.oldest_due_at.map(|t| (now - t).num_seconds().max(0)),
+            lease_expired => b.lease_expired,
+        }
+    });
     op.page(
         &state,
         "dashboard.html",
-        context! { counts, slo, slo_error, now => fmt_t(now) },
+        context! {
+            counts, slo, slo_error, now => fmt_t(now),
+            hour_svg => minijinja::Value::from_safe_string(hour.svg),
+            day_svg => minijinja::Value::from_safe_string(day.svg),
+            hour => context! { succeeded => hour.succeeded, dead => hour.dead },
+            day => context! { succeeded => day.succeeded, dead => day.dead },
+            queue,
+            refresh => r.seconds(), refresh_path => "/admin",
+        },
     )
     .await
 }

@@ -4,7 +4,6 @@
 //! API shows it.
 
 use crate::AppState;
-use crate::admin::CsrfForm;
 use crate::admin::session::{Operator, csrf_refused};
 use crate::routes::endpoints::EndpointView;
 use axum::extract::{Form, Path, Query, State};
@@ -46,25 +45,7 @@ pub async fn list(
                 .await;
         }
     };
-    let dash = |v: Option<String>| v.unwrap_or_else(|| "—".into());
-    let rows: Vec<_> = rows
-        .into_iter()
-        .map(|s| {
-            let v = EndpointView::new(s, now);
-            let h = v.health;
-            context! {
-                id => v.id, url => v.url,
-                disabled => v.disabled_at.is_some(),
-                disabled_at => dash(v.disabled_at), disabled_reason => dash(v.disabled_reason),
-                last_success_at => dash(h.last_success_at), last_failure_at => dash(h.last_failure_at),
-                last_failure => v.last_failure.unwrap_or_default(),
-                streak => h.consecutive_failures, failing_since => dash(h.failing_since),
-                attempts_24h => h.attempts_24h, failures_24h => h.failures_24h,
-                rate_24h => h.failure_rate_24h.map(|r| format!("{:.1}%", r * 100.0)).unwrap_or_else(|| "—".into()),
-                rotation_until => v.previous_secret_expires_at,
-            }
-        })
-        .collect();
+    let rows: Vec<_> = rows.into_iter().map(|s| endpoint_row(s, now)).collect();
     let notice = match n.notice.as_deref() {
         Some("enabled") => Some("Enabled: later jobs to it are sent again."),
         Some("refused") => Some("That action was refused; the endpoint may not exist."),
@@ -74,19 +55,41 @@ pub async fn list(
         .await
 }
 
+/// One endpoint as the pages show it: masked URL, state, health (never the secret).
+pub fn endpoint_row(
+    s: kairos_engine::ops::EndpointStatus,
+    now: chrono::DateTime<chrono::Utc>,
+) -> minijinja::Value {
+    let dash = |v: Option<String>| v.unwrap_or_else(|| "—".into());
+    let v = EndpointView::new(s, now);
+    let h = v.health;
+    context! {
+        id => v.id, url => v.url,
+        disabled => v.disabled_at.is_some(),
+        disabled_at => dash(v.disabled_at), disabled_reason => dash(v.disabled_reason),
+        last_success_at => dash(h.last_success_at), last_failure_at => dash(h.last_failure_at),
+        last_failure => v.last_failure.unwrap_or_default(),
+        streak => h.consecutive_failures, failing_since => dash(h.failing_since),
+        attempts_24h => h.attempts_24h, failures_24h => h.failures_24h,
+        rate_24h => h.failure_rate_24h.map(|r| format!("{:.1}%", r * 100.0)).unwrap_or_else(|| "—".into()),
+        rotation_until => v.previous_secret_expires_at,
+    }
+}
+
 /// `POST /admin/endpoints/{id}/enable`.
 pub async fn enable(
     op: Operator,
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<crate::admin::endpoint_page::PageForm>,
 ) -> Response {
     if !op.csrf_ok(&form.csrf) {
         return csrf_refused();
     }
+    let back = form.back(&id);
     let to = match state.kairos.endpoint_enable(&id).await {
-        Ok(_) => "/admin/endpoints?notice=enabled",
-        Err(_) => "/admin/endpoints?notice=refused",
+        Ok(_) => format!("{back}?notice=enabled"),
+        Err(_) => format!("{back}?notice=refused"),
     };
-    Redirect::to(to).into_response()
+    Redirect::to(&to).into_response()
 }

@@ -27,6 +27,9 @@ pub struct JobFilters {
     /// Period key.
     #[serde(default)]
     pub period: Option<String>,
+    /// Webhook endpoint id (the endpoint page's "its jobs").
+    #[serde(default)]
+    pub endpoint: Option<String>,
     /// Topic (audience jobs).
     #[serde(default)]
     pub topic: Option<String>,
@@ -49,6 +52,9 @@ pub struct JobFilters {
     /// How many jobs a bulk action just acted on (with `notice`).
     #[serde(default)]
     pub done: Option<u64>,
+    /// Live refresh: reload every this many seconds (see [`crate::admin::search::RefreshQuery`]).
+    #[serde(default)]
+    pub refresh: Option<String>,
 }
 
 /// A trimmed, non-empty value, or `None`: an empty form field is no filter.
@@ -94,6 +100,8 @@ impl JobFilters {
             topic: blank(&self.topic),
             recipient_id: blank(&self.recipient),
             channel: blank(&self.channel),
+            endpoint_id: blank(&self.endpoint),
+            payload_text: None,
             created_from: blank(&self.from)
                 .map(|v| parse_instant("from", &v))
                 .transpose()?,
@@ -130,6 +138,7 @@ impl JobFilters {
             ("channel", &self.channel),
             ("schedule", &self.schedule),
             ("period", &self.period),
+            ("endpoint", &self.endpoint),
             ("topic", &self.topic),
             ("recipient", &self.recipient),
             ("from", &self.from),
@@ -148,6 +157,7 @@ impl JobFilters {
             "channel" => &mut self.channel,
             "schedule" => &mut self.schedule,
             "period" => &mut self.period,
+            "endpoint" => &mut self.endpoint,
             "topic" => &mut self.topic,
             "recipient" => &mut self.recipient,
             "from" => &mut self.from,
@@ -167,6 +177,7 @@ fn serde_urlencoded_pairs(f: &JobFilters) -> String {
         ("channel", &f.channel),
         ("schedule", &f.schedule),
         ("period", &f.period),
+        ("endpoint", &f.endpoint),
         ("topic", &f.topic),
         ("recipient", &f.recipient),
         ("from", &f.from),

@@ -7,7 +7,7 @@ use crate::admin::CsrfForm;
 use crate::admin::dashboard::store_error;
 use crate::admin::filters::{JobFilters, PAGE, blank, urlencode};
 use crate::admin::session::{Operator, csrf_refused};
-use crate::admin::views::{AttemptRow, JobRow};
+use crate::admin::views::{JobRow, attempt_rounds};
 use axum::extract::{Form, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use kairos_store::JobSearch;
@@ -30,16 +30,29 @@ pub async fn list(
     let next = (rows.len() as i64 == PAGE)
         .then(|| rows.last().map(|j| f.query_with_before(&j.id)))
         .flatten();
+    let names = schedule_names(&state, &rows).await;
     let rows: Vec<JobRow> = rows
         .iter()
-        .map(|j| JobRow::new(state.kairos.kinds(), j))
+        .map(|j| {
+            let mut r = JobRow::new(state.kairos.kinds(), j);
+            r.schedule_name = j.schedule_id.as_ref().and_then(|id| names.get(id).cloned());
+            r
+        })
         .collect();
     let notice = bulk_notice(&f);
     let filter_pairs = f.pairs();
+    let refresh = crate::admin::search::RefreshQuery {
+        refresh: f.refresh.clone(),
+    }
+    .seconds();
+    let refresh_path = match f.query() {
+        q if q.is_empty() => "/admin/jobs".to_string(),
+        q => format!("/admin/jobs?{q}"),
+    };
     op.page(
         &state,
         "jobs.html",
-        context! { rows, f, error, next, notice, filter_pairs },
+        context! { rows, f, error, next, notice, filter_pairs, refresh, refresh_path },
     )
     .await
 }
@@ -53,13 +66,20 @@ pub async fn show(
 ) -> Response {
     match state.kairos.job_get(&id).await {
         Ok((job, attempts)) => {
-            let attempts: Vec<AttemptRow> = attempts.iter().map(AttemptRow::from).collect();
+            let attempts = attempt_rounds(&attempts);
+            let rounds = attempts.iter().filter(|a| a.new_round()).count() + 1;
             let payload = serde_json::to_string_pretty(&job.payload).unwrap_or_default();
+            let mut row = JobRow::new(state.kairos.kinds(), &job);
+            row.schedule_name = schedule_names(&state, std::slice::from_ref(&job))
+                .await
+                .into_values()
+                .next();
+            let target = http_target_of(&state, &job).await;
             op.page(
                 &state,
                 "job.html",
                 context! {
-                    job => JobRow::new(state.kairos.kinds(), &job), attempts, payload,
+                    job => row, attempts, payload, target, rounds,
                     notice => notice_text(f.notice.as_deref()),
                 },
             )
@@ -72,6 +92,46 @@ pub async fn show(
             (axum::http::StatusCode::NOT_FOUND, page).into_response()
         }
         Err(e) => store_error(&op, &state, e).await,
+    }
+}
+
+/// The names of the schedules of `jobs`, by id (one read per distinct schedule: a page holds
+/// at most [`PAGE`] jobs). A schedule deleted since shows its id.
+pub async fn schedule_names(
+    state: &AppState,
+    jobs: &[kairos_core::Job],
+) -> std::collections::HashMap<String, String> {
+    let ids: std::collections::BTreeSet<&String> =
+        jobs.iter().filter_map(|j| j.schedule_id.as_ref()).collect();
+    let mut names = std::collections::HashMap::new();
+    for id in ids {
+        if let Ok(Some(s)) = state.kairos.store().schedule_get(id).await {
+            names.insert(id.clone(), s.name);
+        }
+    }
+    names
+}
+
+/// The method and URL an `http` job calls (credentials masked), when it is one.
+async fn http_target_of(state: &AppState, job: &kairos_core::Job) -> Option<minijinja::Value> {
+    let id = job
+        .payload
+        .get(kairos_engine::kinds::http::HTTP_TARGET_KEY)?
+        .as_str()?;
+    http_target_view(state, id).await
+}
+
+/// A stored http target as the pages show it: id, method, masked URL; `None` when gone.
+pub async fn http_target_view(state: &AppState, id: &str) -> Option<minijinja::Value> {
+    match state.kairos.store().http_target_get(id).await {
+        Ok(Some(t)) => Some(context! {
+            id => t.id, method => t.method, url => crate::admin::mask_url(&t.url),
+        }),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "admin: http target unreadable");
+            None
+        }
     }
 }
 

@@ -16,21 +16,39 @@
 //!   pause, resume, fire now.
 //! - `/admin/schedules/{id}/occurrences` — each firing with its channels side by side and the
 //!   derived status (success, partial, failure, skipped, cancelled, pending).
+//! - `/admin/schedules/{id}` — one schedule: its target (http URL and method or webhook
+//!   endpoint, credentials masked), payload, retry, channels, misfire rule, next firings in its
+//!   zone and UTC, recent occurrences; pause, resume, fire, edit, delete
+//!   (`/admin/schedules/new` and `/admin/schedules/{id}/edit` take the API's JSON body).
 //! - `/admin/endpoints` — webhook endpoints with their health and disabled state; enable a
 //!   disabled one again.
+//! - `/admin/endpoints/{id}` — one endpoint: health and recent deliveries with the request
+//!   sent and the response; resend one, send a test event, rotate the secret.
+//! - `/admin/search` — a job, schedule or endpoint id opens its page; other text finds
+//!   schedules by name and jobs by payload text.
+//! - `/admin/running` — running jobs and the nodes holding them.
+//!
+//! Every id on a page is a link to its page (job → schedule, occurrence, endpoint; SLO
+//! messages' ids); the overview and the lists reload on their own when asked
+//! (`?refresh=N`, a `<meta http-equiv=refresh>`, no JavaScript).
 //! - `/admin/topics/{name}` — a topic's A/B variants with their mails sent, delivered,
 //!   opened, clicked, bounced and complained.
 //!
 //! Stored values the code does not know (a state written by a newer version) render as
 //! "unknown" and never break a page.
 
+pub mod charts;
 pub mod dashboard;
 pub mod deliveries;
+pub mod endpoint_page;
 pub mod endpoints;
 pub mod filters;
 pub mod jobs;
 pub mod login_limit;
+pub mod schedule_edit;
+pub mod schedule_page;
 pub mod schedules;
+pub mod search;
 pub mod session;
 pub mod topics;
 pub mod views;
@@ -74,11 +92,20 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("job.html", include_str!("templates/job.html")),
     ("dead.html", include_str!("templates/dead.html")),
     ("schedules.html", include_str!("templates/schedules.html")),
+    ("schedule.html", include_str!("templates/schedule.html")),
+    (
+        "schedule_form.html",
+        include_str!("templates/schedule_form.html"),
+    ),
+    ("running.html", include_str!("templates/running.html")),
+    ("search.html", include_str!("templates/search.html")),
+    ("refresh.html", include_str!("templates/refresh.html")),
     (
         "occurrences.html",
         include_str!("templates/occurrences.html"),
     ),
     ("endpoints.html", include_str!("templates/endpoints.html")),
+    ("endpoint.html", include_str!("templates/endpoint.html")),
     ("topic.html", include_str!("templates/topic.html")),
     ("deliveries.html", include_str!("templates/deliveries.html")),
 ];
@@ -96,6 +123,8 @@ static ENV: std::sync::LazyLock<Environment<'static>> = std::sync::LazyLock::new
     }
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
     env.add_filter("truncate", truncate);
+    env.add_filter("linkify", linkify);
+    env.add_filter("text", text);
     env
 });
 
@@ -150,6 +179,70 @@ fn truncate(s: String, n: usize) -> String {
     }
 }
 
+/// A URL as every admin page shows it: a password and query values masked
+/// (`https://user:***@host/path?token=***`). The one masking function, shared with the API's
+/// views ([`kairos_core::text::mask_url`]), so the admin never shows more than the API.
+pub fn mask_url(url: &str) -> String {
+    kairos_core::text::mask_url(url)
+}
+
+/// The admin page an id of this kind opens, by its prefix.
+fn id_page(id: &str) -> Option<&'static str> {
+    [
+        ("job_", "/admin/jobs/"),
+        ("sch_", "/admin/schedules/"),
+        ("ep_", "/admin/endpoints/"),
+    ]
+    .into_iter()
+    .find(|(p, _)| {
+        id.strip_prefix(p)
+            .is_some_and(|r| r.len() == 32 && r.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+    .map(|(_, page)| page)
+}
+
+fn escape_html(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// `s` escaped for HTML text without touching `/` (minijinja's escaping writes `&#x2f;`): a
+/// URL on a page reads as itself in the HTML source too, so a plain-HTTP client finds it.
+fn text(s: String) -> minijinja::Value {
+    let mut out = String::with_capacity(s.len());
+    escape_html(&s, &mut out);
+    minijinja::Value::from_safe_string(out)
+}
+
+/// `s` escaped, with every job, schedule and endpoint id in it a link to its page (SLO
+/// messages and errors name what they are about: the operator follows them without typing).
+fn linkify(s: String) -> minijinja::Value {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s.as_str();
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(end.max(rest.chars().next().map_or(1, char::len_utf8)));
+        match id_page(word) {
+            Some(page) => out.push_str(&format!(
+                "<a class=\"id-link mono\" href=\"{page}{word}\">{word}</a>"
+            )),
+            None => escape_html(word, &mut out),
+        }
+        rest = tail;
+    }
+    minijinja::Value::from_safe_string(out)
+}
+
 /// The `/admin` routes (nest them under `/admin`).
 pub fn router(state: &AppState) -> Router<AppState> {
     let admin = Arc::new(Admin {
@@ -169,9 +262,24 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/dead/replay", post(jobs::dead_replay))
         .route("/deliveries", get(deliveries::list))
         .route("/schedules", get(schedules::list))
+        .route(
+            "/schedules/new",
+            get(schedule_edit::new_form).post(schedule_edit::create),
+        )
+        .route("/schedules/{id}", get(schedule_page::show))
+        .route(
+            "/schedules/{id}/edit",
+            get(schedule_edit::edit_form).post(schedule_edit::update),
+        )
         .route("/schedules/{id}/occurrences", get(schedules::occurrences))
         .route("/schedules/{id}/{action}", post(schedules::act))
+        .route("/search", get(search::search))
+        .route("/running", get(search::running))
         .route("/endpoints", get(endpoints::list))
+        .route("/endpoints/{id}", get(endpoint_page::show))
+        .route("/endpoints/{id}/resend", post(endpoint_page::resend))
+        .route("/endpoints/{id}/test", post(endpoint_page::test_event))
+        .route("/endpoints/{id}/rotate", post(endpoint_page::rotate))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
         .route("/topics/{name}", get(topics::show))
         .layer(axum::Extension(admin))
@@ -332,5 +440,24 @@ mod tests {
         }
         assert_eq!(truncate("héllo".into(), 2), "hé…");
         assert_eq!(truncate("hi".into(), 5), "hi");
+    }
+
+    #[test]
+    fn linkify_links_well_formed_ids_and_escapes_the_rest() {
+        let sch = "sch_0193a0b0c0d0e0f00112233445566778";
+        let html = linkify(format!("schedule {sch}: <b>3</b> dead; job_x is no id")).to_string();
+        assert!(
+            html.contains(&format!(
+                "<a class=\"id-link mono\" href=\"/admin/schedules/{sch}\">{sch}</a>"
+            )),
+            "{html}"
+        );
+        assert!(html.contains("&lt;b&gt;3&lt;/b&gt;"), "{html}");
+        assert!(!html.contains("/admin/jobs/job_x"), "{html}");
+        assert_eq!(linkify("héllo — ok".into()).to_string(), "héllo — ok");
+        assert_eq!(
+            text("https://u:***@h/p?a=***&b=<x>".into()).to_string(),
+            "https://u:***@h/p?a=***&amp;b=&lt;x&gt;"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! pause, resume and "fire now".
 
 use crate::AppState;
-use crate::admin::CsrfForm;
+use crate::admin::filters::urlencode;
 use crate::admin::session::{Operator, csrf_refused};
 use axum::extract::{Form, Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -65,6 +65,8 @@ pub async fn list(
                 id => s.id, name => s.name, kind => s.kind.as_str(),
                 spec => spec_text(&s.spec), timezone => s.timezone,
                 state => match st { "active" | "paused" | "finished" => st, _ => "unknown" },
+                overlap => s.overlap.as_str(),
+                held => s.buffered_fire_at.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
                 upcoming,
             }
         })
@@ -75,6 +77,9 @@ pub async fn list(
         )),
         (Some("paused"), _) => Some("Paused.".to_string()),
         (Some("resumed"), _) => Some("Resumed.".to_string()),
+        (Some("deleted"), _) => {
+            Some("Deleted; its jobs already created stay until they finish.".to_string())
+        }
         (Some("refused"), _) => {
             Some("That action was refused; the schedule may have changed.".to_string())
         }
@@ -84,24 +89,50 @@ pub async fn list(
         .await
 }
 
-/// `POST /admin/schedules/{id}/{pause|resume|fire}`.
+/// The form of a schedule action: the CSRF token, and `from=page` when it was pressed on the
+/// schedule's own page (which it then returns to).
+#[derive(Debug, Deserialize)]
+pub struct ActForm {
+    csrf: String,
+    #[serde(default)]
+    from: Option<String>,
+    /// The "sure" box a delete needs (a deleted schedule cannot be brought back).
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
+/// `POST /admin/schedules/{id}/{pause|resume|fire|delete}`.
 pub async fn act(
     op: Operator,
     State(state): State<AppState>,
     Path((id, action)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<ActForm>,
 ) -> Response {
     if !op.csrf_ok(&form.csrf) {
         return csrf_refused();
     }
+    let back = if form.from.as_deref() == Some("page") {
+        format!("/admin/schedules/{}", urlencode(&id))
+    } else {
+        "/admin/schedules".to_string()
+    };
     let to = match action.as_str() {
         "pause" | "resume" => match state.kairos.schedule_pause(&id, action == "pause").await {
-            Ok(_) => format!("/admin/schedules?notice={action}d"),
-            Err(_) => "/admin/schedules?notice=refused".to_string(),
+            Ok(_) => format!("{back}?notice={action}d"),
+            Err(_) => format!("{back}?notice=refused"),
         },
         "fire" => match state.kairos.schedule_fire_now(&id).await {
-            Ok(f) => format!("/admin/schedules?notice=fired&created={}", f.created.len()),
-            Err(_) => "/admin/schedules?notice=refused".to_string(),
+            Ok(f) => format!("{back}?notice=fired&created={}", f.created.len()),
+            Err(_) => format!("{back}?notice=refused"),
+        },
+        // The list, not the page: the page is gone.
+        "delete" if form.confirm.as_deref() != Some("1") => format!("{back}?notice=refused"),
+        "delete" => match state.kairos.schedule_delete(&id).await {
+            Ok(()) => {
+                tracing::info!(schedule_id = %id, "schedule deleted from the admin UI");
+                "/admin/schedules?notice=deleted".to_string()
+            }
+            Err(_) => format!("{back}?notice=refused"),
         },
         _ => return (axum::http::StatusCode::NOT_FOUND, "no such action").into_response(),
     };
@@ -109,7 +140,7 @@ pub async fn act(
 }
 
 /// The schedule's clock as one line.
-fn spec_text(spec: &ScheduleSpec) -> String {
+pub fn spec_text(spec: &ScheduleSpec) -> String {
     match spec {
         ScheduleSpec::Cron { expr } => format!("cron {expr}"),
         ScheduleSpec::At { at } => format!("at {}", at.to_rfc3339_opts(SecondsFormat::Secs, true)),
@@ -181,7 +212,9 @@ pub async fn occurrences(
         &state,
         "occurrences.html",
         context! {
-            schedule => context! { id => schedule.id, name => schedule.name },
+            schedule => context! {
+                id => schedule.id, name => schedule.name, overlap => schedule.overlap.as_str(),
+            },
             channels, rows, period, error,
         },
     )

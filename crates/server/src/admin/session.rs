@@ -136,7 +136,12 @@ impl Operator {
             Ok(alerts) => alerts
                 .into_iter()
                 .filter(|a| a.active)
-                .map(|a| minijinja::context! { key => a.key, message => a.message, since => a.since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) })
+                .map(|a| {
+                    // The key is `check` or `check:subject`; the subject (a schedule or
+                    // endpoint id) becomes a link on the banner.
+                    let subject = a.key.split_once(':').map(|(_, s)| s.to_string());
+                    minijinja::context! { key => a.key, subject, message => a.message, since => a.since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) }
+                })
                 .collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "admin: SLO alert state unreadable");

@@ -19,7 +19,14 @@ pub struct JobRow {
     channel: Option<String>,
     state: &'static str,
     schedule_id: Option<String>,
+    /// The schedule's name, when the page looked it up (lists show schedules by name).
+    pub schedule_name: Option<String>,
     period_key: Option<String>,
+    endpoint_id: Option<String>,
+    http_target_id: Option<String>,
+    node: Option<String>,
+    /// The payload as compact JSON (ids and parameters only: no secrets in payloads).
+    payload_text: String,
     attempt: i32,
     max_attempts: u32,
     run_at: String,
@@ -36,13 +43,29 @@ impl JobRow {
     /// kind's default.
     pub fn new(kinds: &kairos_engine::Kinds, j: &Job) -> Self {
         let state = state_label(j.state.as_str());
+        // An available job that has already run is waiting out a retry delay: shown apart
+        // from fresh work, as Sidekiq and Oban do.
+        let shown = if state == "available" && j.attempt > 0 {
+            "retrying"
+        } else {
+            state
+        };
         JobRow {
             id: j.id.clone(),
             kind: j.kind.as_str().to_string(),
             channel: j.channel.clone(),
-            state,
+            state: shown,
             schedule_id: j.schedule_id.clone(),
+            schedule_name: None,
             period_key: j.period_key.clone(),
+            endpoint_id: j.endpoint_id.clone(),
+            http_target_id: j
+                .payload
+                .get(kairos_engine::kinds::http::HTTP_TARGET_KEY)
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            node: j.locked_by.clone(),
+            payload_text: j.payload.to_string(),
             attempt: j.attempt,
             max_attempts: kinds.retry_of(j).max_attempts(),
             run_at: fmt_t(j.run_at),
@@ -60,6 +83,10 @@ impl JobRow {
 #[derive(Debug, Serialize)]
 pub struct AttemptRow {
     attempt: i32,
+    /// The replay round this attempt belongs to (1: before any replay).
+    round: usize,
+    /// Whether this attempt starts a new round (a replay restarted the attempt count).
+    new_round: bool,
     started_at: String,
     duration_ms: i64,
     outcome: String,
@@ -75,6 +102,8 @@ impl From<&Attempt> for AttemptRow {
     fn from(a: &Attempt) -> Self {
         AttemptRow {
             attempt: a.attempt,
+            round: 1,
+            new_round: false,
             started_at: fmt_t(a.started_at),
             duration_ms: (a.finished_at - a.started_at).num_milliseconds(),
             outcome: a.outcome.to_string(),
@@ -86,4 +115,31 @@ impl From<&Attempt> for AttemptRow {
             node: a.node.clone(),
         }
     }
+}
+
+impl AttemptRow {
+    /// Whether this attempt starts a new replay round.
+    pub fn new_round(&self) -> bool {
+        self.new_round
+    }
+}
+
+/// The attempts in order, each with its replay round: a replay restarts the attempt count
+/// (1, 2, 3, 1, 2, …), so an attempt numbered no higher than the one before it opens a round.
+pub fn attempt_rounds(attempts: &[Attempt]) -> Vec<AttemptRow> {
+    let mut round = 1;
+    let mut prev: Option<i32> = None;
+    attempts
+        .iter()
+        .map(|a| {
+            let mut row = AttemptRow::from(a);
+            if prev.is_some_and(|p| a.attempt <= p) {
+                round += 1;
+                row.new_round = true;
+            }
+            row.round = round;
+            prev = Some(a.attempt);
+            row
+        })
+        .collect()
 }

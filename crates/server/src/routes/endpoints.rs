@@ -8,10 +8,10 @@
 //! here. The secret is never shown.
 
 use crate::AppState;
-use crate::problem::{ApiQuery, ApiResult, OptionalJson, Problem};
+use crate::problem::{ApiJson, ApiQuery, ApiResult, OptionalJson, Problem};
 use crate::views::{ts, ts_opt};
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use kairos_engine::ops::{EndpointStatus, SecretRotation};
@@ -25,6 +25,46 @@ pub fn router() -> Router<AppState> {
         .route("/{id}", get(show))
         .route("/{id}/enable", post(enable))
         .route("/{id}/rotate", post(rotate))
+        .route("/{id}/limits", put(limits))
+}
+
+/// A rate limit: deliveries per second, with a burst.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RateLimitView {
+    /// Deliveries per second.
+    pub per_second: u32,
+    /// How many may go at once after a quiet spell.
+    pub burst: u32,
+}
+
+/// An endpoint's limits (`PUT /v1/endpoints/{id}/limits` answers with them).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct LimitsView {
+    /// Its rate limit; null: none.
+    pub rate_limit: Option<RateLimitView>,
+    /// Deliveries in flight at once; null: no limit.
+    pub max_in_flight: Option<u32>,
+}
+
+impl LimitsView {
+    fn new(l: &kairos_store::flow::EndpointLimits) -> Self {
+        LimitsView {
+            rate_limit: l.rate_limit.map(|r| RateLimitView {
+                per_second: r.per_second,
+                burst: r.burst,
+            }),
+            max_in_flight: l.max_in_flight,
+        }
+    }
+}
+
+/// Due deliveries waiting on an endpoint's limits (not attempts: they wait without one).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WaitingView {
+    /// Waiting for a token of the rate limit.
+    pub rate_limit: i64,
+    /// Waiting for one of the `max_in_flight` slots.
+    pub in_flight: i64,
 }
 
 /// An endpoint's delivery health. Folded from the attempt log by a background service, so it
@@ -71,6 +111,12 @@ pub struct EndpointView {
     /// While a secret rotation window is open: when the previous secret stops signing
     /// (RFC 3339); null otherwise.
     pub previous_secret_expires_at: Option<String>,
+    /// Its rate limit (`PUT /v1/endpoints/{id}/limits`); null: none.
+    pub rate_limit: Option<RateLimitView>,
+    /// Its limit of deliveries in flight at once; null: none.
+    pub max_in_flight: Option<u32>,
+    /// Due deliveries waiting on those limits now.
+    pub waiting: WaitingView,
 }
 
 impl EndpointView {
@@ -79,7 +125,14 @@ impl EndpointView {
         let rate = s.failure_rate_24h();
         let e = s.endpoint;
         let window_open = e.previous_secret_at(now).is_some();
+        let limits = LimitsView::new(&s.limits);
         EndpointView {
+            rate_limit: limits.rate_limit,
+            max_in_flight: limits.max_in_flight,
+            waiting: WaitingView {
+                rate_limit: s.limits.waiting_rate_limit,
+                in_flight: s.limits.waiting_in_flight,
+            },
             health: EndpointHealthView {
                 last_success_at: ts_opt(e.health.last_success_at),
                 last_failure_at: ts_opt(e.last_failure_at),
@@ -242,6 +295,32 @@ pub async fn rotate(
         secret: r.generated_secret,
     }))
 }
+
+/// Set an endpoint's limits: `{"rate_limit": {"per_second": 20, "burst": 20},
+/// "max_in_flight": 4}`; a field left out means no limit of that kind (an empty body removes
+/// both). A delivery over a limit waits, due again when it may go, without spending an
+/// attempt or holding a handler slot; the limits hold across every node (see
+/// docs/flow-control.md).
+#[utoipa::path(operation_id = "endpoints_limits", put, path = "/v1/endpoints/{id}/limits", tag = "endpoints",
+    request_body = EndpointLimitsBody,
+    params(("id" = String, Path, description = "Endpoint id (`ep_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The endpoint's limits now", body = LimitsView),
+        (status = 404, description = "No such endpoint", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A limit is not valid; nothing changed", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn limits(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<EndpointLimitsBody>,
+) -> ApiResult<Json<LimitsView>> {
+    let l = state.kairos.endpoint_limits_set(&id, body).await?;
+    Ok(Json(LimitsView::new(&l)))
+}
+
+/// The body of `PUT /v1/endpoints/{id}/limits`, as the document names it.
+pub use kairos_engine::ops::EndpointLimitsBody;
 
 /// The body of a rotation, as the document names it.
 pub use kairos_engine::ops::SecretRotation as RotateBody;

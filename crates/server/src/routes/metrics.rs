@@ -77,6 +77,7 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
         "Available jobs due now and not yet claimed.",
     );
     let _ = writeln!(out, "kairos_queue_depth {}", backlog.due);
+    waiting_lines(&mut out, &store.job_waiting().await?);
     header_lines(
         &mut out,
         "kairos_oldest_due_age_seconds",
@@ -122,6 +123,38 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
     let last = last_pass.map_or(0.0, |t| t.timestamp_millis() as f64 / 1e3);
     let _ = writeln!(out, "kairos_monitor_last_success_timestamp_seconds {last}");
     Ok(out)
+}
+
+/// `kairos_jobs_waiting{reason}` (due jobs put back to wait) and
+/// `kairos_job_wait_seconds_total{reason}` (the waiting imposed, summed over every node: a
+/// counter kept in the database).
+fn waiting_lines(out: &mut String, waits: &[kairos_store::concurrency::JobWaiting]) {
+    header_lines(
+        out,
+        "kairos_jobs_waiting",
+        "Due jobs put back to wait, by reason (rate_limit, in_flight, concurrency_key).",
+    );
+    for w in waits {
+        let _ = writeln!(
+            out,
+            "kairos_jobs_waiting{{reason=\"{}\"}} {}",
+            label(&w.reason),
+            w.waiting
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP kairos_job_wait_seconds_total Seconds jobs were made to wait, by reason, on every node."
+    );
+    let _ = writeln!(out, "# TYPE kairos_job_wait_seconds_total counter");
+    for w in waits {
+        let _ = writeln!(
+            out,
+            "kairos_job_wait_seconds_total{{reason=\"{}\"}} {}",
+            label(&w.reason),
+            w.wait_ms_total as f64 / 1e3
+        );
+    }
 }
 
 /// `kairos_db_oldest_snapshot_age_seconds`, `kairos_db_dead_tuples{table}` (PostgreSQL) and

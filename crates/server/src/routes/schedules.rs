@@ -1,9 +1,11 @@
 //! `/v1/schedules`: create, list, show (with the next firings), replace, pause, resume,
-//! delete, fire now.
+//! delete, fire now, backfill a past range.
 
 use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
-use crate::views::{FiredView, ScheduleBody, ScheduleList, ScheduleView};
+use crate::views::{
+    BackfillBody, BackfillView, FiredView, ScheduleBody, ScheduleList, ScheduleView,
+};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -24,6 +26,7 @@ pub fn router() -> Router<AppState> {
         .route("/{id}/pause", post(pause))
         .route("/{id}/resume", post(resume))
         .route("/{id}/fire", post(fire))
+        .route("/{id}/backfill", post(backfill))
 }
 
 /// The view of one schedule with its endpoint and upcoming firings.
@@ -206,4 +209,28 @@ pub async fn fire(
     Path(id): Path<String>,
 ) -> ApiResult<Json<FiredView>> {
     Ok(Json(state.kairos.schedule_fire_now(&id).await?.into()))
+}
+
+/// Create the firings of a past range (`from` to `to`, both included, at most 1,000 firings),
+/// each deduplicated like a regular firing: a period that ran already is not run again and
+/// counts as `skipped`. Misfire and overlap policies do not apply.
+#[utoipa::path(operation_id = "schedules_backfill", post, path = "/v1/schedules/{id}/backfill", tag = "schedules", request_body = BackfillBody,
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Backfilled", body = BackfillView),
+        (status = 400, description = "Malformed JSON or unknown field", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A bad range (`from`, `to`: more than 1,000 firings, in the future, reversed) or a schedule that cannot backfill (`kind`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn backfill(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BackfillBody>,
+) -> ApiResult<Json<BackfillView>> {
+    let done = state
+        .kairos
+        .schedule_backfill(&id, &body.from, &body.to)
+        .await?;
+    Ok(Json(done.into()))
 }

@@ -16,6 +16,7 @@ use kairos_testkit::init_crypto;
 use std::sync::Arc;
 use tempfile::TempDir;
 
+pub mod admin_ui;
 pub mod pg;
 
 /// A running app and the parts tests reach into.

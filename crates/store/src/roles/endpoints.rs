@@ -39,6 +39,18 @@ pub trait EndpointStore: Send + Sync {
     /// (stored as it was, sealed). `None` if the endpoint does not exist; a `Conflict` error
     /// if another endpoint already has the same URL and new secret (nothing changes).
     async fn endpoint_secret_rotate(&self, p: EndpointSecretRotate) -> Result<Option<Endpoint>>;
+    /// Set an endpoint's limits (rate and in-flight; none: remove them). Its limits after,
+    /// `None` if the endpoint does not exist.
+    async fn endpoint_limits_set(
+        &self,
+        p: crate::flow::EndpointLimitsSet,
+    ) -> Result<Option<crate::flow::EndpointLimits>>;
+    /// The limits of endpoints, one entry per id in order, with how many due deliveries wait
+    /// on them.
+    async fn endpoint_limits_list(
+        &self,
+        ids: Vec<String>,
+    ) -> Result<Vec<crate::flow::EndpointLimits>>;
     /// Store an HTTP call target, or return the existing one with the same fingerprint.
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget>;
     /// An HTTP call target by id.

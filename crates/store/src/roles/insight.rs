@@ -12,11 +12,18 @@ pub trait InsightStore: Send + Sync {
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>>;
     /// Number of jobs per state and kind (the `kairos_jobs` gauge).
     async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>>;
+    /// Jobs put back to wait, per reason (every reason of
+    /// [`WAIT_REASONS`](crate::concurrency::WAIT_REASONS), zeros included): the
+    /// `kairos_jobs_waiting` and `kairos_job_wait_seconds_total` metrics.
+    async fn job_waiting(&self) -> Result<Vec<crate::concurrency::JobWaiting>>;
     /// The queue depth, the oldest due job, and stuck work.
     async fn job_backlog(&self, p: JobBacklog) -> Result<Backlog>;
     /// Jobs that reached a final state (`finished_at`) in a window, per state and kind (the
     /// failure rate).
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>>;
+    /// Jobs that reached `succeeded` or `dead` in a window, per time bucket and state (the
+    /// admin's throughput charts).
+    async fn job_finished_series(&self, p: JobFinishedSeries) -> Result<Vec<FinishedBucket>>;
     /// Schedules with jobs that reached `dead` in a window, one row per schedule with its
     /// latest dead job, newest first, at most `limit` (the `dead_runs` check).
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>>;

@@ -48,4 +48,15 @@ pub trait ScheduleStore: Send + Sync {
     async fn catch_up_fire(&self, p: CatchUpFire) -> Result<ScheduleFired>;
     /// Recorded gaps (due firings that did not run), newest first by first firing.
     async fn schedule_gap_list(&self, p: ScheduleGapList) -> Result<Vec<ScheduleGap>>;
+    /// Active schedules holding a firing (`buffered_fire_at`, the `buffer_one` overlap
+    /// policy), the oldest held first, at most `limit`.
+    async fn schedule_buffered(&self, p: ScheduleBuffered) -> Result<Vec<Schedule>>;
+    /// Run a schedule's held firing: clear `buffered_fire_at` (if still the expected one),
+    /// make it `last_fire_at` and insert its jobs, in one transaction. `advanced` is false
+    /// when another node released it first.
+    async fn schedule_buffer_fire(&self, p: ScheduleBufferFire) -> Result<ScheduleFired>;
+    /// Ids of the jobs of one occurrence (schedule and period key) that have not finished
+    /// (`available`: waiting, due or waiting for a retry; `running`), oldest first, at most
+    /// `limit`. Empty: the occurrence has no open jobs.
+    async fn occurrence_open(&self, p: OccurrenceOpen) -> Result<Vec<String>>;
 }

@@ -60,8 +60,13 @@ pub async fn flush<D: SqlDb>(db: &D, p: EndpointHealthFlush) -> Result<EndpointH
     let read = run
         .fetch(
             "endpoint health attempts",
-            "SELECT a.id, a.outcome, a.finished_at, j.endpoint_id, j.kind
+            // A notification to a recipient's webhook carries no endpoint of its own: it
+            // posts to its recipient's, which is where its sends count.
+            "SELECT a.id, a.outcome, a.finished_at,
+                    COALESCE(j.endpoint_id, r.endpoint_id) AS endpoint_id, j.kind
              FROM job_attempts a LEFT JOIN jobs j ON j.id = a.job_id
+             LEFT JOIN recipients r
+               ON j.endpoint_id IS NULL AND r.id = (j.payload ->> 'recipient_id')
              WHERE a.id > $1 ORDER BY a.id LIMIT $2",
             binds![cursor, p.limit],
             &|r| {

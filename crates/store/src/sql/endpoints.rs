@@ -244,6 +244,20 @@ impl<D: super::SqlDb> crate::EndpointStore for D {
         e.map(|e| opened(self.sealer(), e)).transpose()
     }
 
+    async fn endpoint_limits_set(
+        &self,
+        p: crate::flow::EndpointLimitsSet,
+    ) -> Result<Option<crate::flow::EndpointLimits>> {
+        super::limits::set(&mut self.writer(), p).await
+    }
+
+    async fn endpoint_limits_list(
+        &self,
+        ids: Vec<String>,
+    ) -> Result<Vec<crate::flow::EndpointLimits>> {
+        super::limits::list(&mut self.reader(), ids).await
+    }
+
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
         http_target_upsert(&mut self.writer(), self.sealer(), p).await
     }

@@ -4,9 +4,9 @@
 use super::{Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
-    Backlog, DeadScheduledRun, DecidedCount, JobBacklog, JobCount, JobCountDecided,
-    JobCountFinished, JobDeadScheduled, MonitorPassRecord, Result, ScheduleFireTimes, SloAlert,
-    SloAlertAck, SloAlertPut,
+    Backlog, DeadScheduledRun, DecidedCount, FinishedBucket, JobBacklog, JobCount, JobCountDecided,
+    JobCountFinished, JobDeadScheduled, JobFinishedSeries, MonitorPassRecord, Result,
+    ScheduleFireTimes, SloAlert, SloAlertAck, SloAlertPut,
 };
 use chrono::{DateTime, Utc};
 
@@ -30,6 +30,42 @@ pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCou
         &|r| rows::job_count(r),
     )
     .await
+}
+
+/// Jobs put back to wait, per reason (`jobs_waiting` is a partial index of them).
+pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency::JobWaiting>> {
+    let waiting = run
+        .fetch(
+            "job waiting",
+            "SELECT wait_reason, COUNT(*) AS n FROM jobs
+             WHERE wait_reason IS NOT NULL AND state = 'available' GROUP BY wait_reason",
+            vec![],
+            &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
+        )
+        .await?;
+    let totals = run
+        .fetch(
+            "job waits",
+            "SELECT reason, waits, wait_ms FROM job_waits",
+            vec![],
+            &|r| Ok((r.text("reason")?, r.int("waits")?, r.int("wait_ms")?)),
+        )
+        .await?;
+    Ok(crate::concurrency::WAIT_REASONS
+        .iter()
+        .map(|reason| {
+            let (waits_total, wait_ms_total) = totals
+                .iter()
+                .find(|t| t.0 == *reason)
+                .map_or((0, 0), |t| (t.1, t.2));
+            crate::concurrency::JobWaiting {
+                reason: reason.to_string(),
+                waiting: waiting.iter().find(|w| w.0 == *reason).map_or(0, |w| w.1),
+                waits_total,
+                wait_ms_total,
+            }
+        })
+        .collect())
 }
 
 /// The due, stuck and lease-expired jobs.
@@ -68,6 +104,40 @@ pub async fn job_count_finished(
          GROUP BY state, kind ORDER BY state, kind",
         binds![p.since, p.until],
         &|r| rows::job_count(r),
+    )
+    .await
+}
+
+/// Succeeded and dead jobs per bucket (start in epoch milliseconds, computed in SQL so one
+/// query over the `jobs_finished` index answers a day of minutes).
+pub async fn job_finished_series(
+    run: &mut impl SqlRun,
+    p: JobFinishedSeries,
+) -> Result<Vec<FinishedBucket>> {
+    let bucket_ms = p.bucket_secs.max(1) * 1000;
+    let start = match run.dialect() {
+        Dialect::Sqlite => "(finished_at / $3) * $3",
+        Dialect::Postgres => {
+            "(floor(extract(epoch FROM finished_at) * 1000 / $3::bigint)::bigint * $3::bigint)"
+        }
+    };
+    let sql = format!(
+        "SELECT {start} AS b, state, COUNT(*) AS n FROM jobs
+         WHERE finished_at >= $1 AND finished_at < $2 AND state IN ('succeeded', 'dead')
+         GROUP BY b, state ORDER BY b, state"
+    );
+    run.fetch(
+        "job finished series",
+        &sql,
+        binds![p.since, p.until, bucket_ms],
+        &|r| {
+            let ms = r.int("b")?;
+            Ok(FinishedBucket {
+                start: DateTime::from_timestamp_millis(ms).unwrap_or_default(),
+                state: r.text("state")?,
+                count: r.int("n")?,
+            })
+        },
     )
     .await
 }
@@ -264,8 +334,16 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         job_backlog(&mut self.reader(), p).await
     }
 
+    async fn job_waiting(&self) -> Result<Vec<crate::concurrency::JobWaiting>> {
+        job_waiting(&mut self.reader()).await
+    }
+
     async fn job_count_finished(&self, p: JobCountFinished) -> Result<Vec<JobCount>> {
         job_count_finished(&mut self.reader(), p).await
+    }
+
+    async fn job_finished_series(&self, p: JobFinishedSeries) -> Result<Vec<FinishedBucket>> {
+        job_finished_series(&mut self.reader(), p).await
     }
 
     async fn job_dead_scheduled(&self, p: JobDeadScheduled) -> Result<Vec<DeadScheduledRun>> {

@@ -86,8 +86,26 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
            AND ($9{t} IS NULL OR topic = $9)
            AND ($10{t} IS NULL OR recipient_id = $10)
            AND ($11{t} IS NULL OR channel = $11)
-         ORDER BY id DESC LIMIT $8"
+           AND ($12{t} IS NULL OR endpoint_id = $12)
+           AND ($13{t} IS NULL OR LOWER({payload}) LIKE $13 ESCAPE '!')
+         ORDER BY id DESC LIMIT $8",
+        payload = match run.dialect() {
+            Dialect::Sqlite => "payload",
+            Dialect::Postgres => "payload::text",
+        },
     );
+    // The needle as a LIKE pattern matching itself anywhere: its wildcards escaped.
+    let needle = p.payload_text.map(|n| {
+        let mut pat = String::from("%");
+        for c in n.to_ascii_lowercase().chars() {
+            if matches!(c, '%' | '_' | '!') {
+                pat.push('!');
+            }
+            pat.push(c);
+        }
+        pat.push('%');
+        pat
+    });
     let b = binds![
         p.state,
         p.kind,
@@ -100,6 +118,8 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
         p.topic,
         p.recipient_id,
         p.channel,
+        p.endpoint_id,
+        needle,
     ];
     run.fetch("job search", &sql, b, &|r| rows::job(r)).await
 }

@@ -62,6 +62,8 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0024 "audience_targets",
     0025 "inbound_outcomes",
     0026 "job_audience",
+    0027 "flow_control",
+    0028 "schedule_overlap",
     0029 "api_tokens",
 ];
 

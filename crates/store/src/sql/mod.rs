@@ -21,6 +21,7 @@ pub mod inbound;
 pub mod insight;
 pub mod job_admin;
 mod jobs;
+pub mod limits;
 pub mod migrate;
 pub mod rows;
 mod run;

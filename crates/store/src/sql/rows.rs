@@ -4,7 +4,7 @@
 use super::{RowRead, corrupt};
 use crate::sealing::Sealer;
 use crate::*;
-use kairos_core::schedule::{Misfire, PeriodUnit, ScheduleSpec};
+use kairos_core::schedule::{Misfire, Overlap, PeriodUnit, ScheduleSpec};
 use kairos_core::{Job, JobKind, JobState, RetryPolicy};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -41,6 +41,18 @@ pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
         lease_expires_at: r.opt_ts("lease_expires_at")?,
         last_error: r.opt_text("last_error")?,
         reason: r.opt_text("reason")?,
+        concurrency: concurrency(
+            r.opt_text("concurrency_key")?,
+            r.opt_int("concurrency_max")?,
+        ),
+    })
+}
+
+/// A job's concurrency limit from its two columns (both set, or neither).
+fn concurrency(key: Option<String>, max: Option<i64>) -> Option<kairos_core::Concurrency> {
+    Some(kairos_core::Concurrency {
+        key: key?,
+        max: u32::try_from(max?).unwrap_or(0),
     })
 }
 
@@ -56,6 +68,8 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
         misfire: Misfire::parse(&r.text("misfire")?).map_err(|e| corrupt("schedule misfire", e))?,
         misfire_threshold: millis(r.opt_int("misfire_threshold_ms")?),
         misfire_window: millis(r.opt_int("misfire_window_ms")?),
+        overlap: Overlap::parse(&r.text("overlap")?).map_err(|e| corrupt("schedule overlap", e))?,
+        buffered_fire_at: r.opt_ts("buffered_fire_at")?,
         payload: r.json("payload")?,
         endpoint_id: r.opt_text("endpoint_id")?,
         retry: r
@@ -64,6 +78,10 @@ pub fn schedule<R: RowRead + ?Sized>(r: &R) -> Result<Schedule> {
             .transpose()?,
         channels: ScheduleChannel::decode_all(r.opt_json("channels")?)
             .map_err(|e| corrupt("schedule channels", e))?,
+        concurrency: r
+            .opt_json("concurrency")?
+            .map(|v| typed("schedule concurrency", v))
+            .transpose()?,
         state: ScheduleState::parse(&r.text("state")?),
         next_fire_at: r.opt_ts("next_fire_at")?,
         last_fire_at: r.opt_ts("last_fire_at")?,

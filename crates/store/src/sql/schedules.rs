@@ -4,8 +4,9 @@
 use super::{GAP_COLS, SCHEDULE_COLS, SqlRun, rows};
 use crate::binds;
 use crate::{
-    CatchUp, CatchUpDue, CatchUpSet, Result, Schedule, ScheduleChannel, ScheduleCreate,
-    ScheduleGap, ScheduleGapList, ScheduleList, SchedulePause, ScheduleRelease, ScheduleUpdate,
+    CatchUp, CatchUpDue, CatchUpSet, OccurrenceOpen, Result, Schedule, ScheduleBufferFire,
+    ScheduleBuffered, ScheduleChannel, ScheduleCreate, ScheduleGap, ScheduleGapList, ScheduleList,
+    SchedulePause, ScheduleRelease, ScheduleUpdate,
 };
 use chrono::{DateTime, Utc};
 
@@ -36,6 +37,13 @@ fn ms(d: Option<std::time::Duration>) -> Option<i64> {
     d.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// The schedule's concurrency limit as stored: JSON, or NULL.
+fn concurrency(d: &ScheduleCreate) -> Option<serde_json::Value> {
+    d.concurrency
+        .as_ref()
+        .map(|c| serde_json::to_value(c).unwrap_or_default())
+}
+
 /// `schedule_create`.
 pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule> {
     let mut b = binds![&p.id];
@@ -47,11 +55,13 @@ pub async fn create(run: &mut impl SqlRun, p: ScheduleCreate) -> Result<Schedule
         ScheduleChannel::encode_all(&p.channels),
         ms(p.misfire_threshold),
         ms(p.misfire_window),
+        concurrency(&p),
+        p.overlap.as_str(),
     ]);
     run.fetch_one(
         "schedule create",
-        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, $16)
+        &cols("INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms, concurrency, overlap)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15, $16, $17, $18)
          RETURNING {cols}"),
         b,
         &|r| rows::schedule(r),
@@ -94,12 +104,15 @@ pub async fn update(run: &mut impl SqlRun, p: ScheduleUpdate) -> Result<Option<S
         ScheduleChannel::encode_all(&d.channels),
         ms(d.misfire_threshold),
         ms(d.misfire_window),
+        concurrency(d),
+        d.overlap.as_str(),
     ]);
     run.fetch_optional(
         "schedule update",
         &cols("UPDATE schedules SET name = $2, kind = $3, spec = $4, timezone = $5, period = $6, misfire = $7,
                 payload = $8, endpoint_id = $9, retry = $10, channels = $14,
-                misfire_threshold_ms = $15, misfire_window_ms = $16,
+                misfire_threshold_ms = $15, misfire_window_ms = $16, concurrency = $17, overlap = $18,
+                buffered_fire_at = NULL,
                 state = CASE WHEN $11 THEN 'paused' ELSE 'active' END,
                 next_fire_at = $12, locked_until = NULL, updated_at = $13
          WHERE id = $1 RETURNING {cols}"),
@@ -261,6 +274,7 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
     let sql = format!(
         "UPDATE schedules SET next_fire_at = $3,
                 last_fire_at = COALESCE($4, last_fire_at),
+                buffered_fire_at = COALESCE($6, buffered_fire_at),
                 state = CASE WHEN $3 IS NULL AND state = 'active' THEN 'finished' ELSE state END,
                 locked_until = NULL, locked_by = NULL, updated_at = $5
          WHERE id = $1 AND next_fire_at {} $2",
@@ -271,7 +285,8 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
         p.expected_next_fire_at,
         p.next_fire_at,
         p.last_fire_at,
-        p.now
+        p.now,
+        p.buffer
     ];
     if run.execute("schedule fire", &sql, b).await? == 0 {
         // Another node (or an earlier tick) already materialized these firings.
@@ -300,6 +315,60 @@ pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate
         advanced: true,
         created,
     })
+}
+
+/// `schedule_buffered`: active schedules holding a firing, the oldest held first.
+pub async fn buffered(run: &mut impl SqlRun, p: ScheduleBuffered) -> Result<Vec<Schedule>> {
+    run.fetch(
+        "schedule buffered",
+        &cols(
+            "SELECT {cols} FROM schedules
+               WHERE buffered_fire_at IS NOT NULL AND state = 'active'
+               ORDER BY buffered_fire_at, id LIMIT $1",
+        ),
+        binds![p.limit.max(0)],
+        &|r| rows::schedule(r),
+    )
+    .await
+}
+
+/// `schedule_buffer_fire`, in a transaction: release the held firing only if it is still the
+/// expected one (it becomes `last_fire_at`), then insert its jobs.
+pub async fn buffer_fire(
+    run: &mut impl SqlRun,
+    p: ScheduleBufferFire,
+) -> Result<crate::ScheduleFired> {
+    let n = run
+        .execute(
+            "schedule buffer fire",
+            "UPDATE schedules SET buffered_fire_at = NULL, updated_at = $3,
+                    last_fire_at = CASE WHEN last_fire_at IS NULL OR last_fire_at < $2
+                                        THEN $2 ELSE last_fire_at END
+             WHERE id = $1 AND buffered_fire_at = $2",
+            binds![&p.schedule_id, p.buffered_fire_at, p.now],
+        )
+        .await?;
+    if n == 0 {
+        return Ok(crate::ScheduleFired::default());
+    }
+    let created = super::jobs_insert(run, "schedule buffer fire (jobs)", &p.jobs).await?;
+    Ok(crate::ScheduleFired {
+        advanced: true,
+        created,
+    })
+}
+
+/// `occurrence_open`: ids of an occurrence's jobs that have not finished, oldest first.
+pub async fn occurrence_open(run: &mut impl SqlRun, p: OccurrenceOpen) -> Result<Vec<String>> {
+    run.fetch(
+        "occurrence open",
+        "SELECT id FROM jobs
+         WHERE schedule_id = $1 AND period_key = $2 AND state IN ('available', 'running')
+         ORDER BY id LIMIT $3",
+        binds![&p.schedule_id, &p.period_key, p.limit.clamp(1, 10_000)],
+        &|r| r.text("id"),
+    )
+    .await
 }
 
 /// `schedule_gap_list`.
@@ -416,5 +485,22 @@ impl<D: super::SqlDb> crate::ScheduleStore for D {
 
     async fn schedule_gap_list(&self, p: ScheduleGapList) -> Result<Vec<ScheduleGap>> {
         gap_list(&mut self.reader(), p).await
+    }
+
+    async fn schedule_buffered(&self, p: ScheduleBuffered) -> Result<Vec<Schedule>> {
+        buffered(&mut self.reader(), p).await
+    }
+
+    async fn schedule_buffer_fire(&self, p: ScheduleBufferFire) -> Result<crate::ScheduleFired> {
+        let mut tx = self.begin("schedule buffer fire").await?;
+        let out = buffer_fire(&mut D::in_tx(&mut tx), p).await?;
+        if out.advanced {
+            self.commit(tx, "schedule buffer fire").await?;
+        }
+        Ok(out)
+    }
+
+    async fn occurrence_open(&self, p: OccurrenceOpen) -> Result<Vec<String>> {
+        occurrence_open(&mut self.reader(), p).await
     }
 }

@@ -2,9 +2,9 @@
 //! see [`super::sqlite_placeholders`]).
 
 /// The job columns `rows::job` reads.
-pub const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel";
+pub const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel, concurrency_key, concurrency_max";
 /// The schedule columns `rows::schedule` reads.
-pub const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms";
+pub const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms, concurrency, overlap, buffered_fire_at";
 /// The gap columns `rows::schedule_gap` reads.
 pub const GAP_COLS: &str =
     "schedule_id, reason, first_fire_at, last_fire_at, count, recorded_at, recovered_at";

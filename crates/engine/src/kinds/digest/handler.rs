@@ -165,6 +165,7 @@ pub fn digest_created_job(
         retry_is_kind_default: true,
         run_at: now,
         now,
+        concurrency: None,
     }
 }
 

@@ -202,6 +202,11 @@ pub async fn expand_page(
                     &key,
                     channel,
                 );
+                // Keys see the recipient's id only: no personal data in a key.
+                let concurrency = s.concurrency.as_ref().map(|c| {
+                    let who = serde_json::json!({"id": sub.recipient_id});
+                    crate::concurrency::render(c, &payload, Some(&who))
+                });
                 jobs.push(JobInsert {
                     id: new_id(IdPrefix::Job, now),
                     kind: JobKind(channel.clone()),
@@ -221,6 +226,7 @@ pub async fn expand_page(
                     retry_is_kind_default,
                     run_at: fire_at,
                     now,
+                    concurrency,
                 });
             }
         }

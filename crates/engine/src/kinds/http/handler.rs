@@ -186,6 +186,7 @@ mod tests {
             lease_expires_at: None,
             last_error: None,
             reason: None,
+            concurrency: None,
         }
     }
 

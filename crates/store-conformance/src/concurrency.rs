@@ -1,0 +1,385 @@
+//! Concurrency keys (issue 34): at most `max` claimed jobs of one key run at once, whoever
+//! claims; the others go back to wait without spending an attempt and do not block other
+//! keys; a slot is free again when its job finishes, is rescued or is cancelled. Endpoint
+//! limits (rate and in flight) hold the same way.
+
+use crate::fixtures::{claim, job, t0};
+use crate::jobs::complete;
+use chrono::Duration;
+use kairos_core::{Concurrency, JobState};
+use kairos_store::concurrency::{WAIT_BASE, WAIT_MAX};
+use kairos_store::flow::{EndpointLimitsSet, RateLimit};
+use kairos_store::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+type S = Arc<dyn Store>;
+
+fn keyed(key: &str, max: u32, ms: i64) -> JobInsert {
+    JobInsert {
+        concurrency: Some(Concurrency {
+            key: key.into(),
+            max,
+        }),
+        ..job(t0() + Duration::milliseconds(ms))
+    }
+}
+
+fn keys_of(jobs: &[kairos_core::Job]) -> HashMap<String, usize> {
+    let mut n = HashMap::new();
+    for j in jobs {
+        let k = j
+            .concurrency
+            .as_ref()
+            .map_or("-".to_string(), |c| c.key.clone());
+        *n.entry(k).or_default() += 1;
+    }
+    n
+}
+
+/// A job's key and limit are stored and read back.
+pub async fn concurrency_key_roundtrips(s: S) {
+    let j = keyed("account:42", 3, 0);
+    s.job_insert(j.clone()).await.unwrap();
+    let back = s.job_get(&j.id).await.unwrap().expect("job");
+    assert_eq!(
+        back.concurrency,
+        Some(Concurrency {
+            key: "account:42".into(),
+            max: 3
+        })
+    );
+    let plain = job(t0());
+    s.job_insert(plain.clone()).await.unwrap();
+    assert_eq!(
+        s.job_get(&plain.id).await.unwrap().unwrap().concurrency,
+        None
+    );
+}
+
+/// One claim takes at most `max` jobs of a key; the rest go back, due a little later, with
+/// their attempt counter as it was; jobs of other keys and without a key are claimed beside.
+pub async fn concurrency_claim_takes_at_most_max_per_key_and_other_keys_run(s: S) {
+    let mut all = Vec::new();
+    for i in 0..4 {
+        all.push(keyed("a", 2, i));
+    }
+    all.push(keyed("b", 1, 10));
+    all.push(keyed("b", 1, 11));
+    all.push(job(t0() + Duration::milliseconds(20)));
+    s.job_insert_many(all.clone()).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let got = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    let n = keys_of(&got);
+    assert_eq!(n.get("a"), Some(&2), "{n:?}");
+    assert_eq!(n.get("b"), Some(&1), "{n:?}");
+    assert_eq!(n.get("-"), Some(&1), "{n:?}");
+    let ran: Vec<&str> = got.iter().map(|j| j.id.as_str()).collect();
+    for j in all.iter().filter(|j| !ran.contains(&j.id.as_str())) {
+        let w = s.job_get(&j.id).await.unwrap().unwrap();
+        assert_eq!(w.state, JobState::Available, "{}", j.id);
+        assert_eq!(w.attempt, 0, "waiting for a slot is not an attempt");
+        assert!(w.lease_token.is_none());
+        assert!(w.run_at > now && w.run_at <= now + WAIT_MAX, "{}", w.run_at);
+    }
+    // While the slots are held, the waiting jobs are not claimed, even when due again.
+    let later = now + WAIT_MAX + Duration::seconds(1);
+    assert!(
+        s.job_claim(claim(later, 10, "n2"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// A slot is free again when its job completes: the next claim takes a waiting job of the key.
+pub async fn concurrency_slot_frees_on_completion(s: S) {
+    s.job_insert_many(vec![keyed("k", 1, 0), keyed("k", 1, 1)])
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let later = now + WAIT_BASE;
+    assert!(
+        s.job_claim(claim(later, 10, "n1"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    // The claim at `later` put it back again; once due again, its slot is free.
+    let next = s
+        .job_claim(claim(later + WAIT_MAX, 10, "n1"))
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_ne!(next[0].id, first[0].id);
+    assert_eq!(next[0].attempt, 1, "its first attempt");
+}
+
+/// A slot is free again when its job's lease expires and the rescuer returns it, and when a
+/// running job is cancelled.
+pub async fn concurrency_slot_frees_on_rescue_and_cancel(s: S) {
+    s.job_insert_many(vec![keyed("k", 1, 0), keyed("k", 1, 1)])
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let expired = now + Duration::seconds(31);
+    let rescued = s
+        .job_rescue(JobRescue {
+            now: expired,
+            limit: 10,
+            restarted_node: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(rescued, vec![first[0].id.clone()]);
+    let next = s.job_claim(claim(expired, 10, "n2")).await.unwrap();
+    assert_eq!(next.len(), 1, "the rescued job's slot is free");
+    // Cancel the running one: its slot is free for the other.
+    let running = &next[0];
+    s.job_cancel(JobCancel {
+        id: running.id.clone(),
+        reason: "test".into(),
+        now: expired,
+    })
+    .await
+    .unwrap();
+    let after = expired + WAIT_MAX;
+    let last = s.job_claim(claim(after, 10, "n3")).await.unwrap();
+    assert_eq!(last.len(), 1, "the cancelled job's slot is free");
+    assert_ne!(last[0].id, running.id);
+}
+
+/// Claimers racing on one key (tasks standing for nodes) never run more than `max` of its
+/// jobs at once; jobs of another key run beside them.
+pub async fn concurrency_claims_racing_never_exceed_max(s: S) {
+    let mut all = Vec::new();
+    for i in 0..40 {
+        all.push(keyed("hot", 2, i));
+        all.push(keyed(&format!("cold-{i}"), 1, i));
+    }
+    s.job_insert_many(all).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for _ in 0..5 {
+                got.extend(s.job_claim(claim(now, 8, &format!("w{w}"))).await.unwrap());
+            }
+            got
+        }));
+    }
+    let mut running = Vec::new();
+    for t in tasks {
+        running.extend(t.await.unwrap());
+    }
+    let n = keys_of(&running);
+    assert_eq!(n.get("hot"), Some(&2), "{n:?}");
+    assert_eq!(
+        n.keys().filter(|k| k.starts_with("cold-")).count(),
+        40,
+        "every other key ran"
+    );
+}
+
+/// A key that could not be rendered takes no slot: its jobs are claimed (the executor fails
+/// them, saying why) and never wait.
+pub async fn concurrency_failed_key_takes_no_slot(s: S) {
+    let bad = JobInsert {
+        concurrency: Some(Concurrency::failed("the concurrency key rendered empty", 1)),
+        ..job(t0())
+    };
+    let bad2 = JobInsert {
+        concurrency: Some(Concurrency::failed("the concurrency key rendered empty", 1)),
+        ..job(t0())
+    };
+    s.job_insert_many(vec![bad, bad2]).await.unwrap();
+    let got = s.job_claim(claim(t0(), 10, "n1")).await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert!(got.iter().all(|j| {
+        j.concurrency
+            .as_ref()
+            .and_then(|c| c.problem())
+            .is_some_and(|p| p.contains("empty"))
+    }));
+}
+
+/// The jobs put back wait with reason `concurrency_key`, counted with the time they were made
+/// to wait; every reason is listed, zeros included; a job that then runs no longer counts.
+pub async fn concurrency_waits_are_counted_by_reason(s: S) {
+    let before = s.job_waiting().await.unwrap();
+    let reasons: Vec<&str> = before.iter().map(|w| w.reason.as_str()).collect();
+    assert_eq!(reasons, ["rate_limit", "in_flight", "concurrency_key"]);
+    assert!(before.iter().all(|w| w.waiting == 0 && w.waits_total == 0));
+    s.job_insert_many(vec![keyed("k", 1, 0), keyed("k", 1, 1), keyed("k", 1, 2)])
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let after = s.job_waiting().await.unwrap();
+    let k = after
+        .iter()
+        .find(|w| w.reason == "concurrency_key")
+        .unwrap();
+    assert_eq!(k.waiting, 2);
+    assert_eq!(k.waits_total, 2);
+    // The first waits WAIT_BASE, the second twice that (spread out).
+    assert_eq!(k.wait_ms_total, 3 * WAIT_BASE.num_milliseconds());
+    s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    let next = s.job_claim(claim(now + WAIT_BASE, 10, "n1")).await.unwrap();
+    assert_eq!(next.len(), 1);
+    let k = s.job_waiting().await.unwrap().remove(2);
+    assert_eq!(k.waiting, 1, "the job that ran no longer waits");
+}
+
+async fn endpoint(s: &S, id: &str) {
+    s.endpoint_upsert(EndpointUpsert {
+        id: id.into(),
+        url: format!("https://example.com/{id}"),
+        secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+        now: t0(),
+    })
+    .await
+    .unwrap();
+}
+
+fn limits(id: &str, rate: Option<(u32, u32)>, max_in_flight: Option<u32>) -> EndpointLimitsSet {
+    EndpointLimitsSet {
+        endpoint_id: id.into(),
+        rate_limit: rate.map(|(per_second, burst)| RateLimit { per_second, burst }),
+        max_in_flight,
+        now: t0(),
+    }
+}
+
+fn delivery(endpoint: &str, ms: i64) -> JobInsert {
+    JobInsert {
+        endpoint_id: Some(endpoint.into()),
+        ..job(t0() + Duration::milliseconds(ms))
+    }
+}
+
+/// An endpoint's limits are stored, listed (with zero waiting) and removed; an unknown
+/// endpoint has none to set.
+pub async fn endpoint_limits_set_list_and_remove(s: S) {
+    endpoint(&s, "ep_l").await;
+    let set = s
+        .endpoint_limits_set(limits("ep_l", Some((20, 40)), Some(4)))
+        .await
+        .unwrap()
+        .expect("the endpoint exists");
+    assert_eq!(
+        set.rate_limit,
+        Some(RateLimit {
+            per_second: 20,
+            burst: 40
+        })
+    );
+    assert_eq!(set.max_in_flight, Some(4));
+    assert_eq!((set.waiting_rate_limit, set.waiting_in_flight), (0, 0));
+    let listed = s.endpoint_limits_list(vec!["ep_l".into()]).await.unwrap();
+    assert_eq!(listed, vec![set]);
+    let only_rate = s
+        .endpoint_limits_set(limits("ep_l", Some((5, 5)), None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        only_rate.max_in_flight, None,
+        "a field left out is no limit"
+    );
+    let none = s
+        .endpoint_limits_set(limits("ep_l", None, None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((none.rate_limit, none.max_in_flight), (None, None));
+    assert!(
+        s.endpoint_limits_set(limits("ep_nope", Some((1, 1)), None))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// A delivery over its endpoint's rate limit goes back without an attempt, due when its token
+/// is free; the burst goes at once; deliveries to other endpoints are not held back.
+pub async fn endpoint_rate_limit_puts_deliveries_back_until_their_token(s: S) {
+    endpoint(&s, "ep_r").await;
+    endpoint(&s, "ep_free").await;
+    s.endpoint_limits_set(limits("ep_r", Some((2, 2)), None))
+        .await
+        .unwrap();
+    let mut all: Vec<JobInsert> = (0..5).map(|i| delivery("ep_r", i)).collect();
+    all.push(delivery("ep_free", 10));
+    s.job_insert_many(all.clone()).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let got = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    let to_r = got
+        .iter()
+        .filter(|j| j.endpoint_id.as_deref() == Some("ep_r"))
+        .count();
+    assert_eq!(to_r, 2, "the burst");
+    assert!(
+        got.iter()
+            .any(|j| j.endpoint_id.as_deref() == Some("ep_free"))
+    );
+    let mut due: Vec<i64> = Vec::new();
+    for j in &all {
+        let back = s.job_get(&j.id).await.unwrap().unwrap();
+        if back.state == JobState::Available {
+            assert_eq!(back.attempt, 0, "waiting for a token is not an attempt");
+            due.push((back.run_at - now).num_milliseconds());
+        }
+    }
+    due.sort();
+    // One token each 500 ms at 2/s, paced 4 % under (`kairos_store::flow::PACE`).
+    assert_eq!(due, [520, 1040, 1560]);
+    let l = s.endpoint_limits_list(vec!["ep_r".into()]).await.unwrap();
+    assert_eq!(l[0].waiting_rate_limit, 3);
+    // When its token is free, one more goes.
+    let at = now + Duration::milliseconds(520);
+    let later = s.job_claim(claim(at, 10, "n2")).await.unwrap();
+    assert_eq!(later.len(), 1);
+    assert!(s.job_claim(claim(at, 10, "n2")).await.unwrap().is_empty());
+}
+
+/// At most `max_in_flight` deliveries to an endpoint run at once; when one finishes the next
+/// goes.
+pub async fn endpoint_max_in_flight_holds_until_a_delivery_finishes(s: S) {
+    endpoint(&s, "ep_f").await;
+    s.endpoint_limits_set(limits("ep_f", None, Some(1)))
+        .await
+        .unwrap();
+    s.job_insert_many((0..3).map(|i| delivery("ep_f", i)).collect())
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let first = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let l = s.endpoint_limits_list(vec!["ep_f".into()]).await.unwrap();
+    assert_eq!(l[0].waiting_in_flight, 2);
+    let later = now + WAIT_MAX;
+    assert!(
+        s.job_claim(claim(later, 10, "n1"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    s.job_complete_many(vec![complete(&first[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    let again = later + WAIT_MAX;
+    assert_eq!(s.job_claim(claim(again, 10, "n1")).await.unwrap().len(), 1);
+}
