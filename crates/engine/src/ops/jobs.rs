@@ -224,6 +224,8 @@ impl Kairos {
                 channel: f.channel,
                 created_from: instant("created_after", &f.created_after)?,
                 created_to: instant("created_before", &f.created_before)?,
+                endpoint_id: None,
+                payload_text: None,
                 before_id: f.before,
                 limit,
             })
