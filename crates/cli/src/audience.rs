@@ -76,7 +76,7 @@ fn ops_err(e: kairos_engine::OpsError) -> CliError {
 /// Run a recipient command.
 pub async fn run_recipient(global: &GlobalArgs, cmd: RecipientCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let k = open_kairos_read(&cfg, matches!(cmd, RecipientCmd::List { .. })).await?;
     match cmd {
         RecipientCmd::Put {
             id,

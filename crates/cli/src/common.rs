@@ -130,6 +130,43 @@ pub async fn open_store(cfg: &Config) -> CliResult<Db> {
     Ok(NodeBuilder::new(cfg.clone()).open_db().await?)
 }
 
+/// Refuse a command that only reads when the configured SQLite database does not exist:
+/// opening it would create an empty one (and a secret key), and an empty list printed from it
+/// would mislead (an operator in the wrong folder concludes the dead-letter queue is empty).
+/// The error names the folder looked in. PostgreSQL is left to its connection error.
+pub fn require_database(cfg: &Config) -> CliResult {
+    use kairos_app::config::Database;
+    let Database::Sqlite(path) = cfg.database()? else {
+        return Ok(());
+    };
+    if path.exists() {
+        return Ok(());
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    Err(CliError::usage(
+        "data_dir",
+        format!(
+            "no kairos database in {} ({} does not exist); this command only reads, so it \
+             created nothing. Run it in a node's data directory, or pass --data-dir DIR \
+             (KAIROS_DATA_DIR) or KAIROS_DATABASE_URL",
+            dir.display(),
+            path.display()
+        ),
+    ))
+}
+
+/// [`open_kairos`] for a command that only reads: [`require_database`] first.
+pub async fn open_kairos_read(cfg: &Config, read_only: bool) -> CliResult<Kairos> {
+    if read_only {
+        require_database(cfg)?;
+    }
+    open_kairos(cfg).await
+}
+
 /// The facade over the configured database, for commands that work on it directly (with or
 /// without a server running), built by the same node builder as `kairos serve`, without an
 /// engine.
@@ -172,6 +209,22 @@ fn this_binary() -> CliResult<std::path::PathBuf> {
             &e,
         )
     })
+}
+
+/// Write to standard output (what the crate's `println!` and `print!` do). When the reader
+/// went away (a closed pipe) the process ends quietly with exit 0: there is no one left to
+/// tell, and a panic message would only clutter the terminal; any other write error ends it
+/// with exit 1 and the reason on stderr.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: could not write to standard output: {e}");
+        std::process::exit(1);
+    }
 }
 
 /// Print `v` as pretty JSON on stdout.

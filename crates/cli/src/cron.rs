@@ -27,12 +27,22 @@ pub enum CronCmd {
     },
 }
 
-/// Run a `cron` command.
-pub fn run(cmd: CronCmd) -> CliResult {
+/// One firing of `kairos cron next --json`.
+#[derive(Debug, serde::Serialize)]
+struct Firing {
+    /// RFC 3339 in the zone's offset.
+    local: String,
+    /// RFC 3339 UTC.
+    utc: String,
+}
+
+/// Run a `cron` command; `json`: print `{"expr", "timezone", "firings": [{"local", "utc"}]}`.
+pub fn run(cmd: CronCmd, json: bool) -> CliResult {
     match cmd {
         CronCmd::Next { expr, tz, n, from } => {
-            let tz = parse_timezone(&tz)?;
-            let spec = ScheduleSpec::Cron { expr };
+            let tz_name = tz;
+            let tz = parse_timezone(&tz_name)?;
+            let spec = ScheduleSpec::Cron { expr: expr.clone() };
             spec.validate()?;
             if n == 0 || n > MAX_N {
                 return Err(CliError::usage(
@@ -51,14 +61,29 @@ pub fn run(cmd: CronCmd) -> CliResult {
                     })?,
                 None => SystemClock.now(),
             };
+            let mut firings = Vec::new();
             for _ in 0..n {
                 match spec.next_after(tz, t) {
                     Some(next) => {
-                        println!("{}", format_local(tz, next));
+                        if json {
+                            firings.push(Firing {
+                                local: format_local(tz, next),
+                                utc: kairos_server::views::ts(next),
+                            });
+                        } else {
+                            println!("{}", format_local(tz, next));
+                        }
                         t = next;
                     }
                     None => break,
                 }
+            }
+            if json {
+                return crate::common::print_json(&serde_json::json!({
+                    "expr": expr,
+                    "timezone": tz_name.trim(),
+                    "firings": firings,
+                }));
             }
             Ok(())
         }

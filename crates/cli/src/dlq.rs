@@ -13,12 +13,9 @@ const PROGRESS_FROM: usize = 20;
 pub enum DlqCmd {
     /// List dead jobs, newest first.
     List {
-        /// Job kind.
-        #[arg(long)]
-        kind: Option<String>,
-        /// Jobs of this schedule.
-        #[arg(long)]
-        schedule: Option<String>,
+        /// The filters.
+        #[command(flatten)]
+        filter: crate::job::FilterArgs,
         /// Jobs older than this id.
         #[arg(long)]
         before: Option<String>,
@@ -42,24 +39,15 @@ pub enum DlqCmd {
 /// Run a `dlq` command.
 pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let k = open_kairos_read(&cfg, matches!(cmd, DlqCmd::List { .. })).await?;
     match cmd {
         DlqCmd::List {
-            kind,
-            schedule,
+            filter,
             before,
             limit,
         } => {
-            let jobs = k
-                .job_list(
-                    Some("dead"),
-                    kind.as_deref(),
-                    schedule.as_deref(),
-                    None,
-                    before.as_deref(),
-                    Some(limit),
-                )
-                .await?;
+            let f = filter.filter(Some("dead".into()), before, limit);
+            let jobs = k.job_find(f).await?;
             let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
             print_jobs(&views, limit, global.json)
         }

@@ -49,7 +49,8 @@ pub enum EndpointCmd {
 /// Run an `endpoint` command.
 pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(cmd, EndpointCmd::List { .. } | EndpointCmd::Show { .. });
+    let k = open_kairos_read(&cfg, read_only).await?;
     let dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     match cmd {
         EndpointCmd::List {

@@ -132,18 +132,69 @@ pub struct EnqueueArgs {
     pub concurrency_max: Option<i64>,
 }
 
-/// Filters of `job list` and `dlq list`.
+/// The filters of `job list` and `dlq list`: the API's vocabulary (`--schedule-id` is an
+/// alias of `--schedule`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct FilterArgs {
+    /// Job kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Jobs of this schedule.
+    #[arg(long, alias = "schedule-id")]
+    pub schedule: Option<String>,
+    /// Audience jobs of this topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Audience jobs of this recipient id.
+    #[arg(long)]
+    pub recipient: Option<String>,
+    /// Jobs of this period key (`2026-W49`).
+    #[arg(long)]
+    pub period: Option<String>,
+    /// Jobs on this channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Jobs created at or after this instant (RFC 3339).
+    #[arg(long)]
+    pub created_after: Option<String>,
+    /// Jobs created before this instant (RFC 3339).
+    #[arg(long)]
+    pub created_before: Option<String>,
+}
+
+impl FilterArgs {
+    /// The facade's filter.
+    pub fn filter(
+        self,
+        state: Option<String>,
+        before: Option<String>,
+        limit: i64,
+    ) -> kairos_engine::ops::JobFilter {
+        kairos_engine::ops::JobFilter {
+            state,
+            kind: self.kind,
+            schedule: self.schedule,
+            topic: self.topic,
+            recipient: self.recipient,
+            period: self.period,
+            channel: self.channel,
+            created_after: self.created_after,
+            created_before: self.created_before,
+            before,
+            limit: Some(limit),
+        }
+    }
+}
+
+/// Filters of `job list`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ListArgs {
     /// available, running, succeeded, skipped, cancelled, dead.
     #[arg(long)]
     pub state: Option<String>,
-    /// Job kind.
-    #[arg(long)]
-    pub kind: Option<String>,
-    /// Jobs of this schedule.
-    #[arg(long)]
-    pub schedule: Option<String>,
+    /// The other filters.
+    #[command(flatten)]
+    pub filter: FilterArgs,
     /// Jobs older than this id (the previous page's last id).
     #[arg(long)]
     pub before: Option<String>,
@@ -156,7 +207,7 @@ fn print_job(v: &JobView, json: bool) -> CliResult {
     if json {
         return print_json(v);
     }
-    print_fields(&[
+    let mut fields = vec![
         ("id", v.id.clone()),
         ("kind", v.kind.clone()),
         ("state", v.state.clone()),
@@ -170,7 +221,17 @@ fn print_job(v: &JobView, json: bool) -> CliResult {
         ("last_error", cell(&v.last_error)),
         ("reason", cell(&v.reason)),
         ("payload", v.payload.to_string()),
-    ]);
+    ];
+    if let Some(h) = &v.http {
+        fields.insert(3, ("http", crate::schedule::http_text(h)));
+    }
+    if let Some(w) = &v.webhook {
+        fields.insert(3, ("webhook", w.url.clone()));
+    }
+    if let Some(c) = &v.channel {
+        fields.insert(3, ("channel", c.clone()));
+    }
+    print_fields(&fields);
     if let Some(attempts) = &v.attempts
         && !attempts.is_empty()
     {
@@ -242,7 +303,8 @@ pub fn print_jobs(views: &[JobView], limit: i64, json: bool) -> CliResult {
 /// Run a `job` command.
 pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(cmd, JobCmd::List(_) | JobCmd::Show { .. });
+    let k = open_kairos_read(&cfg, read_only).await?;
     let json = global.json;
     match cmd {
         JobCmd::Enqueue(a) => {
@@ -264,24 +326,28 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         }
         JobCmd::List(l) => {
             let jobs = k
-                .job_list(
-                    l.state.as_deref(),
-                    l.kind.as_deref(),
-                    l.schedule.as_deref(),
-                    None,
-                    l.before.as_deref(),
-                    Some(l.limit),
-                )
+                .job_find(l.filter.filter(l.state, l.before, l.limit))
                 .await?;
             let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
             print_jobs(&views, l.limit, json)
         }
         JobCmd::Show { id } => {
             let (job, attempts) = k.job_get(&id).await?;
-            print_job(
-                &JobView::new(k.kinds(), &job).with_attempts(&attempts),
-                json,
-            )
+            let endpoint = match &job.endpoint_id {
+                Some(id) => k
+                    .store()
+                    .endpoint_get(id)
+                    .await
+                    .map_err(|e| CliError::runtime("could not read the endpoint", &e))?,
+                None => None,
+            };
+            let view = JobView::new(k.kinds(), &job)
+                .with_webhook(endpoint.as_ref())
+                .with_attempts(&attempts)
+                .with_http(&job, k.store().as_ref())
+                .await
+                .map_err(|e| CliError::runtime("could not read the http target", &e))?;
+            print_job(&view, json)
         }
         JobCmd::Retry { id } => {
             let job = k.job_retry(&id).await?;

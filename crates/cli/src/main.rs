@@ -5,6 +5,23 @@
 //! Exit codes: 0 success, 1 runtime error, 2 usage or validation error. Errors are printed as
 //! `error: <field>: <reason>` on stderr.
 
+// Every `println!` and `print!` of the CLI goes through these (they shadow std's in every
+// module below): standard output closed early (`kairos schedule show X | head -1`) ends the
+// process quietly with exit 0, where std's macros panic on the broken pipe.
+macro_rules! println {
+    () => {
+        $crate::common::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::common::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::common::write_out(format_args!($($arg)*))
+    };
+}
+
 mod audience;
 mod bench;
 mod bench_email;
@@ -25,6 +42,7 @@ mod serve;
 mod slo;
 mod suppression;
 mod template;
+mod token;
 
 use clap::{Parser, Subcommand};
 use common::{CliError, CliResult, GlobalArgs};
@@ -86,6 +104,9 @@ enum Cmd {
     /// Mail templates of topics.
     #[command(subcommand)]
     Template(template::TemplateCmd),
+    /// Scoped API tokens: create (read, write or admin), list, revoke.
+    #[command(subcommand)]
+    Token(token::TokenCmd),
     /// The SLO report: failure rate, stuck work, missed firings, the monitor's last pass (exit
     /// 0 even with warnings, 2 when the store cannot be reached); `kairos slo ack <id>`
     /// acknowledges a dead-run or missing-artifact warning.
@@ -101,7 +122,7 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Serve(a) => serve::serve(g, a).await,
         Cmd::Worker => serve::worker(g).await,
         Cmd::Migrate(a) => serve::migrate(g, &a).await,
-        Cmd::Cron(c) => cron::run(c),
+        Cmd::Cron(c) => cron::run(c, g.json),
         Cmd::Key(c) => key::run(g, c).await,
         Cmd::Schedule(c) => schedule::run(g, c).await,
         Cmd::Job(c) => job::run(g, c).await,
@@ -115,6 +136,7 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Endpoint(c) => endpoint::run(g, c).await,
         Cmd::Maintenance(c) => maintenance::run(g, c).await,
         Cmd::Template(c) => template::run(g, c).await,
+        Cmd::Token(c) => token::run(g, c).await,
         Cmd::Recipient(c) => audience::run_recipient(g, c).await,
         Cmd::Subscription(c) => audience::run_subscription(g, c).await,
         // Dispatched in `main`, before a runtime exists.

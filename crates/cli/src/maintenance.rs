@@ -42,12 +42,11 @@ fn print(global: &GlobalArgs, s: &MaintenanceStatus) -> CliResult {
 /// Run a `maintenance` command.
 pub async fn run(global: &GlobalArgs, cmd: MaintenanceCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k =
-        open_kairos(&cfg)
-            .await?
-            .with_maintenance(kairos_engine::maintenance::Maintenance::new(
-                cfg.maintenance,
-            ));
+    let k = open_kairos_read(&cfg, matches!(cmd, MaintenanceCmd::Status))
+        .await?
+        .with_maintenance(kairos_engine::maintenance::Maintenance::new(
+            cfg.maintenance,
+        ));
     let s = match cmd {
         MaintenanceCmd::On => k.maintenance_set(true).await?,
         MaintenanceCmd::Off => k.maintenance_set(false).await?,

@@ -176,6 +176,9 @@ async fn view(k: &Kairos, s: &Schedule, upcoming: bool) -> CliResult<ScheduleVie
     let v = ScheduleView::new(s, ep.as_ref());
     Ok(if upcoming {
         v.with_upcoming(&k.schedule_upcoming(s, kairos_server::routes::schedules::UPCOMING))
+            .with_http(s, k.store().as_ref())
+            .await
+            .map_err(|e| CliError::runtime("could not read the http target", &e))?
     } else {
         v
     })
@@ -194,10 +197,15 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
     if json {
         return print_json(v);
     }
+    let kind = if v.channels.len() > 1 {
+        format!("{} channels", v.channels.len())
+    } else {
+        v.kind.clone()
+    };
     let mut fields = vec![
         ("id", v.id.clone()),
         ("name", v.name.clone()),
-        ("kind", v.kind.clone()),
+        ("kind", kind),
         ("clock", spec_text(v)),
         ("timezone", v.timezone.clone()),
         ("state", v.state.clone()),
@@ -222,17 +230,48 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
         ("last_fire_at", cell(&v.last_fire_at)),
         ("created_at", v.created_at.clone()),
     ];
+    if let Some(h) = &v.http {
+        fields.insert(11, ("http", http_text(h)));
+    }
+    if v.channels.len() > 1 {
+        for c in &v.channels {
+            fields.push(("channel", channel_text(c)));
+        }
+    }
     if let Some(up) = &v.upcoming {
-        fields.push(("upcoming", up.join(", ")));
+        let local = v.upcoming_local.as_deref().unwrap_or_default();
+        for (i, utc) in up.iter().enumerate() {
+            let shown = match local.get(i) {
+                Some(l) if v.timezone != "UTC" => format!("{l} ({utc})"),
+                _ => utc.clone(),
+            };
+            fields.push(("upcoming", shown));
+        }
     }
     print_fields(&fields);
     Ok(())
 }
 
+/// One line of what an `http` job calls: `POST https://user:***@host/path?token=***`.
+pub fn http_text(h: &kairos_server::views::HttpTargetView) -> String {
+    format!("{} {}", h.method, h.url)
+}
+
+/// One channel of a multi-channel schedule: its name, kind and target.
+fn channel_text(c: &kairos_server::views::ScheduleChannelView) -> String {
+    let target = match (&c.http, &c.endpoint_id) {
+        (Some(h), _) => http_text(h),
+        (None, Some(ep)) => ep.clone(),
+        (None, None) => "-".into(),
+    };
+    format!("{} ({}) {target}", c.name, c.kind)
+}
+
 /// Run a `schedule` command.
 pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(cmd, ScheduleCmd::List { .. } | ScheduleCmd::Show { .. });
+    let k = open_kairos_read(&cfg, read_only).await?;
     let json = global.json;
     match cmd {
         ScheduleCmd::Add(a) => {

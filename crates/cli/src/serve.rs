@@ -1,7 +1,8 @@
 //! `kairos serve` (API + engine), `kairos worker` (engine only) and `kairos migrate`.
 
 use crate::common::{CliError, CliResult, GlobalArgs, open_store};
-use kairos_app::config::{Config, LogFormat, TOKEN_FILE, TokenSource, api_token};
+use kairos_app::config::{Config, LogFormat, TOKEN_FILE, TokenSource};
+use kairos_app::node::cluster_token;
 use kairos_server::otel::Tracing;
 use kairos_server::{ApiToken, AppState, app};
 use std::io::IsTerminal;
@@ -100,22 +101,38 @@ pub async fn serve(global: &GlobalArgs, args: ServeArgs) -> CliResult {
     let cfg = global.load_config(args.listen)?;
     let otel = init_logging(&cfg)?;
     warn_open_data_dir(&cfg);
-    let (token, source) = api_token(&cfg)?;
-    if source == TokenSource::Generated {
-        // The path, never the token: stderr ends up in journals and CI logs.
-        eprintln!(
-            "kairos: generated an API token and saved it in {} (mode 0600); \
-             send it as `Authorization: Bearer <token>`.",
-            cfg.data_dir.join(TOKEN_FILE).display()
-        );
-    }
-    let node = crate::common::node_builder(&cfg)?.build().await?;
+    // The port first: a node that cannot listen fails before it writes anything (token,
+    // key, database).
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
         .map_err(|e| CliError::runtime(&format!("could not listen on {}", cfg.listen), &e))?;
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::runtime("could not read the bound address", &e))?;
+    let node = crate::common::node_builder(&cfg)?.build().await?;
+    let (token, source) = match cluster_token(&cfg, node.db(), node.kairos().clock().as_ref()).await
+    {
+        Ok(t) => t,
+        Err(e) => {
+            node.close().await;
+            return Err(e.into());
+        }
+    };
+    let path = cfg.data_dir.join(TOKEN_FILE);
+    // The path, never the token: stderr ends up in journals and CI logs.
+    match source {
+        TokenSource::Generated => eprintln!(
+            "kairos: generated an API token and saved it in {} (mode 0600); \
+             send it as `Authorization: Bearer <token>`.",
+            path.display()
+        ),
+        TokenSource::Cluster => eprintln!(
+            "kairos: using the cluster's API token (stored in the database by the first \
+             node) and saved it in {} (mode 0600).",
+            path.display()
+        ),
+        TokenSource::Config | TokenSource::File => {}
+    }
     let state = AppState::for_node(&node, ApiToken::new(token))?;
     let cancel = CancellationToken::new();
     let running = node.start(&cancel);

@@ -46,6 +46,9 @@ enum SloCmd {
 pub async fn run(global: &GlobalArgs, args: SloArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     let mcfg = monitor_config(&cfg)?;
+    if args.cmd.is_none() {
+        crate::common::require_database(&cfg)?;
+    }
     let db = match tokio::time::timeout(CONNECT_TIMEOUT, open_store(&cfg)).await {
         Ok(Ok(db)) => db,
         Ok(Err(e)) => return Err(unreachable(e.to_string())),

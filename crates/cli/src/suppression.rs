@@ -57,7 +57,11 @@ fn csv_field(s: &str) -> String {
 /// Run a `suppression` command.
 pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
     let cfg = global.load_config(None)?;
-    let k = open_kairos(&cfg).await?;
+    let read_only = matches!(
+        cmd,
+        SuppressionCmd::List { .. } | SuppressionCmd::Export { .. }
+    );
+    let k = open_kairos_read(&cfg, read_only).await?;
     match cmd {
         SuppressionCmd::List { after, limit } => {
             let rows: Vec<SuppressionView> = k

@@ -72,6 +72,13 @@ async fn slo_json_exits_0_with_a_warning() {
 #[tokio::test]
 async fn slo_table_exits_0_without_warnings() {
     let dir = tempfile::tempdir().expect("tempdir");
+    // A fresh database (`kairos slo` only reads: it never creates one).
+    let migrated = kairos_cmd()
+        .args(["migrate", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run kairos migrate");
+    assert!(migrated.status.success());
     let out = kairos_cmd()
         .args(["slo", "--data-dir"])
         .arg(dir.path())

@@ -23,6 +23,8 @@ pub enum IdPrefix {
     Node,
     /// An HTTP call target (`http` jobs): `ht_…`.
     HttpTarget,
+    /// A scoped API token: `tok_…`.
+    Token,
 }
 
 impl IdPrefix {
@@ -36,6 +38,7 @@ impl IdPrefix {
             IdPrefix::Lease => "lease_",
             IdPrefix::Node => "node_",
             IdPrefix::HttpTarget => "ht_",
+            IdPrefix::Token => "tok_",
         }
     }
 }

@@ -163,6 +163,51 @@ impl ScheduleSpec {
     }
 }
 
+/// The fields of a cron expression of 5 fields, and their ranges (a 6-field one leads with
+/// `second`, 0-59).
+const CRON_FIELDS: [(&str, u32, u32); 5] = [
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day-of-month", 1, 31),
+    ("month", 1, 12),
+    ("day-of-week", 0, 7),
+];
+
+/// Which field of a refused expression is wrong, as the operator reads it (`minute 61 out of
+/// range (0-59)`, `hour field "x" is not valid`): each field is tried alone, the others `*`.
+/// `None` when the fields count is wrong or no single field is to blame (croner's own message
+/// is then shown).
+fn cron_field_error(parser: &CronParser, expr: &str) -> Option<String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let names: Vec<(&str, u32, u32)> = match fields.len() {
+        5 => CRON_FIELDS.to_vec(),
+        6 => std::iter::once(("second", 0, 59))
+            .chain(CRON_FIELDS)
+            .collect(),
+        _ => return None,
+    };
+    for (i, (field, (name, lo, hi))) in fields.iter().zip(names).enumerate() {
+        let alone: Vec<&str> = (0..fields.len())
+            .map(|j| if j == i { *field } else { "*" })
+            .collect();
+        if parser.parse(&alone.join(" ")).is_ok() {
+            continue;
+        }
+        // A number outside the field's range, in a list, range or step base.
+        let out = field
+            .split(',')
+            .filter_map(|item| item.split('/').next())
+            .flat_map(|range| range.split('-'))
+            .filter_map(|n| n.parse::<u32>().ok())
+            .find(|n| !(lo..=hi).contains(n));
+        return Some(match out {
+            Some(n) => format!("{name} {n} out of range ({lo}-{hi})"),
+            None => format!("{name} field {field:?} is not valid"),
+        });
+    }
+    None
+}
+
 /// Parse a cron expression the way kairos accepts it: 5 or 6 fields (seconds optional,
 /// leading), macros, no year field.
 fn parse_cron(expr: &str) -> Result<Cron, Error> {
@@ -198,6 +243,9 @@ fn parse_cron(expr: &str) -> Result<Cron, Error> {
         } else {
             ""
         };
+        if let Some(reason) = cron_field_error(&parser, normalized) {
+            return Error::invalid("cron", format!("{reason} in {expr:?}{hint}"));
+        }
         Error::invalid(
             "cron",
             format!(

@@ -36,7 +36,7 @@ pub use endpoints::{
 };
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
-pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay, JobFilter};
 pub use schedules::ScheduleGapPeriods;
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.

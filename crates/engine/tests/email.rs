@@ -522,6 +522,13 @@ async fn no_job_row_attempt_or_log_line_contains_a_recipients_address() {
             .contains("undefined"),
         "{broken_job:?}"
     );
+    // The error names the recipient (its id, never the address) and the variable.
+    let error = broken_job.last_error.as_deref().unwrap_or("");
+    assert!(error.starts_with("recipient u00005: "), "{error}");
+    assert!(
+        error.contains("undefined variable `recipient.attributes."),
+        "{error}"
+    );
     assert_eq!(w.mails().len(), 28);
     for j in &jobs {
         let row = serde_json::to_string(j).unwrap();
@@ -763,7 +770,7 @@ async fn template_over_fuel_is_refused_at_save_and_over_output_cap_fails_the_job
     assert_eq!(dead.state, JobState::Dead, "{dead:?}");
     let error = dead.last_error.as_deref().unwrap();
     assert!(
-        error.starts_with("text:") && error.contains("more than 1048576 bytes"),
+        error.starts_with("recipient u00000: text:") && error.contains("more than 1048576 bytes"),
         "{error}"
     );
     assert!(w.mails().is_empty());

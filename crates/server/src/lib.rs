@@ -27,6 +27,7 @@ pub mod otel;
 pub mod pages;
 pub mod problem;
 pub mod routes;
+pub mod scope;
 pub mod views;
 
 // Settings, the node builder and the monitor's settings live in `kairos-app`.

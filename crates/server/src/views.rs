@@ -8,7 +8,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use kairos_core::Job;
 use kairos_core::schedule::ScheduleSpec;
 use kairos_engine::ops::FiredNow;
-use kairos_store::{Attempt, Endpoint, Schedule};
+use kairos_store::{Attempt, Endpoint, HttpTarget, Schedule};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -84,6 +84,63 @@ impl WebhookView {
     }
 }
 
+/// What an `http` job calls, as shown: the URL with the password of its user info and every
+/// query value masked (`https://user:***@host/path?token=***`), the method, the names of the
+/// headers; never a header value, the bearer token or the signing secret.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HttpTargetView {
+    /// The stored target (`ht_…`).
+    pub target_id: String,
+    /// The URL called, masked.
+    pub url: String,
+    /// The method (`GET`, `POST`, …).
+    pub method: String,
+    /// The names of the request headers (lowercase), without their values.
+    pub headers: Vec<String>,
+    /// The timeout of one call (`"2m"`).
+    pub timeout: String,
+    /// How the call authenticates: `none`, `bearer` or `signature`.
+    pub auth: String,
+}
+
+impl HttpTargetView {
+    /// The view of a stored target.
+    pub fn new(t: &HttpTarget) -> Self {
+        HttpTargetView {
+            target_id: t.id.clone(),
+            url: kairos_core::text::mask_url(&t.url),
+            method: t.method.clone(),
+            headers: t.headers.keys().cloned().collect(),
+            timeout: compact_duration(std::time::Duration::from_millis(
+                u64::try_from(t.timeout_ms).unwrap_or(0),
+            )),
+            auth: t.auth.as_str().to_string(),
+        }
+    }
+}
+
+/// The id of the stored target an `http` job's (or schedule's, or channel's) payload names.
+pub fn http_target_id(payload: &serde_json::Value) -> Option<&str> {
+    payload
+        .get(kairos_engine::ops::HTTP_TARGET_KEY)
+        .and_then(serde_json::Value::as_str)
+}
+
+/// The stored target `payload` names, if any (`None` too when it was deleted).
+pub async fn http_target_of(
+    store: &dyn kairos_store::Store,
+    payload: &serde_json::Value,
+) -> Result<Option<HttpTargetView>, kairos_store::Error> {
+    match http_target_id(payload) {
+        Some(id) => Ok(store
+            .http_target_get(id)
+            .await?
+            .as_ref()
+            .map(HttpTargetView::new)),
+        None => Ok(None),
+    }
+}
+
 /// A schedule.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScheduleView {
@@ -130,6 +187,9 @@ pub struct ScheduleView {
     pub payload: serde_json::Value,
     /// Webhook target (no secret).
     pub webhook: Option<WebhookView>,
+    /// What its `http` jobs call (on single-schedule responses of `http` schedules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTargetView>,
     /// Retry policy of its jobs (null: the kind's default).
     #[schema(value_type = Option<Object>)]
     pub retry: Option<serde_json::Value>,
@@ -146,6 +206,9 @@ pub struct ScheduleView {
     /// The next firings (up to 5), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub upcoming: Option<Vec<String>>,
+    /// The same firings in the schedule's zone (`2026-03-08T03:00:00-04:00`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upcoming_local: Option<Vec<String>>,
     /// Catch-up times of day (`HH:MM` in the zone), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<Vec<String>>,
@@ -170,6 +233,9 @@ pub struct ScheduleChannelView {
     /// Its own retry policy (null: the schedule's, else the kind's default).
     #[schema(value_type = Option<Object>)]
     pub retry: Option<serde_json::Value>,
+    /// What its jobs call, for `http` channels (on single-schedule responses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTargetView>,
     /// Its own concurrency limit (absent: the schedule's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
@@ -213,6 +279,7 @@ impl ScheduleView {
             paused: s.state == kairos_store::ScheduleState::Paused,
             payload: s.payload.clone(),
             webhook: endpoint.map(WebhookView::new),
+            http: None,
             retry: s.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
             channels: s
                 .channel_list()
@@ -223,6 +290,7 @@ impl ScheduleView {
                     endpoint_id: c.endpoint_id,
                     payload: c.payload,
                     retry: c.retry.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+                    http: None,
                     concurrency: c.concurrency,
                 })
                 .collect(),
@@ -230,10 +298,29 @@ impl ScheduleView {
             next_fire_at: ts_opt(s.next_fire_at),
             last_fire_at: ts_opt(s.last_fire_at),
             upcoming: None,
+            upcoming_local: None,
             catch_up: None,
             created_at: ts(s.created_at),
             updated_at: ts(s.updated_at),
         }
+    }
+
+    /// With what its `http` jobs call: the schedule's target, and each `http` channel's.
+    pub async fn with_http(
+        mut self,
+        s: &Schedule,
+        store: &dyn kairos_store::Store,
+    ) -> Result<Self, kairos_store::Error> {
+        self.http = http_target_of(store, &s.payload).await?;
+        for (view, c) in self.channels.iter_mut().zip(s.channel_list()) {
+            if let Some(p) = &c.payload {
+                view.http = http_target_of(store, p).await?;
+            }
+        }
+        if self.http.is_none() {
+            self.http = self.channels.iter().find_map(|c| c.http.clone());
+        }
+        Ok(self)
     }
 
     /// With its catch-up times (`HH:MM`).
@@ -245,6 +332,14 @@ impl ScheduleView {
     /// With the next firings.
     pub fn with_upcoming(mut self, upcoming: &[DateTime<Utc>]) -> Self {
         self.upcoming = Some(upcoming.iter().copied().map(ts).collect());
+        self.upcoming_local = kairos_core::schedule::parse_timezone(&self.timezone)
+            .ok()
+            .map(|tz| {
+                upcoming
+                    .iter()
+                    .map(|t| kairos_core::schedule::format_local(tz, *t))
+                    .collect()
+            });
         self
     }
 }
@@ -335,6 +430,9 @@ pub struct JobView {
     /// `disabled_at` says the job will be skipped until the endpoint is enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook: Option<WebhookView>,
+    /// What an `http` job calls (on single-job responses), credentials masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpTargetView>,
     /// The last error, if the last attempt failed.
     pub last_error: Option<String>,
     /// Why it was skipped or cancelled.
@@ -401,6 +499,7 @@ impl JobView {
                 .map(str::to_string),
             endpoint_id: j.endpoint_id.clone(),
             webhook: None,
+            http: None,
             last_error: j.last_error.clone(),
             reason: j.reason.clone(),
             payload: j.payload.clone(),
@@ -414,6 +513,16 @@ impl JobView {
     pub fn with_webhook(mut self, endpoint: Option<&Endpoint>) -> Self {
         self.webhook = endpoint.map(WebhookView::new);
         self
+    }
+
+    /// With what it calls, if it is an `http` job.
+    pub async fn with_http(
+        mut self,
+        j: &Job,
+        store: &dyn kairos_store::Store,
+    ) -> Result<Self, kairos_store::Error> {
+        self.http = http_target_of(store, &j.payload).await?;
+        Ok(self)
     }
 
     /// With its attempts.

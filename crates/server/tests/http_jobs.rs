@@ -180,3 +180,66 @@ async fn post_http_schedule_and_budget_rejection() {
     assert_eq!(s["kind"], "http");
     assert!(s["payload"]["http_target_id"].is_string(), "{s}");
 }
+
+/// Issue 35 contract: `GET /v1/schedules/{id}` and `GET /v1/jobs/{id}` of an `http` schedule
+/// and its job show the URL and method, the password of the URL's user info and every query
+/// value masked (`https://user:***@host/path?token=***`); no response holds the password or
+/// a query value.
+#[tokio::test]
+async fn http_schedule_and_job_views_show_the_masked_url_and_method() {
+    let rx = TestReceiver::start().await;
+    let api = Api::start().await;
+    let host = rx
+        .url("/")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let url = format!("http://ops:pa55word@{host}/api/run?token=q-secret-1&v=2");
+    let masked = format!("http://ops:***@{host}/api/run?token=***&v=***");
+    let (status, s) = api
+        .post(
+            "/v1/schedules",
+            json!({"name": "visible-http", "kind": "http", "cron": "0 6 * * *",
+                   "http": {"url": url, "method": "PUT", "headers": {"X-Api-Key": "k-secret-2"},
+                            "body": "x", "bearer_token": BEARER}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{s}");
+    let id = s["id"].as_str().expect("id").to_string();
+    let (status, shown) = api.get(&format!("/v1/schedules/{id}")).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["http"]["url"], masked.as_str(), "{shown}");
+    assert_eq!(shown["http"]["method"], "PUT");
+    assert_eq!(shown["http"]["auth"], "bearer");
+    // Names only (the body added its content type), never a value.
+    assert_eq!(
+        shown["http"]["headers"],
+        json!(["content-type", "x-api-key"])
+    );
+    let (status, fired) = api
+        .post(&format!("/v1/schedules/{id}/fire"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{fired}");
+    let job_id = fired["job_ids"][0].as_str().expect("a job").to_string();
+    let (status, job) = api.get(&format!("/v1/jobs/{job_id}")).await;
+    assert_eq!(status, 200, "{job}");
+    assert_eq!(job["http"]["url"], masked.as_str(), "{job}");
+    assert_eq!(job["http"]["method"], "PUT");
+    for text in [shown.to_string(), job.to_string()] {
+        for secret in ["pa55word", "q-secret-1", "k-secret-2"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+    }
+    // A job enqueued directly shows its target too; a webhook job has no `http`.
+    let (status, direct) = api
+        .post(
+            "/v1/jobs",
+            json!({"kind": "http", "http": {"url": url, "method": "GET"}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{direct}");
+    assert_eq!(direct["http"]["url"], masked.as_str(), "{direct}");
+    assert_eq!(direct["http"]["method"], "GET");
+    let (_, list) = api.get("/v1/jobs?kind=http").await;
+    assert!(!list.to_string().contains("pa55word"), "{list}");
+}

@@ -310,6 +310,29 @@ pub async fn setting_put_get_and_clear(s: S) {
     assert_eq!(s.setting_get(SETTING_MAINTENANCE).await.unwrap(), None);
 }
 
+/// `setting_create` stores a setting only when it is absent: the first value stays, a
+/// second create returns it unchanged (two nodes storing the cluster's API token at once
+/// agree on one).
+pub async fn setting_create_keeps_the_first_value(s: S) {
+    let create = |v: &str, m: i64| SettingPut {
+        name: "api_token".into(),
+        value: Some(v.into()),
+        now: t0() + Duration::minutes(m),
+    };
+    let first = s.setting_create(create("first", 0)).await.unwrap().unwrap();
+    assert_eq!(first.value, "first");
+    let second = s
+        .setting_create(create("second", 1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.value, "first");
+    assert_eq!(second.updated_at, t0());
+    let got = s.setting_get("api_token").await.unwrap().unwrap();
+    assert_eq!(got.value, "first");
+    assert_eq!(s.setting_get("other").await.unwrap(), None);
+}
+
 /// Retention: events received before the cut-off go, oldest first, at most `limit` per
 /// call; newer ones and the suppressions the old ones caused stay.
 pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {
@@ -367,6 +390,93 @@ pub async fn inbound_event_prune_is_bounded_and_keeps_suppressions(s: S) {
             .unwrap()
             .is_some(),
         "the suppression an old event caused stays"
+    );
+}
+
+/// Scoped API tokens: created once per name (a second with the name is a `Conflict`), found by
+/// the hash, listed oldest first with revoked ones, revoked once by id or name, and their last
+/// use recorded at most once per `skip_after` window.
+pub async fn api_token_create_get_list_revoke_and_touch(s: S) {
+    let token = |id: &str, name: &str, hash: &str, m: i64| ApiTokenRecord {
+        id: id.into(),
+        name: name.into(),
+        scope: "read".into(),
+        token_hash: hash.into(),
+        created_at: t0() + Duration::minutes(m),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    assert_eq!(s.api_token_get("h1").await.unwrap(), None);
+    let ci = token("tok_1", "ci", "h1", 0);
+    s.api_token_create(ApiTokenCreate { token: ci.clone() })
+        .await
+        .unwrap();
+    s.api_token_create(ApiTokenCreate {
+        token: token("tok_2", "deploy", "h2", 1),
+    })
+    .await
+    .unwrap();
+    let dup = s
+        .api_token_create(ApiTokenCreate {
+            token: token("tok_3", "ci", "h3", 2),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(dup.kind(), kairos_store::ErrorKind::Conflict, "{dup}");
+    assert_eq!(s.api_token_get("h1").await.unwrap(), Some(ci.clone()));
+    let names: Vec<String> = s
+        .api_token_list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["ci", "deploy"]);
+
+    // Touch: recorded, then skipped inside the window, then recorded again after it.
+    let touch = |m: i64, skip_m: i64| ApiTokenTouch {
+        token_hash: "h1".into(),
+        now: t0() + Duration::minutes(m),
+        skip_after: t0() + Duration::minutes(skip_m),
+    };
+    s.api_token_touch(touch(5, 4)).await.unwrap();
+    let used = |t: Option<ApiTokenRecord>| t.unwrap().last_used_at;
+    assert_eq!(
+        used(s.api_token_get("h1").await.unwrap()),
+        Some(t0() + Duration::minutes(5))
+    );
+    s.api_token_touch(touch(5, 4)).await.unwrap();
+    s.api_token_touch(touch(6, 4)).await.unwrap();
+    assert_eq!(
+        used(s.api_token_get("h1").await.unwrap()),
+        Some(t0() + Duration::minutes(5)),
+        "a use inside the window is not written again"
+    );
+    s.api_token_touch(touch(7, 6)).await.unwrap();
+    assert_eq!(
+        used(s.api_token_get("h1").await.unwrap()),
+        Some(t0() + Duration::minutes(7))
+    );
+
+    // Revoke by name, then by id: once each.
+    let revoke = |who: &str| ApiTokenRevoke {
+        id_or_name: who.into(),
+        now: t0() + Duration::minutes(9),
+    };
+    assert!(s.api_token_revoke(revoke("ci")).await.unwrap());
+    assert!(
+        !s.api_token_revoke(revoke("ci")).await.unwrap(),
+        "revoked once"
+    );
+    assert!(!s.api_token_revoke(revoke("tok_1")).await.unwrap());
+    assert!(s.api_token_revoke(revoke("tok_2")).await.unwrap());
+    assert!(!s.api_token_revoke(revoke("nope")).await.unwrap());
+    let got = s.api_token_get("h1").await.unwrap().unwrap();
+    assert_eq!(got.revoked_at, Some(t0() + Duration::minutes(9)));
+    assert_eq!(
+        s.api_token_list().await.unwrap().len(),
+        2,
+        "revoked tokens stay listed"
     );
 }
 

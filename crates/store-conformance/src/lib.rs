@@ -187,7 +187,9 @@ macro_rules! store_conformance {
             suppression_list_pages_and_remove_is_once,
             subscription_disable_is_idempotent,
             setting_put_get_and_clear,
+            setting_create_keeps_the_first_value,
             admin_session_create_get_delete_and_prune,
+            api_token_create_get_list_revoke_and_touch,
         );
         $crate::store_conformance!(@deliverability $factory;
             sent_mail_count_counts_mails_per_topic_with_their_outcomes,

@@ -205,6 +205,17 @@ fn open_stored(sealer: Option<&Sealer>, stored: String, aad: &str) -> crate::Res
         .map_err(|e| crate::Error::new(crate::ErrorKind::Corrupt, format!("{aad}: {e}")))
 }
 
+/// The setting that holds the cluster's API token (PostgreSQL: every node serves with it),
+/// sealed with [`API_TOKEN_AAD`]; key rotation re-seals it.
+pub const API_TOKEN_SETTING: &str = "api_token";
+/// The associated data the cluster's API token is sealed with.
+pub const API_TOKEN_AAD: &str = "settings.api_token";
+
+/// The cluster's API token as stored in [`API_TOKEN_SETTING`], opened.
+pub fn api_token_from_store(sealer: Option<&Sealer>, stored: String) -> crate::Result<String> {
+    open_stored(sealer, stored, API_TOKEN_AAD)
+}
+
 /// The associated data a webhook endpoint's URL is sealed with.
 pub const ENDPOINT_URL_AAD: &str = "endpoints.url";
 /// The associated data an http target's URL is sealed with.

@@ -49,5 +49,47 @@ pub(crate) fn from_figment(e: figment::Error) -> ConfigError {
             }
         })
         .unwrap_or_default();
-    ConfigError::new(field, format!("{}{source}", e.kind))
+    let reason = match &e.kind {
+        figment::error::Kind::UnknownField(name, expected) => unknown_key(name, expected),
+        kind => kind.to_string(),
+    };
+    ConfigError::new(field, format!("{reason}{source}"))
+}
+
+/// The reason for an unknown key: the closest known key when one is close (a typo), never
+/// the list of all of them.
+fn unknown_key(name: &str, expected: &[&str]) -> String {
+    let closest = expected
+        .iter()
+        .map(|k| (strsim::jaro_winkler(name, k), *k))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match closest {
+        Some((_, k)) => format!("unknown key `{name}`; did you mean `{k}`?"),
+        None => format!(
+            "unknown key `{name}` (packaging/kairos.toml lists every key, and the README every \
+             KAIROS_ variable)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_key;
+
+    #[test]
+    fn an_unknown_key_names_the_closest_one_and_not_all_of_them() {
+        let keys = &["listen", "lease_secs", "data_dir", "database_url"];
+        assert_eq!(
+            unknown_key("lissen", keys),
+            "unknown key `lissen`; did you mean `listen`?"
+        );
+        assert_eq!(
+            unknown_key("databse_url", keys),
+            "unknown key `databse_url`; did you mean `database_url`?"
+        );
+        let far = unknown_key("colour", keys);
+        assert!(far.starts_with("unknown key `colour` ("), "{far}");
+        assert!(!far.contains("lease_secs"), "{far}");
+    }
 }

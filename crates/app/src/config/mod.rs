@@ -32,7 +32,7 @@ pub use secret::{
     SECRET_KEY_BYTES, SECRET_KEY_CHECK_SETTING, SECRET_KEY_FILE, SecretKey, SecretKeySource,
     secret_key,
 };
-pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token};
+pub use token::{MIN_TOKEN_CHARS, TokenSource, api_token, generate_token, save_token, saved_token};
 
 /// The environment variables read (`KAIROS_` + the upper-cased field name).
 pub const ENV_FIELDS: &[&str] = &[

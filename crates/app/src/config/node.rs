@@ -52,7 +52,8 @@ pub(super) fn persisted_node_id(data_dir: &Path) -> Option<String> {
 }
 
 fn open_and_lock(data_dir: &Path, path: &Path) -> std::io::Result<Option<(File, String)>> {
-    std::fs::create_dir_all(data_dir)?;
+    // Private like every directory kairos creates (the node id may be the first file in it).
+    super::create_private_dir(data_dir)?;
     let mut opts = OpenOptions::new();
     opts.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]

@@ -129,6 +129,8 @@ fn errors_name_the_field_and_source() {
         jail.create_file("kairos.toml", "lissen = \"x\"\n")?;
         let e = load().expect_err("an unknown field");
         assert!(e.to_string().contains("lissen"), "{e}");
+        assert!(e.to_string().contains("did you mean `listen`?"), "{e}");
+        assert!(!e.to_string().contains("lease_secs"), "not every key: {e}");
         Ok(())
     });
     Jail::expect_with(|jail| {

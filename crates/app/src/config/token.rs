@@ -16,6 +16,9 @@ pub enum TokenSource {
     /// Generated now and saved to `<data_dir>/api-token`: tell the operator where (never the
     /// token itself).
     Generated,
+    /// The cluster's token, stored in the database (PostgreSQL) by the first node, saved now
+    /// to this node's `<data_dir>/api-token`.
+    Cluster,
 }
 
 /// The fewest characters an API token may have: it is the admin password too, and login
@@ -44,6 +47,46 @@ pub fn generate_token() -> String {
         "kairos_{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     )
+}
+
+/// Write `token` to `path` (mode 0600), replacing what it held, creating the data dir.
+pub fn save_token(cfg: &Config, token: &str) -> Result<(), ConfigError> {
+    let path = cfg.data_dir.join(TOKEN_FILE);
+    let io_err = |what: &str, p: &Path, e: std::io::Error| {
+        ConfigError::new("api_token", format!("{what} {}: {e}", p.display()))
+    };
+    super::create_private_dir(&cfg.data_dir)
+        .map_err(|e| io_err("could not create the data directory", &cfg.data_dir, e))?;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts
+        .open(&path)
+        .map_err(|e| io_err("could not create", &path, e))?;
+    f.write_all(format!("{token}\n").as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| io_err("could not write", &path, e))
+}
+
+/// The token saved in `<data_dir>/api-token`, if there is one (without creating anything).
+pub fn saved_token(cfg: &Config) -> Result<Option<String>, ConfigError> {
+    let path = cfg.data_dir.join(TOKEN_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) if !s.trim().is_empty() => {
+            check_length(s.trim(), &path.display().to_string())?;
+            Ok(Some(s.trim().to_string()))
+        }
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::new(
+            "api_token",
+            format!("could not read {}: {e}", path.display()),
+        )),
+    }
 }
 
 /// The API token: the configured one, else the one saved in `<data_dir>/api-token`, else a new

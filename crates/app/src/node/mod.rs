@@ -9,6 +9,7 @@
 mod db;
 mod error;
 mod handlers;
+mod identity;
 
 pub use db::{Db, checked_secret_key, open_db};
 pub use error::NodeError;
@@ -16,6 +17,7 @@ pub use handlers::{
     RENDER_WORKER_COMMAND, builtin_kinds, digest_config, email_setup, template_renderer,
     webhook_config,
 };
+pub use identity::{API_TOKEN_SETTING, cluster_token};
 
 use crate::config::Config;
 use kairos_channels::email::template::Renderer;

@@ -235,8 +235,32 @@ fn render_capped(
                 "renders to more than {max_output} bytes (the limit of one template's output)"
             ),
         }),
+        Err(e) if e.kind() == ErrorKind::UndefinedError => {
+            let mut te = err(e);
+            if let Some(name) = first_undefined(&t, ctx) {
+                te.reason = format!("undefined variable `{name}` ({})", te.reason);
+            }
+            Err(te)
+        }
         Err(e) => Err(err(e)),
     }
+}
+
+/// The first variable the template reads (`user.name`, in sorted order) that `ctx` does not
+/// have: minijinja's error says "undefined value" without naming it.
+fn first_undefined(t: &minijinja::Template<'_, '_>, ctx: &Value) -> Option<String> {
+    let mut names: Vec<String> = t.undeclared_variables(true).into_iter().collect();
+    names.sort();
+    names.into_iter().find(|name| {
+        let mut v = ctx.clone();
+        for part in name.split('.') {
+            match v.get_attr(part) {
+                Ok(next) if !next.is_undefined() => v = next,
+                _ => return true,
+            }
+        }
+        false
+    })
 }
 
 /// Run `f` on tokio's blocking pool (templates are CPU work and must not stall the async
@@ -401,6 +425,21 @@ mod tests {
         let e = render("subject", "Hi {{ recipient.name }}", &ctx).unwrap_err();
         assert_eq!(e.field, "subject");
         assert!(e.reason.contains("undefined"), "{e}");
+        assert!(
+            e.reason
+                .starts_with("undefined variable `recipient.name` ("),
+            "the error names the variable: {e}"
+        );
+        let e = render(
+            "text",
+            "{% for i in [1] %}{{ i }} {{ missing }}{% endfor %}",
+            &ctx,
+        )
+        .unwrap_err();
+        assert!(
+            e.reason.starts_with("undefined variable `missing` ("),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1170,3 +1170,32 @@ fn cron_with_an_empty_list_item_is_refused_without_searching() {
     }
     assert!(cron("0 1,2 * * *").validate().is_ok());
 }
+
+/// A refused cron expression names the field at fault (`minute 61 out of range (0-59)`), not
+/// croner's "Component error: Number out of bounds.".
+#[test]
+fn cron_errors_name_the_field() {
+    let reason = |expr: &str| cron(expr).validate().unwrap_err().reason().to_string();
+    assert!(
+        reason("61 * * * *").starts_with("minute 61 out of range (0-59) in \"61 * * * *\""),
+        "{}",
+        reason("61 * * * *")
+    );
+    assert!(reason("0 24 * * *").starts_with("hour 24 out of range (0-23)"));
+    assert!(reason("0 0 0 * *").starts_with("day-of-month 0 out of range (1-31)"));
+    assert!(reason("0 0 1 1-13 *").starts_with("month 13 out of range (1-12)"));
+    assert!(reason("0 0 * * 1,9").starts_with("day-of-week 9 out of range (0-7)"));
+    assert!(reason("75 0 0 * * *").starts_with("second 75 out of range (0-59)"));
+    assert!(
+        reason("0 x * * *").starts_with("hour field \"x\" is not valid"),
+        "{}",
+        reason("0 x * * *")
+    );
+    // Not one field's fault: the general message.
+    assert!(reason("* * *").contains("is not a cron expression of 5 fields"));
+    assert_eq!(
+        cron("61 * * * *").validate().unwrap_err().field(),
+        "cron",
+        "the API field stays `cron`"
+    );
+}

@@ -38,8 +38,8 @@ pub struct JobBulkRequest {
     /// Only jobs of this kind.
     #[serde(default)]
     pub kind: Option<String>,
-    /// Only jobs of this schedule.
-    #[serde(default)]
+    /// Only jobs of this schedule (`schedule` is an alias: the name the list filters use).
+    #[serde(default, alias = "schedule")]
     pub schedule_id: Option<String>,
     /// Only jobs on this channel.
     #[serde(default)]
@@ -60,9 +60,10 @@ pub struct JobBulkRequest {
 }
 
 /// The fields of [`JobBulkRequest`] that hold strings (all but `ids`).
-const STRING_FIELDS: [&str; 7] = [
+const STRING_FIELDS: [&str; 8] = [
     "state",
     "kind",
+    "schedule",
     "schedule_id",
     "channel",
     "created_before",
@@ -118,7 +119,7 @@ impl JobBulkRequest {
             if !STRING_FIELDS.contains(&key.as_str()) {
                 return Err(OpsError::invalid(
                     key,
-                    "unknown field; expected ids, all, state, kind, schedule_id, channel, created_before, created_after (and reason for cancel)",
+                    "unknown field; expected ids, all, state, kind, schedule (or schedule_id), channel, created_before, created_after (and reason for cancel)",
                 ));
             }
             let serde_json::Value::String(s) = value else {
@@ -127,7 +128,7 @@ impl JobBulkRequest {
             let slot = match key.as_str() {
                 "state" => &mut req.state,
                 "kind" => &mut req.kind,
-                "schedule_id" => &mut req.schedule_id,
+                "schedule" | "schedule_id" => &mut req.schedule_id,
                 "channel" => &mut req.channel,
                 "created_before" => &mut req.created_before,
                 "created_after" => &mut req.created_after,

@@ -9,6 +9,34 @@ use kairos_core::id::{IdPrefix, new_id};
 use kairos_core::{Job, JobState};
 use kairos_store::*;
 
+/// The filters of a job list: one vocabulary for the API (`GET /v1/jobs`, `/v1/dlq`), the
+/// CLI (`kairos job list`, `dlq list`) and the admin. Every one optional, all combined.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
+    pub state: Option<String>,
+    /// Job kind.
+    pub kind: Option<String>,
+    /// Jobs of this schedule (`sch_…`).
+    pub schedule: Option<String>,
+    /// Audience jobs of this topic.
+    pub topic: Option<String>,
+    /// Audience jobs of this recipient id.
+    pub recipient: Option<String>,
+    /// Jobs of this period key (`2026-W49`).
+    pub period: Option<String>,
+    /// Jobs of this channel.
+    pub channel: Option<String>,
+    /// Created at or after this instant (RFC 3339).
+    pub created_after: Option<String>,
+    /// Created before this instant (RFC 3339).
+    pub created_before: Option<String>,
+    /// Older than this job id (the keyset cursor).
+    pub before: Option<String>,
+    /// Page size, 1 to 1000.
+    pub limit: Option<i64>,
+}
+
 /// Dead jobs read per batch by [`Kairos::dead_replay`].
 pub const DEAD_REPLAY_BATCH: i64 = 100;
 
@@ -144,6 +172,62 @@ impl Kairos {
                 before_id: before_id.map(str::to_string),
                 limit,
                 channel: channel.map(str::to_string),
+            })
+            .await?)
+    }
+
+    /// Jobs matching `f`, newest first: [`Kairos::job_list`]'s filters and the rest of the
+    /// vocabulary (`topic`, `recipient`, `period`, `created_after`, `created_before`); each
+    /// bad value is an error naming its filter.
+    pub async fn job_find(&self, f: JobFilter) -> Result<Vec<Job>, OpsError> {
+        let extended = f.topic.is_some()
+            || f.recipient.is_some()
+            || f.period.is_some()
+            || f.created_after.is_some()
+            || f.created_before.is_some();
+        if !extended {
+            return self
+                .job_list(
+                    f.state.as_deref(),
+                    f.kind.as_deref(),
+                    f.schedule.as_deref(),
+                    f.channel.as_deref(),
+                    f.before.as_deref(),
+                    f.limit,
+                )
+                .await;
+        }
+        if let Some(s) = &f.state
+            && JobState::parse_known(s).is_none()
+        {
+            return Err(OpsError::invalid(
+                "state",
+                "must be one of available, running, succeeded, skipped, cancelled, dead",
+            ));
+        }
+        let limit = f.limit.unwrap_or(50);
+        if !(1..=1000).contains(&limit) {
+            return Err(OpsError::invalid("limit", "must be between 1 and 1000"));
+        }
+        let instant = |field: &str, v: &Option<String>| {
+            v.as_deref().map(|v| parse_instant(field, v)).transpose()
+        };
+        Ok(self
+            .store
+            .job_search(JobSearch {
+                state: f.state,
+                kind: f.kind,
+                schedule_id: f.schedule,
+                period_key: f.period,
+                topic: f.topic,
+                recipient_id: f.recipient,
+                channel: f.channel,
+                created_from: instant("created_after", &f.created_after)?,
+                created_to: instant("created_before", &f.created_before)?,
+                endpoint_id: None,
+                payload_text: None,
+                before_id: f.before,
+                limit,
             })
             .await?)
     }

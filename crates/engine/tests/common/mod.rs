@@ -966,6 +966,33 @@ impl NodeStore for CountingStore {
     async fn setting_put(&self, p: kairos_store::SettingPut) -> kairos_store::Result<()> {
         self.inner.setting_put(p).await
     }
+    async fn setting_create(
+        &self,
+        p: kairos_store::SettingPut,
+    ) -> kairos_store::Result<Option<kairos_store::Setting>> {
+        self.inner.setting_create(p).await
+    }
+    async fn api_token_create(&self, p: kairos_store::ApiTokenCreate) -> kairos_store::Result<()> {
+        self.inner.api_token_create(p).await
+    }
+    async fn api_token_list(&self) -> kairos_store::Result<Vec<kairos_store::ApiTokenRecord>> {
+        self.inner.api_token_list().await
+    }
+    async fn api_token_get(
+        &self,
+        token_hash: &str,
+    ) -> kairos_store::Result<Option<kairos_store::ApiTokenRecord>> {
+        self.inner.api_token_get(token_hash).await
+    }
+    async fn api_token_revoke(
+        &self,
+        p: kairos_store::ApiTokenRevoke,
+    ) -> kairos_store::Result<bool> {
+        self.inner.api_token_revoke(p).await
+    }
+    async fn api_token_touch(&self, p: kairos_store::ApiTokenTouch) -> kairos_store::Result<()> {
+        self.inner.api_token_touch(p).await
+    }
     async fn admin_session_create(
         &self,
         p: kairos_store::AdminSessionCreate,

@@ -21,8 +21,8 @@ pub struct JobFilters {
     /// Channel (a schedule's channel name, an audience job's `email` or `webhook`).
     #[serde(default)]
     pub channel: Option<String>,
-    /// Schedule id.
-    #[serde(default)]
+    /// Schedule id (`schedule_id` is an alias).
+    #[serde(default, alias = "schedule_id")]
     pub schedule: Option<String>,
     /// Period key.
     #[serde(default)]
@@ -36,11 +36,12 @@ pub struct JobFilters {
     /// Recipient id (audience jobs).
     #[serde(default)]
     pub recipient: Option<String>,
-    /// Created at or after (`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM`, UTC).
-    #[serde(default)]
+    /// Created at or after (`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM`, UTC); `created_after` is
+    /// the API's name for it.
+    #[serde(default, alias = "created_after")]
     pub from: Option<String>,
-    /// Created before.
-    #[serde(default)]
+    /// Created before (`created_before` in the API).
+    #[serde(default, alias = "created_before")]
     pub to: Option<String>,
     /// Keyset cursor: the last id of the previous page.
     #[serde(default)]

@@ -24,15 +24,29 @@ pub fn router() -> Router<AppState> {
         .route("/replay", post(replay))
 }
 
-/// Filters of the dead-letter list.
+/// Filters of the dead-letter list: those of `GET /v1/jobs` but `state`
+/// (`schedule_id` is an alias of `schedule`).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DlqQuery {
     /// Job kind.
     pub kind: Option<String>,
-    /// Jobs of this schedule.
-    pub schedule_id: Option<String>,
+    /// Jobs of this schedule (`schedule_id` is an alias).
+    #[serde(alias = "schedule_id")]
+    pub schedule: Option<String>,
+    /// Audience jobs of this topic.
+    pub topic: Option<String>,
+    /// Audience jobs of this recipient id.
+    pub recipient: Option<String>,
+    /// Jobs of this period key.
+    pub period: Option<String>,
+    /// Jobs of this channel.
+    pub channel: Option<String>,
+    /// Created at or after this instant (RFC 3339).
+    pub created_after: Option<String>,
+    /// Created before this instant (RFC 3339).
+    pub created_before: Option<String>,
     /// Jobs older than this id (the previous page's `next_before`).
     pub before: Option<String>,
     /// Page size, 1 to 1000 (default 50).
@@ -51,8 +65,13 @@ pub async fn list(
     let q = JobQuery {
         state: None,
         kind: q.kind,
-        schedule_id: q.schedule_id,
-        channel: None,
+        schedule: q.schedule,
+        topic: q.topic,
+        recipient: q.recipient,
+        period: q.period,
+        channel: q.channel,
+        created_after: q.created_after,
+        created_before: q.created_before,
         before: q.before,
         limit: q.limit,
     };

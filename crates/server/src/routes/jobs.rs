@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use kairos_engine::ops::JobBulkRequest;
+use kairos_engine::ops::{JobBulkRequest, JobFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -50,15 +50,22 @@ pub async fn enqueue(
     } else {
         StatusCode::OK
     };
-    let webhook = endpoint_of(&state, &job).await?;
-    Ok((
-        status,
-        Json(
-            JobView::new(state.kairos.kinds(), &job)
-                .with_webhook(webhook.as_ref())
-                .with_attempts(&attempts),
-        ),
-    ))
+    Ok((status, Json(full_view(&state, &job, &attempts).await?)))
+}
+
+/// The view of one job: its endpoint or http target, and its attempts.
+async fn full_view(
+    state: &AppState,
+    job: &kairos_core::Job,
+    attempts: &[kairos_store::Attempt],
+) -> ApiResult<JobView> {
+    let webhook = endpoint_of(state, job).await?;
+    JobView::new(state.kairos.kinds(), job)
+        .with_webhook(webhook.as_ref())
+        .with_attempts(attempts)
+        .with_http(job, state.kairos.store().as_ref())
+        .await
+        .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))
 }
 
 /// The endpoint a webhook job posts to: a disabled one (reused by a re-added URL and secret)
@@ -78,7 +85,9 @@ async fn endpoint_of(
     }
 }
 
-/// Filters of a job list.
+/// Filters of a job list: the vocabulary shared by the API, the CLI and the admin
+/// (`schedule`, `topic`, `recipient`, `period`, `channel`, `state`, `kind`, `created_after`,
+/// `created_before`); `schedule_id` is kept as an alias of `schedule`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -88,11 +97,22 @@ pub struct JobQuery {
     pub state: Option<String>,
     /// Job kind.
     pub kind: Option<String>,
-    /// Jobs of this schedule.
-    pub schedule_id: Option<String>,
+    /// Jobs of this schedule (`sch_…`; `schedule_id` is an alias).
+    #[serde(alias = "schedule_id")]
+    pub schedule: Option<String>,
+    /// Audience jobs of this topic.
+    pub topic: Option<String>,
+    /// Audience jobs of this recipient id.
+    pub recipient: Option<String>,
+    /// Jobs of this period key (`2026-W49`).
+    pub period: Option<String>,
     /// Jobs of this channel: a schedule's channel name, or an audience job's `email` or
     /// `webhook`.
     pub channel: Option<String>,
+    /// Jobs created at or after this instant (RFC 3339).
+    pub created_after: Option<String>,
+    /// Jobs created before this instant (RFC 3339).
+    pub created_before: Option<String>,
     /// Jobs older than this id (the previous page's `next_before`).
     pub before: Option<String>,
     /// Page size, 1 to 1000 (default 50).
@@ -100,20 +120,34 @@ pub struct JobQuery {
     pub limit: Option<i64>,
 }
 
+/// A trimmed, non-empty value: an empty filter (`?topic=`) is no filter.
+fn given(v: Option<String>) -> Option<String> {
+    v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+impl JobQuery {
+    /// The facade's filter, with `state` forced when given.
+    pub fn filter(self, force_state: Option<&str>, limit: i64) -> JobFilter {
+        JobFilter {
+            state: force_state.map(str::to_string).or(given(self.state)),
+            kind: given(self.kind),
+            schedule: given(self.schedule),
+            topic: given(self.topic),
+            recipient: given(self.recipient),
+            period: given(self.period),
+            channel: given(self.channel),
+            created_after: given(self.created_after),
+            created_before: given(self.created_before),
+            before: given(self.before),
+            limit: Some(limit),
+        }
+    }
+}
+
 /// One page of jobs matching `q` (with `state` forced when given).
 pub async fn page(state: &AppState, q: JobQuery, force_state: Option<&str>) -> ApiResult<JobPage> {
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    let jobs = state
-        .kairos
-        .job_list(
-            force_state.or(q.state.as_deref()),
-            q.kind.as_deref(),
-            q.schedule_id.as_deref(),
-            q.channel.as_deref(),
-            q.before.as_deref(),
-            Some(limit),
-        )
-        .await?;
+    let jobs = state.kairos.job_find(q.filter(force_state, limit)).await?;
     let next_before = if jobs.len() as i64 == limit {
         jobs.last().map(|j| j.id.clone())
     } else {
@@ -155,12 +189,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<JobView>> {
     let (job, attempts) = state.kairos.job_get(&id).await?;
-    let webhook = endpoint_of(&state, &job).await?;
-    Ok(Json(
-        JobView::new(state.kairos.kinds(), &job)
-            .with_webhook(webhook.as_ref())
-            .with_attempts(&attempts),
-    ))
+    Ok(Json(full_view(&state, &job, &attempts).await?))
 }
 
 /// Run a job again now: replay a dead, cancelled or skipped job, or hurry one waiting for a

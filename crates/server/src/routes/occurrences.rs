@@ -118,7 +118,8 @@ pub struct OccurrenceList {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// The schedule (`sch_…`). Required.
+    /// The schedule (`sch_…`; `schedule_id` is an alias). Required.
+    #[serde(alias = "schedule_id")]
     pub schedule: String,
     /// Only this period key (`2026-W49`).
     pub period: Option<String>,

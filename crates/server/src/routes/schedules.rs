@@ -42,9 +42,12 @@ pub async fn full_view(state: &AppState, s: &Schedule) -> ApiResult<ScheduleView
     };
     let upcoming = state.kairos.schedule_upcoming(s, UPCOMING);
     let catch_up = state.kairos.schedule_catch_ups(&s.id).await?;
-    Ok(ScheduleView::new(s, ep.as_ref())
+    ScheduleView::new(s, ep.as_ref())
         .with_upcoming(&upcoming)
-        .with_catch_up(catch_up.into_iter().map(|c| c.at).collect()))
+        .with_catch_up(catch_up.into_iter().map(|c| c.at).collect())
+        .with_http(s, state.kairos.store().as_ref())
+        .await
+        .map_err(|e| Problem::from(kairos_engine::OpsError::from(e)))
 }
 
 /// Create a schedule. Its first firing is the first at or after now.

@@ -24,12 +24,25 @@ pub trait NodeStore: Send + Sync {
     async fn setting_get(&self, name: &str) -> Result<Option<Setting>>;
     /// Set or clear a setting.
     async fn setting_put(&self, p: SettingPut) -> Result<()>;
+    /// Store a setting only if it does not exist yet; the stored value afterwards (the one
+    /// given, or the one already there: the first writer wins).
+    async fn setting_create(&self, p: SettingPut) -> Result<Option<Setting>>;
     /// Store an admin session, deleting expired ones in the same transaction.
     async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()>;
     /// An admin session by the hash of its id (expired or not: the caller compares).
     async fn admin_session_get(&self, id_hash: &str) -> Result<Option<AdminSession>>;
     /// End an admin session (logout); `false` if it did not exist.
     async fn admin_session_delete(&self, id_hash: &str) -> Result<bool>;
+    /// Store a scoped API token (a name in use is a `Conflict`).
+    async fn api_token_create(&self, p: ApiTokenCreate) -> Result<()>;
+    /// Every scoped API token, revoked ones too, oldest first.
+    async fn api_token_list(&self) -> Result<Vec<ApiTokenRecord>>;
+    /// A scoped API token by the hash of the token (revoked or not: the caller checks).
+    async fn api_token_get(&self, token_hash: &str) -> Result<Option<ApiTokenRecord>>;
+    /// Revoke a token by id or name; `false` if there is none, or it is revoked already.
+    async fn api_token_revoke(&self, p: ApiTokenRevoke) -> Result<bool>;
+    /// Record a token's use (see [`ApiTokenTouch`]).
+    async fn api_token_touch(&self, p: ApiTokenTouch) -> Result<()>;
     /// What holds the database's cleanup back: open snapshots, dead row versions, the WAL.
     async fn db_health_read(&self, p: DbHealthRead) -> Result<DbHealth>;
 }

@@ -4,7 +4,10 @@
 use super::secrets::SETTING_UPSERT;
 use super::{SqlRun, rows};
 use crate::binds;
-use crate::{AdminSession, AdminSessionCreate, Result, Setting, SettingPut};
+use crate::{
+    AdminSession, AdminSessionCreate, ApiTokenCreate, ApiTokenRecord, ApiTokenRevoke,
+    ApiTokenTouch, Result, Setting, SettingPut,
+};
 
 /// `setting_get`.
 pub async fn setting_get(run: &mut impl SqlRun, name: &str) -> Result<Option<Setting>> {
@@ -34,6 +37,21 @@ pub async fn setting_put(run: &mut impl SqlRun, p: SettingPut) -> Result<()> {
         }
     };
     Ok(())
+}
+
+/// `setting_create`: stored only if the setting does not exist; the stored value either way
+/// (of two nodes creating it at once, the first insert wins and both read it).
+pub async fn setting_create(run: &mut impl SqlRun, p: SettingPut) -> Result<Option<Setting>> {
+    if let Some(v) = p.value {
+        run.execute(
+            "setting create",
+            "INSERT INTO settings (name, value, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO NOTHING",
+            binds![p.name.clone(), v, p.now],
+        )
+        .await?;
+    }
+    setting_get(run, &p.name).await
 }
 
 /// `admin_session_create`, on a transaction's connection: expired sessions go first.
@@ -80,6 +98,71 @@ pub async fn admin_session_delete(run: &mut impl SqlRun, id_hash: &str) -> Resul
     Ok(n > 0)
 }
 
+const API_TOKEN_COLUMNS: &str = "id, name, scope, token_hash, created_at, last_used_at, revoked_at";
+
+/// `api_token_create`.
+pub async fn api_token_create(run: &mut impl SqlRun, p: ApiTokenCreate) -> Result<()> {
+    let t = p.token;
+    run.execute(
+        "api token create",
+        "INSERT INTO api_tokens (id, name, scope, token_hash, created_at) \
+         VALUES ($1, $2, $3, $4, $5)",
+        binds![t.id, t.name, t.scope, t.token_hash, t.created_at],
+    )
+    .await?;
+    Ok(())
+}
+
+/// `api_token_list`.
+pub async fn api_token_list(run: &mut impl SqlRun) -> Result<Vec<ApiTokenRecord>> {
+    run.fetch(
+        "api token list",
+        &format!("SELECT {API_TOKEN_COLUMNS} FROM api_tokens ORDER BY created_at, id"),
+        binds![],
+        &|r| rows::api_token(r),
+    )
+    .await
+}
+
+/// `api_token_get`.
+pub async fn api_token_get(
+    run: &mut impl SqlRun,
+    token_hash: &str,
+) -> Result<Option<ApiTokenRecord>> {
+    run.fetch_optional(
+        "api token get",
+        &format!("SELECT {API_TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = $1"),
+        binds![token_hash],
+        &|r| rows::api_token(r),
+    )
+    .await
+}
+
+/// `api_token_revoke`.
+pub async fn api_token_revoke(run: &mut impl SqlRun, p: ApiTokenRevoke) -> Result<bool> {
+    let n = run
+        .execute(
+            "api token revoke",
+            "UPDATE api_tokens SET revoked_at = $2 \
+             WHERE (id = $1 OR name = $1) AND revoked_at IS NULL",
+            binds![p.id_or_name, p.now],
+        )
+        .await?;
+    Ok(n > 0)
+}
+
+/// `api_token_touch`.
+pub async fn api_token_touch(run: &mut impl SqlRun, p: ApiTokenTouch) -> Result<()> {
+    run.execute(
+        "api token touch",
+        "UPDATE api_tokens SET last_used_at = $2 \
+         WHERE token_hash = $1 AND (last_used_at IS NULL OR last_used_at <= $3)",
+        binds![p.token_hash, p.now, p.skip_after],
+    )
+    .await?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl<D: super::SqlDb> crate::NodeStore for D {
     async fn migrate(&self) -> Result<()> {
@@ -98,6 +181,10 @@ impl<D: super::SqlDb> crate::NodeStore for D {
         setting_put(&mut self.writer(), p).await
     }
 
+    async fn setting_create(&self, p: SettingPut) -> Result<Option<Setting>> {
+        setting_create(&mut self.writer(), p).await
+    }
+
     async fn admin_session_create(&self, p: AdminSessionCreate) -> Result<()> {
         let mut tx = self.begin("admin session create").await?;
         admin_session_create(&mut D::in_tx(&mut tx), p).await?;
@@ -110,6 +197,26 @@ impl<D: super::SqlDb> crate::NodeStore for D {
 
     async fn admin_session_delete(&self, id_hash: &str) -> Result<bool> {
         admin_session_delete(&mut self.writer(), id_hash).await
+    }
+
+    async fn api_token_create(&self, p: ApiTokenCreate) -> Result<()> {
+        api_token_create(&mut self.writer(), p).await
+    }
+
+    async fn api_token_list(&self) -> Result<Vec<ApiTokenRecord>> {
+        api_token_list(&mut self.reader()).await
+    }
+
+    async fn api_token_get(&self, token_hash: &str) -> Result<Option<ApiTokenRecord>> {
+        api_token_get(&mut self.reader(), token_hash).await
+    }
+
+    async fn api_token_revoke(&self, p: ApiTokenRevoke) -> Result<bool> {
+        api_token_revoke(&mut self.writer(), p).await
+    }
+
+    async fn api_token_touch(&self, p: ApiTokenTouch) -> Result<()> {
+        api_token_touch(&mut self.writer(), p).await
     }
 
     async fn db_health_read(&self, p: crate::DbHealthRead) -> Result<crate::DbHealth> {

@@ -64,6 +64,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0026 "job_audience",
     0027 "flow_control",
     0028 "schedule_overlap",
+    0029 "api_tokens",
 ];
 
 /// The table sqlx records applied migrations in.

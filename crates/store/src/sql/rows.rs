@@ -299,6 +299,19 @@ pub fn admin_session<R: RowRead + ?Sized>(r: &R) -> Result<AdminSession> {
     })
 }
 
+/// A scoped API token.
+pub fn api_token<R: RowRead + ?Sized>(r: &R) -> Result<crate::ApiTokenRecord> {
+    Ok(crate::ApiTokenRecord {
+        id: r.text("id")?,
+        name: r.text("name")?,
+        scope: r.text("scope")?,
+        token_hash: r.text("token_hash")?,
+        created_at: r.ts("created_at")?,
+        last_used_at: r.opt_ts("last_used_at")?,
+        revoked_at: r.opt_ts("revoked_at")?,
+    })
+}
+
 /// An SLO alert state.
 pub fn slo_alert<R: RowRead + ?Sized>(r: &R) -> Result<SloAlert> {
     Ok(SloAlert {

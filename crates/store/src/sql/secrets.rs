@@ -312,6 +312,25 @@ pub async fn reseal<D: SqlDb>(db: &D, new: &Sealer, setting: crate::SettingPut) 
         run.execute("re-sealing an http target", HTTP_TARGET_SEAL, b)
             .await?;
     }
+    // The cluster's API token (PostgreSQL), sealed like the rest.
+    let token = run
+        .fetch_optional(
+            "reading the cluster's API token",
+            "SELECT value FROM settings WHERE name = $1",
+            binds![sealing::API_TOKEN_SETTING],
+            &|r| r.text("value"),
+        )
+        .await?;
+    if let Some(stored) = token {
+        let plain = sealing::api_token_from_store(open, stored)?;
+        let b = binds![
+            sealing::API_TOKEN_SETTING,
+            new.seal(&plain, sealing::API_TOKEN_AAD),
+            setting.now
+        ];
+        run.execute("re-sealing the cluster's API token", SETTING_UPSERT, b)
+            .await?;
+    }
     let b = binds![setting.name, setting.value.unwrap_or_default(), setting.now];
     run.execute("storing the new key's check value", SETTING_UPSERT, b)
         .await?;

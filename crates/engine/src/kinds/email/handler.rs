@@ -267,7 +267,10 @@ impl EmailHandler {
             .render(parts, ctx)
             .await
             .map_err(|e| match e {
-                template::RenderError::Template(e) => Failure::permanent(e.to_string()),
+                // The recipient's id (never the address) says whose mail did not render.
+                template::RenderError::Template(e) => {
+                    Failure::permanent(format!("recipient {rid}: {e}"))
+                }
                 e @ template::RenderError::Unavailable(_) => Failure::transient(e.to_string()),
             })?
             .into_iter();
