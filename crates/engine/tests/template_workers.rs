@@ -153,7 +153,7 @@ async fn i12_3_worker_dying_in_a_send_render_fails_the_job_permanently_naming_th
     assert_eq!(job.state, JobState::Dead, "{job:?}");
     let error = job.last_error.as_deref().unwrap_or_default();
     assert!(
-        error.starts_with("text: exceeded the memory limit of 128 MB"),
+        error.starts_with("recipient u1: text: exceeded the memory limit of 128 MB"),
         "{error}"
     );
     let attempts = w.store.attempt_list(&id).await.unwrap();

@@ -60,6 +60,13 @@ const CLAIM: &str = "WITH due (due_tid) AS (
      RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
                                WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited";
 
+/// The claim statement as it runs: a sweep (`from_cursor` false) or a claim from the cursor
+/// (parameters `$6`, `$7`), for checks of its plan (`tests/hot_pool.rs`).
+pub fn claim_statement(from_cursor: bool) -> String {
+    let from = if from_cursor { CLAIM_FROM } else { "" };
+    CLAIM.replace("{from}", from).replace("{cols}", JOB_COLS)
+}
+
 /// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree
 /// descends to.
 const CLAIM_FROM: &str = "AND (run_at, id) >= ($6, $7)";

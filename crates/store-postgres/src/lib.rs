@@ -59,6 +59,7 @@ mod slots;
 mod tx;
 mod wake;
 
+pub use jobs::claim_statement;
 pub use leader::{LEADER_KEY_SQL, run_leader_election};
 pub use listen::{JOBS_CHANNEL, listen_wakeups};
 #[allow(deprecated)]

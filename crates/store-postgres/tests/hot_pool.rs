@@ -67,3 +67,57 @@ async fn hot_path_plans_once_without_bitmap_scans_or_nested_loops_and_claims_per
     assert!(path.contains(store.schema()), "{path}");
     store.close().await;
 }
+
+/// The settings are there for the plans they give: on the claim connections the claim reads
+/// `jobs_due` in order (an index scan, never a bitmap scan or a scan of the table), from the
+/// start (a sweep) and from the cursor, with statistics of a queue of thousands of jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_claim_plans_read_jobs_due_in_order() {
+    let Some((store, _guard)) = common::open().await else {
+        return;
+    };
+    let jobs = (0..3_000)
+        .map(|i| job(t0() + chrono::Duration::seconds(i)))
+        .collect::<Vec<_>>();
+    store.job_insert_many(jobs).await.expect("insert");
+    sqlx::query("ANALYZE jobs")
+        .execute(store.pool())
+        .await
+        .expect("analyze");
+    let now = t0() + chrono::Duration::hours(2);
+    for from_cursor in [false, true] {
+        let sql = format!(
+            "EXPLAIN {}",
+            kairos_store_postgres::claim_statement(from_cursor)
+        );
+        let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+            .bind("node-a")
+            .bind("lease_x")
+            .bind(now + chrono::Duration::seconds(30))
+            .bind(now)
+            .bind(100_i64);
+        if from_cursor {
+            q = q
+                .bind(t0() + chrono::Duration::seconds(1_000))
+                .bind("job_0");
+        }
+        let plan = q
+            .fetch_all(store.claim_pool())
+            .await
+            .expect("explain")
+            .join("\n");
+        assert!(
+            plan.contains("jobs_due"),
+            "from_cursor={from_cursor}:\n{plan}"
+        );
+        assert!(
+            !plan.contains("Bitmap"),
+            "from_cursor={from_cursor}:\n{plan}"
+        );
+        assert!(
+            !plan.contains("Seq Scan on jobs"),
+            "from_cursor={from_cursor}:\n{plan}"
+        );
+    }
+    store.close().await;
+}
