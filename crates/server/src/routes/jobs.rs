@@ -129,7 +129,8 @@ impl JobQuery {
     /// The facade's filter, with `state` forced when given.
     pub fn filter(self, force_state: Option<&str>, limit: i64) -> JobFilter {
         JobFilter {
-            state: force_state.map(str::to_string).or(given(self.state)),
+            // Not `given`: an empty `state` is a bad value (422), as the document says.
+            state: force_state.map(str::to_string).or(self.state),
             kind: given(self.kind),
             schedule: given(self.schedule),
             topic: given(self.topic),
