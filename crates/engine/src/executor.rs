@@ -64,6 +64,15 @@ pub struct ExecutorConfig {
     pub renew_every: Duration,
     /// Longest idle wait before looking for due jobs again (fallback to wake-ups). Default 1 s.
     pub poll_interval: Duration,
+    /// After a claim that came back short (fewer jobs than it asked for), the next claim of
+    /// this node starts no sooner than this after it. Default 5 ms, at most 1 s; 0 claims
+    /// again at once. At a steady rate every enqueue wakes the node, and without a pause each
+    /// wake-up became a claim of one or two jobs: hundreds of claims a second, each paying a
+    /// round trip and, on PostgreSQL while another session holds a snapshot, a walk over the
+    /// index entries of the jobs claimed just before. The pause lets the jobs that arrive meanwhile share
+    /// one claim (Oban's `dispatch_cooldown`, River's `FetchCooldown`). A claim that came
+    /// back full is followed at once, so a burst is not slowed.
+    pub claim_cooldown: Duration,
     /// Most completions recorded in one transaction. Default 1000.
     pub complete_batch: usize,
     /// How long a completion may wait for others to share its transaction (unless
@@ -98,6 +107,7 @@ impl Default for ExecutorConfig {
             lease: Duration::from_secs(30),
             renew_every: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
+            claim_cooldown: Duration::from_millis(5),
             complete_batch: 1000,
             complete_delay: Duration::ZERO,
             complete_parallel: 2,
@@ -161,6 +171,12 @@ impl ExecutorConfig {
             return Err(Error::invalid(
                 "executor.max_unrecorded",
                 "must be at most 100000",
+            ));
+        }
+        if self.claim_cooldown > Duration::from_secs(1) {
+            return Err(Error::invalid(
+                "executor.claim_cooldown",
+                "must be at most 1s",
             ));
         }
         if self.poll_interval.is_zero() {
@@ -347,6 +363,7 @@ impl Executor {
             pace,
             stock,
             queue,
+            cooldown: Default::default(),
         };
         futures::future::join_all(
             (0..claim::CLAIMERS).map(|_| self.claim_loop(&claims, &wake, &cancel)),

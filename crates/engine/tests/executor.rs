@@ -612,3 +612,76 @@ async fn two_claims_are_in_flight_at_once_and_never_three() {
     assert_eq!(at_once, 2, "two claims wait at the gate together");
     assert_eq!(counting.claims_in_flight_max.load(Ordering::SeqCst), 2);
 }
+
+/// After a claim that came back short, the next claim waits out `claim_cooldown`, so jobs
+/// enqueued one by one meanwhile (each waking the node) share one claim. Without the pause
+/// each wake-up made its own claim of one job: five claims for these five.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_enqueued_during_the_claim_cooldown_share_one_claim() {
+    let handler = TestHandler::ok();
+    let (_dir, sqlite) = open_store().await;
+    let counting = CountingStore::new(sqlite);
+    let store: Arc<dyn kairos_store::Store> = counting.clone();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let kinds = Arc::new(registry_with(
+        &store,
+        clock.clone(),
+        &[("counted", handler.clone() as Arc<dyn Handler>)],
+    ));
+    let mut cfg = EngineConfig::default();
+    cfg.executor.claim_cooldown = StdDuration::from_millis(400);
+    let engine = Engine::new(cfg, store.clone(), clock.clone(), kinds.clone()).unwrap();
+    let kairos = Kairos::new(store, clock, engine.wake(), kinds);
+    let enqueue = |i: usize| {
+        let kairos = kairos.clone();
+        async move {
+            kairos
+                .job_enqueue(kairos_engine::ops::NewJob {
+                    kind: Some("counted".into()),
+                    payload: Some(serde_json::json!({ "i": i })),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+    };
+    let cancel = CancellationToken::new();
+    let run = {
+        let (engine, cancel) = (engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let wait_for = |n: usize| {
+        let handler = handler.clone();
+        async move {
+            let deadline = Instant::now() + StdDuration::from_secs(10);
+            while handler.finished() < n && Instant::now() < deadline {
+                tokio::time::sleep(StdDuration::from_millis(2)).await;
+            }
+            assert_eq!(handler.finished(), n);
+        }
+    };
+    enqueue(0).await;
+    wait_for(1).await;
+    let before = counting.job_claim_calls.load(Ordering::SeqCst);
+    for i in 1..=5 {
+        enqueue(i).await;
+    }
+    wait_for(6).await;
+    let claims = counting.job_claim_calls.load(Ordering::SeqCst) - before;
+    cancel.cancel();
+    run.await.unwrap();
+    assert!(
+        claims <= 3,
+        "{claims} claims for 5 jobs enqueued one by one during the cooldown"
+    );
+}
+
+#[test]
+fn claim_cooldown_over_a_second_is_refused_by_name() {
+    let mut cfg = EngineConfig::default();
+    cfg.executor.claim_cooldown = StdDuration::from_millis(1001);
+    assert_eq!(
+        cfg.executor.validate().unwrap_err().field(),
+        "executor.claim_cooldown"
+    );
+}

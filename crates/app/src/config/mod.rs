@@ -51,6 +51,7 @@ pub const ENV_FIELDS: &[&str] = &[
     "webhook_timeout_secs",
     "shutdown_grace_secs",
     "poll_interval_ms",
+    "claim_cooldown_ms",
     "log_format",
     "otlp_endpoint",
     "retention_succeeded",
@@ -181,6 +182,10 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// Longest idle wait between looks for due work (`KAIROS_POLL_INTERVAL_MS`, default 1000).
     pub poll_interval_ms: u64,
+    /// After a claim that came back short, the least time before the node claims again
+    /// (`KAIROS_CLAIM_COOLDOWN_MS`, default 5, at most 1000; 0: at once): jobs that arrive
+    /// meanwhile share one claim instead of each making its own.
+    pub claim_cooldown_ms: u64,
     /// `text` or `json` (`KAIROS_LOG_FORMAT`, default `text`).
     pub log_format: LogFormat,
     /// The OpenTelemetry collector's base URL (`KAIROS_OTLP_ENDPOINT`, e.g.
@@ -411,6 +416,7 @@ impl Default for Config {
             webhook_timeout_secs: 10,
             shutdown_grace_secs: 30,
             poll_interval_ms: 1000,
+            claim_cooldown_ms: 5,
             log_format: LogFormat::Text,
             otlp_endpoint: None,
             retention_succeeded: "7d".into(),

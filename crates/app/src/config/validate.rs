@@ -196,6 +196,12 @@ impl Config {
                 "must be at most 3600 seconds",
             ));
         }
+        if self.claim_cooldown_ms > 1000 {
+            return Err(ConfigError::new(
+                "claim_cooldown_ms",
+                "must be at most 1000 milliseconds",
+            ));
+        }
         if !(10..=60_000).contains(&self.poll_interval_ms) {
             return Err(ConfigError::new(
                 "poll_interval_ms",

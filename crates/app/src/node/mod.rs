@@ -49,6 +49,7 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.executor.lease = lease;
     ec.executor.renew_every = lease / 3;
     ec.executor.poll_interval = poll;
+    ec.executor.claim_cooldown = Duration::from_millis(cfg.claim_cooldown_ms);
     ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
     ec.scheduler.poll_interval = poll;
     ec.scheduler.misfire_threshold = cfg.misfire_threshold()?;

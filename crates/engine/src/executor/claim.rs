@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Claim loops per executor, each with at most one claim in flight. Two: while one claim is
@@ -35,6 +36,30 @@ pub(super) struct Shared {
     pub stock: Arc<Stock>,
     /// The local queue.
     pub queue: mpsc::UnboundedSender<(Job, OwnedSemaphorePermit)>,
+    /// No claim before this instant: set by a claim that came back short
+    /// ([`ExecutorConfig::claim_cooldown`](super::ExecutorConfig::claim_cooldown)), for both
+    /// claimers.
+    pub cooldown: Mutex<Option<Instant>>,
+}
+
+impl Shared {
+    /// When the next claim may start, if not now.
+    fn cooled_at(&self) -> Option<Instant> {
+        let at = *self.cooldown.lock().unwrap_or_else(|e| e.into_inner());
+        at.filter(|at| *at > Instant::now())
+    }
+
+    /// A claim that started at `started` came back short: no claim before `started + pause`.
+    fn cool_down(&self, started: Instant, pause: Duration) {
+        if pause.is_zero() {
+            return;
+        }
+        let mut at = self.cooldown.lock().unwrap_or_else(|e| e.into_inner());
+        let until = started + pause;
+        if at.is_none_or(|a| a < until) {
+            *at = Some(until);
+        }
+    }
 }
 
 impl Executor {
@@ -95,6 +120,14 @@ impl Executor {
                     }
                 }
             }
+            if let Some(at) = s.cooled_at() {
+                // The last claim came back short: let the jobs that arrive until `at` (each
+                // waking this loop) share the next claim. The permits stay held meanwhile.
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep_until(at) => {}
+                }
+            }
             if self.pause.is_on() {
                 // Maintenance mode: running jobs finish, nothing new is claimed.
                 drop(permits);
@@ -104,6 +137,7 @@ impl Executor {
                 }
             }
             let now = self.clock.now();
+            let started = Instant::now();
             let claimed = match self
                 .store
                 .job_claim(self.claim_params(now, permits.len()))
@@ -125,6 +159,9 @@ impl Executor {
                 }
             };
             let got = claimed.len();
+            if got < permits.len() {
+                s.cool_down(started, self.cfg.claim_cooldown);
+            }
             {
                 let mut r = s.running.lock().unwrap_or_else(|e| e.into_inner());
                 for j in &claimed {

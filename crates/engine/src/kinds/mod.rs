@@ -8,11 +8,11 @@
 //! product a catch-up looks for and the one the monitor expects.
 //!
 //! A node owns its kinds as a value, [`Kinds`]: the built-in ones ([`Kinds::builtin`], or
-//! with their handlers built from the node's settings, [`crate::handlers::builtin`]) plus an
+//! with their handlers built from the node's settings, [`Kinds::builtin_running`]) plus an
 //! application's own ([`Kinds::with`], [`AppKind`]). Nothing is global: two nodes in one
 //! process can run different kinds. Adding a built-in kind is its module implementing
-//! [`Kind`] (its handler included) and one line in [`Kinds::builtin`] and
-//! [`crate::handlers::builtin`]. A job whose kind the node does not know gets [`Plain`]'s
+//! [`Kind`] (its handler included) and providing its `BUILTIN` entry, and one line in the
+//! list of `builtin.rs`. A job whose kind the node does not know gets [`Plain`]'s
 //! behaviour, and fails permanently for want of a handler.
 
 pub mod digest;
@@ -21,9 +21,12 @@ pub mod http;
 pub mod webhook;
 
 mod app;
+mod builtin;
 
 pub use app::AppKind;
 use app::Handled;
+pub(crate) use builtin::Builtin;
+pub use builtin::KindSettings;
 
 use crate::error::OpsError;
 use crate::handler::Handler;
@@ -303,18 +306,6 @@ impl Kinds {
             Some(i) => self.kinds[i] = k,
             None => self.kinds.push(k),
         }
-    }
-
-    /// The built-in kinds — `webhook`, `http`, `email`, `digest` — described, without
-    /// handlers: what a process that validates requests and reads jobs needs. A node that
-    /// runs jobs builds them with their handlers ([`crate::handlers::builtin`]).
-    pub fn builtin() -> Self {
-        Kinds::new(vec![
-            Box::new(webhook::Webhook::default()),
-            Box::new(http::Http::default()),
-            Box::new(email::Email::default()),
-            Box::new(digest::Digest::default()),
-        ])
     }
 
     /// These kinds and `kind` (replacing a kind of the same name).

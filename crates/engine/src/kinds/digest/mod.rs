@@ -110,3 +110,15 @@ impl Kind for Digest {
             .map(str::to_string)
     }
 }
+
+/// The kind's entry in the built-in list.
+pub(crate) const BUILTIN: super::Builtin = super::Builtin {
+    describe: || Box::new(Digest::default()),
+    running: |s| {
+        let digester = kairos_channels::digest::Digester::new(s.digest.clone())?;
+        let handler = handler::DigestHandler::new(s.store.clone(), s.clock.clone(), digester);
+        Ok(Some(Box::new(Digest::running(std::sync::Arc::new(
+            handler,
+        )))))
+    },
+};

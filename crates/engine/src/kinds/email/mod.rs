@@ -76,3 +76,30 @@ impl Kind for Email {
         false
     }
 }
+
+/// The kind's entry in the built-in list: running only where the node has a mail transport,
+/// with the audience's webhook channel beside the mails.
+pub(crate) const BUILTIN: super::Builtin = super::Builtin {
+    describe: || Box::new(Email::default()),
+    running: |s| {
+        let Some((transport, config)) = &s.email else {
+            return Ok(None);
+        };
+        let private = config.allow_private_targets;
+        let mail = std::sync::Arc::new(handler::EmailHandler::new(
+            s.store.clone(),
+            transport.clone(),
+            config.clone(),
+        )?);
+        let sender = kairos_channels::WebhookSender::new(kairos_channels::WebhookConfig {
+            allow_private_targets: private,
+            ..Default::default()
+        })?;
+        let channel =
+            notify::WebhookChannel::new(mail.clone(), s.store.clone(), s.clock.clone(), sender);
+        Ok(Some(Box::new(Email::running(
+            mail,
+            std::sync::Arc::new(channel),
+        ))))
+    },
+};

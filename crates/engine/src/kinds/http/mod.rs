@@ -77,3 +77,17 @@ pub fn deadline_of(job: &kairos_core::Job) -> Option<Duration> {
         .filter(|ms| *ms > 0)
         .map(Duration::from_millis)
 }
+
+/// The kind's entry in the built-in list: private targets as the webhook setting says
+/// (`KAIROS_ALLOW_PRIVATE_TARGETS`).
+pub(crate) const BUILTIN: super::Builtin = super::Builtin {
+    describe: || Box::new(Http::default()),
+    running: |s| {
+        let caller = kairos_channels::HttpCaller::new(kairos_channels::HttpCallConfig {
+            allow_private_targets: s.webhook.allow_private_targets,
+            ..Default::default()
+        })?;
+        let handler = handler::HttpHandler::new(s.store.clone(), caller);
+        Ok(Some(Box::new(Http::running(std::sync::Arc::new(handler)))))
+    },
+};

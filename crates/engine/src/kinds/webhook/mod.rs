@@ -40,3 +40,15 @@ impl Kind for Webhook {
         EndpointUse::Required
     }
 }
+
+/// The kind's entry in the built-in list: signed by the node's webhook settings.
+pub(crate) const BUILTIN: super::Builtin = super::Builtin {
+    describe: || Box::new(Webhook::default()),
+    running: |s| {
+        let sender = kairos_channels::WebhookSender::new(s.webhook.clone())?;
+        let handler = handler::WebhookHandler::new(s.store.clone(), s.clock.clone(), sender);
+        Ok(Some(Box::new(Webhook::running(std::sync::Arc::new(
+            handler,
+        )))))
+    },
+};
