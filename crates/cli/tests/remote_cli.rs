@@ -631,3 +631,132 @@ async fn commands_through_a_postgres_server_and_new_commands_on_postgres() {
     drop(w);
     drop(guard);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_through_the_server_reach_the_database() {
+    let w = world(&[]).await;
+    let base = w.server.base.clone();
+    let hook = receiver();
+    let job = json_of(
+        remote(
+            &base,
+            TOKEN,
+            &[
+                "job",
+                "enqueue",
+                "--url",
+                &hook,
+                "--secret",
+                SECRET,
+                "--run-at",
+                "2099-01-01T00:00:00Z",
+                "--payload",
+                r#"{"n": 1}"#,
+                "--json",
+            ],
+        ),
+        "enqueue",
+    );
+    let id = job["id"].as_str().expect("id").to_string();
+    assert_eq!(job["state"], "available", "{job}");
+    let c = json_of(
+        remote(
+            &base,
+            TOKEN,
+            &["job", "cancel", &id, "--reason", "test", "--json"],
+        ),
+        "cancel",
+    );
+    assert_eq!(c["state"], "cancelled", "{c}");
+    let here = json_of(
+        local(w.dir(), &["job", "show", &id, "--json"]),
+        "local show",
+    );
+    assert_eq!(here["state"], "cancelled", "{here}");
+    assert_eq!(here["reason"], "test", "{here}");
+    // Another job, far in the future: the only available one.
+    ok(
+        remote(
+            &base,
+            TOKEN,
+            &[
+                "job",
+                "enqueue",
+                "--url",
+                &hook,
+                "--secret",
+                SECRET,
+                "--run-at",
+                "2099-01-01T00:00:00Z",
+            ],
+        ),
+        "enqueue",
+    );
+    let m = json_of(
+        remote(
+            &base,
+            TOKEN,
+            &["job", "cancel-matching", "--state", "available", "--json"],
+        ),
+        "cancel-matching",
+    );
+    assert_eq!(m["matched"], 1, "{m}");
+    // The cancelled job runs again now.
+    let r = ok(remote(&base, TOKEN, &["job", "retry", &id]), "retry");
+    assert!(
+        r.starts_with(&format!("{id} is available again at ")),
+        "{r}"
+    );
+    // Replaying a job that is not dead fails, naming it.
+    let (code, _, stderr) = remote(&base, TOKEN, &["dlq", "replay", &w.job]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&w.job), "{stderr}");
+
+    ok(
+        remote(&base, TOKEN, &["suppression", "add", "gone@example.com"]),
+        "suppress",
+    );
+    let l = json_of(local(w.dir(), &["suppression", "list", "--json"]), "list");
+    assert_eq!(l[0]["email"], "gone@example.com", "{l}");
+    ok(
+        remote(
+            &base,
+            TOKEN,
+            &[
+                "suppression",
+                "remove",
+                "gone@example.com",
+                "--reason",
+                "asked",
+            ],
+        ),
+        "unsuppress",
+    );
+    let l = json_of(local(w.dir(), &["suppression", "list", "--json"]), "list");
+    assert_eq!(l, json!([]), "{l}");
+
+    ok(
+        remote(
+            &base,
+            TOKEN,
+            &[
+                "recipient",
+                "put",
+                "r2",
+                "--email",
+                "r2@example.com",
+                "--timezone",
+                "Asia/Tokyo",
+            ],
+        ),
+        "recipient put",
+    );
+    let list = ok(local(w.dir(), &["recipient", "list"]), "recipient list");
+    assert!(list.contains("r2  Asia/Tokyo"), "{list}");
+    ok(
+        remote(&base, TOKEN, &["recipient", "delete", "r2"]),
+        "erase",
+    );
+    let list = ok(local(w.dir(), &["recipient", "list"]), "recipient list");
+    assert!(!list.contains("r2"), "{list}");
+}
