@@ -103,6 +103,26 @@ pub struct GlobalArgs {
     /// Log lines as `text` or `json` (one JSON object per line) [env: KAIROS_LOG_FORMAT]
     #[arg(long, global = true, value_name = "FORMAT", value_parser = ["text", "json"])]
     pub log_format: Option<String>,
+    /// Run the command through the HTTP API of the running kairos server at URL instead of
+    /// opening a database (commands without an API refuse it) [env: KAIROS_URL]
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "KAIROS_URL",
+        hide_env = true
+    )]
+    pub server: Option<String>,
+    /// The API token for --server [env: KAIROS_API_TOKEN]
+    #[arg(
+        long,
+        global = true,
+        value_name = "TOKEN",
+        env = "KAIROS_API_TOKEN",
+        hide_env = true,
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 impl GlobalArgs {
@@ -366,6 +386,14 @@ pub fn webhook_target(
             "webhook.url",
             "--url is required with --secret",
         )),
+    }
+}
+
+/// Remove the `null` members of a JSON object (a request body built from optional flags: the
+/// API reads an absent member as "not given").
+pub fn strip_nulls(v: &mut serde_json::Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.retain(|_, v| !v.is_null());
     }
 }
 

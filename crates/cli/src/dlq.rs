@@ -2,8 +2,9 @@
 
 use crate::common::*;
 use crate::job::print_jobs;
+use crate::remote::Backend;
 use indicatif::{ProgressBar, ProgressStyle};
-use kairos_server::views::{JobView, ReplayFailure, ReplayView};
+use kairos_server::views::{ReplayFailure, ReplayView};
 
 /// Above this many jobs, a replay shows a progress bar (on a terminal).
 const PROGRESS_FROM: usize = 20;
@@ -38,8 +39,7 @@ pub enum DlqCmd {
 
 /// Run a `dlq` command.
 pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
-    let cfg = global.load_config(None)?;
-    let k = open_kairos_read(&cfg, matches!(cmd, DlqCmd::List { .. })).await?;
+    let b = Backend::open(global, matches!(cmd, DlqCmd::List { .. })).await?;
     match cmd {
         DlqCmd::List {
             filter,
@@ -47,63 +47,96 @@ pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
             limit,
         } => {
             let f = filter.filter(Some("dead".into()), before, limit);
-            let jobs = k.job_find(f).await?;
-            let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
+            let views = crate::job::find(&b, "/v1/dlq", f).await?;
             print_jobs(&views, limit, global.json)
         }
-        DlqCmd::Replay { all, kind, ids } => {
-            let ids = match (all, ids.is_empty()) {
-                (true, _) => k.dead_job_ids(kind.as_deref()).await?,
-                (false, false) => ids,
-                (false, true) => {
-                    return Err(CliError::usage("ids", "give job ids or --all"));
+        DlqCmd::Replay { all, kind, ids } => match b {
+            Backend::Local(k) => replay_local(&k, global, all, kind, ids).await,
+            Backend::Remote(r) => {
+                let body = match (all, ids.is_empty()) {
+                    (true, _) => serde_json::json!({ "all": true, "kind": kind }),
+                    (false, false) => serde_json::json!({ "ids": ids }),
+                    (false, true) => return Err(CliError::usage("ids", "give job ids or --all")),
+                };
+                let mut body = body;
+                strip_nulls(&mut body);
+                let out: ReplayView = r.post("/v1/dlq/replay", Some(&body)).await?;
+                print_replayed(global, &out)?;
+                if out.more && !global.json {
+                    eprintln!("more dead jobs remain: run the same command again to go on");
                 }
-            };
-            let bar = if ids.len() >= PROGRESS_FROM {
-                let bar = ProgressBar::new(ids.len() as u64);
-                if let Ok(style) =
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} replayed ({eta} left)")
-                {
-                    bar.set_style(style);
-                }
-                bar
-            } else {
-                ProgressBar::hidden()
-            };
-            let mut out = ReplayView::default();
-            for id in &ids {
-                match k.job_retry(id).await {
-                    Ok(j) => out.job_ids.push(j.id),
-                    Err(e) => out.failed.push(ReplayFailure {
-                        id: id.clone(),
-                        error: e.message().to_string(),
-                    }),
-                }
-                bar.inc(1);
+                replay_result(&out, out.replayed + out.failed.len())
             }
-            bar.finish_and_clear();
-            out.replayed = out.job_ids.len();
-            if global.json {
-                print_json(&out)?;
-            } else {
-                println!("replayed {} job(s)", out.replayed);
-                for f in &out.failed {
-                    eprintln!(
-                        "could not replay {}: {}",
-                        f.id,
-                        crate::common::printable(&f.error)
-                    );
-                }
-            }
-            if out.failed.is_empty() {
-                Ok(())
-            } else {
-                Err(CliError::Runtime(format!(
-                    "{} of {} job(s) could not be replayed",
-                    out.failed.len(),
-                    ids.len()
-                )))
-            }
+        },
+    }
+}
+
+fn print_replayed(global: &GlobalArgs, out: &ReplayView) -> CliResult {
+    if global.json {
+        print_json(out)?;
+    } else {
+        println!("replayed {} job(s)", out.replayed);
+        for f in &out.failed {
+            eprintln!(
+                "could not replay {}: {}",
+                f.id,
+                crate::common::printable(&f.error)
+            );
         }
     }
+    Ok(())
+}
+
+fn replay_result(out: &ReplayView, asked: usize) -> CliResult {
+    if out.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Runtime(format!(
+            "{} of {} job(s) could not be replayed",
+            out.failed.len(),
+            asked
+        )))
+    }
+}
+
+async fn replay_local(
+    k: &kairos_engine::Kairos,
+    global: &GlobalArgs,
+    all: bool,
+    kind: Option<String>,
+    ids: Vec<String>,
+) -> CliResult {
+    let ids = match (all, ids.is_empty()) {
+        (true, _) => k.dead_job_ids(kind.as_deref()).await?,
+        (false, false) => ids,
+        (false, true) => {
+            return Err(CliError::usage("ids", "give job ids or --all"));
+        }
+    };
+    let bar = if ids.len() >= PROGRESS_FROM {
+        let bar = ProgressBar::new(ids.len() as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:40} {pos}/{len} replayed ({eta} left)")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut out = ReplayView::default();
+    for id in &ids {
+        match k.job_retry(id).await {
+            Ok(j) => out.job_ids.push(j.id),
+            Err(e) => out.failed.push(ReplayFailure {
+                id: id.clone(),
+                error: e.message().to_string(),
+            }),
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    out.replayed = out.job_ids.len();
+    print_replayed(global, &out)?;
+    replay_result(&out, ids.len())
 }

@@ -5,8 +5,9 @@
 //! `POST /v1/endpoints/{id}/rotate`, on the database directly.
 
 use crate::common::*;
+use crate::remote::{Backend, seg};
 use kairos_engine::ops::SecretRotation;
-use kairos_server::routes::endpoints::{EndpointView, RotatedView};
+use kairos_server::routes::endpoints::{EndpointPage, EndpointView, RotatedView};
 
 /// `kairos endpoint …`.
 #[derive(Debug, clap::Subcommand)]
@@ -48,9 +49,8 @@ pub enum EndpointCmd {
 
 /// Run an `endpoint` command.
 pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
-    let cfg = global.load_config(None)?;
     let read_only = matches!(cmd, EndpointCmd::List { .. } | EndpointCmd::Show { .. });
-    let k = open_kairos_read(&cfg, read_only).await?;
+    let b = Backend::open(global, read_only).await?;
     let dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     match cmd {
         EndpointCmd::List {
@@ -58,16 +58,32 @@ pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
             after,
             limit,
         } => {
-            let eps = k
-                .endpoint_list(after, disabled.then_some(true), Some(limit))
-                .await?;
-            let now = k.clock().now();
-            let rows: Vec<EndpointView> = k
-                .endpoint_statuses(eps, now)
-                .await?
-                .into_iter()
-                .map(|s| EndpointView::new(s, now))
-                .collect();
+            let rows: Vec<EndpointView> = match &b {
+                Backend::Local(k) => {
+                    let eps = k
+                        .endpoint_list(after, disabled.then_some(true), Some(limit))
+                        .await?;
+                    let now = k.clock().now();
+                    k.endpoint_statuses(eps, now)
+                        .await?
+                        .into_iter()
+                        .map(|s| EndpointView::new(s, now))
+                        .collect()
+                }
+                Backend::Remote(r) => {
+                    let page: EndpointPage = r
+                        .get(
+                            "/v1/endpoints",
+                            &[
+                                ("disabled", disabled.then(|| "true".to_string())),
+                                ("after", after),
+                                ("limit", Some(limit.to_string())),
+                            ],
+                        )
+                        .await?;
+                    page.data
+                }
+            };
             if global.json {
                 return print_json(&rows);
             }
@@ -98,8 +114,12 @@ pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
             Ok(())
         }
         EndpointCmd::Show { id } => {
-            let s = k.endpoint_status(&id).await?;
-            let ep = EndpointView::new(s, k.clock().now());
+            let ep: EndpointView = match &b {
+                Backend::Local(k) => {
+                    EndpointView::new(k.endpoint_status(&id).await?, k.clock().now())
+                }
+                Backend::Remote(r) => r.get(&format!("/v1/endpoints/{}", seg(&id)), &[]).await?,
+            };
             if global.json {
                 return print_json(&ep);
             }
@@ -132,8 +152,16 @@ pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
             Ok(())
         }
         EndpointCmd::Enable { id } => {
-            k.endpoint_enable(&id).await?;
-            let ep = EndpointView::new(k.endpoint_status(&id).await?, k.clock().now());
+            let ep: EndpointView = match &b {
+                Backend::Local(k) => {
+                    k.endpoint_enable(&id).await?;
+                    EndpointView::new(k.endpoint_status(&id).await?, k.clock().now())
+                }
+                Backend::Remote(r) => {
+                    r.post(&format!("/v1/endpoints/{}/enable", seg(&id)), None::<&()>)
+                        .await?
+                }
+            };
             if global.json {
                 return print_json(&ep);
             }
@@ -141,23 +169,33 @@ pub async fn run(global: &GlobalArgs, cmd: EndpointCmd) -> CliResult {
             Ok(())
         }
         EndpointCmd::Rotate { id, window_secs } => {
-            let r = k
-                .endpoint_rotate(
-                    &id,
-                    SecretRotation {
-                        secret: None,
-                        window_secs,
-                    },
-                )
-                .await?;
-            let now = k.clock().now();
-            let status = k.endpoint_statuses(vec![r.endpoint], now).await?;
-            let Some(s) = status.into_iter().next() else {
-                return Err(kairos_engine::OpsError::not_found("endpoint", &id).into());
-            };
-            let view = RotatedView {
-                endpoint: EndpointView::new(s, now),
-                secret: r.generated_secret,
+            let view: RotatedView = match &b {
+                Backend::Local(k) => {
+                    let r = k
+                        .endpoint_rotate(
+                            &id,
+                            SecretRotation {
+                                secret: None,
+                                window_secs,
+                            },
+                        )
+                        .await?;
+                    let now = k.clock().now();
+                    let status = k.endpoint_statuses(vec![r.endpoint], now).await?;
+                    let Some(s) = status.into_iter().next() else {
+                        return Err(kairos_engine::OpsError::not_found("endpoint", &id).into());
+                    };
+                    RotatedView {
+                        endpoint: EndpointView::new(s, now),
+                        secret: r.generated_secret,
+                    }
+                }
+                Backend::Remote(r) => {
+                    let mut body = serde_json::json!({ "window_secs": window_secs });
+                    strip_nulls(&mut body);
+                    r.post(&format!("/v1/endpoints/{}/rotate", seg(&id)), Some(&body))
+                        .await?
+                }
             };
             if global.json {
                 return print_json(&view);

@@ -1,8 +1,9 @@
 //! `kairos job enqueue|list|show|retry|cancel`, on the database directly.
 
 use crate::common::*;
+use crate::remote::{Backend, Remote};
 use kairos_engine::ops::NewJob;
-use kairos_server::views::{JobPage, JobView, ts};
+use kairos_server::views::{JobPage, JobView};
 
 /// Default page size of `job list`.
 const DEFAULT_LIMIT: i64 = 50;
@@ -300,12 +301,91 @@ pub fn print_jobs(views: &[JobView], limit: i64, json: bool) -> CliResult {
     Ok(())
 }
 
+/// The query of `GET /v1/jobs` (and `/v1/dlq`) for a filter.
+pub fn filter_query(f: &kairos_engine::ops::JobFilter) -> Vec<(&'static str, Option<String>)> {
+    vec![
+        ("state", f.state.clone()),
+        ("kind", f.kind.clone()),
+        ("schedule", f.schedule.clone()),
+        ("topic", f.topic.clone()),
+        ("recipient", f.recipient.clone()),
+        ("period", f.period.clone()),
+        ("channel", f.channel.clone()),
+        ("created_after", f.created_after.clone()),
+        ("created_before", f.created_before.clone()),
+        ("before", f.before.clone()),
+        ("limit", f.limit.map(|l| l.to_string())),
+    ]
+}
+
+/// Jobs of a filter, from the database or the API (`path`: `/v1/jobs` or `/v1/dlq`).
+pub async fn find(
+    b: &Backend,
+    path: &str,
+    f: kairos_engine::ops::JobFilter,
+) -> CliResult<Vec<JobView>> {
+    match b {
+        Backend::Local(k) => {
+            let jobs = k.job_find(f).await?;
+            Ok(jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect())
+        }
+        Backend::Remote(r) => {
+            let mut q = filter_query(&f);
+            if path == "/v1/dlq" {
+                // The dead-letter queue is the dead jobs: it takes no `state`.
+                q.retain(|(k, _)| *k != "state");
+            }
+            let page: JobPage = r.get(path, &q).await?;
+            Ok(page.data)
+        }
+    }
+}
+
+/// The body of `POST /v1/jobs/cancel` and `/v1/jobs/retry`.
+fn bulk_body(r: &kairos_engine::ops::JobBulkRequest) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "state": r.state, "kind": r.kind, "schedule_id": r.schedule_id, "channel": r.channel,
+        "created_before": r.created_before, "created_after": r.created_after,
+        "reason": r.reason, "all": r.all,
+    });
+    strip_nulls(&mut v);
+    v
+}
+
+/// The body of `POST /v1/jobs` for `kairos job enqueue` (the API's `JobBody`).
+fn enqueue_body(a: EnqueueArgs) -> CliResult<serde_json::Value> {
+    let http: Option<serde_json::Value> = a
+        .http
+        .as_deref()
+        .map(|s| {
+            serde_json::from_str(s)
+                .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
+        })
+        .transpose()?;
+    let webhook = webhook_target(a.url, a.secret)?
+        .map(|w| serde_json::json!({ "url": w.url, "secret": w.secret }));
+    let retry = retry_spec(a.retry_delays.as_deref(), a.max_attempts)
+        .map(|r| serde_json::to_value(r).unwrap_or_default());
+    let concurrency = concurrency_spec(a.concurrency_key, a.concurrency_max)?
+        .map(|c| serde_json::to_value(c).unwrap_or_default());
+    let mut v = serde_json::json!({
+        "kind": a.kind, "webhook": webhook, "payload": parse_payload(a.payload.as_deref())?,
+        "run_at": a.run_at, "idempotency_key": a.idempotency_key, "retry": retry,
+        "http": http, "concurrency": concurrency,
+    });
+    strip_nulls(&mut v);
+    Ok(v)
+}
+
 /// Run a `job` command.
 pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
-    let cfg = global.load_config(None)?;
     let read_only = matches!(cmd, JobCmd::List(_) | JobCmd::Show { .. });
-    let k = open_kairos_read(&cfg, read_only).await?;
+    let b = Backend::open(global, read_only).await?;
     let json = global.json;
+    let k = match &b {
+        Backend::Local(k) => k,
+        Backend::Remote(r) => return run_remote(r, cmd, json).await,
+    };
     match cmd {
         JobCmd::Enqueue(a) => {
             let req = NewJob {
@@ -325,10 +405,7 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
             print_job(&JobView::new(k.kinds(), &job), json)
         }
         JobCmd::List(l) => {
-            let jobs = k
-                .job_find(l.filter.filter(l.state, l.before, l.limit))
-                .await?;
-            let views: Vec<JobView> = jobs.iter().map(|j| JobView::new(k.kinds(), j)).collect();
+            let views = find(&b, "/v1/jobs", l.filter.filter(l.state, l.before, l.limit)).await?;
             print_jobs(&views, l.limit, json)
         }
         JobCmd::Show { id } => {
@@ -351,35 +428,92 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
         }
         JobCmd::Retry { id } => {
             let job = k.job_retry(&id).await?;
-            if json {
-                return print_json(&JobView::new(k.kinds(), &job));
-            }
-            println!("{} is available again at {}", job.id, ts(job.run_at));
-            Ok(())
+            print_retried(&JobView::new(k.kinds(), &job), json)
         }
         JobCmd::Cancel { id, reason } => {
             let job = k.job_cancel(&id, reason).await?;
-            if json {
-                return print_json(&JobView::new(k.kinds(), &job));
-            }
-            println!("cancelled {}", job.id);
-            Ok(())
+            print_cancelled(&JobView::new(k.kinds(), &job), json)
         }
         JobCmd::CancelMatching { filter, reason } => {
             let n = k.job_bulk_cancel(filter.request(reason)).await?;
-            if json {
-                return print_json(&serde_json::json!({ "matched": n }));
-            }
-            println!("cancelled {n} job(s)");
-            Ok(())
+            print_matched(n, "cancelled", json)
         }
         JobCmd::RetryMatching { filter } => {
             let n = k.job_bulk_retry(filter.request(None)).await?;
-            if json {
-                return print_json(&serde_json::json!({ "matched": n }));
-            }
-            println!("queued {n} job(s) again");
-            Ok(())
+            print_matched(n, "queued", json)
         }
     }
+}
+
+/// A job command through the API.
+async fn run_remote(r: &Remote, cmd: JobCmd, json: bool) -> CliResult {
+    use crate::remote::seg;
+    match cmd {
+        JobCmd::Enqueue(a) => {
+            let v: JobView = r.post("/v1/jobs", Some(&enqueue_body(a)?)).await?;
+            print_job(&v, json)
+        }
+        JobCmd::List(l) => {
+            let f = l.filter.filter(l.state, l.before, l.limit);
+            let page: JobPage = r.get("/v1/jobs", &filter_query(&f)).await?;
+            print_jobs(&page.data, l.limit, json)
+        }
+        JobCmd::Show { id } => {
+            let v: JobView = r.get(&format!("/v1/jobs/{}", seg(&id)), &[]).await?;
+            print_job(&v, json)
+        }
+        JobCmd::Retry { id } => {
+            let v: JobView = r
+                .post(&format!("/v1/jobs/{}/retry", seg(&id)), None::<&()>)
+                .await?;
+            print_retried(&v, json)
+        }
+        JobCmd::Cancel { id, reason } => {
+            let body = serde_json::json!({ "reason": reason });
+            let v: JobView = r
+                .post(&format!("/v1/jobs/{}/cancel", seg(&id)), Some(&body))
+                .await?;
+            print_cancelled(&v, json)
+        }
+        JobCmd::CancelMatching { filter, reason } => {
+            let v: kairos_server::routes::jobs::BulkView = r
+                .post("/v1/jobs/cancel", Some(&bulk_body(&filter.request(reason))))
+                .await?;
+            print_matched(v.matched, "cancelled", json)
+        }
+        JobCmd::RetryMatching { filter } => {
+            let v: kairos_server::routes::jobs::BulkView = r
+                .post("/v1/jobs/retry", Some(&bulk_body(&filter.request(None))))
+                .await?;
+            print_matched(v.matched, "queued", json)
+        }
+    }
+}
+
+fn print_retried(v: &JobView, json: bool) -> CliResult {
+    if json {
+        return print_json(v);
+    }
+    println!("{} is available again at {}", v.id, v.run_at);
+    Ok(())
+}
+
+fn print_cancelled(v: &JobView, json: bool) -> CliResult {
+    if json {
+        return print_json(v);
+    }
+    println!("cancelled {}", v.id);
+    Ok(())
+}
+
+fn print_matched(n: u64, done: &str, json: bool) -> CliResult {
+    if json {
+        return print_json(&serde_json::json!({ "matched": n }));
+    }
+    if done == "queued" {
+        println!("queued {n} job(s) again");
+    } else {
+        println!("cancelled {n} job(s)");
+    }
+    Ok(())
 }

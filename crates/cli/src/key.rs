@@ -36,7 +36,11 @@ pub struct RotateArgs {
 pub async fn run(global: &GlobalArgs, c: KeyCmd) -> CliResult {
     match c {
         KeyCmd::Generate => {
-            println!("{}", SecretKey::generate().to_base64());
+            let key = SecretKey::generate().to_base64();
+            if global.json {
+                return crate::common::print_json(&serde_json::json!({ "key": key }));
+            }
+            println!("{key}");
             Ok(())
         }
         KeyCmd::Rotate(a) => rotate(global, a).await,
@@ -75,18 +79,28 @@ async fn rotate(global: &GlobalArgs, a: RotateArgs) -> CliResult {
             Db::Postgres(s, _) => kairos_store::sql::secrets::reseal(s, &sealer, setting).await,
         }
         .map_err(|e| CliError::runtime("re-sealing stored secrets under the new key", &e))?;
-        println!("re-sealed {resealed} endpoints and http targets under the new key");
-        if cfg.secret_key.is_none() && matches!(db, Db::Sqlite(_)) {
+        let key_file = if cfg.secret_key.is_none() && matches!(db, Db::Sqlite(_)) {
             let path = cfg.data_dir.join(SECRET_KEY_FILE);
             replace_key_file(&path, &new).map_err(|e| {
                 CliError::runtime(&format!("could not write {}", path.display()), &e)
             })?;
-            println!("secret key rotated; the new key is in {}", path.display());
+            Some(path)
         } else {
-            println!(
+            None
+        };
+        if global.json {
+            return crate::common::print_json(&serde_json::json!({
+                "resealed": resealed,
+                "key_file": key_file.as_ref().map(|p| p.display().to_string()),
+            }));
+        }
+        println!("re-sealed {resealed} endpoints and http targets under the new key");
+        match key_file {
+            Some(path) => println!("secret key rotated; the new key is in {}", path.display()),
+            None => println!(
                 "secret key rotated; start every node with the new KAIROS_SECRET_KEY \
                  (the old one is refused from now on)"
-            );
+            ),
         }
         Ok(())
     }

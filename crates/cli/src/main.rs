@@ -1,6 +1,8 @@
 //! `kairos`: the command-line interface — run a node (`serve`, `worker`), manage the
-//! database (`migrate`), schedules, jobs and the dead-letter queue directly on it, preview
-//! cron expressions, print the OpenAPI document, show the SLO report, benchmark.
+//! database (`migrate`), schedules, jobs, the dead-letter queue, topics, occurrences,
+//! artifacts and the audience directly on it or, with `--server URL` (`KAIROS_URL`), through
+//! a running server's API (`remote`), preview cron expressions, print the OpenAPI document,
+//! show the SLO report, benchmark.
 //!
 //! Exit codes: 0 success, 1 runtime error, 2 usage or validation error. Errors are printed as
 //! `error: <field>: <reason>` on stderr.
@@ -22,6 +24,7 @@ macro_rules! print {
     };
 }
 
+mod artifact;
 mod audience;
 mod bench;
 mod bench_email;
@@ -36,6 +39,8 @@ mod endpoint;
 mod job;
 mod key;
 mod maintenance;
+mod occurrence;
+mod remote;
 mod render_worker;
 mod schedule;
 mod serve;
@@ -43,6 +48,7 @@ mod slo;
 mod suppression;
 mod template;
 mod token;
+mod topic;
 
 use clap::{Parser, Subcommand};
 use common::{CliError, CliResult, GlobalArgs};
@@ -98,9 +104,18 @@ enum Cmd {
     /// Recipients of topic mails.
     #[command(subcommand)]
     Recipient(audience::RecipientCmd),
-    /// Subscriptions of recipients to topics.
+    /// Subscriptions of recipients to topics: put, list, show, delete.
     #[command(subcommand)]
     Subscription(audience::SubscriptionCmd),
+    /// Topics of audience mails: list, show.
+    #[command(subcommand)]
+    Topic(topic::TopicCmd),
+    /// Occurrences (firings) of a schedule with their jobs per channel: list, show.
+    #[command(subcommand)]
+    Occurrence(occurrence::OccurrenceCmd),
+    /// Artifacts of periodic jobs (a day's digest): list, show.
+    #[command(subcommand)]
+    Artifact(artifact::ArtifactCmd),
     /// Mail templates of topics.
     #[command(subcommand)]
     Template(template::TemplateCmd),
@@ -116,8 +131,29 @@ enum Cmd {
     RenderWorker,
 }
 
+/// The name of a command without an API, which refuses `--server`; `None` for a command
+/// that runs through the API with it (or, like `cron`, reads no data and ignores it).
+fn local_only(cmd: &Cmd) -> Option<&'static str> {
+    Some(match cmd {
+        Cmd::Serve(_) => "serve",
+        Cmd::Worker => "worker",
+        Cmd::Migrate(_) => "migrate",
+        Cmd::Key(_) => "key",
+        Cmd::Openapi => "openapi",
+        Cmd::Bench(_) => "bench",
+        Cmd::Maintenance(_) => "maintenance",
+        Cmd::Template(_) => "template",
+        Cmd::Token(_) => "token",
+        Cmd::RenderWorker => "__render-worker",
+        _ => return None,
+    })
+}
+
 async fn run(cli: Cli) -> CliResult {
     let g = &cli.global;
+    if let Some(name) = local_only(&cli.cmd) {
+        remote::refuse(g, name)?;
+    }
     match cli.cmd {
         Cmd::Serve(a) => serve::serve(g, a).await,
         Cmd::Worker => serve::worker(g).await,
@@ -139,6 +175,9 @@ async fn run(cli: Cli) -> CliResult {
         Cmd::Token(c) => token::run(g, c).await,
         Cmd::Recipient(c) => audience::run_recipient(g, c).await,
         Cmd::Subscription(c) => audience::run_subscription(g, c).await,
+        Cmd::Topic(c) => topic::run(g, c).await,
+        Cmd::Occurrence(c) => occurrence::run(g, c).await,
+        Cmd::Artifact(c) => artifact::run(g, c).await,
         // Dispatched in `main`, before a runtime exists.
         Cmd::RenderWorker => Ok(()),
         Cmd::Bench(a) => {
@@ -161,7 +200,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.cmd, Cmd::RenderWorker) {
+    if matches!(cli.cmd, Cmd::RenderWorker) && cli.global.server.is_none() {
         // No runtime, no threads: the worker sets its limits and serves on this thread.
         return render_worker::run();
     }

@@ -1,6 +1,7 @@
 //! `kairos schedule add|list|show|pause|resume|delete|fire|backfill`, on the database directly.
 
 use crate::common::*;
+use crate::remote::{Backend, Remote};
 use kairos_engine::Kairos;
 use kairos_engine::ops::NewSchedule;
 use kairos_server::views::{BackfillView, FiredView, ScheduleList, ScheduleView};
@@ -175,7 +176,10 @@ async fn view(k: &Kairos, s: &Schedule, upcoming: bool) -> CliResult<ScheduleVie
     };
     let v = ScheduleView::new(s, ep.as_ref());
     Ok(if upcoming {
+        // As the API's single-schedule view (`routes::schedules::full_view`).
+        let catch_up = k.schedule_catch_ups(&s.id).await?;
         v.with_upcoming(&k.schedule_upcoming(s, kairos_server::routes::schedules::UPCOMING))
+            .with_catch_up(catch_up.into_iter().map(|c| c.at).collect())
             .with_http(s, k.store().as_ref())
             .await
             .map_err(|e| CliError::runtime("could not read the http target", &e))?
@@ -269,10 +273,12 @@ fn channel_text(c: &kairos_server::views::ScheduleChannelView) -> String {
 
 /// Run a `schedule` command.
 pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
-    let cfg = global.load_config(None)?;
     let read_only = matches!(cmd, ScheduleCmd::List { .. } | ScheduleCmd::Show { .. });
-    let k = open_kairos_read(&cfg, read_only).await?;
     let json = global.json;
+    let k = match Backend::open(global, read_only).await? {
+        Backend::Local(k) => k,
+        Backend::Remote(r) => return run_remote(&r, cmd, json).await,
+    };
     match cmd {
         ScheduleCmd::Add(a) => {
             let req = NewSchedule {
@@ -316,27 +322,7 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
             for s in &list {
                 views.push(view(&k, s, false).await?);
             }
-            if json {
-                return print_json(&ScheduleList { data: views });
-            }
-            let rows: Vec<Vec<String>> = views
-                .iter()
-                .map(|v| {
-                    vec![
-                        v.id.clone(),
-                        v.name.clone(),
-                        v.state.clone(),
-                        spec_text(v),
-                        v.timezone.clone(),
-                        cell(&v.next_fire_at),
-                    ]
-                })
-                .collect();
-            print_table(
-                &["ID", "NAME", "STATE", "CLOCK", "TIMEZONE", "NEXT FIRE"],
-                &rows,
-            );
-            Ok(())
+            print_schedules(views, json)
         }
         ScheduleCmd::Show { id } => {
             let s = k.schedule_get(&id).await?;
@@ -352,34 +338,149 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
         }
         ScheduleCmd::Delete { id } => {
             k.schedule_delete(&id).await?;
-            if json {
-                print_json(&serde_json::json!({ "deleted": id }))
-            } else {
-                println!("deleted {id}");
-                Ok(())
-            }
+            print_deleted(&id, json)
         }
         ScheduleCmd::Backfill { id, from, to } => backfill(&k, &id, &from, &to, json).await,
+        ScheduleCmd::Fire { id } => print_fired(&k.schedule_fire_now(&id).await?.into(), json),
+    }
+}
+
+fn print_schedules(views: Vec<ScheduleView>, json: bool) -> CliResult {
+    if json {
+        return print_json(&ScheduleList { data: views });
+    }
+    let rows: Vec<Vec<String>> = views
+        .iter()
+        .map(|v| {
+            vec![
+                v.id.clone(),
+                v.name.clone(),
+                v.state.clone(),
+                spec_text(v),
+                v.timezone.clone(),
+                cell(&v.next_fire_at),
+            ]
+        })
+        .collect();
+    print_table(
+        &["ID", "NAME", "STATE", "CLOCK", "TIMEZONE", "NEXT FIRE"],
+        &rows,
+    );
+    Ok(())
+}
+
+fn print_deleted(id: &str, json: bool) -> CliResult {
+    if json {
+        print_json(&serde_json::json!({ "deleted": id }))
+    } else {
+        println!("deleted {id}");
+        Ok(())
+    }
+}
+
+fn print_fired(f: &FiredView, json: bool) -> CliResult {
+    if json {
+        return print_json(f);
+    }
+    println!(
+        "created {} job(s) for period {} (fire_at {})",
+        f.created, f.period_key, f.fire_at
+    );
+    for id in &f.job_ids {
+        println!("{id}");
+    }
+    Ok(())
+}
+
+/// The body of `POST /v1/schedules` for `kairos schedule add` (the API's `ScheduleBody`).
+fn add_body(a: AddArgs) -> CliResult<serde_json::Value> {
+    let http: Option<serde_json::Value> = a
+        .http
+        .as_deref()
+        .map(|s| {
+            serde_json::from_str(s)
+                .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
+        })
+        .transpose()?;
+    let webhook = webhook_target(a.url, a.secret)?
+        .map(|w| serde_json::json!({ "url": w.url, "secret": w.secret }));
+    let retry = retry_spec(a.retry_delays.as_deref(), a.max_attempts)
+        .map(|r| serde_json::to_value(r).unwrap_or_default());
+    let concurrency = concurrency_spec(a.concurrency_key, a.concurrency_max)?
+        .map(|c| serde_json::to_value(c).unwrap_or_default());
+    let mut v = serde_json::json!({
+        "name": a.name, "cron": a.cron, "at": a.at, "every": a.every,
+        "start_at": a.start_at, "timezone": a.tz, "kind": a.kind, "webhook": webhook,
+        "payload": parse_payload(a.payload.as_deref())?, "retry": retry,
+        "misfire": a.misfire, "misfire_threshold": a.misfire_threshold,
+        "misfire_window": a.misfire_window, "overlap": a.overlap, "period": a.period,
+        "paused": a.paused.then_some(true), "http": http, "concurrency": concurrency,
+    });
+    strip_nulls(&mut v);
+    Ok(v)
+}
+
+/// A schedule command through the API.
+async fn run_remote(r: &Remote, cmd: ScheduleCmd, json: bool) -> CliResult {
+    use crate::remote::seg;
+    let one = |id: &str, action: &str| format!("/v1/schedules/{}{action}", seg(id));
+    match cmd {
+        ScheduleCmd::Add(a) => {
+            let v: ScheduleView = r.post("/v1/schedules", Some(&add_body(*a)?)).await?;
+            print_schedule(&v, json)
+        }
+        ScheduleCmd::Create { body } => {
+            let text = read_body(&body)?;
+            let body: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                CliError::usage("--body", format!("not a schedule definition: {e}"))
+            })?;
+            let v: ScheduleView = r.post("/v1/schedules", Some(&body)).await?;
+            print_schedule(&v, json)
+        }
+        ScheduleCmd::List { state, limit } => {
+            let list: ScheduleList = r
+                .get(
+                    "/v1/schedules",
+                    &[("state", state), ("limit", limit.map(|l| l.to_string()))],
+                )
+                .await?;
+            print_schedules(list.data, json)
+        }
+        ScheduleCmd::Show { id } => print_schedule(&r.get(&one(&id, ""), &[]).await?, json),
+        ScheduleCmd::Pause { id } => {
+            print_schedule(&r.post(&one(&id, "/pause"), None::<&()>).await?, json)
+        }
+        ScheduleCmd::Resume { id } => {
+            print_schedule(&r.post(&one(&id, "/resume"), None::<&()>).await?, json)
+        }
+        ScheduleCmd::Delete { id } => {
+            r.delete(&one(&id, ""), &[]).await?;
+            print_deleted(&id, json)
+        }
         ScheduleCmd::Fire { id } => {
-            let f: FiredView = k.schedule_fire_now(&id).await?.into();
+            print_fired(&r.post(&one(&id, "/fire"), None::<&()>).await?, json)
+        }
+        ScheduleCmd::Backfill { id, from, to } => {
+            // One call: the server refuses a range of more than 1,000 firings (422), where
+            // the local mode splits it.
+            let done: BackfillView = r
+                .post(
+                    &one(&id, "/backfill"),
+                    Some(&serde_json::json!({ "from": from, "to": to })),
+                )
+                .await?;
             if json {
-                return print_json(&f);
+                return print_json(&done);
             }
             println!(
-                "created {} job(s) for period {} (fire_at {})",
-                f.created, f.period_key, f.fire_at
+                "fired {}, skipped {} (already ran), in 1 call(s)",
+                done.fired, done.skipped
             );
-            for id in &f.job_ids {
-                println!("{id}");
-            }
             Ok(())
         }
     }
 }
 
-/// `kairos schedule backfill`: the range split into calls of at most
-/// [`MAX_BACKFILL_FIRINGS`](kairos_engine::ops::MAX_BACKFILL_FIRINGS) firings, oldest first,
-/// with a progress bar (in calls) on standard error; then the totals.
 async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> CliResult {
     use indicatif::{ProgressBar, ProgressStyle};
     let per_call = kairos_engine::ops::MAX_BACKFILL_FIRINGS;

@@ -215,7 +215,27 @@ pub async fn migrate(global: &GlobalArgs, args: &MigrateArgs) -> CliResult {
         None
     };
     db.close().await;
-    println!("database {} is up to date", cfg.database()?.describe());
+    let database = cfg.database()?.describe();
+    if global.json {
+        let migrations = match list {
+            Some(l) => Some(
+                l?.into_iter()
+                    .map(|m| {
+                        serde_json::json!({
+                            "version": m.version, "name": m.name, "applied_at": m.applied_at,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            None => None,
+        };
+        let mut out = serde_json::json!({
+            "database": database, "up_to_date": true, "migrations": migrations,
+        });
+        crate::common::strip_nulls(&mut out);
+        return crate::common::print_json(&out);
+    }
+    println!("database {database} is up to date");
     if let Some(list) = list {
         let rows: Vec<Vec<String>> = list?
             .into_iter()

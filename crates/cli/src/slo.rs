@@ -44,6 +44,15 @@ enum SloCmd {
 
 /// Print the report (a table, or JSON with `--json`), or acknowledge an alert.
 pub async fn run(global: &GlobalArgs, args: SloArgs) -> CliResult {
+    if let Some(r) = crate::remote::Remote::from_global(global)? {
+        return match args.cmd {
+            Some(SloCmd::Ack { id }) => {
+                let path = format!("/v1/slo/alerts/{}/ack", crate::remote::seg(&id));
+                print_ack(&r.post(&path, None::<&()>).await?, global.json)
+            }
+            None => print_report(&r.get("/v1/slo", &[]).await?, global.json),
+        };
+    }
     let cfg = global.load_config(None)?;
     let mcfg = monitor_config(&cfg)?;
     if args.cmd.is_none() {
@@ -67,24 +76,31 @@ pub async fn run(global: &GlobalArgs, args: SloArgs) -> CliResult {
             AckError::Store(e) => unreachable(chain(&e)),
             e => CliError::usage("id", e.to_string()),
         })?);
-        if global.json {
-            return print_json(&view);
-        }
-        println!(
-            "{} {}: {}",
-            view.id,
-            view.status,
-            crate::common::printable(&view.message)
-        );
-        return Ok(());
+        return print_ack(&view, global.json);
     }
     let monitor = Monitor::new(mcfg, db.store())?;
     let report = monitor.report(clock.now()).await;
     db.close().await;
     let report = report.map_err(|e| unreachable(chain(&e)))?;
-    let view = SloView::from(&report);
-    if global.json {
-        return print_json(&view);
+    print_report(&SloView::from(&report), global.json)
+}
+
+fn print_ack(view: &AlertView, json: bool) -> CliResult {
+    if json {
+        return print_json(view);
+    }
+    println!(
+        "{} {}: {}",
+        view.id,
+        view.status,
+        crate::common::printable(&view.message)
+    );
+    Ok(())
+}
+
+fn print_report(view: &SloView, json: bool) -> CliResult {
+    if json {
+        return print_json(view);
     }
     let rows: Vec<Vec<String>> = view
         .checks

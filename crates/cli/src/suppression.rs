@@ -3,8 +3,9 @@
 //! asked, never to logs.
 
 use crate::common::*;
+use crate::remote::{Backend, seg};
 use kairos_engine::ops::{NewSuppression, RemoveSuppression};
-use kairos_server::routes::suppressions::SuppressionView;
+use kairos_server::routes::suppressions::{SuppressionAdded, SuppressionPage, SuppressionView};
 use std::io::Write;
 
 /// Rows per page while exporting.
@@ -56,20 +57,14 @@ fn csv_field(s: &str) -> String {
 
 /// Run a `suppression` command.
 pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
-    let cfg = global.load_config(None)?;
     let read_only = matches!(
         cmd,
         SuppressionCmd::List { .. } | SuppressionCmd::Export { .. }
     );
-    let k = open_kairos_read(&cfg, read_only).await?;
+    let b = Backend::open(global, read_only).await?;
     match cmd {
         SuppressionCmd::List { after, limit } => {
-            let rows: Vec<SuppressionView> = k
-                .suppression_list(after, Some(limit))
-                .await?
-                .into_iter()
-                .map(Into::into)
-                .collect();
+            let (rows, _) = page(&b, after, limit).await?;
             if global.json {
                 return print_json(&rows);
             }
@@ -88,37 +83,67 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
             Ok(())
         }
         SuppressionCmd::Add { email, reason } => {
-            let (s, applied) = k
-                .suppression_add(NewSuppression {
-                    email,
-                    reason: Some(reason),
-                })
-                .await?;
+            let added: SuppressionAdded = match &b {
+                Backend::Local(k) => {
+                    let (s, applied) = k
+                        .suppression_add(NewSuppression {
+                            email,
+                            reason: Some(reason),
+                        })
+                        .await?;
+                    SuppressionAdded {
+                        suppression: s.into(),
+                        created: applied.created,
+                        subscriptions_disabled: applied.subscriptions_disabled,
+                    }
+                }
+                Backend::Remote(r) => {
+                    r.post(
+                        "/v1/suppressions",
+                        Some(&serde_json::json!({ "email": email, "reason": reason })),
+                    )
+                    .await?
+                }
+            };
             if global.json {
-                return print_json(&SuppressionView::from(s));
+                return print_json(&added.suppression);
             }
-            if applied.created {
+            if added.created {
                 println!(
                     "suppressed; {} subscription(s) disabled",
-                    applied.subscriptions_disabled
+                    added.subscriptions_disabled
                 );
             } else {
                 println!(
                     "suppressed already ({}); {} subscription(s) disabled",
-                    crate::common::printable(&s.reason),
-                    applied.subscriptions_disabled
+                    crate::common::printable(&added.suppression.reason),
+                    added.subscriptions_disabled
                 );
             }
             Ok(())
         }
         SuppressionCmd::Remove { email, reason } => {
-            k.suppression_remove(
-                &email,
-                RemoveSuppression {
-                    reason: Some(reason),
-                },
-            )
-            .await?;
+            match &b {
+                Backend::Local(k) => {
+                    k.suppression_remove(
+                        &email,
+                        RemoveSuppression {
+                            reason: Some(reason),
+                        },
+                    )
+                    .await?;
+                }
+                Backend::Remote(r) => {
+                    r.delete(
+                        &format!("/v1/suppressions/{}", seg(&email)),
+                        &[("reason", Some(reason))],
+                    )
+                    .await?;
+                }
+            }
+            if global.json {
+                return print_json(&serde_json::json!({ "removed": email }));
+            }
             println!("removed");
             Ok(())
         }
@@ -130,11 +155,10 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
             }
             let mut after = None;
             loop {
-                let page = k.suppression_list(after.clone(), Some(EXPORT_PAGE)).await?;
-                let full = page.len() as i64 == EXPORT_PAGE;
-                after = page.last().map(|s| s.address.clone());
-                for s in page {
-                    let v = SuppressionView::from(s);
+                let (page, next) = page(&b, after.clone(), EXPORT_PAGE).await?;
+                let full = page.len() as i64 == EXPORT_PAGE && next.is_some();
+                after = next;
+                for v in page {
                     if format == "csv" {
                         writeln!(
                             out,
@@ -157,6 +181,30 @@ pub async fn run(global: &GlobalArgs, cmd: SuppressionCmd) -> CliResult {
                 }
             }
             Ok(())
+        }
+    }
+}
+
+/// One page of suppressions by address, and the `after` of the next page.
+async fn page(
+    b: &Backend,
+    after: Option<String>,
+    limit: i64,
+) -> CliResult<(Vec<SuppressionView>, Option<String>)> {
+    match b {
+        Backend::Local(k) => {
+            let list = k.suppression_list(after, Some(limit)).await?;
+            let next = list.last().map(|s| s.address.clone());
+            Ok((list.into_iter().map(Into::into).collect(), next))
+        }
+        Backend::Remote(r) => {
+            let p: SuppressionPage = r
+                .get(
+                    "/v1/suppressions",
+                    &[("after", after), ("limit", Some(limit.to_string()))],
+                )
+                .await?;
+            Ok((p.data, p.next_after))
         }
     }
 }

@@ -98,6 +98,14 @@ pub async fn run(global: &GlobalArgs, cmd: TemplateCmd) -> CliResult {
                 .map_err(|e| CliError::usage(e.field.clone(), e.reason))?
         }
     };
+    if global.json {
+        let mut out =
+            serde_json::json!({ "topic": topic, "variant": variant, "recipient": recipient });
+        for ((field, _), text) in parts.iter().zip(&rendered) {
+            out[field.as_str()] = serde_json::Value::String(text.clone());
+        }
+        return print_json(&out);
+    }
     for ((field, _), out) in parts.iter().zip(rendered) {
         match field.as_str() {
             "subject" => println!("Subject: {out}"),

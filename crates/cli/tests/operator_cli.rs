@@ -171,7 +171,7 @@ fn a_closed_pipe_ends_the_cli_quietly() {
 }
 
 /// The commands `kairos --help` lists: every subcommand, each also in the README's command
-/// line block.
+/// line block; `--server` and `--token` among the options.
 #[test]
 fn help_and_readme_list_every_command() {
     let out = std::process::Command::new(BIN)
@@ -209,9 +209,14 @@ fn help_and_readme_list_every_command() {
         "template",
         "token",
         "slo",
+        "topic",
+        "occurrence",
+        "artifact",
     ] {
         assert!(commands.contains(&expected), "{expected} in help: {help}");
     }
+    assert!(help.contains("--server <URL>"), "{help}");
+    assert!(help.contains("--token <TOKEN>"), "{help}");
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
         .expect("README");
     let block = readme

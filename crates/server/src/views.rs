@@ -57,7 +57,7 @@ pub struct ReplayBody {
 }
 
 /// A webhook target as shown: the URL, never the secret.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WebhookView {
     /// The endpoint id (`ep_…`).
     pub endpoint_id: String,
@@ -87,7 +87,7 @@ impl WebhookView {
 /// What an `http` job calls, as shown: the URL with the password of its user info and every
 /// query value masked (`https://user:***@host/path?token=***`), the method, the names of the
 /// headers; never a header value, the bearer token or the signing secret.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct HttpTargetView {
     /// The stored target (`ht_…`).
     pub target_id: String,
@@ -142,7 +142,7 @@ pub async fn http_target_of(
 }
 
 /// A schedule.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ScheduleView {
     /// `sch_…`.
     pub id: String,
@@ -219,7 +219,7 @@ pub struct ScheduleView {
 }
 
 /// One channel of a schedule.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ScheduleChannelView {
     /// Its name, unique in the schedule.
     pub name: String,
@@ -345,14 +345,14 @@ impl ScheduleView {
 }
 
 /// A list of schedules.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ScheduleList {
     /// Newest first.
     pub data: Vec<ScheduleView>,
 }
 
 /// One attempt of a job.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AttemptView {
     /// 1-based attempt number.
     pub attempt: i32,
@@ -395,7 +395,7 @@ impl AttemptView {
 }
 
 /// A job.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct JobView {
     /// `job_…`; also the `webhook-id` of its deliveries.
     pub id: String,
@@ -452,7 +452,7 @@ pub struct JobView {
 }
 
 /// A job's concurrency key as rendered when it was made.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct JobConcurrencyView {
     /// The rendered key (null when it could not be made: see `problem`).
     pub key: Option<String>,
@@ -533,7 +533,7 @@ impl JobView {
 }
 
 /// A page of jobs.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct JobPage {
     /// Newest first.
     pub data: Vec<JobView>,
@@ -542,7 +542,7 @@ pub struct JobPage {
 }
 
 /// What `POST /v1/schedules/{id}/fire` did.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct FiredView {
     /// Jobs created (0 when the period's jobs exist already).
     pub created: usize,
@@ -577,7 +577,7 @@ pub struct BackfillBody {
 }
 
 /// What `POST /v1/schedules/{id}/backfill` did.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BackfillView {
     /// Firings created.
     pub fired: u64,
@@ -595,7 +595,7 @@ impl From<kairos_engine::ops::Backfilled> for BackfillView {
 }
 
 /// A replay that failed for one job.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReplayFailure {
     /// The job.
     pub id: String,
@@ -604,7 +604,7 @@ pub struct ReplayFailure {
 }
 
 /// What `POST /v1/dlq/replay` did.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct ReplayView {
     /// How many jobs were replayed.
     pub replayed: usize,
@@ -621,7 +621,7 @@ pub struct ReplayView {
 }
 
 /// `{"status": "ok"}`.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Status {
     /// `ok`, or `unavailable`.
     pub status: String,

@@ -22,7 +22,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// An artifact in a list (without its content).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ArtifactSummary {
     /// The artifact's name.
     pub name: String,
@@ -39,14 +39,14 @@ pub struct ArtifactSummary {
 }
 
 /// A list of artifacts, newest period first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ArtifactList {
     /// The artifacts.
     pub data: Vec<ArtifactSummary>,
 }
 
 /// One artifact.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ArtifactView {
     /// The artifact's name.
     pub name: String,

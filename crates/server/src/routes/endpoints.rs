@@ -29,7 +29,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A rate limit: deliveries per second, with a burst.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RateLimitView {
     /// Deliveries per second.
     pub per_second: u32,
@@ -38,7 +38,7 @@ pub struct RateLimitView {
 }
 
 /// An endpoint's limits (`PUT /v1/endpoints/{id}/limits` answers with them).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LimitsView {
     /// Its rate limit; null: none.
     pub rate_limit: Option<RateLimitView>,
@@ -59,7 +59,7 @@ impl LimitsView {
 }
 
 /// Due deliveries waiting on an endpoint's limits (not attempts: they wait without one).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WaitingView {
     /// Waiting for a token of the rate limit.
     pub rate_limit: i64,
@@ -69,7 +69,7 @@ pub struct WaitingView {
 
 /// An endpoint's delivery health. Folded from the attempt log by a background service, so it
 /// lags the sends by a few seconds (about 15 s by default; see docs/operations.md).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EndpointHealthView {
     /// When a send last succeeded (RFC 3339), if one did.
     pub last_success_at: Option<String>,
@@ -88,7 +88,7 @@ pub struct EndpointHealthView {
 }
 
 /// A webhook endpoint (never its secret).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EndpointView {
     /// `ep_…`.
     pub id: String,
@@ -159,7 +159,7 @@ impl EndpointView {
 }
 
 /// The answer of a rotation: the endpoint, and the new secret when it was generated.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RotatedView {
     /// The endpoint after the rotation (`previous_secret_expires_at` is the window's end).
     pub endpoint: EndpointView,
@@ -169,7 +169,7 @@ pub struct RotatedView {
 }
 
 /// A page of endpoints.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EndpointPage {
     /// Endpoints by id.
     pub data: Vec<EndpointView>,

@@ -235,7 +235,7 @@ pub async fn cancel(
 }
 
 /// What a bulk action did. (`JobBulkView` in the document: `BulkView` is the recipients'.)
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(as = JobBulkView)]
 pub struct BulkView {
     /// The jobs acted on: cancelled (they had not finished) or queued again (they were dead

@@ -31,7 +31,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// One channel of an occurrence: job counts by state.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ChannelView {
     /// The channel's name (the job kind for jobs without a channel).
     pub channel: String,
@@ -44,7 +44,7 @@ pub struct ChannelView {
 }
 
 /// One occurrence.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct OccurrenceView {
     /// The schedule.
     pub schedule_id: String,
@@ -67,7 +67,7 @@ pub struct OccurrenceView {
 }
 
 /// A recorded gap of due firings that did not run.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MissedView {
     /// `skip` (the misfire policy dropped them), `window` (later than the misfire window), …
     pub reason: String,
@@ -107,7 +107,7 @@ fn missed(schedule_id: &str, g: kairos_engine::ops::ScheduleGapPeriods) -> Occur
 }
 
 /// Occurrences, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct OccurrenceList {
     /// Occurrences.
     pub data: Vec<OccurrenceView>,
@@ -211,29 +211,39 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<OccurrenceList>> {
-    let limit = q.limit;
-    let counts = state
-        .kairos
-        .occurrence_list(&q.schedule, q.period.clone(), limit)
+    let data = occurrences(&state.kairos, &q.schedule, q.period, q.limit).await?;
+    Ok(Json(OccurrenceList { data }))
+}
+
+/// A schedule's occurrences, newest first, with its recorded gaps as `missed` ones: what
+/// `GET /v1/occurrences` answers and `kairos occurrence list` prints. `period`: only that
+/// period key; `limit`: at most this many (default 20).
+pub async fn occurrences(
+    kairos: &kairos_engine::Kairos,
+    schedule: &str,
+    period: Option<String>,
+    limit: Option<i64>,
+) -> Result<Vec<OccurrenceView>, kairos_engine::OpsError> {
+    let counts = kairos
+        .occurrence_list(schedule, period.clone(), limit)
         .await?;
-    let mut data = group(&q.schedule, counts);
-    let gaps = state
-        .kairos
-        .schedule_gap_list(&q.schedule, limit.unwrap_or(20))
+    let mut data = group(schedule, counts);
+    let gaps = kairos
+        .schedule_gap_list(schedule, limit.unwrap_or(20))
         .await?;
     data.extend(
         gaps.into_iter()
             .filter(|g| {
-                q.period
+                period
                     .as_ref()
                     .is_none_or(|p| *p == g.first_period || *p == g.last_period)
             })
-            .map(|g| missed(&q.schedule, g)),
+            .map(|g| missed(schedule, g)),
     );
     // Newest first across both (the instants share one RFC 3339 format).
     data.sort_by(|a, b| b.fire_at.cmp(&a.fire_at));
     data.truncate(limit.unwrap_or(20) as usize);
-    Ok(Json(OccurrenceList { data }))
+    Ok(data)
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A recipient.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RecipientView {
     /// Id.
     pub id: String,
@@ -69,7 +69,7 @@ impl From<Recipient> for RecipientView {
 }
 
 /// A page of recipients.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct RecipientList {
     /// Recipients by id.
     pub data: Vec<RecipientView>,
@@ -86,7 +86,7 @@ pub struct BulkBody {
 }
 
 /// What a bulk upsert did.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BulkView {
     /// Recipients created or replaced.
     pub upserted: u64,

@@ -17,7 +17,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use kairos_engine::monitor::{AckError, CheckResult, CheckStatus, Monitor, SloReport};
 use kairos_store::SloAlert;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// The routes (mounted under `/v1/slo`).
@@ -29,7 +29,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// One check's result on one subject.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CheckView {
     /// The check's name: `failure_rate`, `stuck_due`, `lease_expired`, `missed_firings`,
     /// `missing_artifacts`, `dead_runs`, … (docs/operations.md lists every check), or an
@@ -53,7 +53,7 @@ pub struct CheckView {
 }
 
 /// The report.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SloView {
     /// When evaluated (RFC 3339).
     pub at: String,
@@ -105,7 +105,7 @@ impl From<&SloReport> for SloView {
 }
 
 /// One stored alert: a check on one subject, warning or recovered.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AlertView {
     /// The alert's id (`check` or `check:subject`), for `POST /v1/slo/alerts/{id}/ack`.
     pub id: String,
@@ -143,7 +143,7 @@ impl From<SloAlert> for AlertView {
 }
 
 /// The stored alerts.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AlertList {
     /// Every alert, by id.
     pub data: Vec<AlertView>,

@@ -20,7 +20,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A subscription.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionView {
     /// The recipient.
     pub recipient_id: String,
@@ -56,7 +56,7 @@ impl From<Subscription> for SubscriptionView {
 }
 
 /// A page of subscriptions.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionList {
     /// Subscriptions by (recipient_id, topic).
     pub data: Vec<SubscriptionView>,

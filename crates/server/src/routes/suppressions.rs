@@ -23,7 +23,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A suppressed address.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SuppressionView {
     /// The address (trimmed, lowercase); `null` for an erased address, which is stored only
     /// as a keyed hash.
@@ -52,7 +52,7 @@ impl From<Suppression> for SuppressionView {
 }
 
 /// A page of suppressions.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SuppressionPage {
     /// Suppressions by address.
     pub data: Vec<SuppressionView>,
@@ -61,7 +61,7 @@ pub struct SuppressionPage {
 }
 
 /// What adding did.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SuppressionAdded {
     /// The suppression (its first reason, if it existed already).
     #[serde(flatten)]

@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use kairos_engine::ops::NewTopic;
 use kairos_store::{MailOutcomeCount, Topic};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// The routes (mounted under `/v1/topics`).
@@ -23,7 +23,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// One variant.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct VariantView {
     /// Name.
     pub name: String,
@@ -38,7 +38,7 @@ pub struct VariantView {
 }
 
 /// A topic.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TopicView {
     /// Name.
     pub name: String,
@@ -87,7 +87,7 @@ impl From<Topic> for TopicView {
 }
 
 /// All topics.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TopicList {
     /// Topics by name.
     pub data: Vec<TopicView>,
@@ -154,7 +154,7 @@ pub async fn delete(
 /// One A/B variant's mails and what became of them. Each outcome counts mails, not events
 /// (a mail opened twice is one opened mail); each rate is that count over `sent`, `null`
 /// when nothing was sent.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct VariantStatsRow {
     /// The variant.
     pub variant: String,
@@ -203,7 +203,7 @@ impl From<MailOutcomeCount> for VariantStatsRow {
 }
 
 /// A topic's variant stats.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct VariantStats {
     /// The topic.
     pub topic: String,
