@@ -221,6 +221,15 @@ pub enum AttemptOutcome {
 }
 
 impl AttemptOutcome {
+    /// Every outcome, in documentation order.
+    pub const ALL: [AttemptOutcome; 5] = [
+        AttemptOutcome::Succeeded,
+        AttemptOutcome::Skipped,
+        AttemptOutcome::Failed,
+        AttemptOutcome::Lost,
+        AttemptOutcome::Cancelled,
+    ];
+
     /// The stored string.
     pub fn as_str(self) -> &'static str {
         match self {

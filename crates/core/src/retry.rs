@@ -428,6 +428,13 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, in documentation order.
+    pub const ALL: [ErrorClass; 3] = [
+        ErrorClass::Transient,
+        ErrorClass::Permanent,
+        ErrorClass::RateLimited,
+    ];
+
     /// The stored string.
     pub fn as_str(self) -> &'static str {
         match self {

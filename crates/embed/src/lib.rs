@@ -112,3 +112,9 @@ pub use kairos_engine::Kairos;
 pub use kairos_engine::{AppKind, Kind};
 /// The sqlx this crate is built with: transactions for [`Node::enqueue_tx`] must be of it.
 pub use sqlx;
+
+/// `docs/embedding.md`, whose code blocks are compiled as this item's doc tests
+/// (`cargo test -p kairos-embed --doc`), so a guide that drifts from the API fails the tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/embedding.md")]
+pub struct EmbeddingGuide;

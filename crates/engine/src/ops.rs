@@ -13,6 +13,8 @@ use serde::Deserialize;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
+#[cfg(feature = "openapi")]
+pub mod api_enums;
 mod audience;
 mod backfill;
 mod bulk;
@@ -77,6 +79,7 @@ pub struct NewSchedule {
     /// Job kind (default `webhook`): a schedule with one channel, named after its kind.
     /// Not together with `channels`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::JobKindSchema>))]
     pub kind: Option<String>,
     /// The channels each firing creates a job for (1 to 8), each retried on its own:
     /// `[{"name", "kind", "<kind>": {…}, "payload"?, "retry"?}]`. Instead of `kind`.
@@ -95,6 +98,7 @@ pub struct NewSchedule {
     /// What a firing later than `misfire_threshold` does: `once` (default: the most recent
     /// missed firing runs late), `skip`, `all`, `all:N`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::MisfireSchema>))]
     pub misfire: Option<String>,
     /// A firing later than this follows `misfire` (`"60s"`, `"5m"`; default: the node's,
     /// `KAIROS_MISFIRE_THRESHOLD`, 60 s). At least 1 s and at most `misfire_window`.
@@ -111,9 +115,10 @@ pub struct NewSchedule {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<kairos_core::schedule::Overlap>))]
     pub overlap: Option<String>,
-    /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`,
-    /// `month`, `year`.
+    /// Period key granularity: `occurrence` (default), `minute`, `hour`, `day`, `week`
+    /// (`iso_week` is the same), `month`, `year`.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::PeriodSchema>))]
     pub period: Option<String>,
     /// Create paused.
     #[serde(default)]
@@ -148,6 +153,7 @@ pub struct NewSchedule {
 pub struct NewJob {
     /// Job kind (default `webhook`).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::JobKindSchema>))]
     pub kind: Option<String>,
     /// Target of a webhook job.
     #[serde(default)]

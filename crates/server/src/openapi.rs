@@ -10,6 +10,7 @@ use crate::routes::{
     schedules, slo, subscriptions, suppressions, topics, unsubscribe,
 };
 use crate::views::*;
+use kairos_engine::ops::api_enums;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -60,6 +61,11 @@ use utoipa::{Modify, OpenApi};
         kairos_core::concurrency::ConcurrencySpec, crate::views::JobConcurrencyView,
         endpoints::LimitsView, endpoints::RateLimitView, endpoints::WaitingView,
         endpoints::EndpointLimitsBody, kairos_engine::ops::RateLimitBody,
+        api_enums::JobStateSchema, api_enums::JobKindSchema, api_enums::ChannelKindSchema,
+        api_enums::AudienceChannelSchema, api_enums::PeriodSchema, api_enums::MisfireSchema,
+        api_enums::ScheduleStateSchema, api_enums::AttemptOutcomeSchema,
+        api_enums::ErrorClassSchema, api_enums::HttpAuthSchema, api_enums::OccurrenceStatusSchema,
+        api_enums::SummarizerSchema,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags(
@@ -96,6 +102,8 @@ impl Modify for BearerAuth {
 ///   of the wrong type);
 /// - 413 where a body is read (over the body limit);
 /// - 422 where a body or a query string is validated (the problem's `field` names the field).
+///
+/// It also marks an optional request body `required: false`.
 struct CommonResponses;
 
 impl CommonResponses {
@@ -115,6 +123,24 @@ impl CommonResponses {
 
     fn complete(path: &str, op: &mut utoipa::openapi::path::Operation) {
         use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::schema::Schema;
+        use utoipa::openapi::{RefOr, Required};
+        // A body the route reads as optional (`request_body(content = Option<…>)`, read with
+        // `OptionalJson`) says so: `required: false` rather than nothing, and its schema is
+        // the body's own (absent, not `null`), so generators send nothing when it is left out.
+        if let Some(b) = op.request_body.as_mut()
+            && b.required.is_none()
+        {
+            b.required = Some(Required::False);
+            for content in b.content.values_mut() {
+                if let Some(RefOr::T(Schema::OneOf(one))) = &content.schema {
+                    let kept: Vec<_> = one.items.iter().filter(|s| !is_null(s)).collect();
+                    if let [only] = kept.as_slice() {
+                        content.schema = Some((*only).clone());
+                    }
+                }
+            }
+        }
         let authenticated = op.security.as_ref().is_some_and(|s| !s.is_empty());
         let body = op.request_body.is_some();
         let query = op
@@ -163,6 +189,13 @@ impl CommonResponses {
             );
         }
     }
+}
+
+/// Whether `s` is the `{"type": "null"}` arm of an optional value.
+fn is_null(s: &utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>) -> bool {
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
+    matches!(s, utoipa::openapi::RefOr::T(Schema::Object(o))
+        if o.schema_type == SchemaType::Type(Type::Null))
 }
 
 impl Modify for CommonResponses {

@@ -51,7 +51,7 @@ pub struct ReplayBody {
     /// Replay every dead job.
     #[serde(default)]
     pub all: Option<bool>,
-    /// With `all`: only jobs of this kind.
+    /// With `all`: only jobs of this kind (any kind in the database, not only the server's).
     #[serde(default)]
     pub kind: Option<String>,
 }
@@ -100,6 +100,7 @@ pub struct HttpTargetView {
     /// The timeout of one call (`"2m"`).
     pub timeout: String,
     /// How the call authenticates: `none`, `bearer` or `signature`.
+    #[schema(value_type = kairos_engine::ops::api_enums::HttpAuthSchema)]
     pub auth: String,
 }
 
@@ -148,7 +149,8 @@ pub struct ScheduleView {
     pub id: String,
     /// Unique name.
     pub name: String,
-    /// Kind of the jobs it creates.
+    /// Kind of the jobs it creates (a `JobKind` for what this server makes; a string, so a
+    /// client reading a database shared with an embedding application's kinds never fails).
     pub kind: String,
     /// The cron expression, for cron schedules.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,9 +166,11 @@ pub struct ScheduleView {
     pub start_at: Option<String>,
     /// IANA time zone.
     pub timezone: String,
-    /// Period key granularity.
+    /// Period key granularity (`iso_week` is shown as `week`).
+    #[schema(value_type = kairos_engine::ops::api_enums::PeriodSchema)]
     pub period: String,
     /// Misfire policy: what a firing later than `misfire_threshold` does.
+    #[schema(value_type = kairos_engine::ops::api_enums::MisfireSchema)]
     pub misfire: String,
     /// The schedule's misfire threshold (`"5m"`); null: the node's default
     /// (`KAIROS_MISFIRE_THRESHOLD`, 60 s).
@@ -179,6 +183,7 @@ pub struct ScheduleView {
     /// (null: none).
     pub buffered_fire_at: Option<String>,
     /// `active`, `paused`, `finished`.
+    #[schema(value_type = kairos_engine::ops::api_enums::ScheduleStateSchema)]
     pub state: String,
     /// Whether it is paused.
     pub paused: bool,
@@ -223,7 +228,8 @@ pub struct ScheduleView {
 pub struct ScheduleChannelView {
     /// Its name, unique in the schedule.
     pub name: String,
-    /// The kind of job it creates.
+    /// The kind of job it creates (a `JobKind` for what this server makes; a string, as a
+    /// schedule's `kind`).
     pub kind: String,
     /// Its webhook endpoint (`ep_…`), for webhook channels.
     pub endpoint_id: Option<String>,
@@ -361,12 +367,14 @@ pub struct AttemptView {
     /// When it ended.
     pub finished_at: String,
     /// `succeeded`, `skipped`, `failed`, `lost`, `cancelled`.
+    #[schema(value_type = kairos_engine::ops::api_enums::AttemptOutcomeSchema)]
     pub outcome: String,
     /// The HTTP status, when there was a response.
     pub status_code: Option<i32>,
     /// The error message, when it failed.
     pub error: Option<String>,
     /// `transient`, `permanent`, `rate_limited`, when it failed.
+    #[schema(value_type = Option<kairos_engine::ops::api_enums::ErrorClassSchema>)]
     pub error_class: Option<String>,
     /// An excerpt of the response.
     pub response: Option<String>,
@@ -399,9 +407,11 @@ impl AttemptView {
 pub struct JobView {
     /// `job_…`; also the `webhook-id` of its deliveries.
     pub id: String,
-    /// Which handler runs it.
+    /// Which handler runs it: a `JobKind` for the jobs this server makes; a string, so a
+    /// client listing a database shared with an embedding application's kinds never fails.
     pub kind: String,
     /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
+    #[schema(value_type = kairos_engine::ops::api_enums::JobStateSchema)]
     pub state: String,
     /// Attempts started so far.
     pub attempt: i32,

@@ -43,3 +43,97 @@ fn operation_ids_are_unique() {
     }
     assert!(n > 40, "only {n} operations");
 }
+
+fn doc() -> serde_json::Value {
+    serde_json::from_str(&kairos_server::openapi::openapi_json()).expect("JSON")
+}
+
+/// The `$ref` a property or parameter schema points at, through an optional `oneOf` with null.
+fn ref_of(schema: &serde_json::Value) -> String {
+    if let Some(r) = schema["$ref"].as_str() {
+        return r.to_string();
+    }
+    schema["oneOf"]
+        .as_array()
+        .and_then(|arms| arms.iter().find_map(|a| a["$ref"].as_str()))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Closed sets of values are enums generators can offer (issue 35): the job state in views,
+/// bodies and the `GET /v1/jobs` filter, the kind a request creates (views and filters keep the
+/// kind a string: a database may hold an embedding application's kinds), the period with its `iso_week` alias, the
+/// schedule state, attempt outcomes and error classes, channel kinds; the open `all:N` misfire
+/// policy is a pattern.
+#[test]
+fn closed_sets_are_enums_and_open_values_patterns() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let values = |name: &str| -> Vec<String> {
+        schemas[name]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is not an enum: {}", schemas[name]))
+            .iter()
+            .map(|v| v.as_str().expect("string").to_string())
+            .collect()
+    };
+    let states: Vec<String> = kairos_core::JobState::ALL
+        .iter()
+        .map(|s| s.as_str().to_string())
+        .collect();
+    assert_eq!(values("JobState"), states);
+    assert_eq!(values("JobKind"), ["webhook", "http", "email", "digest"]);
+    assert_eq!(values("ChannelKind"), ["webhook", "http"]);
+    assert!(values("Period").contains(&"iso_week".to_string()));
+    assert_eq!(values("ScheduleState"), ["active", "paused", "finished"]);
+    assert!(
+        schemas["Misfire"]["pattern"]
+            .as_str()
+            .is_some_and(|p| p.contains("all:"))
+    );
+    for (schema, prop, target) in [
+        ("JobView", "state", "JobState"),
+        ("JobBody", "kind", "JobKind"),
+        ("ScheduleView", "period", "Period"),
+        ("ScheduleView", "misfire", "Misfire"),
+        ("ScheduleView", "state", "ScheduleState"),
+        ("ScheduleView", "overlap", "Overlap"),
+        ("ScheduleBody", "period", "Period"),
+        ("ScheduleBody", "misfire", "Misfire"),
+        ("ScheduleBody", "kind", "JobKind"),
+        ("ChannelBody", "kind", "ChannelKind"),
+        ("AttemptView", "outcome", "AttemptOutcome"),
+        ("AttemptView", "error_class", "ErrorClass"),
+        ("ChannelView", "status", "OccurrenceStatus"),
+        ("DigestBody", "summarizer", "Summarizer"),
+    ] {
+        let p = &schemas[schema]["properties"][prop];
+        assert_eq!(
+            ref_of(p),
+            format!("#/components/schemas/{target}"),
+            "{schema}.{prop}: {p}"
+        );
+    }
+    let params = doc["paths"]["/v1/jobs"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters");
+    let state = params.iter().find(|p| p["name"] == "state").expect("state");
+    assert_eq!(ref_of(&state["schema"]), "#/components/schemas/JobState");
+}
+
+/// A body a route reads as optional is marked `required: false`, with the body's own schema
+/// (not `null`), so a generated client can leave it out.
+#[test]
+fn optional_request_bodies_are_marked_optional() {
+    let doc = doc();
+    for path in ["/v1/jobs/{id}/cancel", "/v1/endpoints/{id}/rotate"] {
+        let body = &doc["paths"][path]["post"]["requestBody"];
+        assert_eq!(body["required"], false, "{path}: {body}");
+        let schema = &body["content"]["application/json"]["schema"];
+        assert!(schema["$ref"].is_string(), "{path}: {schema}");
+    }
+    assert_eq!(
+        doc["paths"]["/v1/jobs"]["post"]["requestBody"]["required"],
+        true
+    );
+}

@@ -103,7 +103,10 @@ pub struct NewTopic {
 pub struct NewSubscription {
     /// Channels (default `["email"]`).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_items = 1))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_items = 1, value_type = Option<Vec<crate::ops::api_enums::AudienceChannelSchema>>)
+    )]
     pub channels: Option<Vec<String>>,
     /// What the mail is about (the seed's target): one id. Not with `targets`.
     #[serde(default)]

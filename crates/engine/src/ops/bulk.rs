@@ -34,8 +34,9 @@ pub struct JobBulkRequest {
     /// Only jobs in this state (`available`, `running`, `succeeded`, `skipped`, `cancelled`,
     /// `dead`).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::JobStateSchema>))]
     pub state: Option<String>,
-    /// Only jobs of this kind.
+    /// Only jobs of this kind (an open filter: any kind in the database).
     #[serde(default)]
     pub kind: Option<String>,
     /// Only jobs of this schedule (`schedule` is an alias: the name the list filters use).

@@ -25,6 +25,7 @@ pub struct NewChannel {
     /// The channel's name, unique in the schedule: 1 to 64 of `a-z`, `0-9`, `_`, `-`.
     pub name: String,
     /// The job kind it creates: `webhook` or `http`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::ops::api_enums::ChannelKindSchema))]
     pub kind: String,
     /// Target of a `webhook` channel.
     #[serde(default)]

@@ -30,7 +30,7 @@ pub fn router() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DlqQuery {
-    /// Job kind.
+    /// Job kind (an open filter, as on `GET /v1/jobs`).
     pub kind: Option<String>,
     /// Jobs of this schedule (`schedule_id` is an alias).
     #[serde(alias = "schedule_id")]

@@ -93,9 +93,10 @@ async fn endpoint_of(
 #[serde(deny_unknown_fields)]
 pub struct JobQuery {
     /// `available`, `running`, `succeeded`, `skipped`, `cancelled`, `dead`.
-    #[param(pattern = "^(available|running|succeeded|skipped|cancelled|dead)$")]
+    #[param(value_type = Option<kairos_engine::ops::api_enums::JobStateSchema>)]
     pub state: Option<String>,
-    /// Job kind.
+    /// Job kind (`webhook`, `http`, `email`, `digest`, or an embedding application's kind:
+    /// an open filter).
     pub kind: Option<String>,
     /// Jobs of this schedule (`sch_…`; `schedule_id` is an alias).
     #[serde(alias = "schedule_id")]

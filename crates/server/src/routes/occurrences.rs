@@ -40,6 +40,7 @@ pub struct ChannelView {
     /// Jobs in all.
     pub total: i64,
     /// This channel's own derived status.
+    #[schema(value_type = kairos_engine::ops::api_enums::OccurrenceStatusSchema)]
     pub status: String,
 }
 
@@ -52,7 +53,9 @@ pub struct OccurrenceView {
     pub period_key: String,
     /// The nominal firing time.
     pub fire_at: Option<String>,
-    /// `success`, `partial`, `failure`, `skipped`, `cancelled` or `pending`.
+    /// `success`, `partial`, `failure`, `skipped`, `cancelled` or `pending`; `missed` for a
+    /// recorded gap.
+    #[schema(value_type = kairos_engine::ops::api_enums::OccurrenceStatusSchema)]
     pub status: String,
     /// Per channel.
     pub channels: Vec<ChannelView>,
@@ -249,6 +252,29 @@ pub async fn occurrences(
 #[cfg(test)]
 mod tests {
     use super::derive_status;
+    use kairos_engine::ops::api_enums::OCCURRENCE_STATUSES;
+
+    #[test]
+    fn every_derived_status_is_in_the_documented_enum() {
+        let states = [
+            "available",
+            "running",
+            "succeeded",
+            "skipped",
+            "cancelled",
+            "dead",
+        ];
+        // Every combination of present states.
+        for mask in 0u32..(1 << states.len()) {
+            let counts: Vec<(&str, i64)> = states
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (*s, i64::from(mask >> i & 1)))
+                .collect();
+            let status = derive_status(counts);
+            assert!(OCCURRENCE_STATUSES.contains(&status), "{status}");
+        }
+    }
 
     #[test]
     fn status_is_pending_while_a_job_is_open() {

@@ -73,7 +73,7 @@ pub async fn create(
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `active`, `paused` or `finished`.
-    #[param(pattern = "^(active|paused|finished)$")]
+    #[param(value_type = Option<kairos_engine::ops::api_enums::ScheduleStateSchema>)]
     pub state: Option<String>,
     /// At most this many (default 100).
     pub limit: Option<i64>,

@@ -44,6 +44,7 @@ pub struct DigestSpec {
     pub feeds: Vec<String>,
     /// `extractive` (default: no model), `gemini` or `openai`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::api_enums::SummarizerSchema>))]
     pub summarizer: Option<String>,
     /// The period to build, for a job enqueued directly (a schedule's jobs carry their
     /// period key).
