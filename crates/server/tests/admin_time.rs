@@ -127,10 +127,6 @@ async fn admin_nodes_page_shows_leader_heartbeat_start_running_jobs_and_gone_nod
     let now = ui.clock.now();
     let beat = ui.engine.heartbeat().clone();
     let me = beat.config().node.clone();
-    beat.run_once(now - chrono::Duration::seconds(20))
-        .await
-        .expect("beat");
-    beat.run_once(now).await.expect("beat");
     // A node that led once and has been silent for 5 minutes.
     ui.store
         .node_heartbeat(kairos_store::NodeHeartbeat {
@@ -141,6 +137,11 @@ async fn admin_nodes_page_shows_leader_heartbeat_start_running_jobs_and_gone_nod
         })
         .await
         .expect("old beat");
+    beat.run_once(now - chrono::Duration::seconds(20))
+        .await
+        .expect("beat");
+    // This node leads now: its heartbeat clears the old leader's mark.
+    beat.run_once(now).await.expect("beat");
     enqueue(&ui, json!({})).await;
     assert_eq!(claim(&ui, &me).await.len(), 1);
     ui.login().await;
