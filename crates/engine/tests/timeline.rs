@@ -91,15 +91,19 @@ async fn heartbeat_writes_the_nodes_start_leadership_and_last_beat() {
 #[test]
 fn sampler_and_heartbeat_settings_name_the_wrong_field() {
     let bad = |cfg: EngineConfig| cfg.validate().expect_err("invalid").to_string();
-    let mut c = EngineConfig::default();
-    c.sampler = SamplerConfig {
-        retention: std::time::Duration::from_secs(60),
+    let c = EngineConfig {
+        sampler: SamplerConfig {
+            retention: std::time::Duration::from_secs(60),
+            ..Default::default()
+        },
         ..Default::default()
     };
     assert!(bad(c).contains("sampler.retention"));
-    let mut c = EngineConfig::default();
-    c.heartbeat = HeartbeatConfig {
-        gone_after: std::time::Duration::from_secs(5),
+    let c = EngineConfig {
+        heartbeat: HeartbeatConfig {
+            gone_after: std::time::Duration::from_secs(5),
+            ..Default::default()
+        },
         ..Default::default()
     };
     assert!(bad(c).contains("heartbeat.gone_after"));

@@ -91,10 +91,15 @@ pub fn svg(id: &str, title: &str, points: &[Point], unit: &str, color: &str) -> 
         }
         s.push_str("</g>");
     }
+    let scale = if points.iter().any(|p| p.value.is_some()) {
+        format!("max {max}{unit}")
+    } else {
+        "no samples".to_string()
+    };
     let _ = write!(
         s,
         "<text x=\"2\" y=\"{HEIGHT}\" font-size=\"10\" fill=\"#555\">{}</text>\
-         <text x=\"{WIDTH}\" y=\"{HEIGHT}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">max {max}{unit}</text></svg>",
+         <text x=\"{WIDTH}\" y=\"{HEIGHT}\" font-size=\"10\" fill=\"#555\" text-anchor=\"end\">{scale}</text></svg>",
         points.first().map(|p| fmt_t(p.start)).unwrap_or_default()
     );
     s
@@ -189,6 +194,10 @@ mod tests {
         }
     }
 
+    fn svg_of(points: &[Point]) -> String {
+        svg("e", "empty", points, " due", "#000")
+    }
+
     #[test]
     fn series_keeps_the_highest_sample_per_bucket_and_leaves_gaps_empty() {
         let now = t("2026-12-05T10:29:30Z");
@@ -216,5 +225,8 @@ mod tests {
         assert_eq!(svg.matches("class=\"value\"").count(), 3, "{svg}");
         assert!(svg.contains("2026-12-05T10:07:00.000Z: 9 due"), "{svg}");
         assert!(svg.contains("2026-12-05T10:01:00.000Z: no sample"), "{svg}");
+        assert!(svg.contains(">max 9 due</text>"), "{svg}");
+        let empty = series(&[], now, Duration::minutes(1), 3, |s| Some(s.due));
+        assert!(svg_of(&empty).contains(">no samples</text>"));
     }
 }
