@@ -166,7 +166,7 @@ async fn admin_ui_in_a_browser_filters_replays_a_dead_job_and_sees_it_succeed() 
 /// Issue 36 in a real browser, as an operator new to kairos would go: from the overview to a
 /// schedule by its name, the schedule's page (target, next firings), its job, the job's
 /// endpoint with the request that failed, a resend and a test event, the search box, the
-/// running jobs and nodes, an http schedule's masked URL, and the create form's refusal with
+/// running jobs and the nodes page (heartbeat, leader), an http schedule's masked URL, and the create form's refusal with
 /// the API's message. Every table fits a 1,280 px window. The screenshots of each page are
 /// the ones `docs/admin.md` shows (copied to `docs/admin/`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,6 +221,14 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
         browser.find_all("#refresh-on").await.len() == 1,
         "the live refresh toggle"
     );
+    for chart in [
+        "#chart-depth-hour",
+        "#chart-depth-day",
+        "#chart-late-hour",
+        "#chart-late-day",
+    ] {
+        browser.find(chart).await;
+    }
     browser.screenshot(&shot("6-overview-1280")).await;
 
     // The jobs list names the schedule; its link opens the schedule's page.
@@ -324,6 +332,25 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
     browser.goto(&format!("{base}/admin/running")).await;
     browser.wait_find("#nodes").await;
     browser.screenshot(&shot("13-running")).await;
+    // The nodes page, from the running page's link: this node, alive and leading.
+    browser.click(&browser.find("#nodes-link").await).await;
+    browser.wait_url("/admin/nodes").await;
+    let nodes = browser.text(&browser.wait_find("#nodes").await).await;
+    assert!(
+        nodes.contains("alive") && nodes.contains("leader"),
+        "{nodes}"
+    );
+    assert_eq!(
+        browser.find_all("#nav-nodes").await.len(),
+        1,
+        "the nav links the nodes page"
+    );
+    browser.screenshot(&shot("20-nodes")).await;
+    assert_eq!(
+        browser.horizontal_overflow().await,
+        0,
+        "the nodes page fits"
+    );
 
     // The other lists, each fitting the window, for the docs' screenshots.
     for (path, table, name) in [

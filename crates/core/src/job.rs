@@ -187,6 +187,10 @@ pub struct Job {
     /// Its concurrency key and limit, if any (`crate::concurrency`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<crate::Concurrency>,
+    /// Why this due job was last put back without running, while it waits
+    /// (`concurrency_key`, `rate_limit`, `in_flight`: issue 34); cleared when it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_reason: Option<String>,
 }
 
 pub use crate::retry::ErrorClass;

@@ -1,13 +1,16 @@
 //! The engine: the services of one node running together — the executor with its worker
-//! pool, and the scheduler, rescuer, pruner, monitor and endpoint health, each run by a
+//! pool, and the scheduler, rescuer, pruner, monitor, endpoint health, queue sampler and
+//! heartbeat, each run by a
 //! [`Runner`](crate::service::Runner) (the leader-only ones behind the node's [`Leader`]).
 
 use crate::endpoint_health::{EndpointHealthConfig, EndpointHealthService};
 use crate::executor::{Executor, ExecutorConfig};
+use crate::heartbeat::{Heartbeat, HeartbeatConfig};
 use crate::kinds::Kinds;
 use crate::monitor::{AlertSink, Monitor, MonitorConfig};
 use crate::pruner::{Pruner, PrunerConfig};
 use crate::rescuer::{Rescuer, RescuerConfig};
+use crate::sampler::{Sampler, SamplerConfig};
 use crate::scheduler::{Scheduler, SchedulerConfig};
 use crate::service::Runner;
 use kairos_core::Clock;
@@ -31,6 +34,10 @@ pub struct EngineConfig {
     pub monitor: MonitorConfig,
     /// Endpoint health and auto-disable.
     pub endpoint_health: EndpointHealthConfig,
+    /// The queue sampler (the admin's charts of queue depth and lateness).
+    pub sampler: SamplerConfig,
+    /// The node's heartbeat (the admin's nodes page).
+    pub heartbeat: HeartbeatConfig,
 }
 
 impl EngineConfig {
@@ -38,6 +45,7 @@ impl EngineConfig {
     pub fn with_node(mut self, node: &str) -> Self {
         self.scheduler.node = node.to_string();
         self.executor.node = node.to_string();
+        self.heartbeat.node = node.to_string();
         self
     }
     /// Check every service's settings.
@@ -47,6 +55,8 @@ impl EngineConfig {
         self.rescuer.validate()?;
         self.pruner.validate()?;
         self.endpoint_health.validate()?;
+        self.sampler.validate()?;
+        self.heartbeat.validate()?;
         self.monitor.validate()
     }
 }
@@ -60,6 +70,8 @@ pub struct Engine {
     pruner: Pruner,
     monitor: Monitor,
     endpoint_health: EndpointHealthService,
+    sampler: Sampler,
+    heartbeat: Heartbeat,
     wake: Arc<Notify>,
     leader: Leader,
     clock: Arc<dyn Clock>,
@@ -75,6 +87,8 @@ impl std::fmt::Debug for Engine {
             .field("pruner", &self.pruner)
             .field("monitor", &self.monitor)
             .field("endpoint_health", &self.endpoint_health)
+            .field("sampler", &self.sampler)
+            .field("heartbeat", &self.heartbeat)
             .field("leader", &self.leader.is_leader())
             .finish_non_exhaustive()
     }
@@ -99,6 +113,8 @@ impl Engine {
             pruner: Pruner::new(cfg.pruner, store.clone())?,
             endpoint_health: EndpointHealthService::new(cfg.endpoint_health, store.clone())?
                 .with_kinds(&kinds),
+            sampler: Sampler::new(cfg.sampler, store.clone())?,
+            heartbeat: Heartbeat::new(cfg.heartbeat, store.clone())?,
             monitor: Monitor::new(cfg.monitor, store)?.with_kinds(kinds.clone()),
             wake: Arc::new(Notify::new()),
             leader: Leader::always(),
@@ -112,9 +128,11 @@ impl Engine {
         self.kinds.clone()
     }
 
-    /// Run the leader-only services (the rescuer, the pruner, the monitor, endpoint health) only while
-    /// `leader` leads. Without this the node always leads (one node on SQLite).
+    /// Run the leader-only services (the rescuer, the pruner, the monitor, endpoint health,
+    /// the queue sampler) only while `leader` leads, and say so in the heartbeat. Without this
+    /// the node always leads (one node on SQLite).
     pub fn with_leader(mut self, leader: Leader) -> Self {
+        self.heartbeat = self.heartbeat.with_leader(leader.clone());
         self.leader = leader;
         self
     }
@@ -169,6 +187,14 @@ impl Engine {
     pub fn endpoint_health(&self) -> &EndpointHealthService {
         &self.endpoint_health
     }
+    /// The queue sampler (for `run_once` in tests).
+    pub fn sampler(&self) -> &Sampler {
+        &self.sampler
+    }
+    /// The heartbeat (for `run_once` in tests).
+    pub fn heartbeat(&self) -> &Heartbeat {
+        &self.heartbeat
+    }
 
     /// Run all services until `cancel`; then stop claiming, drain running jobs within the
     /// grace period and return. First, before anything is claimed, the jobs this node's
@@ -219,6 +245,14 @@ impl Engine {
             let (r, s, c) = (runner.clone(), self.endpoint_health.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
+        let sampler = {
+            let (r, s, c) = (runner.clone(), self.sampler.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
+        };
+        let beat = {
+            let (r, s, c) = (runner.clone(), self.heartbeat.clone(), cancel.clone());
+            tokio::spawn(async move { r.run(&s, c).await })
+        };
         let moni = {
             let (r, s, c) = (runner, self.monitor.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
@@ -229,6 +263,8 @@ impl Engine {
         let _ = prun.await;
         let _ = moni.await;
         let _ = health.await;
+        let _ = sampler.await;
+        let _ = beat.await;
         let _ = fan.await;
     }
 }

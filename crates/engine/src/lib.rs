@@ -22,6 +22,10 @@
 //! - [`endpoint_health`]: folds the attempt log into each webhook endpoint's failure streak
 //!   and 24 h counters, off the delivery path, and disables an endpoint after a sustained
 //!   failure streak when configured; leader-only.
+//! - [`sampler`]: once a minute, the queue's depth, running jobs and lateness p99 for the
+//!   admin's charts (kept 2 days); leader-only.
+//! - [`heartbeat`]: every node's row in `nodes` (last heartbeat, start, leader) for the
+//!   admin's nodes page.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
 //! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
 //!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the set a
@@ -45,6 +49,7 @@ pub mod executor;
 pub mod expand;
 pub mod handler;
 pub mod handlers;
+pub mod heartbeat;
 pub mod inbound;
 pub mod kinds;
 pub mod maintenance;
@@ -53,6 +58,7 @@ pub mod ops;
 pub mod overlap;
 pub mod pruner;
 pub mod rescuer;
+pub mod sampler;
 pub mod scheduler;
 pub mod service;
 pub mod telemetry;

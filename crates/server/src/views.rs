@@ -459,6 +459,11 @@ pub struct JobView {
     /// Its concurrency key, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<JobConcurrencyView>,
+    /// Why this due job is not running, while it waits on a limit: `concurrency_key` (its
+    /// key's `max` jobs are running), `rate_limit` or `in_flight` (its endpoint's limits);
+    /// absent when it is not waiting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_reason: Option<String>,
 }
 
 /// A job's concurrency key as rendered when it was made.
@@ -516,6 +521,9 @@ impl JobView {
             retry: serde_json::to_value(&retry).unwrap_or(serde_json::Value::Null),
             attempts: None,
             concurrency: j.concurrency.as_ref().map(JobConcurrencyView::new),
+            wait_reason: (j.state == kairos_core::JobState::Available)
+                .then(|| j.wait_reason.clone())
+                .flatten(),
         }
     }
 

@@ -383,3 +383,45 @@ pub async fn endpoint_max_in_flight_holds_until_a_delivery_finishes(s: S) {
     let again = later + WAIT_MAX;
     assert_eq!(s.job_claim(claim(again, 10, "n1")).await.unwrap().len(), 1);
 }
+
+/// Issue 34: a job put back says why on the job itself (`Job::wait_reason`, what the admin's
+/// job page shows): `concurrency_key` for a key without a free slot, `rate_limit` for an
+/// endpoint's empty bucket; the job that ran says nothing.
+pub async fn job_get_reads_why_a_due_job_waits_issue_34(s: S) {
+    s.job_insert_many(vec![keyed("acct:7", 1, 0), keyed("acct:7", 1, 1)])
+        .await
+        .unwrap();
+    let now = t0() + Duration::seconds(1);
+    let ran = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0].wait_reason, None);
+    let all = s
+        .job_search(JobSearch {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let waiting = all.iter().find(|j| j.id != ran[0].id).expect("the other");
+    let got = s.job_get(&waiting.id).await.unwrap().unwrap();
+    assert_eq!(got.state, JobState::Available);
+    assert_eq!(got.wait_reason.as_deref(), Some("concurrency_key"));
+
+    endpoint(&s, "ep_wait").await;
+    s.endpoint_limits_set(limits("ep_wait", Some((1, 1)), None))
+        .await
+        .unwrap();
+    let d = [delivery("ep_wait", 2), delivery("ep_wait", 3)];
+    s.job_insert_many(d.to_vec()).await.unwrap();
+    let later = now + Duration::seconds(2);
+    let sent = s.job_claim(claim(later, 10, "n1")).await.unwrap();
+    let sent: Vec<&str> = sent.iter().map(|j| j.id.as_str()).collect();
+    let held: Vec<_> = d
+        .iter()
+        .filter(|j| !sent.contains(&j.id.as_str()))
+        .collect();
+    assert_eq!(held.len(), 1, "one token: one delivery goes");
+    let got = s.job_get(&held[0].id).await.unwrap().unwrap();
+    assert_eq!(got.wait_reason.as_deref(), Some("rate_limit"));
+    assert_eq!(got.endpoint_id.as_deref(), Some("ep_wait"));
+}

@@ -38,6 +38,7 @@ pub mod schedules;
 pub mod sealing;
 pub mod search;
 pub mod slo;
+pub mod timeline;
 
 /// Expand the behaviours that need a back door into the database ([`raw::RawSql`]) against a
 /// factory returning `Option<(Arc<dyn Store>, guard, RawSql)>`.
@@ -105,6 +106,7 @@ macro_rules! store_conformance {
             concurrency_claims_racing_never_exceed_max,
             concurrency_failed_key_takes_no_slot,
             concurrency_waits_are_counted_by_reason,
+            job_get_reads_why_a_due_job_waits_issue_34,
             endpoint_limits_set_list_and_remove,
             endpoint_rate_limit_puts_deliveries_back_until_their_token,
             endpoint_max_in_flight_holds_until_a_delivery_finishes,
@@ -203,6 +205,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@search $factory;
             job_search_combines_filters_and_pages_by_keyset,
             job_search_finds_payload_text_and_filters_on_endpoint,
+            job_search_on_an_endpoint_finds_its_recipients_webhook_jobs,
         );
         $crate::store_conformance!(@slo $factory;
             job_count_by_state_kind_and_backlog,
@@ -215,6 +218,10 @@ macro_rules! store_conformance {
             slo_alert_ack_recovers_an_active_alert_once_s3_17,
             monitor_pass_record_keeps_the_latest_pass_s3_17,
             migration_pending_is_empty_after_migrate,
+        );
+        $crate::store_conformance!(@timeline $factory;
+            queue_sample_record_measures_depth_running_and_lateness_once_per_minute,
+            node_heartbeat_upserts_one_leader_and_lists_running_jobs,
         );
     };
     (@jobs $factory:path; $($name:ident),* $(,)?) => {
@@ -259,6 +266,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::inbound::$name(store).await;
+            }
+        )*
+    };
+    (@timeline $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::timeline::$name(store).await;
             }
         )*
     };

@@ -203,3 +203,76 @@ pub async fn job_search_finds_payload_text_and_filters_on_endpoint(s: S) {
     .await;
     assert_eq!(combined, vec![order]);
 }
+
+/// Issue 36: an endpoint's deliveries include its recipients' webhook notifications (jobs of
+/// the given kinds without an endpoint of their own, naming a recipient whose webhook is the
+/// endpoint), and only those: not another kind to the same recipient, not a recipient of
+/// another endpoint. Without the kinds, only jobs naming the endpoint are found.
+pub async fn job_search_on_an_endpoint_finds_its_recipients_webhook_jobs(s: S) {
+    for id in ["ep_r1", "ep_r2"] {
+        s.endpoint_upsert(EndpointUpsert {
+            id: id.into(),
+            url: format!("https://{id}.example/h"),
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into(),
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    }
+    for (id, ep) in [("rcp_1", "ep_r1"), ("rcp_2", "ep_r2")] {
+        s.recipient_upsert(RecipientUpsert {
+            id: id.into(),
+            email: format!("{id}@example.com"),
+            timezone: "UTC".into(),
+            locale: None,
+            attributes: serde_json::json!({}),
+            state: RecipientState::Active,
+            endpoint_id: Some(ep.into()),
+            now: t0(),
+        })
+        .await
+        .unwrap();
+    }
+    let insert = |i: i64, kind: &str, rcp: Option<&str>, ep: Option<&str>| {
+        let mut j = job(t0() + Duration::minutes(i));
+        j.kind = kairos_core::JobKind(kind.into());
+        if let Some(r) = rcp {
+            j.payload = serde_json::json!({"topic": "orders", "recipient_id": r});
+            j.audience = kairos_core::JobAudience::of_payload(&j.payload);
+        }
+        j.endpoint_id = ep.map(str::to_string);
+        let id = j.id.clone();
+        let s = s.clone();
+        async move {
+            s.job_insert(j).await.unwrap();
+            id
+        }
+    };
+    let direct = insert(1, "webhook", None, Some("ep_r1")).await;
+    let notify = insert(2, "webhook", Some("rcp_1"), None).await;
+    let _mail = insert(3, "email", Some("rcp_1"), None).await;
+    let _other = insert(4, "webhook", Some("rcp_2"), None).await;
+    let search = |kinds: Vec<String>| {
+        let s = s.clone();
+        async move {
+            let mut ids: Vec<String> = s
+                .job_search(JobSearch {
+                    endpoint_id: Some("ep_r1".into()),
+                    recipient_endpoint_kinds: kinds,
+                    limit: 50,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|j| j.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    let mut want = vec![direct.clone(), notify];
+    want.sort();
+    assert_eq!(search(vec!["webhook".into()]).await, want);
+    assert_eq!(search(Vec::new()).await, vec![direct]);
+}

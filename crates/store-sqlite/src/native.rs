@@ -187,7 +187,7 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<(StoredJob, b
                 to_millis(p.now),
                 p.limit.max(0)
             ],
-            |r| Ok((StoredJob::read(r)?, r.get::<_, bool>(22)?)),
+            |r| Ok((StoredJob::read(r)?, r.get::<_, bool>(23)?)),
         )
         .map_err(|e| map_native("job claim", e))?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -453,6 +453,7 @@ pub(crate) struct StoredJob {
     channel: Option<String>,
     concurrency_key: Option<String>,
     concurrency_max: Option<i64>,
+    wait_reason: Option<String>,
 }
 
 impl StoredJob {
@@ -481,6 +482,7 @@ impl StoredJob {
             channel: r.get(19)?,
             concurrency_key: r.get(20)?,
             concurrency_max: r.get(21)?,
+            wait_reason: r.get(22)?,
         })
     }
 
@@ -527,6 +529,7 @@ impl StoredJob {
                     .and_then(|m| u32::try_from(m).ok())
                     .unwrap_or(0),
             }),
+            wait_reason: self.wait_reason,
         })
     }
 }

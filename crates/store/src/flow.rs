@@ -364,6 +364,7 @@ mod tests {
             last_error: None,
             reason: None,
             concurrency: key.map(|(k, max)| Concurrency { key: k.into(), max }),
+            wait_reason: None,
         }
     }
 

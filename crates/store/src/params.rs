@@ -495,6 +495,10 @@ pub struct JobSearch {
     pub channel: Option<String>,
     /// Only jobs posting to this webhook endpoint (`ep_…`).
     pub endpoint_id: Option<String>,
+    /// With `endpoint_id`: also the jobs of these kinds that have no endpoint of their own and
+    /// post to their recipient's webhook, when that is the endpoint (an audience's `webhook`
+    /// channel). Empty: only jobs naming the endpoint.
+    pub recipient_endpoint_kinds: Vec<String>,
     /// Only jobs whose payload's JSON text contains this, ASCII case ignored; `%` and `_`
     /// match themselves. A scan of the filtered rows: an operator's search, not a hot path.
     pub payload_text: Option<String>,

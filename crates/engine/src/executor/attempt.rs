@@ -261,6 +261,7 @@ mod tests {
             last_error: None,
             reason: None,
             concurrency: None,
+            wait_reason: None,
         }
     }
 

@@ -225,6 +225,7 @@ impl Kairos {
                 created_from: instant("created_after", &f.created_after)?,
                 created_to: instant("created_before", &f.created_before)?,
                 endpoint_id: None,
+                recipient_endpoint_kinds: Vec::new(),
                 payload_text: None,
                 before_id: f.before,
                 limit,

@@ -950,6 +950,24 @@ impl InsightStore for CountingStore {
     async fn monitor_pass_last(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
         self.inner.monitor_pass_last().await
     }
+    async fn queue_sample_record(
+        &self,
+        p: kairos_store::QueueSampleRecord,
+    ) -> kairos_store::Result<Option<kairos_store::QueueSample>> {
+        self.inner.queue_sample_record(p).await
+    }
+    async fn queue_sample_list(
+        &self,
+        p: kairos_store::QueueSampleList,
+    ) -> kairos_store::Result<Vec<kairos_store::QueueSample>> {
+        self.inner.queue_sample_list(p).await
+    }
+    async fn queue_sample_prune(
+        &self,
+        p: kairos_store::QueueSamplePrune,
+    ) -> kairos_store::Result<u64> {
+        self.inner.queue_sample_prune(p).await
+    }
 }
 
 #[async_trait]
@@ -1007,6 +1025,18 @@ impl NodeStore for CountingStore {
     }
     async fn admin_session_delete(&self, id_hash: &str) -> kairos_store::Result<bool> {
         self.inner.admin_session_delete(id_hash).await
+    }
+    async fn node_heartbeat(&self, p: kairos_store::NodeHeartbeat) -> kairos_store::Result<()> {
+        self.inner.node_heartbeat(p).await
+    }
+    async fn node_list(
+        &self,
+        p: kairos_store::NodeList,
+    ) -> kairos_store::Result<Vec<kairos_store::NodeRecord>> {
+        self.inner.node_list(p).await
+    }
+    async fn node_prune(&self, p: kairos_store::NodePrune) -> kairos_store::Result<u64> {
+        self.inner.node_prune(p).await
     }
     async fn db_health_read(
         &self,

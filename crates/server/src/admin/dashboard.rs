@@ -1,4 +1,5 @@
-//! `GET /admin`: jobs per state and the SLO panel.
+//! `GET /admin`: jobs per state, throughput, the queue's depth and lateness over time, and the
+//! SLO panel.
 
 use crate::AppState;
 use crate::admin::charts;
@@ -52,6 +53,16 @@ pub async fn dashboard(
         (Ok(h), Ok(d)) => (h, d),
         (Err(e), _) | (_, Err(e)) => return store_error(&op, &state, e).await,
     };
+    let timeline = match crate::admin::timeline::charts(&state, now).await {
+        Ok(t) => t,
+        Err(e) => return store_error(&op, &state, e).await,
+    };
+    let latest = timeline.latest.as_ref().map(|s| {
+        context! {
+            minute => fmt_t(s.minute), due => s.due, available => s.available,
+            running => s.running, started => s.started, lateness_p99_ms => s.lateness_p99_ms,
+        }
+    });
     let backlog = state
         .kairos
         .store()
@@ -79,6 +90,11 @@ pub async fn dashboard(
             hour => context! { succeeded => hour.succeeded, dead => hour.dead },
             day => context! { succeeded => day.succeeded, dead => day.dead },
             queue,
+            depth_hour_svg => minijinja::Value::from_safe_string(timeline.depth_hour),
+            depth_day_svg => minijinja::Value::from_safe_string(timeline.depth_day),
+            late_hour_svg => minijinja::Value::from_safe_string(timeline.late_hour),
+            late_day_svg => minijinja::Value::from_safe_string(timeline.late_day),
+            latest,
             refresh => r.seconds(), refresh_path => "/admin",
         },
     )

@@ -87,6 +87,8 @@ async fn page(
         .store()
         .job_search(JobSearch {
             endpoint_id: Some(id.to_string()),
+            // A recipient's webhook notifications post to this endpoint too.
+            recipient_endpoint_kinds: state.kairos.kinds().posting_to_endpoints(),
             limit: RECENT,
             ..Default::default()
         })

@@ -101,6 +101,7 @@ impl JobFilters {
             recipient_id: blank(&self.recipient),
             channel: blank(&self.channel),
             endpoint_id: blank(&self.endpoint),
+            recipient_endpoint_kinds: Vec::new(),
             payload_text: None,
             created_from: blank(&self.from)
                 .map(|v| parse_instant("from", &v))

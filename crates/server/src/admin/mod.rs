@@ -27,6 +27,8 @@
 //! - `/admin/search` — a job, schedule or endpoint id opens its page; other text finds
 //!   schedules by name and jobs by payload text.
 //! - `/admin/running` — running jobs and the nodes holding them.
+//! - `/admin/nodes` — every node's heartbeat: leader or not, last heartbeat, started, jobs
+//!   running on it; a node silent for long is shown as gone.
 //!
 //! Every id on a page is a link to its page (job → schedule, occurrence, endpoint; SLO
 //! messages' ids); the overview and the lists reload on their own when asked
@@ -45,11 +47,13 @@ pub mod endpoints;
 pub mod filters;
 pub mod jobs;
 pub mod login_limit;
+pub mod nodes;
 pub mod schedule_edit;
 pub mod schedule_page;
 pub mod schedules;
 pub mod search;
 pub mod session;
+pub mod timeline;
 pub mod topics;
 pub mod views;
 
@@ -98,6 +102,7 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("templates/schedule_form.html"),
     ),
     ("running.html", include_str!("templates/running.html")),
+    ("nodes.html", include_str!("templates/nodes.html")),
     ("search.html", include_str!("templates/search.html")),
     ("refresh.html", include_str!("templates/refresh.html")),
     (
@@ -275,6 +280,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/schedules/{id}/{action}", post(schedules::act))
         .route("/search", get(search::search))
         .route("/running", get(search::running))
+        .route("/nodes", get(nodes::nodes))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/{id}", get(endpoint_page::show))
         .route("/endpoints/{id}/resend", post(endpoint_page::resend))

@@ -36,6 +36,76 @@ pub struct JobRow {
     reason: Option<String>,
     replayable: bool,
     cancellable: bool,
+    /// Why this due job is not running, while it waits (issue 34).
+    wait: Option<Wait>,
+}
+
+/// Why a due job is not running: a flow-control limit put it back (issue 34).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Wait {
+    /// The stored reason (`concurrency_key`, `rate_limit`, `in_flight`).
+    pub reason: String,
+    /// What holds it, in words.
+    pub message: String,
+    /// The concurrency key it waits on, for `concurrency_key`.
+    pub key: Option<String>,
+    /// The endpoint whose limit holds it, for `rate_limit` and `in_flight`.
+    pub endpoint_id: Option<String>,
+}
+
+impl Wait {
+    /// The wait of `j`: only a job still `available` with a recorded reason waits.
+    pub fn of(j: &Job) -> Option<Wait> {
+        use kairos_store::concurrency::WAIT_CONCURRENCY_KEY;
+        use kairos_store::flow::{WAIT_IN_FLIGHT, WAIT_RATE_LIMIT};
+        if j.state != kairos_core::JobState::Available {
+            return None;
+        }
+        let reason = j.wait_reason.clone()?;
+        let endpoint = || match &j.endpoint_id {
+            Some(ep) => format!("endpoint {ep}"),
+            None => "its target".to_string(),
+        };
+        let (message, key, endpoint_id) = match reason.as_str() {
+            WAIT_CONCURRENCY_KEY => {
+                let (key, max) = j
+                    .concurrency
+                    .as_ref()
+                    .map_or((String::new(), 0), |c| (c.key.clone(), c.max));
+                (
+                    format!(
+                        "concurrency key: at most {max} job(s) of key \"{key}\" run at once, \
+                         and that many are running"
+                    ),
+                    Some(key),
+                    None,
+                )
+            }
+            WAIT_RATE_LIMIT => (
+                format!(
+                    "rate limit: {} has sent as many deliveries as its rate limit allows now",
+                    endpoint()
+                ),
+                None,
+                j.endpoint_id.clone(),
+            ),
+            WAIT_IN_FLIGHT => (
+                format!(
+                    "in flight: {} has as many deliveries in flight as its max_in_flight allows",
+                    endpoint()
+                ),
+                None,
+                j.endpoint_id.clone(),
+            ),
+            other => (format!("waiting ({other})"), None, None),
+        };
+        Some(Wait {
+            reason,
+            message,
+            key,
+            endpoint_id,
+        })
+    }
 }
 
 impl JobRow {
@@ -75,6 +145,7 @@ impl JobRow {
             reason: j.reason.clone(),
             replayable: matches!(state, "dead" | "cancelled" | "skipped" | "available"),
             cancellable: matches!(state, "available" | "running"),
+            wait: Wait::of(j),
         }
     }
 }

@@ -45,4 +45,11 @@ pub trait InsightStore: Send + Sync {
     async fn monitor_pass_record(&self, p: MonitorPassRecord) -> Result<()>;
     /// When the background monitor last completed a pass; `None` before its first.
     async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Measure the queue and store it as a minute's sample (see [`QueueSampleRecord`]); the
+    /// sample stored, `None` when the minute had one already.
+    async fn queue_sample_record(&self, p: QueueSampleRecord) -> Result<Option<QueueSample>>;
+    /// The samples of a window's minutes, oldest first.
+    async fn queue_sample_list(&self, p: QueueSampleList) -> Result<Vec<QueueSample>>;
+    /// Delete the samples older than a minute; how many.
+    async fn queue_sample_prune(&self, p: QueueSamplePrune) -> Result<u64>;
 }

@@ -45,4 +45,10 @@ pub trait NodeStore: Send + Sync {
     async fn api_token_touch(&self, p: ApiTokenTouch) -> Result<()>;
     /// What holds the database's cleanup back: open snapshots, dead row versions, the WAL.
     async fn db_health_read(&self, p: DbHealthRead) -> Result<DbHealth>;
+    /// Record a node's heartbeat (see [`NodeHeartbeat`]).
+    async fn node_heartbeat(&self, p: NodeHeartbeat) -> Result<()>;
+    /// The nodes with their heartbeats and running jobs, by id (see [`NodeList`]).
+    async fn node_list(&self, p: NodeList) -> Result<Vec<NodeRecord>>;
+    /// Forget the nodes silent for long; how many.
+    async fn node_prune(&self, p: NodePrune) -> Result<u64>;
 }

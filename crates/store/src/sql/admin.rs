@@ -222,4 +222,16 @@ impl<D: super::SqlDb> crate::NodeStore for D {
     async fn db_health_read(&self, p: crate::DbHealthRead) -> Result<crate::DbHealth> {
         self.health_read(p).await
     }
+
+    async fn node_heartbeat(&self, p: crate::NodeHeartbeat) -> Result<()> {
+        super::nodes::node_heartbeat(self, p).await
+    }
+
+    async fn node_list(&self, p: crate::NodeList) -> Result<Vec<crate::NodeRecord>> {
+        super::nodes::node_list(&mut self.reader(), p).await
+    }
+
+    async fn node_prune(&self, p: crate::NodePrune) -> Result<u64> {
+        super::nodes::node_prune(&mut self.writer(), p).await
+    }
 }

@@ -377,4 +377,22 @@ impl<D: super::SqlDb> crate::InsightStore for D {
     async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>> {
         monitor_pass_last(&mut self.reader()).await
     }
+
+    async fn queue_sample_record(
+        &self,
+        p: crate::QueueSampleRecord,
+    ) -> Result<Option<crate::QueueSample>> {
+        super::samples::queue_sample_record(&mut self.reader(), &mut self.writer(), p).await
+    }
+
+    async fn queue_sample_list(
+        &self,
+        p: crate::QueueSampleList,
+    ) -> Result<Vec<crate::QueueSample>> {
+        super::samples::queue_sample_list(&mut self.reader(), p).await
+    }
+
+    async fn queue_sample_prune(&self, p: crate::QueueSamplePrune) -> Result<u64> {
+        super::samples::queue_sample_prune(&mut self.writer(), p).await
+    }
 }

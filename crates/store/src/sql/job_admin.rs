@@ -86,13 +86,16 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
            AND ($9{t} IS NULL OR topic = $9)
            AND ($10{t} IS NULL OR recipient_id = $10)
            AND ($11{t} IS NULL OR channel = $11)
-           AND ($12{t} IS NULL OR endpoint_id = $12)
+           AND ($12{t} IS NULL OR endpoint_id = $12
+                OR (endpoint_id IS NULL AND recipient_id IS NOT NULL AND {kinds}
+                    AND recipient_id IN (SELECT id FROM recipients WHERE endpoint_id = $12)))
            AND ($13{t} IS NULL OR LOWER({payload}) LIKE $13 ESCAPE '!')
          ORDER BY id DESC LIMIT $8",
         payload = match run.dialect() {
             Dialect::Sqlite => "payload",
             Dialect::Postgres => "payload::text",
         },
+        kinds = in_list(run.dialect(), "kind", "$14"),
     );
     // The needle as a LIKE pattern matching itself anywhere: its wildcards escaped.
     let needle = p.payload_text.map(|n| {
@@ -121,6 +124,8 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
         p.endpoint_id,
         needle,
     ];
+    let mut b = b;
+    b.push(super::Bind::TextList(p.recipient_endpoint_kinds));
     run.fetch("job search", &sql, b, &|r| rows::job(r)).await
 }
 

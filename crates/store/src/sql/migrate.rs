@@ -65,6 +65,8 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0027 "flow_control",
     0028 "schedule_overlap",
     0029 "api_tokens",
+    0030 "queue_samples",
+    0031 "nodes",
 ];
 
 /// The table sqlx records applied migrations in.

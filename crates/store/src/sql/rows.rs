@@ -45,6 +45,7 @@ pub fn job<R: RowRead + ?Sized>(r: &R) -> Result<Job> {
             r.opt_text("concurrency_key")?,
             r.opt_int("concurrency_max")?,
         ),
+        wait_reason: r.opt_text("wait_reason")?,
     })
 }
 

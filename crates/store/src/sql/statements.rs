@@ -2,7 +2,7 @@
 //! see [`super::sqlite_placeholders`]).
 
 /// The job columns `rows::job` reads.
-pub const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel, concurrency_key, concurrency_max";
+pub const JOB_COLS: &str = "id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, retry, run_at, created_at, finished_at, locked_by, lease_token, lease_expires_at, last_error, reason, channel, concurrency_key, concurrency_max, wait_reason";
 /// The schedule columns `rows::schedule` reads.
 pub const SCHEDULE_COLS: &str = "id, name, kind, spec, timezone, period, misfire, payload, endpoint_id, retry, state, next_fire_at, last_fire_at, created_at, updated_at, channels, misfire_threshold_ms, misfire_window_ms, concurrency, overlap, buffered_fire_at";
 /// The gap columns `rows::schedule_gap` reads.

@@ -187,6 +187,7 @@ mod tests {
             last_error: None,
             reason: None,
             concurrency: None,
+            wait_reason: None,
         }
     }
 

@@ -1,0 +1,114 @@
+//! The queue sampler and the heartbeat (issue 36) on a real SQLite file and a manual clock:
+//! the sampler stores the minute that ended once, with the lateness of the jobs started in
+//! it, and prunes after its retention; the heartbeat writes the node's row with its start,
+//! its leadership and its running jobs; bad settings name their field.
+
+mod common;
+
+use chrono::Duration;
+use common::{Harness, TestHandler, t};
+use kairos_engine::EngineConfig;
+use kairos_engine::heartbeat::HeartbeatConfig;
+use kairos_engine::sampler::SamplerConfig;
+use kairos_engine::service::Service;
+use kairos_store::{Leader, NodeList, QueueSampleList};
+
+#[tokio::test]
+async fn sampler_stores_the_minute_that_ended_once_and_prunes_after_its_retention() {
+    let start = t("2026-12-01T08:00:00Z");
+    let h = Harness::new(start, &[("test", TestHandler::ok())]).await;
+    assert!(h.engine.sampler().leader_only(), "one writer: the leader");
+    // Two jobs due at 08:00:00, run at 08:00:30: late by 30 s.
+    for _ in 0..2 {
+        h.enqueue("test", serde_json::json!({}), Some(start), None)
+            .await;
+    }
+    h.exec(start + Duration::seconds(30)).await;
+    let at = start + Duration::seconds(65);
+    let r = h.engine.sampler().run_once(at).await.expect("run");
+    let s = r.sample.expect("the minute 08:00 is sampled");
+    assert_eq!(s.minute, start);
+    assert_eq!(s.started, 2);
+    assert_eq!(s.lateness_p99_ms, Some(30_000));
+    assert_eq!(s.due, 0);
+    // Runs later in the same minute store nothing more.
+    let again = h
+        .engine
+        .sampler()
+        .run_once(at + Duration::seconds(10))
+        .await
+        .expect("run");
+    assert_eq!(again.sample, None);
+    // Two days later the sample is pruned (the next minute's is stored instead).
+    let later = start + Duration::days(2) + Duration::minutes(2);
+    let r = h.engine.sampler().run_once(later).await.expect("run");
+    assert_eq!(r.pruned, 1);
+    let left = h
+        .store
+        .queue_sample_list(QueueSampleList {
+            since: start,
+            until: later,
+        })
+        .await
+        .expect("list");
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].minute, later - Duration::minutes(1));
+}
+
+#[tokio::test]
+async fn heartbeat_writes_the_nodes_start_leadership_and_last_beat() {
+    let start = t("2026-12-01T08:00:00Z");
+    let h = Harness::new(start, &[("test", TestHandler::ok())]).await;
+    let beat = h.engine.heartbeat().clone();
+    assert!(!beat.leader_only(), "every node beats");
+    let r = beat.run_once(start).await.expect("beat");
+    assert!(r.leader);
+    beat.run_once(start + Duration::seconds(5))
+        .await
+        .expect("beat");
+    let nodes = h.store.node_list(NodeList::default()).await.expect("list");
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].id, beat.config().node);
+    assert_eq!(nodes[0].started_at, Some(start), "the first beat's instant");
+    assert_eq!(
+        nodes[0].last_heartbeat_at,
+        Some(start + Duration::seconds(5))
+    );
+    assert!(nodes[0].leader);
+
+    // A follower says so.
+    let follower = h.engine.clone().with_leader(Leader::follower());
+    let r = follower
+        .heartbeat()
+        .run_once(start + Duration::seconds(10))
+        .await
+        .expect("beat");
+    assert!(!r.leader);
+    let nodes = h.store.node_list(NodeList::default()).await.expect("list");
+    assert!(!nodes[0].leader);
+}
+
+#[test]
+fn sampler_and_heartbeat_settings_name_the_wrong_field() {
+    let bad = |cfg: EngineConfig| cfg.validate().expect_err("invalid").to_string();
+    let c = EngineConfig {
+        sampler: SamplerConfig {
+            retention: std::time::Duration::from_secs(60),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert!(bad(c).contains("sampler.retention"));
+    let c = EngineConfig {
+        heartbeat: HeartbeatConfig {
+            gone_after: std::time::Duration::from_secs(5),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    assert!(bad(c).contains("heartbeat.gone_after"));
+    let mut c = EngineConfig::default();
+    c.heartbeat.node = " ".into();
+    assert!(bad(c).contains("heartbeat.node"));
+    assert!(EngineConfig::default().validate().is_ok());
+}
