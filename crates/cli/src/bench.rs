@@ -80,6 +80,11 @@ pub struct BenchArgs {
     /// Seconds between the starts of the --hold-snapshots sessions.
     #[arg(long, default_value_t = 20, value_name = "SECS")]
     pub hold_stagger: u64,
+    /// With --rate: the pruner keeps this long of finished jobs (`5m`), as a node whose
+    /// KAIROS_RETENTION_SUCCEEDED and KAIROS_RETENTION_DEAD say so, pruning every tenth of it
+    /// (at least every second, at most every 30 s). Without it every finished job is kept.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
+    pub keep: Option<Duration>,
     /// With --rate: draw the per-second samples (throughput, backlog, lateness, dead tuples
     /// or WAL size) over time into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
@@ -125,6 +130,12 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
                 "only with --rate and --duration (a steady-rate run)",
             ));
         }
+        if a.keep.is_some() {
+            return Err(CliError::usage(
+                "--keep",
+                "only with --rate and --duration (a steady-rate run)",
+            ));
+        }
         return Ok(());
     }
     for (flag, given) in [
@@ -157,26 +168,33 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
 
 /// The store under test and how to clean it up.
 pub(crate) enum BenchDb {
-    Sqlite(Arc<SqliteStore>),
+    Sqlite(Arc<SqliteStore>, std::path::PathBuf),
     Postgres(Arc<kairos_store_postgres::PostgresStore>, String),
 }
 
 impl BenchDb {
     pub(crate) fn store(&self) -> Arc<dyn Store> {
         match self {
-            BenchDb::Sqlite(s) => s.clone(),
+            BenchDb::Sqlite(s, _) => s.clone(),
             BenchDb::Postgres(s, _) => s.clone(),
         }
     }
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            BenchDb::Sqlite(_) => "sqlite",
+            BenchDb::Sqlite(..) => "sqlite",
             BenchDb::Postgres(..) => "postgres",
+        }
+    }
+    /// What reads the size of the job tables during a run.
+    pub(crate) fn size_probe(&self) -> SizeProbe {
+        match self {
+            BenchDb::Sqlite(_, file) => SizeProbe::File(file.clone()),
+            BenchDb::Postgres(s, _) => SizeProbe::Postgres(s.pool().clone()),
         }
     }
     pub(crate) async fn close(self) {
         match self {
-            BenchDb::Sqlite(s) => s.close().await,
+            BenchDb::Sqlite(s, _) => s.close().await,
             BenchDb::Postgres(s, schema) => {
                 // The schema name is generated below from hex digits only.
                 let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
@@ -188,6 +206,31 @@ impl BenchDb {
                 }
                 s.close().await;
             }
+        }
+    }
+}
+
+/// Reads the bytes the job tables take: `jobs` and `job_attempts` with their indexes and
+/// TOAST on PostgreSQL, the database file on SQLite (pages freed by deletes are reused, so a
+/// file that stops growing means the tables do).
+#[derive(Clone)]
+pub(crate) enum SizeProbe {
+    File(std::path::PathBuf),
+    Postgres(sqlx::PgPool),
+}
+
+impl SizeProbe {
+    /// The size now; `None` when it cannot be read.
+    pub(crate) async fn read(&self) -> Option<u64> {
+        match self {
+            SizeProbe::File(file) => std::fs::metadata(file).ok().map(|m| m.len()),
+            SizeProbe::Postgres(pool) => sqlx::query_scalar::<_, i64>(
+                "SELECT pg_total_relation_size('jobs') + pg_total_relation_size('job_attempts')",
+            )
+            .fetch_one(pool)
+            .await
+            .ok()
+            .map(|b| b.max(0) as u64),
         }
     }
 }
@@ -401,7 +444,10 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
                 "--database-url: must be a postgres:// URL (SQLite runs in a temp dir by default)"
                     .into(),
             ),
-            None => BenchDb::Sqlite(Arc::new(SqliteStore::open(&dir.join("kairos.db")).await?)),
+            None => {
+                let file = dir.join("kairos.db");
+                BenchDb::Sqlite(Arc::new(SqliteStore::open(&file).await?), file)
+            }
         };
     if args.rate.is_some() {
         return crate::bench_rate::run(&args, json, db).await;
@@ -458,7 +504,7 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
         bar.finish_and_clear();
         // A standing backlog has long been copied from the WAL into the database file; a
         // fresh one's WAL would still be checkpointed (hundreds of MB) while phase 1 runs.
-        if let BenchDb::Sqlite(s) = &db {
+        if let BenchDb::Sqlite(s, _) = &db {
             s.checkpoint().await?;
         }
     }

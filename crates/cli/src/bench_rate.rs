@@ -16,7 +16,9 @@
 //! then commit and start again, the N started `--hold-stagger` seconds apart, for the whole
 //! run: the production shape in which a queue's dead row versions cannot be vacuumed.
 
-use crate::bench::{BenchArgs, BenchDb, NoopHandler, engine_config, percentile, wait_done};
+use crate::bench::{
+    BenchArgs, BenchDb, NoopHandler, SizeProbe, engine_config, percentile, wait_done,
+};
 use crate::bench_plot::{Panel, Series, render};
 use crate::bench_timed::TimedStore;
 use kairos_core::{Clock, SystemClock};
@@ -69,6 +71,8 @@ pub(crate) struct Sample {
     pub dead_tuples: Option<i64>,
     /// The `-wal` file's size (SQLite).
     pub wal_bytes: Option<u64>,
+    /// The bytes the job tables take (see [`SizeProbe`]).
+    pub job_table_bytes: Option<u64>,
 }
 
 fn ms(v: f64) -> f64 {
@@ -92,6 +96,7 @@ impl Sample {
             "claim_p50_ms": self.claim_p50_ms,
             "claim_p99_ms": self.claim_p99_ms,
             "lateness_p99_ms": self.lateness_p99_ms,
+            "job_table_bytes": self.job_table_bytes,
         });
         if postgres {
             v["dead_tuples"] = self.dead_tuples.into();
@@ -130,6 +135,7 @@ struct Probe {
     handler: Arc<NoopHandler>,
     enqueued: Arc<AtomicU64>,
     clock: Arc<dyn Clock>,
+    size: SizeProbe,
     postgres: bool,
     json: bool,
 }
@@ -200,6 +206,11 @@ impl Probe {
                 break;
             }
             let (dead_tuples, wal_bytes) = self.cleanup().await;
+            let job_table_bytes =
+                tokio::time::timeout(Duration::from_millis(500), self.size.read())
+                    .await
+                    .ok()
+                    .flatten();
             let s = Sample {
                 t,
                 enqueued: enq - enq_before,
@@ -211,6 +222,7 @@ impl Probe {
                 lateness_p99_ms: p(&late, 0.99),
                 dead_tuples,
                 wal_bytes,
+                job_table_bytes,
             };
             if self.json {
                 println!("{}", s.to_json(self.postgres));
@@ -341,8 +353,16 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let handler = Arc::new(NoopHandler::new(u64::MAX, None));
     let kinds = Arc::new(Kinds::builtin().with_handler("bench", handler.clone()));
+    let mut config = engine_config(args.concurrency);
+    if let Some(keep) = args.keep {
+        // What a node with KAIROS_RETENTION_SUCCEEDED=keep (and _DEAD) prunes, often enough
+        // that the tables hold about `keep` of finished jobs.
+        config.pruner.succeeded = Some(keep);
+        config.pruner.dead = Some(keep);
+        config.pruner.interval = (keep / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
+    }
     let engine = Engine::new(
-        engine_config(args.concurrency),
+        config,
         store.clone(),
         clock.clone(),
         kinds.clone(),
@@ -366,6 +386,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
             handler: handler.clone(),
             enqueued: enqueued.clone(),
             clock: clock.clone(),
+            size: db.size_probe(),
             postgres,
             json,
         }
@@ -482,6 +503,8 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         "drain_secs": ((drained.saturating_sub(producing)).as_secs_f64() * 100.0).round() / 100.0,
         "hold_snapshots": args.hold_snapshots,
         "snapshots_held": held,
+        "keep_secs": args.keep.map(|k| k.as_secs()),
+        "max_job_table_bytes": seen.samples.iter().filter_map(|s| s.job_table_bytes).max(),
     });
     if postgres {
         summary["max_dead_tuples"] = seen
@@ -559,6 +582,12 @@ pub(crate) fn plot(title: &str, samples: &[Sample], postgres: bool) -> String {
                 ],
             },
             cleanup,
+            Panel {
+                title: "job tables (MB)".into(),
+                series: vec![series("jobs + job_attempts", "#17becf", &|s| {
+                    s.job_table_bytes.map(|b| b as f64 / 1e6)
+                })],
+            },
         ],
     )
 }
@@ -606,6 +635,7 @@ mod tests {
             lateness_p99_ms: None,
             dead_tuples: Some(12),
             wal_bytes: Some(4096),
+            job_table_bytes: Some(65536),
         };
         let pg = s.to_json(true);
         assert_eq!(pg["dead_tuples"], 12, "{pg}");
@@ -614,6 +644,7 @@ mod tests {
         let lite = s.to_json(false);
         assert_eq!(lite["wal_bytes"], 4096, "{lite}");
         assert!(lite.get("dead_tuples").is_none(), "{lite}");
+        assert_eq!(lite["job_table_bytes"], 65536, "{lite}");
         for f in [
             "t",
             "enqueued",
@@ -631,15 +662,17 @@ mod tests {
         let samples: Vec<Sample> = (1..=5)
             .map(|t| Sample {
                 wal_bytes: Some(t * 1_000_000),
+                job_table_bytes: Some(t * 2_000_000),
                 lateness_p99_ms: Some(2.0),
                 ..second(t, 200, 200)
             })
             .collect();
         let svg = plot("run <1>", &samples, false);
         assert!(svg.contains("run &lt;1&gt;"), "{svg}");
-        // enqueued, completed, backlog, lateness, claims, WAL.
-        assert_eq!(svg.matches("<polyline").count(), 6, "{svg}");
+        // enqueued, completed, backlog, lateness, claims, WAL, job tables.
+        assert_eq!(svg.matches("<polyline").count(), 7, "{svg}");
         assert!(svg.contains("WAL size (MB)"), "{svg}");
+        assert!(svg.contains("job tables (MB)"), "{svg}");
     }
 
     /// While a holder runs, PostgreSQL shows a session named kairos-bench-hold whose
