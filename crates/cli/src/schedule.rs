@@ -252,9 +252,20 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
     Ok(())
 }
 
-/// One line of what an `http` job calls: `POST https://user:***@host/path?token=***`.
+/// One line of what an `http` job calls: `POST https://user:***@host/path?token=***`, and
+/// the limits its origin has (`; host https://host:443: 20/s burst 20, 4 in flight`).
 pub fn http_text(h: &kairos_server::views::HttpTargetView) -> String {
-    format!("{} {}", h.method, h.url)
+    let mut limits = Vec::new();
+    if let Some(r) = &h.rate_limit {
+        limits.push(format!("{}/s burst {}", r.per_second, r.burst));
+    }
+    if let Some(m) = h.max_in_flight {
+        limits.push(format!("{m} in flight"));
+    }
+    match (&h.origin, limits.is_empty()) {
+        (Some(o), false) => format!("{} {}; host {o}: {}", h.method, h.url, limits.join(", ")),
+        _ => format!("{} {}", h.method, h.url),
+    }
 }
 
 /// One channel of a multi-channel schedule: its name, kind and target.

@@ -65,6 +65,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0027 "flow_control",
     0028 "schedule_overlap",
     0029 "api_tokens",
+    0032 "host_limits",
 ];
 
 /// The table sqlx records applied migrations in.
