@@ -428,3 +428,42 @@ async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> Cli
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_server::routes::endpoints::RateLimitView;
+    use kairos_server::views::HttpTargetView;
+
+    fn target() -> HttpTargetView {
+        HttpTargetView {
+            target_id: "ht_1".into(),
+            url: "https://api.crm.example/v2/sync".into(),
+            method: "POST".into(),
+            headers: vec![],
+            timeout: "2m".into(),
+            auth: "none".into(),
+            origin: Some("https://api.crm.example:443".into()),
+            rate_limit: None,
+            max_in_flight: None,
+        }
+    }
+
+    #[test]
+    fn show_prints_the_limits_of_an_http_jobs_host_after_its_url() {
+        assert_eq!(http_text(&target()), "POST https://api.crm.example/v2/sync");
+        let limited = HttpTargetView {
+            rate_limit: Some(RateLimitView {
+                per_second: 10,
+                burst: 10,
+            }),
+            max_in_flight: Some(4),
+            ..target()
+        };
+        assert_eq!(
+            http_text(&limited),
+            "POST https://api.crm.example/v2/sync; host https://api.crm.example:443: \
+             10/s burst 10, 4 in flight"
+        );
+    }
+}
