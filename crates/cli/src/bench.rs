@@ -89,6 +89,40 @@ pub struct BenchArgs {
     /// or WAL size) over time into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<std::path::PathBuf>,
+    /// Give every job a concurrency key: job n gets `{"key": "k{n mod N}", "max": --key-max}`,
+    /// so that N keys share the work (1,000 keys of max 1 against no keys measures what keys
+    /// cost). Adds `concurrency_keys`, `key_max` and `key_waits` (jobs put back for their key)
+    /// to the result.
+    #[arg(long, value_name = "N")]
+    pub concurrency_keys: Option<u32>,
+    /// With --concurrency-keys: how many jobs of one key run at once (default 1).
+    #[arg(long, value_name = "M")]
+    pub key_max: Option<u32>,
+}
+
+/// The concurrency key of the bench's `n`-th job (`--concurrency-keys`, `--key-max`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BenchKeys {
+    /// Distinct keys.
+    pub(crate) keys: u32,
+    /// Each key's `max`.
+    pub(crate) max: u32,
+}
+
+impl BenchKeys {
+    fn of(a: &BenchArgs) -> Option<BenchKeys> {
+        a.concurrency_keys.map(|keys| BenchKeys {
+            keys,
+            max: a.key_max.unwrap_or(1),
+        })
+    }
+
+    fn key(&self, n: u64) -> kairos_core::Concurrency {
+        kairos_core::Concurrency {
+            key: format!("k{}", n % u64::from(self.keys.max(1))),
+            max: self.max,
+        }
+    }
 }
 
 fn parse_duration_flag(s: &str) -> Result<Duration, String> {
@@ -114,6 +148,30 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
         (None, Some(_)) => return Err(CliError::usage("--duration", "only with --rate")),
         (Some(_), Some(d)) if d < Duration::from_secs(1) => {
             return Err(CliError::usage("--duration", "must be at least 1s"));
+        }
+        _ => {}
+    }
+    match (a.concurrency_keys, a.key_max) {
+        (None, Some(_)) => {
+            return Err(CliError::usage("--key-max", "only with --concurrency-keys"));
+        }
+        (Some(0), _) => {
+            return Err(CliError::usage(
+                "--concurrency-keys",
+                "must be at least 1 key",
+            ));
+        }
+        (_, Some(m)) if !(1..=kairos_core::concurrency::MAX_CONCURRENCY).contains(&m) => {
+            return Err(CliError::usage(
+                "--key-max",
+                format!("must be 1 to {}", kairos_core::concurrency::MAX_CONCURRENCY),
+            ));
+        }
+        (Some(_), _) if a.rate.is_some() || a.email.is_some() => {
+            return Err(CliError::usage(
+                "--concurrency-keys",
+                "only with a burst of no-op or --webhook jobs (not with --rate or --email)",
+            ));
         }
         _ => {}
     }
@@ -309,8 +367,14 @@ impl Handler for NoopHandler {
     }
 }
 
-/// A job due at `run_at`: a no-op `bench` job, or a `webhook` job to `endpoint`.
-fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> JobInsert {
+/// A job due at `run_at`: a no-op `bench` job, or a `webhook` job to `endpoint`; the `n`-th
+/// of the run, with its key when the run has `keys`.
+fn job(
+    now: DateTime<Utc>,
+    run_at: DateTime<Utc>,
+    endpoint: Option<&str>,
+    (n, keys): (u64, Option<BenchKeys>),
+) -> JobInsert {
     JobInsert {
         id: new_id(IdPrefix::Job, now),
         kind: JobKind(
@@ -334,7 +398,8 @@ fn job(now: DateTime<Utc>, run_at: DateTime<Utc>, endpoint: Option<&str>) -> Job
         retry_is_kind_default: true,
         run_at,
         now,
-        concurrency: None,
+        concurrency: keys.map(|k| k.key(n)),
+        http_origin: None,
     }
 }
 
@@ -461,6 +526,12 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
     };
     let endpoint = hook.as_ref().map(|h| h.endpoint_id.clone());
     let endpoint = endpoint.as_deref();
+    let keys = BenchKeys::of(&args);
+    let mut seq = 0u64;
+    let mut next = || {
+        seq += 1;
+        (seq, keys)
+    };
     let handler = Arc::new(NoopHandler::new(
         args.jobs as u64,
         hook.as_ref().map(|h| h.handler.clone()),
@@ -496,7 +567,7 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
         while left > 0 {
             let n = left.min(5_000);
             store
-                .job_insert_many((0..n).map(|_| job(now, far, endpoint)).collect())
+                .job_insert_many((0..n).map(|_| job(now, far, endpoint, next())).collect())
                 .await?;
             left -= n;
             bar.inc(n as u64);
@@ -517,7 +588,12 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
     for chunk in (0..args.jobs).collect::<Vec<_>>().chunks(5_000) {
         let now = clock.now();
         store
-            .job_insert_many(chunk.iter().map(|_| job(now, now, endpoint)).collect())
+            .job_insert_many(
+                chunk
+                    .iter()
+                    .map(|_| job(now, now, endpoint, next()))
+                    .collect(),
+            )
             .await?;
         bar.inc(chunk.len() as u64);
     }
@@ -560,7 +636,12 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
     let spread: Vec<_> = (0..late_n)
         .map(|i| {
             let offset = 200 + (2_000 * i / late_n.max(1)) as i64;
-            job(now, now + chrono::Duration::milliseconds(offset), endpoint)
+            job(
+                now,
+                now + chrono::Duration::milliseconds(offset),
+                endpoint,
+                next(),
+            )
         })
         .collect();
     handler
@@ -601,6 +682,16 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
         "p99_lateness_ms": (percentile(&late, 0.99) * 100.0).round() / 100.0,
         "started_early": early,
     });
+    if let Some(k) = keys {
+        let waits = store.job_waiting().await?;
+        result["concurrency_keys"] = k.keys.into();
+        result["key_max"] = k.max.into();
+        result["key_waits"] = waits
+            .iter()
+            .find(|w| w.reason == kairos_store::concurrency::WAIT_CONCURRENCY_KEY)
+            .map_or(0, |w| w.waits_total)
+            .into();
+    }
     if let (Some(hook), Some(verified)) = (hook, verified) {
         result["deliveries_per_sec"] = (verified as f64 / process_secs).round().into();
         result["verified"] = verified.into();
@@ -650,7 +741,7 @@ mod tests {
         let now = clock.now();
         let since = now - chrono::Duration::seconds(1);
         store
-            .job_insert_many(vec![job(now, now, None)])
+            .job_insert_many(vec![job(now, now, None, (0, None))])
             .await
             .unwrap();
         let claimed = store

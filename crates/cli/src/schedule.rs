@@ -256,9 +256,20 @@ fn print_schedule(v: &ScheduleView, json: bool) -> CliResult {
     Ok(())
 }
 
-/// One line of what an `http` job calls: `POST https://user:***@host/path?token=***`.
+/// One line of what an `http` job calls: `POST https://user:***@host/path?token=***`, and
+/// the limits its origin has (`; host https://host:443: 20/s burst 20, 4 in flight`).
 pub fn http_text(h: &kairos_server::views::HttpTargetView) -> String {
-    format!("{} {}", h.method, h.url)
+    let mut limits = Vec::new();
+    if let Some(r) = &h.rate_limit {
+        limits.push(format!("{}/s burst {}", r.per_second, r.burst));
+    }
+    if let Some(m) = h.max_in_flight {
+        limits.push(format!("{m} in flight"));
+    }
+    match (&h.origin, limits.is_empty()) {
+        (Some(o), false) => format!("{} {}; host {o}: {}", h.method, h.url, limits.join(", ")),
+        _ => format!("{} {}", h.method, h.url),
+    }
 }
 
 /// One channel of a multi-channel schedule: its name, kind and target.
@@ -517,4 +528,43 @@ async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> Cli
         ranges.len()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kairos_server::routes::endpoints::RateLimitView;
+    use kairos_server::views::HttpTargetView;
+
+    fn target() -> HttpTargetView {
+        HttpTargetView {
+            target_id: "ht_1".into(),
+            url: "https://api.crm.example/v2/sync".into(),
+            method: "POST".into(),
+            headers: vec![],
+            timeout: "2m".into(),
+            auth: "none".into(),
+            origin: Some("https://api.crm.example:443".into()),
+            rate_limit: None,
+            max_in_flight: None,
+        }
+    }
+
+    #[test]
+    fn show_prints_the_limits_of_an_http_jobs_host_after_its_url() {
+        assert_eq!(http_text(&target()), "POST https://api.crm.example/v2/sync");
+        let limited = HttpTargetView {
+            rate_limit: Some(RateLimitView {
+                per_second: 10,
+                burst: 10,
+            }),
+            max_in_flight: Some(4),
+            ..target()
+        };
+        assert_eq!(
+            http_text(&limited),
+            "POST https://api.crm.example/v2/sync; host https://api.crm.example:443: \
+             10/s burst 10, 4 in flight"
+        );
+    }
 }

@@ -36,6 +36,7 @@ async fn stuck_data_dir() -> tempfile::TempDir {
             run_at: due,
             now: due,
             concurrency: None,
+            http_origin: None,
         })
         .await
         .expect("insert");
@@ -167,6 +168,7 @@ async fn dead_run_data_dir() -> (tempfile::TempDir, String) {
             run_at: died,
             now: died,
             concurrency: None,
+            http_origin: None,
         })
         .await
         .expect("insert");

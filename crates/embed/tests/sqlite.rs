@@ -126,6 +126,7 @@ async fn i15_1_1_a_payload_that_does_not_fit_the_type_fails_permanently_saying_w
             run_at: now,
             now,
             concurrency: None,
+            http_origin: None,
         })
         .await
         .expect("insert")

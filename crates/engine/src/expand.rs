@@ -51,6 +51,7 @@ pub fn jobs_for_firing(
                 .as_ref()
                 .or(s.concurrency.as_ref())
                 .map(|c| crate::concurrency::render(c, &payload, None));
+            let http_origin = crate::kinds::http::origin_of_payload(ch.kind.as_str(), &payload);
             JobInsert {
                 id: new_id(IdPrefix::Job, now),
                 kind: ch.kind.clone(),
@@ -73,6 +74,7 @@ pub fn jobs_for_firing(
                 run_at: fire_at,
                 now,
                 concurrency,
+                http_origin,
             }
         })
         .collect()

@@ -27,14 +27,14 @@ mod inbound;
 mod jobs;
 mod schedules;
 
-pub use crate::kinds::http::{HTTP_TARGET_KEY, HttpSpec};
+pub use crate::kinds::http::{HTTP_ORIGIN_KEY, HTTP_TARGET_KEY, HttpSpec, origin_of_url};
 pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
 pub use backfill::{Backfilled, MAX_BACKFILL_FIRINGS, MAX_BACKFILL_TOTAL};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};
 pub use endpoints::{
     DEFAULT_ROTATION_WINDOW_SECS, EndpointLimitsBody, EndpointStatus, RateLimitBody, Rotated,
-    SecretRotation,
+    SecretRotation, check_limits,
 };
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};

@@ -62,6 +62,11 @@ pub struct PrunerConfig {
     /// Age after which endpoint health's hourly counters are deleted (the 24 h failure rate
     /// reads only the last day). Default 48 h; `None` keeps them.
     pub endpoint_health: Option<Duration>,
+    /// Age after which a concurrency slot row no job holds any more (its job finished, or
+    /// runs again under another lease) is deleted, from when it was taken. A claim of the
+    /// key frees such rows itself; this removes those of keys no job uses again (a crashed
+    /// node's, a one-off key's). Default 10 minutes; `None` keeps them.
+    pub concurrency_slots: Option<Duration>,
     /// Most jobs deleted per batch (one transaction). Default 1000.
     pub batch: usize,
     /// Most batches per run and class. Default 20.
@@ -82,6 +87,7 @@ impl Default for PrunerConfig {
             suppression_log: Some(Duration::from_secs(400 * 24 * 3600)),
             slo_alerts: Some(Duration::from_secs(30 * 24 * 3600)),
             endpoint_health: Some(Duration::from_secs(48 * 3600)),
+            concurrency_slots: Some(Duration::from_secs(600)),
             batch: 1000,
             max_batches: 20,
         }
@@ -115,6 +121,7 @@ impl PrunerConfig {
             ("suppression_log", self.suppression_log),
             ("slo_alerts", self.slo_alerts),
             ("endpoint_health", self.endpoint_health),
+            ("concurrency_slots", self.concurrency_slots),
         ] {
             if let Some(a) = age
                 && (a < Duration::from_secs(60) || a > MAX_AGE)
@@ -199,6 +206,7 @@ impl Pruner {
             RetentionTable::SuppressionLog => self.cfg.suppression_log,
             RetentionTable::SloAlerts => self.cfg.slo_alerts,
             RetentionTable::EndpointHealthHours => self.cfg.endpoint_health,
+            RetentionTable::ConcurrencySlots => self.cfg.concurrency_slots,
         }
     }
 

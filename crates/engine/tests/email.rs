@@ -964,6 +964,7 @@ async fn new_digest_artifact_fans_out_to_topic_subscribers_once() {
         run_at: seven + chrono::Duration::hours(6),
         now: seven,
         concurrency: None,
+        http_origin: None,
     };
     again.payload["period"] = serde_json::Value::Null;
     w.store.job_insert(again).await.unwrap();

@@ -238,7 +238,7 @@ async fn http_retry_after_seconds_and_date_are_honoured() {
 
 /// Secrets never sit in a job payload: a bearer token is sent as `Authorization`, a signing
 /// secret as valid Standard Webhooks headers (`webhook-id` = the job id); the payload holds
-/// only the target id.
+/// only the target id and the origin.
 #[tokio::test]
 async fn http_bearer_and_signature_are_sent_but_kept_out_of_payloads() {
     let rx = TestReceiver::start().await;
@@ -255,7 +255,12 @@ async fn http_bearer_and_signature_are_sent_but_kept_out_of_payloads() {
             .unwrap_or_default()
             .starts_with("ht_")
     );
-    assert_eq!(job.payload.as_object().map(|o| o.len()), Some(1));
+    // The target id and the origin called (whose limits it shares), nothing else.
+    assert_eq!(job.payload.as_object().map(|o| o.len()), Some(2));
+    assert_eq!(
+        job.payload["http_origin"],
+        serde_json::json!(format!("http://{}", rx.addr()))
+    );
     assert_eq!(h.exec(t0).await.succeeded, 1);
     assert_eq!(
         rx.last().unwrap().header("authorization"),

@@ -191,6 +191,7 @@ async fn one_occurrence_two_channels(h: &Harness, url: &str) -> (Job, Job, DateT
             run_at: fire_at,
             now: fire_at,
             concurrency: None,
+            http_origin: None,
         })
         .await
         .unwrap();

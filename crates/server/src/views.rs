@@ -102,12 +102,26 @@ pub struct HttpTargetView {
     /// How the call authenticates: `none`, `bearer` or `signature`.
     #[schema(value_type = kairos_engine::ops::api_enums::HttpAuthSchema)]
     pub auth: String,
+    /// The origin called (scheme, host and port: `https://api.example.com:443`), whose
+    /// limits every `http` job calling it shares.
+    pub origin: Option<String>,
+    /// The origin's rate limit now (set by the job or schedule saved last that names one);
+    /// null: none.
+    pub rate_limit: Option<crate::routes::endpoints::RateLimitView>,
+    /// The origin's limit of calls in flight at once now; null: none.
+    pub max_in_flight: Option<u32>,
 }
 
 impl HttpTargetView {
-    /// The view of a stored target.
+    /// The view of a stored target (its origin's limits not read: see [`http_target_of`]).
     pub fn new(t: &HttpTarget) -> Self {
         HttpTargetView {
+            origin: url::Url::parse(&t.url)
+                .ok()
+                .as_ref()
+                .and_then(kairos_engine::ops::origin_of_url),
+            rate_limit: None,
+            max_in_flight: None,
             target_id: t.id.clone(),
             url: kairos_core::text::mask_url(&t.url),
             method: t.method.clone(),
@@ -127,19 +141,35 @@ pub fn http_target_id(payload: &serde_json::Value) -> Option<&str> {
         .and_then(serde_json::Value::as_str)
 }
 
-/// The stored target `payload` names, if any (`None` too when it was deleted).
+/// The stored target `payload` names, if any (`None` too when it was deleted), with its
+/// origin's limits.
 pub async fn http_target_of(
     store: &dyn kairos_store::Store,
     payload: &serde_json::Value,
 ) -> Result<Option<HttpTargetView>, kairos_store::Error> {
-    match http_target_id(payload) {
-        Some(id) => Ok(store
-            .http_target_get(id)
-            .await?
-            .as_ref()
-            .map(HttpTargetView::new)),
-        None => Ok(None),
+    let Some(id) = http_target_id(payload) else {
+        return Ok(None);
+    };
+    let Some(mut view) = store
+        .http_target_get(id)
+        .await?
+        .as_ref()
+        .map(HttpTargetView::new)
+    else {
+        return Ok(None);
+    };
+    if let Some(origin) = &view.origin
+        && let Some(l) = store.host_limits_list(vec![origin.clone()]).await?.pop()
+    {
+        view.rate_limit = l
+            .rate_limit
+            .map(|r| crate::routes::endpoints::RateLimitView {
+                per_second: r.per_second,
+                burst: r.burst,
+            });
+        view.max_in_flight = l.max_in_flight;
     }
+    Ok(Some(view))
 }
 
 /// A schedule.

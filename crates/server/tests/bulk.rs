@@ -57,6 +57,7 @@ fn jobs(n: usize, channel: &str) -> Vec<JobInsert> {
             run_at: t0() + Duration::days(1),
             now: t0(),
             concurrency: None,
+            http_origin: None,
         })
         .collect()
 }

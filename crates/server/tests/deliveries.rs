@@ -42,6 +42,7 @@ fn audience_job(rcp: &str, target: Option<&str>, period: &str, ch: &str) -> JobI
         run_at: t0(),
         now: t0(),
         concurrency: None,
+        http_origin: None,
     }
 }
 

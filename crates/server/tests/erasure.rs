@@ -68,6 +68,7 @@ async fn email_job(app: &TestApp, recipient: &str, run_at: DateTime<Utc>) -> Str
             run_at,
             now: t0(),
             concurrency: None,
+            http_origin: None,
         })
         .await
         .expect("insert job");

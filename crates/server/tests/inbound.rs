@@ -221,6 +221,7 @@ impl Api {
                 run_at: self.clock.now(),
                 now: self.clock.now(),
                 concurrency: None,
+                http_origin: None,
             })
             .await
             .unwrap();

@@ -31,6 +31,7 @@ pub fn job(run_at: DateTime<Utc>) -> JobInsert {
         run_at,
         now: t0(),
         concurrency: None,
+        http_origin: None,
     }
 }
 

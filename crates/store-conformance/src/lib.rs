@@ -27,6 +27,7 @@ pub mod deliveries;
 pub mod endpoint_health;
 pub mod erasure;
 pub mod fixtures;
+pub mod host_limits;
 pub mod inbound;
 pub mod jobs;
 pub mod raw;
@@ -38,6 +39,7 @@ pub mod schedules;
 pub mod sealing;
 pub mod search;
 pub mod slo;
+pub mod slot_reclaim;
 pub mod timeline;
 
 /// Expand the behaviours that need a back door into the database ([`raw::RawSql`]) against a
@@ -110,6 +112,15 @@ macro_rules! store_conformance {
             endpoint_limits_set_list_and_remove,
             endpoint_rate_limit_puts_deliveries_back_until_their_token,
             endpoint_max_in_flight_holds_until_a_delivery_finishes,
+        );
+        $crate::store_conformance!(@host_limits $factory;
+            host_limits_set_list_replace_and_remove,
+            host_rate_limit_puts_calls_back_and_a_repeated_save_keeps_the_bucket,
+            host_max_in_flight_holds_until_a_call_finishes,
+        );
+        $crate::store_conformance!(@slot_reclaim $factory;
+            concurrency_slot_of_an_expired_lease_is_taken_again,
+            concurrency_slots_no_job_holds_are_pruned_and_held_ones_stay,
         );
         $crate::store_conformance!(@bulk $factory;
             job_bulk_cancel_filter_takes_unfinished_jobs_in_bounded_batches,
@@ -329,6 +340,24 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::concurrency::$name(store).await;
+            }
+        )*
+    };
+    (@host_limits $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::host_limits::$name(store).await;
+            }
+        )*
+    };
+    (@slot_reclaim $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::slot_reclaim::$name(store).await;
             }
         )*
     };

@@ -46,8 +46,8 @@ const INSERT_CHUNK: usize = 5_000;
 /// `state = 'available'` the planner may scan the whole of `jobs_due` for the tids instead
 /// (it did once the table had three more columns), reading every dead entry a held snapshot
 /// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
-/// endpoint has limits (`slots.rs`): a probe of a primary key, in a table that is empty
-/// unless limits are set.
+/// endpoint has limits, `flow_host` the origin an `http` job calls when that has limits
+/// (`slots.rs`): probes of primary keys, in tables that are empty unless limits are set.
 const CLAIM: &str = "WITH due (due_tid) AS (
          SELECT ctid FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
@@ -58,7 +58,8 @@ const CLAIM: &str = "WITH due (due_tid) AS (
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
        AND jobs.state || '' = 'available'
      RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
-                               WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited";
+                               WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited,
+               (SELECT h.origin FROM host_limits h WHERE h.origin = jobs.http_origin) AS flow_host";
 
 /// The claim statement as it runs: a sweep (`from_cursor` false) or a claim from the cursor
 /// (parameters `$6`, `$7`), for checks of its plan (`tests/hot_pool.rs`).
@@ -191,12 +192,17 @@ impl JobStore for PostgresStore {
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
-        let mut limited = std::collections::HashSet::new();
+        let mut limited = std::collections::HashMap::new();
         for row in &rows {
             match job_from_row(row) {
                 Ok(job) => {
-                    if row.try_get::<bool, _>("flow_limited").unwrap_or(false) {
-                        limited.insert(job.id.clone());
+                    let host: Option<String> = row.try_get("flow_host").unwrap_or(None);
+                    if let Some(target) = kairos_store::flow::flow_target(
+                        &job,
+                        row.try_get::<bool, _>("flow_limited").unwrap_or(false),
+                        host.as_deref(),
+                    ) {
+                        limited.insert(job.id.clone(), target);
                     }
                     jobs.push(job)
                 }

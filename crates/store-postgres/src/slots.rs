@@ -4,7 +4,8 @@
 //!
 //! Differs from SQLite: claims on many nodes take turns. A concurrency key by a
 //! transaction-scoped advisory lock per key, an endpoint by its `endpoint_limits` row
-//! (`FOR UPDATE`), each taken in one order (sorted hashes, then sorted ids), so that two
+//! (`FOR UPDATE`), an origin by its `host_limits` row (after the endpoints), each taken in one
+//! order (sorted hashes, then sorted ids, then sorted origins), so that two
 //! claims never wait for each other in a cycle. Under the locks each statement sees what the
 //! previous holder committed (READ COMMITTED takes a snapshot per statement), and the primary
 //! key `(key, slot)` stays the backstop: an insert that would exceed it does nothing, and its
@@ -15,7 +16,8 @@ use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_store::concurrency::{keys, wants};
 use kairos_store::flow::{
-    EndpointFlow, endpoints, flow_plan, lost_race, lost_reason, needed, slot_keys, wait_totals,
+    EndpointFlow, HOST_PREFIX, Limited, endpoints, flow_plan, lost_race, lost_reason, needed,
+    slot_keys, split_targets, wait_totals,
 };
 use kairos_store::{JobClaim, Result};
 use sqlx::{PgConnection, PgPool, Row};
@@ -30,13 +32,13 @@ fn err(e: sqlx::Error) -> kairos_store::Error {
     map_err(WHAT, e)
 }
 
-/// Take slots and tokens for `jobs`, claimed by `p` (`limited`: the ids of those whose
-/// endpoint has limits); put back those that get none. Returns the jobs that may run.
+/// Take slots and tokens for `jobs`, claimed by `p` (`limited`: those whose endpoint or
+/// origin has limits, and which); put back those that get none. Returns the jobs that may run.
 pub(crate) async fn take(
     pool: &PgPool,
     p: &JobClaim,
     jobs: Vec<Job>,
-    limited: HashSet<String>,
+    limited: Limited,
 ) -> Result<Vec<Job>> {
     if !needed(&jobs, &limited) {
         return Ok(jobs);
@@ -56,19 +58,23 @@ pub(crate) async fn take(
     }
     let flows = read_flows(&mut tx, &endpoints(&jobs, &limited)).await?;
     let keys = slot_keys(&jobs, &flows);
-    // Free slots are deleted; the rest are held. The SELECT shares the DELETE's snapshot, so
+    // Free slots are deleted; the rest are held. A slot whose job's lease has expired is free
+    // too: its node crashed or lost the job, which the rescuer will hand out again (and it
+    // then takes a slot of its own). The SELECT shares the DELETE's snapshot, so
     // it still sees the deleted rows and leaves them out by name.
     let held = sqlx::query(
         "WITH gone AS (
              DELETE FROM concurrency_slots c
              WHERE c.key = ANY($1)
                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
-                               AND j.state = 'running' AND j.lease_token = c.lease_token)
+                               AND j.state = 'running' AND j.lease_token = c.lease_token
+                               AND j.lease_expires_at > $2)
              RETURNING c.key, c.slot)
          SELECT key, slot FROM concurrency_slots
          WHERE key = ANY($1) AND (key, slot) NOT IN (SELECT key, slot FROM gone)",
     )
     .bind(&keys)
+    .bind(p.now)
     .fetch_all(&mut *tx)
     .await
     .map_err(err)?
@@ -144,19 +150,37 @@ pub(crate) async fn take(
         .collect())
 }
 
-/// The limits and buckets of `endpoints`, their rows locked in id order.
-async fn read_flows(tx: &mut PgConnection, endpoints: &[String]) -> Result<Vec<EndpointFlow>> {
-    if endpoints.is_empty() {
-        return Ok(Vec::new());
+/// The limits and buckets of the flow targets `targets`, their rows locked in one order: the
+/// endpoints' by id, then the origins' by origin.
+async fn read_flows(tx: &mut PgConnection, targets: &[String]) -> Result<Vec<EndpointFlow>> {
+    let (endpoints, origins) = split_targets(targets);
+    let mut rows = Vec::new();
+    if !endpoints.is_empty() {
+        rows.extend(
+            sqlx::query(
+                "SELECT endpoint_id, per_second, burst, max_in_flight, tokens_milli, refilled_at
+                 FROM endpoint_limits WHERE endpoint_id = ANY($1) ORDER BY endpoint_id FOR UPDATE",
+            )
+            .bind(&endpoints)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(err)?,
+        );
     }
-    let rows = sqlx::query(
-        "SELECT endpoint_id, per_second, burst, max_in_flight, tokens_milli, refilled_at
-         FROM endpoint_limits WHERE endpoint_id = ANY($1) ORDER BY endpoint_id FOR UPDATE",
-    )
-    .bind(endpoints)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(err)?;
+    if !origins.is_empty() {
+        rows.extend(
+            sqlx::query(
+                "SELECT $2::text || origin AS endpoint_id, per_second, burst, max_in_flight,
+                        tokens_milli, refilled_at
+                 FROM host_limits WHERE origin = ANY($1) ORDER BY origin FOR UPDATE",
+            )
+            .bind(&origins)
+            .bind(HOST_PREFIX)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(err)?,
+        );
+    }
     rows.iter()
         .map(|r| {
             Ok(EndpointFlow {
@@ -180,20 +204,39 @@ async fn write_buckets(
     if buckets.is_empty() {
         return Ok(());
     }
-    let ids: Vec<&str> = buckets.iter().map(|b| b.0.as_str()).collect();
-    let tokens: Vec<i64> = buckets.iter().map(|b| b.1).collect();
-    let at: Vec<DateTime<Utc>> = buckets.iter().map(|b| b.2).collect();
-    sqlx::query(
-        "UPDATE endpoint_limits SET tokens_milli = b.tokens, refilled_at = b.at
-         FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS b(id, tokens, at)
-         WHERE endpoint_limits.endpoint_id = b.id",
-    )
-    .bind(&ids)
-    .bind(&tokens)
-    .bind(&at)
-    .execute(&mut *tx)
-    .await
-    .map_err(err)?;
+    let (hosts, endpoints): (Vec<_>, Vec<_>) =
+        buckets.iter().partition(|b| b.0.starts_with(HOST_PREFIX));
+    for (bs, sql) in [
+        (
+            endpoints,
+            "UPDATE endpoint_limits SET tokens_milli = b.tokens, refilled_at = b.at
+             FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS b(id, tokens, at)
+             WHERE endpoint_limits.endpoint_id = b.id",
+        ),
+        (
+            hosts,
+            "UPDATE host_limits SET tokens_milli = b.tokens, refilled_at = b.at
+             FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS b(id, tokens, at)
+             WHERE host_limits.origin = b.id",
+        ),
+    ] {
+        if bs.is_empty() {
+            continue;
+        }
+        let ids: Vec<&str> = bs
+            .iter()
+            .map(|b| b.0.strip_prefix(HOST_PREFIX).unwrap_or(b.0.as_str()))
+            .collect();
+        let tokens: Vec<i64> = bs.iter().map(|b| b.1).collect();
+        let at: Vec<DateTime<Utc>> = bs.iter().map(|b| b.2).collect();
+        sqlx::query(sql)
+            .bind(&ids)
+            .bind(&tokens)
+            .bind(&at)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+    }
     Ok(())
 }
 

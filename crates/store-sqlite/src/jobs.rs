@@ -68,14 +68,16 @@ impl JobStore for SqliteStore {
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());
-        let mut limited = std::collections::HashSet::new();
+        let mut limited = std::collections::HashMap::new();
         let mut bad = Vec::new();
-        for (row, flow_limited) in rows {
+        for (row, flow_limited, host) in rows {
             let (id, token) = row.id_and_lease();
             match row.decode() {
                 Ok(job) => {
-                    if flow_limited {
-                        limited.insert(job.id.clone());
+                    if let Some(target) =
+                        kairos_store::flow::flow_target(&job, flow_limited, host.as_deref())
+                    {
+                        limited.insert(job.id.clone(), target);
                     }
                     jobs.push(job)
                 }

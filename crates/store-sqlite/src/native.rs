@@ -20,8 +20,8 @@ use kairos_store::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// Insert one job; a taken dedupe key inserts nothing (0 rows changed).
-const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max)
-VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+const INSERT: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max, http_origin)
+VALUES (?1, ?2, 'available', ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING";
 
 /// A job to insert, encoded as stored (see the module docs). Built by the caller, so that
@@ -43,6 +43,7 @@ pub(crate) struct NewJob {
     audience: kairos_core::JobAudience,
     concurrency_key: Option<String>,
     concurrency_max: Option<i64>,
+    http_origin: Option<String>,
 }
 
 impl NewJob {
@@ -74,6 +75,7 @@ impl NewJob {
             channel: j.channel,
             dedupe_key: j.dedupe_key,
             audience: j.audience,
+            http_origin: j.http_origin,
         })
     }
 }
@@ -105,6 +107,7 @@ pub(crate) fn insert_many(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<Stri
                 j.audience.variant,
                 j.concurrency_key,
                 j.concurrency_max,
+                j.http_origin,
             ])
             .map_err(|e| map_native("job insert", e))?;
         if n > 0 {
@@ -166,15 +169,16 @@ fn claim_sql() -> &'static str {
                           ORDER BY run_at, id LIMIT ?5)
                AND +state = 'available'
              RETURNING {JOB_COLS}, EXISTS (SELECT 1 FROM endpoint_limits l
-                                           WHERE l.endpoint_id = jobs.endpoint_id)"
+                                           WHERE l.endpoint_id = jobs.endpoint_id),
+                       (SELECT h.origin FROM host_limits h WHERE h.origin = jobs.http_origin)"
         )
     })
 }
 
-/// Claim up to `limit` due jobs under a lease, each with whether its endpoint has limits
-/// (`slots.rs`). The caller decodes them ([`StoredJob::decode`]) and sorts them oldest first:
+/// Claim up to `limit` due jobs under a lease, each with whether its endpoint has limits and
+/// the origin it calls when that has limits (`slots.rs`). The caller decodes them ([`StoredJob::decode`]) and sorts them oldest first:
 /// neither needs the writer thread.
-pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<(StoredJob, bool)>> {
+pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<ClaimedRow>> {
     let mut stmt = conn
         .prepare_cached(claim_sql())
         .map_err(|e| map_native("job claim", e))?;
@@ -187,12 +191,21 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<(StoredJob, b
                 to_millis(p.now),
                 p.limit.max(0)
             ],
-            |r| Ok((StoredJob::read(r)?, r.get::<_, bool>(23)?)),
+            |r| {
+                Ok((
+                    StoredJob::read(r)?,
+                    r.get::<_, bool>(23)?,
+                    r.get::<_, Option<String>>(24)?,
+                ))
+            },
         )
         .map_err(|e| map_native("job claim", e))?;
     rows.collect::<rusqlite::Result<Vec<_>>>()
         .map_err(|e| map_native("job claim", e))
 }
+
+/// A claimed row: the job, whether its endpoint has limits, and its origin if that has limits.
+pub(crate) type ClaimedRow = (StoredJob, bool, Option<String>);
 
 /// Dead-letter a claimed job whose stored row cannot be decoded, under its lease (fencing), so
 /// that it dies alone instead of failing the claim of its batch-mates.

@@ -10,7 +10,8 @@ use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
 use kairos_store::Result;
 use kairos_store::flow::{
-    EndpointFlow, FlowPlan, endpoints, flow_plan, lost_race, lost_reason, slot_keys, wait_totals,
+    EndpointFlow, FlowPlan, HOST_PREFIX, Limited, endpoints, flow_plan, lost_race, lost_reason,
+    slot_keys, split_targets, wait_totals,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::collections::HashSet;
@@ -21,12 +22,13 @@ fn err(e: rusqlite::Error) -> kairos_store::Error {
     map_native(WHAT, e)
 }
 
-/// Take slots and tokens for `jobs` (claimed under `token`; `limited`: the ids of those whose
-/// endpoint has limits); put back those that get none. Returns the ids of the jobs put back.
+/// Take slots and tokens for `jobs` (claimed under `token`; `limited`: those whose endpoint or
+/// origin has limits, and which); put back those that get none. Returns the ids of the jobs
+/// put back.
 pub(crate) fn take(
     conn: &Connection,
     jobs: &[Job],
-    limited: &HashSet<String>,
+    limited: &Limited,
     token: &str,
     now: DateTime<Utc>,
 ) -> Result<HashSet<String>> {
@@ -40,14 +42,15 @@ pub(crate) fn take(
                  WHERE key = ?1
                    AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = concurrency_slots.job_id
                                    AND j.state = 'running'
-                                   AND j.lease_token = concurrency_slots.lease_token)",
+                                   AND j.lease_token = concurrency_slots.lease_token
+                                   AND j.lease_expires_at > ?2)",
             )
             .map_err(err)?;
         let mut read = conn
             .prepare_cached("SELECT slot FROM concurrency_slots WHERE key = ?1")
             .map_err(err)?;
         for k in &keys {
-            free.execute([k]).map_err(err)?;
+            free.execute(params![k, to_millis(now)]).map_err(err)?;
             let slots = read
                 .query_map([k], |r| r.get::<_, i64>(0))
                 .map_err(err)?
@@ -90,10 +93,17 @@ pub(crate) fn take(
             "UPDATE endpoint_limits SET tokens_milli = ?2, refilled_at = ?3 WHERE endpoint_id = ?1",
         )
         .map_err(err)?;
-    for (endpoint, tokens, at) in &plan.buckets {
-        bucket
-            .execute(params![endpoint, tokens, to_millis(*at)])
-            .map_err(err)?;
+    let mut host_bucket = conn
+        .prepare_cached(
+            "UPDATE host_limits SET tokens_milli = ?2, refilled_at = ?3 WHERE origin = ?1",
+        )
+        .map_err(err)?;
+    for (target, tokens, at) in &plan.buckets {
+        match target.strip_prefix(HOST_PREFIX) {
+            Some(origin) => host_bucket.execute(params![origin, tokens, to_millis(*at)]),
+            None => bucket.execute(params![target, tokens, to_millis(*at)]),
+        }
+        .map_err(err)?;
     }
     put_back(conn, &plan, token, now)?;
     let mut clear = conn
@@ -107,16 +117,29 @@ pub(crate) fn take(
     Ok(plan.wait.into_iter().map(|w| w.0).collect())
 }
 
-/// The limits and buckets of `endpoints`.
-fn read_flows(conn: &Connection, endpoints: &[String]) -> Result<Vec<EndpointFlow>> {
-    let mut read = conn
-        .prepare_cached(
-            "SELECT endpoint_id, per_second, burst, max_in_flight, tokens_milli, refilled_at
-             FROM endpoint_limits WHERE endpoint_id = ?1",
-        )
-        .map_err(err)?;
+/// The limits and buckets of the flow targets `targets` (endpoints, then origins).
+fn read_flows(conn: &Connection, targets: &[String]) -> Result<Vec<EndpointFlow>> {
+    let (endpoints, origins) = split_targets(targets);
+    let mut out = read_table(
+        conn,
+        "SELECT endpoint_id, per_second, burst, max_in_flight, tokens_milli, refilled_at
+         FROM endpoint_limits WHERE endpoint_id = ?1",
+        &endpoints,
+    )?;
+    out.extend(read_table(
+        conn,
+        "SELECT 'host:' || origin, per_second, burst, max_in_flight, tokens_milli, refilled_at
+         FROM host_limits WHERE origin = ?1",
+        &origins,
+    )?);
+    Ok(out)
+}
+
+/// The rows of `ids` read by `sql` (which names the flow target first).
+fn read_table(conn: &Connection, sql: &str, ids: &[String]) -> Result<Vec<EndpointFlow>> {
+    let mut read = conn.prepare_cached(sql).map_err(err)?;
     let mut out = Vec::new();
-    for e in endpoints {
+    for e in ids {
         let f = read
             .query_row([e], |r| {
                 Ok(EndpointFlow {

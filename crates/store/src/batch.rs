@@ -72,6 +72,7 @@ pub fn jobs_batch(jobs: &[JobInsert], enc: BatchEncoding) -> Value {
                     "created_at": (enc.instant)(j.now),
                     "concurrency_key": j.concurrency.as_ref().map(|c| &c.key),
                     "concurrency_max": j.concurrency.as_ref().map(|c| c.max),
+                    "http_origin": j.http_origin,
                 })
             })
             .collect(),
@@ -101,6 +102,7 @@ mod tests {
             run_at: t,
             now: t,
             concurrency: None,
+            http_origin: None,
         }
     }
 

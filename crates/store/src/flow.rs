@@ -1,6 +1,11 @@
-//! Flow control in the claim: concurrency keys and endpoint limits together. Pure: a store
-//! reads what a claimed batch needs (held slots, the limits and buckets of its endpoints),
-//! asks [`flow_plan`], and writes the answer in one transaction.
+//! Flow control in the claim: concurrency keys, endpoint limits and the limits of an `http`
+//! job's host together. Pure: a store reads what a claimed batch needs (held slots, the limits
+//! and buckets of its endpoints and origins), asks [`flow_plan`], and writes the answer in one
+//! transaction.
+//!
+//! An endpoint and an origin are both a **flow target**: the endpoint's id, or [`HOST_PREFIX`]
+//! and the origin (`host:https://api.example.com:443`). Their limits work the same; only the
+//! table they live in differs (`endpoint_limits`, `host_limits`).
 //!
 //! Three checks, in order, each only for the jobs the previous ones let through:
 //! 1. **concurrency key** (`crate::concurrency`): a slot of the job's key;
@@ -18,7 +23,7 @@
 use crate::concurrency::{SlotWant, plan, wait_until};
 use chrono::{DateTime, TimeDelta, Utc};
 use kairos_core::Job;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// `wait_reason` of a delivery put back by its endpoint's rate limit.
 pub const WAIT_RATE_LIMIT: &str = "rate_limit";
@@ -29,6 +34,39 @@ pub const WAIT_IN_FLIGHT: &str = "in_flight";
 /// character, which no user key can hold, so the two never meet.
 pub fn endpoint_key(endpoint_id: &str) -> String {
     format!("\u{1f}endpoint:{endpoint_id}")
+}
+
+/// The prefix of an origin's flow target (an endpoint id never starts with it).
+pub const HOST_PREFIX: &str = "host:";
+
+/// The flow target of the origin `origin`.
+pub fn host_target(origin: &str) -> String {
+    format!("{HOST_PREFIX}{origin}")
+}
+
+/// The flow target a claimed job answers to, from the claim's probes: its endpoint when that
+/// has limits (`endpoint_limited`), else its origin when that has limits (`host`).
+pub fn flow_target(job: &Job, endpoint_limited: bool, host: Option<&str>) -> Option<String> {
+    match (&job.endpoint_id, endpoint_limited, host) {
+        (Some(e), true, _) => Some(e.clone()),
+        (_, _, Some(origin)) => Some(host_target(origin)),
+        _ => None,
+    }
+}
+
+/// `targets` split into endpoint ids and origins (without their prefix), each sorted.
+pub fn split_targets(targets: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut endpoints = Vec::new();
+    let mut origins = Vec::new();
+    for t in targets {
+        match t.strip_prefix(HOST_PREFIX) {
+            Some(o) => origins.push(o.to_string()),
+            None => endpoints.push(t.clone()),
+        }
+    }
+    endpoints.sort();
+    origins.sort();
+    (endpoints, origins)
 }
 
 /// A rate limit: deliveries per second, with a burst (the bucket's size).
@@ -69,10 +107,41 @@ pub struct EndpointLimitsSet {
     pub now: DateTime<Utc>,
 }
 
-/// An endpoint's limits and its rate bucket, as the claim reads them.
+/// An origin's limits (those of the `http` jobs calling it) and how many of its calls wait on
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostLimits {
+    /// The origin: `https://api.example.com:443`.
+    pub origin: String,
+    /// Its rate limit, if any.
+    pub rate_limit: Option<RateLimit>,
+    /// Its limit of calls in flight at once, if any.
+    pub max_in_flight: Option<u32>,
+    /// Due calls put back by the rate limit and not yet run.
+    pub waiting_rate_limit: i64,
+    /// Due calls put back by `max_in_flight` and not yet run.
+    pub waiting_in_flight: i64,
+}
+
+/// `host_limits_set`: the origin's limits from now on (both `None`: none). Limits that do not
+/// change leave the bucket as it is (every save of a job naming them sets them again); a
+/// changed limit keeps the bucket's tokens, up to its new burst; a new one starts full.
+#[derive(Debug, Clone)]
+pub struct HostLimitsSet {
+    /// The origin.
+    pub origin: String,
+    /// The rate limit, or none.
+    pub rate_limit: Option<RateLimit>,
+    /// The in-flight limit, or none.
+    pub max_in_flight: Option<u32>,
+    /// Now.
+    pub now: DateTime<Utc>,
+}
+
+/// An endpoint's (or an origin's) limits and its rate bucket, as the claim reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointFlow {
-    /// The endpoint.
+    /// The flow target: the endpoint, or [`HOST_PREFIX`] and the origin.
     pub endpoint_id: String,
     /// Deliveries per second (with `burst`), if rate-limited.
     pub per_second: Option<i64>,
@@ -116,18 +185,21 @@ impl FlowPlan {
     }
 }
 
+/// The jobs of a claimed batch whose endpoint or origin has limits: job id → flow target.
+pub type Limited = HashMap<String, String>;
+
 /// Whether a claimed batch needs the flow step at all: a job with an enforceable key, or one
-/// whose endpoint has limits (`limited`). When not, the claim returns without it.
-pub fn needed(jobs: &[Job], limited: &HashSet<String>) -> bool {
+/// whose endpoint or origin has limits (`limited`). When not, the claim returns without it.
+pub fn needed(jobs: &[Job], limited: &Limited) -> bool {
     !limited.is_empty() || !crate::concurrency::wants(jobs).is_empty()
 }
 
-/// The endpoints of `limited` jobs, sorted and distinct (the order their rows are locked in).
-pub fn endpoints(jobs: &[Job], limited: &HashSet<String>) -> Vec<String> {
+/// The flow targets of `limited` jobs of the batch, sorted and distinct.
+pub fn endpoints(jobs: &[Job], limited: &Limited) -> Vec<String> {
     let set: BTreeSet<&str> = jobs
         .iter()
-        .filter(|j| limited.contains(&j.id))
-        .filter_map(|j| j.endpoint_id.as_deref())
+        .filter_map(|j| limited.get(&j.id))
+        .map(String::as_str)
         .collect();
     set.into_iter().map(str::to_string).collect()
 }
@@ -199,24 +271,17 @@ pub fn refill(
     }
 }
 
-/// The limits of `j`'s endpoint, when it has some.
-fn flow_of<'a>(
-    j: &Job,
-    limited: &HashSet<String>,
-    flows: &'a [EndpointFlow],
-) -> Option<&'a EndpointFlow> {
-    if !limited.contains(&j.id) {
-        return None;
-    }
-    let e = j.endpoint_id.as_deref()?;
-    flows.iter().find(|f| f.endpoint_id == e)
+/// The limits of `j`'s endpoint or origin, when it has some.
+fn flow_of<'a>(j: &Job, limited: &Limited, flows: &'a [EndpointFlow]) -> Option<&'a EndpointFlow> {
+    let e = limited.get(&j.id)?;
+    flows.iter().find(|f| &f.endpoint_id == e)
 }
 
-/// What the claim does with `jobs` (the batch, oldest first), `limited` (the ids of those
-/// whose endpoint has a row in `flows`), the slots held (`held`: key, slot) and `now`.
+/// What the claim does with `jobs` (the batch, oldest first), `limited` (those whose endpoint
+/// or origin has a row in `flows`, and which), the slots held (`held`: key, slot) and `now`.
 pub fn flow_plan(
     jobs: &[Job],
-    limited: &HashSet<String>,
+    limited: &Limited,
     flows: &[EndpointFlow],
     held: &[(String, i64)],
     now: DateTime<Utc>,
@@ -225,7 +290,7 @@ pub fn flow_plan(
     let mut out = FlowPlan {
         checked: jobs
             .iter()
-            .filter(|j| limited.contains(&j.id) || keyed.iter().any(|w| w.job_id == j.id))
+            .filter(|j| limited.contains_key(&j.id) || keyed.iter().any(|w| w.job_id == j.id))
             .map(|j| j.id.clone())
             .collect(),
         ..FlowPlan::default()
@@ -379,8 +444,10 @@ mod tests {
         }
     }
 
-    fn all_limited(jobs: &[Job]) -> HashSet<String> {
-        jobs.iter().map(|j| j.id.clone()).collect()
+    fn all_limited(jobs: &[Job]) -> Limited {
+        jobs.iter()
+            .map(|j| (j.id.clone(), j.endpoint_id.clone().unwrap_or_default()))
+            .collect()
     }
 
     #[test]
@@ -463,11 +530,47 @@ mod tests {
     }
 
     #[test]
+    fn an_origins_limits_hold_for_every_http_job_calling_it() {
+        let origin = "https://api.example.com:443";
+        let jobs = vec![job("a", None, None), job("b", None, None)];
+        let limited: Limited = jobs
+            .iter()
+            .map(|j| (j.id.clone(), host_target(origin)))
+            .collect();
+        let mut f = flow(Some((10, 10)), Some(1));
+        f.endpoint_id = host_target(origin);
+        let p = flow_plan(&jobs, &limited, &[f], &[], t0());
+        assert_eq!(
+            p.take,
+            vec![(endpoint_key(&host_target(origin)), 0, "a".to_string())]
+        );
+        assert_eq!(p.wait.len(), 1);
+        assert_eq!(p.wait[0].2, WAIT_IN_FLIGHT);
+        assert_eq!(p.buckets.len(), 1, "a took a token of the origin's bucket");
+        assert_eq!(p.buckets[0].0, host_target(origin));
+    }
+
+    #[test]
+    fn a_job_answers_to_its_limited_endpoint_else_its_limited_origin() {
+        let delivery = job("a", Some("ep_1"), None);
+        assert_eq!(flow_target(&delivery, true, None), Some("ep_1".into()));
+        assert_eq!(flow_target(&delivery, false, None), None);
+        let call = job("b", None, None);
+        assert_eq!(
+            flow_target(&call, false, Some("http://h:80")),
+            Some("host:http://h:80".into())
+        );
+        let (e, o) = split_targets(&["host:http://h:80".into(), "ep_2".into(), "ep_1".into()]);
+        assert_eq!(e, ["ep_1", "ep_2"]);
+        assert_eq!(o, ["http://h:80"]);
+    }
+
+    #[test]
     fn jobs_of_endpoints_without_limits_pass() {
         let jobs = vec![job("a", Some("ep_2"), None), job("b", None, None)];
-        let p = flow_plan(&jobs, &HashSet::new(), &[], &[], t0());
+        let p = flow_plan(&jobs, &Limited::new(), &[], &[], t0());
         assert_eq!(p, FlowPlan::default());
         assert!(p.passed().is_empty());
-        assert!(!needed(&jobs, &HashSet::new()));
+        assert!(!needed(&jobs, &Limited::new()));
     }
 }

@@ -269,6 +269,9 @@ pub struct JobInsert {
     pub now: DateTime<Utc>,
     /// Its concurrency key and limit, rendered (`kairos_core::concurrency`).
     pub concurrency: Option<kairos_core::Concurrency>,
+    /// The origin an `http` job calls (`https://api.example.com:443`), whose limits it
+    /// shares with every job calling it (`crate::flow`); `None` for other kinds.
+    pub http_origin: Option<String>,
 }
 
 /// `job_list`.

@@ -68,17 +68,22 @@ pub enum RetentionTable {
     SloAlerts,
     /// Endpoint health's hourly counters, by their hour (only the last 24 h are read).
     EndpointHealthHours,
+    /// Concurrency slot rows (`concurrency_slots`) no job holds any more, by when they were
+    /// taken: a slot whose job is not `running` under the lease that took it. A held slot
+    /// stays.
+    ConcurrencySlots,
 }
 
 impl RetentionTable {
     /// Every table, in the order the pruner works them.
-    pub const ALL: [RetentionTable; 6] = [
+    pub const ALL: [RetentionTable; 7] = [
         RetentionTable::DedupeTombstones,
         RetentionTable::Exposures,
         RetentionTable::Expansions,
         RetentionTable::SuppressionLog,
         RetentionTable::SloAlerts,
         RetentionTable::EndpointHealthHours,
+        RetentionTable::ConcurrencySlots,
     ];
 
     /// The table's name (for logs and reports).
@@ -90,6 +95,7 @@ impl RetentionTable {
             RetentionTable::SuppressionLog => "suppression_log",
             RetentionTable::SloAlerts => "slo_alerts",
             RetentionTable::EndpointHealthHours => "endpoint_health_hours",
+            RetentionTable::ConcurrencySlots => "concurrency_slots",
         }
     }
 }

@@ -249,7 +249,73 @@ pub struct RateLimitBody {
     pub burst: Option<i64>,
 }
 
+/// Check a rate limit and an in-flight limit (an endpoint's, or an `http` object's with
+/// `prefix` `"http."`); an error names the field (`http.rate_limit.per_second`).
+pub fn check_limits(
+    prefix: &str,
+    rate_limit: Option<&RateLimitBody>,
+    max_in_flight: Option<i64>,
+) -> Result<(Option<kairos_store::flow::RateLimit>, Option<u32>), OpsError> {
+    let within = |field: &str, v: i64, most: i64| {
+        if (1..=most).contains(&v) {
+            Ok(u32::try_from(v).unwrap_or(u32::MAX))
+        } else {
+            Err(OpsError::invalid(
+                format!("{prefix}{field}"),
+                format!("must be between 1 and {most}"),
+            ))
+        }
+    };
+    let rate_limit = match rate_limit {
+        Some(r) => {
+            let per_second = within("rate_limit.per_second", r.per_second, MAX_LIMIT)?;
+            let burst = within(
+                "rate_limit.burst",
+                r.burst.unwrap_or(r.per_second),
+                10 * MAX_LIMIT,
+            )?;
+            Some(kairos_store::flow::RateLimit { per_second, burst })
+        }
+        None => None,
+    };
+    let max_in_flight = max_in_flight
+        .map(|m| within("max_in_flight", m, MAX_LIMIT))
+        .transpose()?;
+    Ok((rate_limit, max_in_flight))
+}
+
 impl Kairos {
+    /// Set the limits of the origins that `specs` (the `http` objects of a job or schedule
+    /// just saved) declare: the limits saved last hold for an origin. An object that names
+    /// neither limit changes nothing.
+    pub(crate) async fn host_limits_apply<'a>(
+        &self,
+        specs: impl IntoIterator<Item = &'a crate::kinds::http::HttpSpec>,
+    ) -> Result<(), OpsError> {
+        for spec in specs {
+            if let Some(mut set) = crate::kinds::http::declared_limits(spec)? {
+                set.now = self.clock.now();
+                let origin = set.origin.clone();
+                self.store.host_limits_set(set).await?;
+                tracing::info!(origin = %origin, "host limits set");
+            }
+        }
+        Ok(())
+    }
+
+    /// The limits of the origin `origin` (those of the `http` jobs calling it).
+    pub async fn host_limits(
+        &self,
+        origin: &str,
+    ) -> Result<kairos_store::flow::HostLimits, OpsError> {
+        let mut l = self
+            .store
+            .host_limits_list(vec![origin.to_string()])
+            .await?;
+        l.pop()
+            .ok_or_else(|| OpsError::not_found("host limits", origin))
+    }
+
     /// Set an endpoint's limits (`PUT /v1/endpoints/{id}/limits`): they hold for its
     /// deliveries on every node from their next claim. A bad value is an error naming the
     /// field, and nothing changes.
@@ -258,32 +324,8 @@ impl Kairos {
         id: &str,
         body: EndpointLimitsBody,
     ) -> Result<kairos_store::flow::EndpointLimits, OpsError> {
-        let within = |field: &str, v: i64, most: i64| {
-            if (1..=most).contains(&v) {
-                Ok(u32::try_from(v).unwrap_or(u32::MAX))
-            } else {
-                Err(OpsError::invalid(
-                    field,
-                    format!("must be between 1 and {most}"),
-                ))
-            }
-        };
-        let rate_limit = match &body.rate_limit {
-            Some(r) => {
-                let per_second = within("rate_limit.per_second", r.per_second, MAX_LIMIT)?;
-                let burst = within(
-                    "rate_limit.burst",
-                    r.burst.unwrap_or(r.per_second),
-                    10 * MAX_LIMIT,
-                )?;
-                Some(kairos_store::flow::RateLimit { per_second, burst })
-            }
-            None => None,
-        };
-        let max_in_flight = body
-            .max_in_flight
-            .map(|m| within("max_in_flight", m, MAX_LIMIT))
-            .transpose()?;
+        let (rate_limit, max_in_flight) =
+            check_limits("", body.rate_limit.as_ref(), body.max_in_flight)?;
         let limits = self
             .store
             .endpoint_limits_set(kairos_store::flow::EndpointLimitsSet {

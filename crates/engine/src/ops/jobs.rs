@@ -95,6 +95,9 @@ impl Kairos {
             let empty = serde_json::json!({});
             crate::concurrency::render(c, req.payload.as_ref().unwrap_or(&empty), None)
         });
+        let http_origin = crate::kinds::http::origin_of_payload(kind.as_str(), &payload);
+        // Every check passed: the limits the `http` object names are the origin's now.
+        self.host_limits_apply(req.http.as_ref()).await?;
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind,
@@ -112,6 +115,7 @@ impl Kairos {
             run_at,
             now,
             concurrency,
+            http_origin,
         })
     }
 

@@ -62,6 +62,21 @@ pub(crate) fn misfire_durations(
     Ok((threshold, window))
 }
 
+/// The `http` objects of a schedule request (its own and its channels'), whose host limits
+/// are set once the schedule is saved.
+fn http_specs(req: &NewSchedule) -> Vec<crate::kinds::http::HttpSpec> {
+    req.http
+        .iter()
+        .chain(
+            req.channels
+                .iter()
+                .flatten()
+                .filter_map(|c| c.http.as_ref()),
+        )
+        .cloned()
+        .collect()
+}
+
 impl Kairos {
     async fn schedule_def(
         &self,
@@ -216,6 +231,7 @@ impl Kairos {
     /// Create a schedule. Its first firing is the first at or after now.
     pub async fn schedule_create(&self, req: NewSchedule) -> Result<Schedule, OpsError> {
         let id = new_id(IdPrefix::Schedule, self.clock.now());
+        let http = http_specs(&req);
         let (def, catch_up) = self.schedule_def(id, req).await?;
         let s = self
             .store
@@ -233,12 +249,14 @@ impl Kairos {
             let _ = self.store.schedule_delete(&s.id).await;
             return Err(e);
         }
+        self.host_limits_apply(&http).await?;
         self.wake.notify_one();
         Ok(s)
     }
 
     /// Replace a schedule's definition; its next firing is recomputed from now.
     pub async fn schedule_update(&self, id: &str, req: NewSchedule) -> Result<Schedule, OpsError> {
+        let http = http_specs(&req);
         let (def, catch_up) = self.schedule_def(id.to_string(), req).await?;
         let s = self
             .store
@@ -248,6 +266,7 @@ impl Kairos {
             })
             .await?
             .ok_or_else(|| OpsError::not_found("schedule", id))?;
+        self.host_limits_apply(&http).await?;
         self.catch_up_set(&s, &catch_up).await?;
         self.wake.notify_one();
         Ok(s)

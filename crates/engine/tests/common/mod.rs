@@ -616,6 +616,18 @@ impl EndpointStore for CountingStore {
     ) -> kairos_store::Result<Vec<kairos_store::flow::EndpointLimits>> {
         self.inner.endpoint_limits_list(ids).await
     }
+    async fn host_limits_set(
+        &self,
+        p: kairos_store::flow::HostLimitsSet,
+    ) -> kairos_store::Result<kairos_store::flow::HostLimits> {
+        self.inner.host_limits_set(p).await
+    }
+    async fn host_limits_list(
+        &self,
+        origins: Vec<String>,
+    ) -> kairos_store::Result<Vec<kairos_store::flow::HostLimits>> {
+        self.inner.host_limits_list(origins).await
+    }
     async fn endpoint_list(
         &self,
         p: kairos_store::EndpointList,

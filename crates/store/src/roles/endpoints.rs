@@ -51,6 +51,15 @@ pub trait EndpointStore: Send + Sync {
         &self,
         ids: Vec<String>,
     ) -> Result<Vec<crate::flow::EndpointLimits>>;
+    /// Set the limits of an origin that `http` jobs call (rate and in-flight; none: remove
+    /// them): the limits saved last hold. Its limits after.
+    async fn host_limits_set(
+        &self,
+        p: crate::flow::HostLimitsSet,
+    ) -> Result<crate::flow::HostLimits>;
+    /// The limits of origins, one entry per origin in order (limits or not), with how many due
+    /// calls wait on them.
+    async fn host_limits_list(&self, origins: Vec<String>) -> Result<Vec<crate::flow::HostLimits>>;
     /// Store an HTTP call target, or return the existing one with the same fingerprint.
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget>;
     /// An HTTP call target by id.

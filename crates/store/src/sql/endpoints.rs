@@ -258,6 +258,17 @@ impl<D: super::SqlDb> crate::EndpointStore for D {
         super::limits::list(&mut self.reader(), ids).await
     }
 
+    async fn host_limits_set(
+        &self,
+        p: crate::flow::HostLimitsSet,
+    ) -> Result<crate::flow::HostLimits> {
+        super::limits::host_set(&mut self.writer(), p).await
+    }
+
+    async fn host_limits_list(&self, origins: Vec<String>) -> Result<Vec<crate::flow::HostLimits>> {
+        super::limits::host_list(&mut self.reader(), origins).await
+    }
+
     async fn http_target_upsert(&self, p: HttpTargetUpsert) -> Result<HttpTarget> {
         http_target_upsert(&mut self.writer(), self.sealer(), p).await
     }

@@ -11,8 +11,8 @@ use crate::{Error, ErrorKind, JobInsert, JobInserted, PRUNED_KEY, Result};
 /// and a join constraint; `jsonb_each` (not `json_each`) yields each element as JSONB, so
 /// `value ->> 'key'` is a lookup instead of a re-parse of the element's text for every
 /// column.
-pub const JOBS_INSERT_SQLITE: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max)
-SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel', value ->> 'topic', value ->> 'recipient_id', value ->> 'variant', value ->> 'concurrency_key', value ->> 'concurrency_max'
+pub const JOBS_INSERT_SQLITE: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max, http_origin)
+SELECT value ->> 'id', value ->> 'kind', 'available', value ->> 'payload', value ->> 'endpoint_id', value ->> 'schedule_id', value ->> 'fire_at', value ->> 'period_key', value ->> 'dedupe_key', 0, value ->> 'max_attempts', value ->> 'retry', value ->> 'run_at', value ->> 'created_at', value ->> 'channel', value ->> 'topic', value ->> 'recipient_id', value ->> 'variant', value ->> 'concurrency_key', value ->> 'concurrency_max', value ->> 'http_origin'
 FROM jsonb_each(?1) WHERE true
 ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
 RETURNING id";
@@ -24,12 +24,12 @@ RETURNING id";
 /// per schema, so the payload is the schema (`current_schema()`, the store's): a listener can
 /// ignore other deployments' jobs. The second output column (`void`) is ignored.
 pub const JOBS_INSERT_POSTGRES: &str = "WITH ins AS (
-    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant, c.concurrency_key, c.concurrency_max
+    INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max, http_origin)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant, c.concurrency_key, c.concurrency_max, c.http_origin
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
          run_at timestamptz, created_at timestamptz, channel text, topic text,
-         recipient_id text, variant text, concurrency_key text, concurrency_max integer)
+         recipient_id text, variant text, concurrency_key text, concurrency_max integer, http_origin text)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id
 )
@@ -38,12 +38,12 @@ SELECT id, pg_notify('kairos_jobs', current_schema()) FROM ins";
 /// [`JOBS_INSERT_POSTGRES`] without its notification: for a store that announces its own
 /// inserts after they commit (PostgreSQL's `job_insert`, whose notifying commits would
 /// otherwise wait for each other).
-pub const JOBS_INSERT_POSTGRES_QUIET: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max)
-    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant, c.concurrency_key, c.concurrency_max
+pub const JOBS_INSERT_POSTGRES_QUIET: &str = "INSERT INTO jobs (id, kind, state, payload, endpoint_id, schedule_id, fire_at, period_key, dedupe_key, attempt, max_attempts, retry, run_at, created_at, channel, topic, recipient_id, variant, concurrency_key, concurrency_max, http_origin)
+    SELECT c.id, c.kind, 'available', c.payload, c.endpoint_id, c.schedule_id, c.fire_at, c.period_key, c.dedupe_key, 0, c.max_attempts, c.retry, c.run_at, c.created_at, c.channel, c.topic, c.recipient_id, c.variant, c.concurrency_key, c.concurrency_max, c.http_origin
     FROM jsonb_to_recordset($1::jsonb) AS c(id text, kind text, payload jsonb, endpoint_id text, schedule_id text,
          fire_at timestamptz, period_key text, dedupe_key text, max_attempts integer, retry jsonb,
          run_at timestamptz, created_at timestamptz, channel text, topic text,
-         recipient_id text, variant text, concurrency_key text, concurrency_max integer)
+         recipient_id text, variant text, concurrency_key text, concurrency_max integer, http_origin text)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
     RETURNING id";
 
@@ -152,6 +152,16 @@ pub async fn retention_prune(run: &mut impl SqlRun, p: crate::RetentionPrune) ->
             "updated_at",
         ),
         T::EndpointHealthHours => ("endpoint_health_hours", None, "hour < $1", "hour"),
+        // A slot is held while its job runs under the lease that took it.
+        T::ConcurrencySlots => (
+            "concurrency_slots",
+            None,
+            "taken_at < $1
+               AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = concurrency_slots.job_id
+                               AND j.state = 'running'
+                               AND j.lease_token = concurrency_slots.lease_token)",
+            "taken_at",
+        ),
     };
     let sql = prune_sql(run.dialect(), table, key, cond, order);
     run.execute("retention prune", &sql, crate::binds![p.before, p.limit])

@@ -1,11 +1,16 @@
 //! Endpoint limits ([`crate::EndpointStore::endpoint_limits_set`] and
-//! [`crate::EndpointStore::endpoint_limits_list`]), written once over [`SqlRun`]. The claim
-//! reads and spends them in each store's own flow step (`slots.rs`).
+//! [`crate::EndpointStore::endpoint_limits_list`]) and the limits of an origin `http` jobs call
+//! ([`crate::EndpointStore::host_limits_set`], [`crate::EndpointStore::host_limits_list`]),
+//! written once over [`SqlRun`]. The claim reads and spends them in each store's own flow step
+//! (`slots.rs`).
 
 use super::SqlRun;
 use crate::Result;
 use crate::binds;
-use crate::flow::{EndpointLimits, EndpointLimitsSet, RateLimit, WAIT_IN_FLIGHT, WAIT_RATE_LIMIT};
+use crate::flow::{
+    EndpointLimits, EndpointLimitsSet, HostLimits, HostLimitsSet, RateLimit, WAIT_IN_FLIGHT,
+    WAIT_RATE_LIMIT,
+};
 
 /// `endpoint_limits_set`: `None` for an unknown endpoint.
 pub async fn set(run: &mut impl SqlRun, p: EndpointLimitsSet) -> Result<Option<EndpointLimits>> {
@@ -84,6 +89,104 @@ pub async fn list(run: &mut impl SqlRun, ids: Vec<String>) -> Result<Vec<Endpoin
             waiting_rate_limit: n(WAIT_RATE_LIMIT),
             waiting_in_flight: n(WAIT_IN_FLIGHT),
             endpoint_id: id,
+        });
+    }
+    Ok(out)
+}
+
+/// `host_limits_set`: the limits saved last hold. Unchanged limits leave the row (and its
+/// bucket) alone, so that saving many jobs that name the same limits does not refill the
+/// bucket; changed ones keep the bucket's tokens (the claim caps them at the new burst); a new
+/// row starts with a full bucket.
+pub async fn host_set(run: &mut impl SqlRun, p: HostLimitsSet) -> Result<HostLimits> {
+    if p.rate_limit.is_none() && p.max_in_flight.is_none() {
+        run.execute(
+            "host limits set",
+            "DELETE FROM host_limits WHERE origin = $1",
+            binds![&p.origin],
+        )
+        .await?;
+    } else {
+        let per_second = p.rate_limit.map(|r| i64::from(r.per_second));
+        let burst = p.rate_limit.map(|r| i64::from(r.burst));
+        let max_in_flight = p.max_in_flight.map(i64::from);
+        let stored = run
+            .fetch_optional(
+                "host limits set",
+                "SELECT per_second, burst, max_in_flight FROM host_limits WHERE origin = $1",
+                binds![&p.origin],
+                &|r| {
+                    Ok((
+                        r.opt_int("per_second")?,
+                        r.opt_int("burst")?,
+                        r.opt_int("max_in_flight")?,
+                    ))
+                },
+            )
+            .await?;
+        if stored != Some((per_second, burst, max_in_flight)) {
+            run.execute(
+                "host limits set",
+                "INSERT INTO host_limits (origin, per_second, burst, max_in_flight,
+                                          tokens_milli, refilled_at, updated_at)
+                 VALUES ($1, $2, $3, $4, 0, NULL, $5)
+                 ON CONFLICT (origin) DO UPDATE SET per_second = excluded.per_second,
+                     burst = excluded.burst, max_in_flight = excluded.max_in_flight,
+                     updated_at = excluded.updated_at",
+                binds![&p.origin, per_second, burst, max_in_flight, p.now],
+            )
+            .await?;
+        }
+    }
+    let mut l = host_list(run, vec![p.origin]).await?;
+    l.pop().ok_or_else(|| {
+        crate::Error::new(
+            crate::ErrorKind::Database,
+            "host limits set: no row read back",
+        )
+    })
+}
+
+/// `host_limits_list`: one entry per origin, in order, limits or not.
+pub async fn host_list(run: &mut impl SqlRun, origins: Vec<String>) -> Result<Vec<HostLimits>> {
+    let mut out = Vec::with_capacity(origins.len());
+    for origin in origins {
+        let limits = run
+            .fetch_optional(
+                "host limits",
+                "SELECT per_second, burst, max_in_flight FROM host_limits WHERE origin = $1",
+                binds![&origin],
+                &|r| {
+                    Ok((
+                        r.opt_int("per_second")?,
+                        r.opt_int("burst")?,
+                        r.opt_int("max_in_flight")?,
+                    ))
+                },
+            )
+            .await?;
+        let waiting = run
+            .fetch(
+                "host limits waiting",
+                "SELECT wait_reason, COUNT(*) AS n FROM jobs
+                 WHERE wait_reason IN ($2, $3) AND state = 'available' AND http_origin = $1
+                 GROUP BY wait_reason",
+                binds![&origin, WAIT_RATE_LIMIT, WAIT_IN_FLIGHT],
+                &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
+            )
+            .await?;
+        let n = |reason: &str| waiting.iter().find(|w| w.0 == reason).map_or(0, |w| w.1);
+        let (per_second, burst, max_in_flight) = limits.unwrap_or_default();
+        let u = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
+        out.push(HostLimits {
+            rate_limit: u(per_second).map(|per_second| RateLimit {
+                per_second,
+                burst: u(burst).unwrap_or(per_second),
+            }),
+            max_in_flight: u(max_in_flight),
+            waiting_rate_limit: n(WAIT_RATE_LIMIT),
+            waiting_in_flight: n(WAIT_IN_FLIGHT),
+            origin,
         });
     }
     Ok(out)

@@ -67,6 +67,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0029 "api_tokens",
     0030 "queue_samples",
     0031 "nodes",
+    0032 "host_limits",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -167,6 +167,7 @@ pub fn digest_created_job(
         run_at: now,
         now,
         concurrency: None,
+        http_origin: None,
     }
 }
 

@@ -227,6 +227,7 @@ pub async fn expand_page(
                     run_at: fire_at,
                     now,
                     concurrency,
+                    http_origin: None,
                 });
             }
         }

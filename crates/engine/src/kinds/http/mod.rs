@@ -9,7 +9,10 @@ use kairos_core::RetryPolicy;
 use kairos_core::budget::DEFAULT_CALL_TIMEOUT;
 use std::time::Duration;
 
-pub use request::{DEADLINE_KEY, HTTP_TARGET_KEY, HttpSpec};
+pub use request::{
+    DEADLINE_KEY, HTTP_ORIGIN_KEY, HTTP_TARGET_KEY, HttpSpec, declared_limits, origin_of_payload,
+    origin_of_url,
+};
 
 /// The kind's name.
 pub const NAME: &str = "http";

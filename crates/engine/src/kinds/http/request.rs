@@ -1,7 +1,9 @@
 //! The `http` kind's request: the `http` object of a job or schedule request is validated, its
 //! budget checked against its deadline, and stored as an HTTP target row; the jobs' payload is
-//! only `{"http_target_id": "ht_…"}` (and `"deadline_ms"` with a deadline), so no token,
-//! `Authorization` header or signing secret is ever in a payload.
+//! only `{"http_target_id": "ht_…", "http_origin": "https://host:443"}` (and `"deadline_ms"`
+//! with a deadline), so no token, `Authorization` header or signing secret is ever in a
+//! payload. The origin (scheme, host and port of the URL) is what the limits of the `http`
+//! object (`rate_limit`, `max_in_flight`) hold for: every `http` job calling it shares them.
 
 use super::NAME;
 use crate::error::OpsError;
@@ -18,6 +20,11 @@ use std::collections::BTreeMap;
 
 /// The payload key of an `http` job: the id of its stored target.
 pub const HTTP_TARGET_KEY: &str = "http_target_id";
+
+/// The payload key of the origin an `http` job calls (`https://api.example.com:443`): the
+/// jobs of a schedule copy it from the schedule's payload, and the job's `http_origin` column
+/// (which the claim's limits probe reads) is set from it.
+pub const HTTP_ORIGIN_KEY: &str = "http_origin";
 
 /// The payload key of an `http` job's deadline (`http.deadline` in milliseconds), read at run
 /// time: it is not a secret, and a schedule's jobs copy it from the schedule's payload.
@@ -64,6 +71,72 @@ pub struct HttpSpec {
     /// id, `webhook-timestamp`, `webhook-signature`). Stored with the target, never returned.
     #[serde(default)]
     pub signing_secret: Option<String>,
+    /// Calls per second to the URL's origin (scheme, host and port), with a burst:
+    /// `{"per_second": 20, "burst": 20}` (1 to 10000; burst 1 to 100000, default
+    /// `per_second`). The limit belongs to the origin and holds for every `http` job calling
+    /// it, on every node; the job or schedule saved last that names `rate_limit` or
+    /// `max_in_flight` sets both (one left out: no limit of that kind; `null`, and the other
+    /// left out: none at all). Neither given: the origin's limits stay as they are.
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::RateLimitBody>, nullable))]
+    pub rate_limit: Option<Option<crate::ops::RateLimitBody>>,
+    /// Calls in flight at once to the URL's origin, on all nodes together (1 to 10000); see
+    /// `rate_limit` for which save sets it.
+    #[serde(default, deserialize_with = "given")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, nullable))]
+    pub max_in_flight: Option<Option<i64>>,
+}
+
+/// A field that was given, `null` included (`Some(None)`); left out is `None` (its default).
+fn given<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// The origin of `url` (`https://api.example.com:443`: scheme, host and port, the default
+/// port written out), which the limits of `http` jobs are kept for.
+pub fn origin_of_url(url: &url::Url) -> Option<String> {
+    Some(format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str()?.to_ascii_lowercase(),
+        url.port_or_known_default()?
+    ))
+}
+
+/// The origin an `http` job of `kind` calls, from its payload (`None` for other kinds, and for
+/// a schedule saved before origins were recorded).
+pub fn origin_of_payload(kind: &str, payload: &serde_json::Value) -> Option<String> {
+    (kind == NAME)
+        .then(|| payload.get(HTTP_ORIGIN_KEY)?.as_str().map(str::to_string))
+        .flatten()
+}
+
+/// The host limits an `http` object declares: `None` when it names neither `rate_limit` nor
+/// `max_in_flight`; else the origin and its limits from now on. Every error names its field.
+pub fn declared_limits(
+    spec: &HttpSpec,
+) -> Result<Option<kairos_store::flow::HostLimitsSet>, OpsError> {
+    if spec.rate_limit.is_none() && spec.max_in_flight.is_none() {
+        return Ok(None);
+    }
+    let (rate_limit, max_in_flight) = crate::ops::check_limits(
+        "http.",
+        spec.rate_limit.as_ref().and_then(Option::as_ref),
+        spec.max_in_flight.flatten(),
+    )?;
+    let url = url::Url::parse(spec.url.trim())
+        .map_err(|e| invalid("http.url", format!("not a valid URL: {e}")))?;
+    let origin = origin_of_url(&url).ok_or_else(|| invalid("http.url", "has no host"))?;
+    Ok(Some(kairos_store::flow::HostLimitsSet {
+        origin,
+        rate_limit,
+        max_in_flight,
+        now: chrono::DateTime::<chrono::Utc>::MIN_UTC,
+    }))
 }
 
 fn invalid(field: &str, reason: impl Into<String>) -> OpsError {
@@ -94,7 +167,15 @@ pub async fn payload(
             "not for kind \"http\": the request body is \"http.body\"",
         ));
     }
+    // The limits are checked before anything is stored; they are set once the job or schedule
+    // is (`Kairos::host_limits_apply`).
+    declared_limits(spec)?;
     let target = http_target(env, spec)?;
+    let origin = url::Url::parse(&target.url)
+        .ok()
+        .as_ref()
+        .and_then(origin_of_url)
+        .ok_or_else(|| invalid("http.url", "has no host"))?;
     let timeout = std::time::Duration::from_millis(target.timeout_ms.max(0) as u64);
     let deadline = match &spec.deadline {
         Some(d) => Some(kairos_core::retry::parse_duration("http.deadline", d)?),
@@ -103,7 +184,7 @@ pub async fn payload(
     let default = kind.default_retry();
     check_budget(retry.unwrap_or(&default), timeout, deadline)?;
     let stored = env.store.http_target_upsert(target).await?;
-    let mut payload = serde_json::json!({ HTTP_TARGET_KEY: stored.id });
+    let mut payload = serde_json::json!({ HTTP_TARGET_KEY: stored.id, HTTP_ORIGIN_KEY: origin });
     if let (Some(d), Some(o)) = (
         spec.deadline.as_ref().and(deadline),
         payload.as_object_mut(),
@@ -237,6 +318,47 @@ fn reqwest_header_unsafe(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_is_scheme_host_and_port_with_the_default_port_written_out() {
+        let o = |u: &str| origin_of_url(&url::Url::parse(u).unwrap());
+        assert_eq!(
+            o("https://API.example.com/x?y=1").as_deref(),
+            Some("https://api.example.com:443")
+        );
+        assert_eq!(
+            o("http://127.0.0.1:8080/").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+        assert_eq!(
+            o("http://user:pw@h/").as_deref(),
+            Some("http://h:80"),
+            "no user info"
+        );
+    }
+
+    #[test]
+    fn limits_given_as_null_declare_none_and_left_out_declare_nothing() {
+        let spec: HttpSpec = serde_json::from_value(serde_json::json!({
+            "url": "https://h.example/", "rate_limit": null
+        }))
+        .unwrap();
+        let d = declared_limits(&spec).unwrap().expect("declared");
+        assert_eq!((d.rate_limit, d.max_in_flight), (None, None));
+        let spec: HttpSpec =
+            serde_json::from_value(serde_json::json!({"url": "https://h.example/"})).unwrap();
+        assert!(declared_limits(&spec).unwrap().is_none());
+        let spec: HttpSpec = serde_json::from_value(serde_json::json!({
+            "url": "https://h.example/", "rate_limit": {"per_second": 0}
+        }))
+        .unwrap();
+        let e = declared_limits(&spec).unwrap_err();
+        assert!(
+            matches!(e.kind(), crate::error::OpsErrorKind::Invalid { field, .. }
+                if field == "http.rate_limit.per_second"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn header_safety() {
