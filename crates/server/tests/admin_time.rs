@@ -308,6 +308,7 @@ async fn admin_endpoint_page_lists_its_recipients_webhook_notifications() {
             run_at: now,
             now,
             concurrency: None,
+            http_origin: None,
         })
         .await
         .expect("insert")
