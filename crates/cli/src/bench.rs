@@ -80,9 +80,9 @@ pub struct BenchArgs {
     /// Seconds between the starts of the --hold-snapshots sessions.
     #[arg(long, default_value_t = 20, value_name = "SECS")]
     pub hold_stagger: u64,
-    /// With --rate: the pruner keeps this long of finished jobs (`5m`), as a node whose
-    /// KAIROS_RETENTION_SUCCEEDED and KAIROS_RETENTION_DEAD say so, pruning every tenth of it
-    /// (at least every second, at most every 30 s). Without it every finished job is kept.
+    /// With --rate: the pruner keeps this long of finished jobs (`5m`; at least `1m`), as a
+    /// node whose KAIROS_RETENTION_SUCCEEDED and KAIROS_RETENTION_DEAD say so, pruning every
+    /// tenth of it (at most every 30 s). Without it every finished job is kept.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
     pub keep: Option<Duration>,
     /// With --rate: draw the per-second samples (throughput, backlog, lateness, dead tuples
@@ -208,6 +208,12 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
                 "not with --rate (a burst-only option)",
             ));
         }
+    }
+    if a.keep.is_some_and(|k| k < Duration::from_secs(60)) {
+        return Err(CliError::usage(
+            "--keep",
+            "must be at least 1m (the pruner keeps finished jobs at least a minute)",
+        ));
     }
     if a.hold_snapshots > 0 {
         if a.database_url.is_none() {

@@ -239,6 +239,19 @@ impl Probe {
     }
 }
 
+/// The node's settings for a steady run: the burst bench's, and with `--keep` the pruner of
+/// a node keeping that much of finished jobs, pruning often enough that the tables hold
+/// about that much.
+pub(crate) fn rate_engine_config(args: &BenchArgs) -> kairos_engine::EngineConfig {
+    let mut config = engine_config(args.concurrency);
+    if let Some(keep) = args.keep {
+        config.pruner.succeeded = Some(keep);
+        config.pruner.dead = Some(keep);
+        config.pruner.interval = (keep / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
+    }
+    config
+}
+
 /// The job the producer enqueues, as an API client would post it (due now).
 fn new_job() -> NewJob {
     NewJob {
@@ -353,20 +366,8 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let handler = Arc::new(NoopHandler::new(u64::MAX, None));
     let kinds = Arc::new(Kinds::builtin().with_handler("bench", handler.clone()));
-    let mut config = engine_config(args.concurrency);
-    if let Some(keep) = args.keep {
-        // What a node with KAIROS_RETENTION_SUCCEEDED=keep (and _DEAD) prunes, often enough
-        // that the tables hold about `keep` of finished jobs.
-        config.pruner.succeeded = Some(keep);
-        config.pruner.dead = Some(keep);
-        config.pruner.interval = (keep / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
-    }
-    let engine = Engine::new(
-        config,
-        store.clone(),
-        clock.clone(),
-        kinds.clone(),
-    )?;
+    let config = rate_engine_config(args);
+    let engine = Engine::new(config, store.clone(), clock.clone(), kinds.clone())?;
     let kairos = Kairos::new(store.clone(), clock.clone(), engine.wake(), kinds);
 
     // Every job of the run finishes after this instant (a second of margin).
@@ -655,6 +656,37 @@ mod tests {
         ] {
             assert!(lite.get(f).is_some(), "no {f} in {lite}");
         }
+    }
+
+    #[test]
+    fn bench_rate_keep_sets_the_pruner_of_a_node_keeping_that_much() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let args = |extra: &[&str]| {
+            Cli::parse_from(
+                ["bench", "--rate", "800", "--duration", "15m"]
+                    .iter()
+                    .chain(extra),
+            )
+            .bench
+        };
+        let kept = rate_engine_config(&args(&["--keep", "5m"]));
+        assert_eq!(kept.pruner.succeeded, Some(Duration::from_secs(300)));
+        assert_eq!(kept.pruner.dead, Some(Duration::from_secs(300)));
+        assert_eq!(kept.pruner.interval, Duration::from_secs(30));
+        kept.pruner.validate().expect("a pruner a node could run");
+        let two = rate_engine_config(&args(&["--keep", "2m"]));
+        assert_eq!(two.pruner.interval, Duration::from_secs(12));
+        let all = rate_engine_config(&args(&[]));
+        assert_eq!(
+            all.pruner.succeeded,
+            kairos_engine::EngineConfig::default().pruner.succeeded,
+            "without --keep the default"
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - ```` ```sh norun ```` marks a block that is shown, not run (a build, a deployment, a
 //!   command that serves forever): each document's count of them is pinned below;
 //! - the session runs in the server's data directory (so `cat api-token` reads its token),
-//!   with `KAIROS_URL` (the server's base URL), `KAIROS_API_TOKEN`, `KAIROS_DATA_DIR` (so the
+//!   with `KAIROS_URL` (the server's base URL, a shell variable, not exported, as the docs set
+//!   it), `KAIROS_API_TOKEN`, `KAIROS_DATA_DIR` (so the
 //!   `kairos` commands work on the server's database), `APP_URL` (a local HTTP receiver
 //!   standing for the reader's application) and `FEED` (an RSS feed it serves), and `kairos`
 //!   on the `PATH`; the server and the shell run with `KAIROS_ALLOW_PRIVATE_TARGETS=1`, since
@@ -141,6 +142,10 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
         std::env::var("PATH").unwrap_or_default()
     );
     let script_file = out_dir.path().join("doc.sh");
+    // `KAIROS_URL` is a shell variable for the docs' `curl` lines, not exported: a reader who
+    // sets it as the docs do (`KAIROS_URL=${KAIROS_URL:-…}`) runs the `kairos` commands on the
+    // node's database, not through the server (`kairos --server`, `KAIROS_URL` exported).
+    let script = format!("export -n KAIROS_URL\n{script}");
     std::fs::write(&script_file, &script).expect("write the script");
 
     let mut cmd = tokio::process::Command::new("bash");

@@ -1,0 +1,89 @@
+//! Migration 0026 on a PostgreSQL schema created at the previous migration: the audience
+//! columns of older jobs are filled from their payload's shape (a string `topic`,
+//! `recipient_id`, `variant`), whatever the job's kind; a payload of another shape leaves them
+//! empty. Skips loudly without a server, unless `KAIROS_TEST_POSTGRES=required`.
+
+use kairos_store::sql::Dialect;
+use kairos_store::sql::migrate::migrator;
+use kairos_store_postgres::PostgresStore;
+use sqlx::{Connection, Executor};
+
+/// A job's id and its audience columns: topic, recipient, variant.
+type AudienceRow = (String, Option<String>, Option<String>, Option<String>);
+
+#[tokio::test]
+async fn migration_0026_fills_audience_columns_by_payload_shape_not_by_kind_on_postgres() {
+    let Some(guard) =
+        kairos_testkit::pg::fresh_schema("kairos_mig26", "The migration 0026 test").await
+    else {
+        return;
+    };
+    let mut conn = sqlx::PgConnection::connect(&guard.url)
+        .await
+        .expect("connect");
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
+        guard.schema
+    )))
+    .await
+    .expect("schema");
+    let mut before = migrator(Dialect::Postgres);
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 26)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&mut conn).await.expect("migrate to 0025");
+    for (id, kind, payload) in [
+        (
+            "job_mail",
+            "email",
+            r#"{"topic":"weekly","recipient_id":"rcp_1","variant":"b"}"#,
+        ),
+        (
+            "job_hook",
+            "webhook",
+            r#"{"topic":"weekly","recipient_id":"rcp_2"}"#,
+        ),
+        (
+            "job_num",
+            "email",
+            r#"{"topic":7,"recipient_id":{"id":"x"}}"#,
+        ),
+        ("job_plain", "webhook", r#"{"n":1}"#),
+    ] {
+        sqlx::query(
+            "INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at)
+             VALUES ($1, $2, 'succeeded', $3::jsonb, 1, now(), now())",
+        )
+        .bind(id)
+        .bind(kind)
+        .bind(payload)
+        .execute(&mut conn)
+        .await
+        .expect("insert an old job");
+    }
+    // Connecting the store applies 0026 and the rest.
+    let store = PostgresStore::connect(&guard.url, &guard.schema)
+        .await
+        .expect("connect and migrate");
+    store.close().await;
+    let rows: Vec<AudienceRow> =
+        sqlx::query_as("SELECT id, topic, recipient_id, variant FROM jobs ORDER BY id")
+            .fetch_all(&mut conn)
+            .await
+            .expect("read");
+    conn.close().await.expect("close");
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        rows,
+        vec![
+            ("job_hook".into(), s("weekly"), s("rcp_2"), None),
+            ("job_mail".into(), s("weekly"), s("rcp_1"), s("b")),
+            ("job_num".into(), None, None, None),
+            ("job_plain".into(), None, None, None),
+        ]
+    );
+}
