@@ -206,6 +206,15 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
     .await;
     assert_eq!(status, 201, "{call}");
     let call_id = call["id"].as_str().expect("id").to_string();
+    let (status, topic) = api(
+        &http,
+        reqwest::Method::PUT,
+        format!("{base}/v1/topics/weekly"),
+        Some(json!({"subject": "Your week {{ period.key }}",
+                    "text": "Hello {{ recipient.id }}"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{topic}");
     let (status, fired) = post(&format!("/v1/schedules/{sid}/fire"), json!({})).await;
     assert_eq!(status, 200, "{fired}");
     let job = fired["job_ids"][0].as_str().expect("a job").to_string();
@@ -366,6 +375,11 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
             "/admin/deliveries".to_string(),
             "#deliveries",
             "19-deliveries",
+        ),
+        (
+            "/admin/topics/weekly".to_string(),
+            "#variant-stats",
+            "21-topic",
         ),
     ] {
         browser.goto(&format!("{base}{path}")).await;
