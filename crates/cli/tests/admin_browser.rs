@@ -165,9 +165,11 @@ async fn admin_ui_in_a_browser_filters_replays_a_dead_job_and_sees_it_succeed() 
 
 /// Issue 36 in a real browser, as an operator new to kairos would go: from the overview to a
 /// schedule by its name, the schedule's page (target, next firings), its job, the job's
-/// endpoint with the request that failed, a resend and a test event, the search box, the
-/// running jobs and the nodes page (heartbeat, leader), an http schedule's masked URL, and the create form's refusal with
-/// the API's message. Every table fits a 1,280 px window. The screenshots of each page are
+/// endpoint with the request that failed, a resend, a test event and a secret rotation, the
+/// search box, the running jobs and the nodes page (heartbeat, leader), an http schedule's
+/// masked URL, every list and a topic's page, the create form's refusal with the API's
+/// message, and a schedule edited, paused, resumed, fired and deleted from its page. Every
+/// table fits a 1,280 px window. The screenshots of each page are
 /// the ones `docs/admin.md` shows (copied to `docs/admin/`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
@@ -302,6 +304,27 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
     let url = browser.wait_url("notice=test-sent").await;
     let test_job = url.split("job=").nth(1).expect("test job").to_string();
     wait_state(&http, &base, &test_job, "succeeded").await;
+    // Rotate the secret: the old one keeps signing beside the new for a window.
+    let ep = url
+        .split("/admin/endpoints/")
+        .nth(1)
+        .and_then(|r| r.split('?').next())
+        .expect("the endpoint's id")
+        .to_string();
+    browser.click(&browser.find("#rotate").await).await;
+    browser.wait_find("#deliveries").await;
+    let (status, rotated) = api(
+        &http,
+        reqwest::Method::GET,
+        format!("{base}/v1/endpoints/{ep}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{rotated}");
+    assert!(
+        rotated["previous_secret_expires_at"].is_string(),
+        "rotated from the page: {rotated}"
+    );
 
     // The job page now shows two rounds.
     browser.goto(&format!("{base}/admin/jobs/{job}")).await;
@@ -404,6 +427,42 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
         "{problem}"
     );
     browser.screenshot(&shot("14-schedule-form")).await;
+
+    // Edit, pause, resume, fire and delete from a schedule's page, as an operator would; each
+    // reaches the API's view.
+    let get = |path: String| {
+        let (http, url) = (http.clone(), format!("{base}{path}"));
+        async move { api(&http, reqwest::Method::GET, url, None).await }
+    };
+    browser
+        .goto(&format!("{base}/admin/schedules/{call_id}"))
+        .await;
+    browser.click(&browser.find("#edit").await).await;
+    browser.wait_url("/edit").await;
+    let body = browser.find("#schedule-body").await;
+    browser
+        .type_into(&body, r#"{"name": "partner-sync-eu", "kind": "http", "every": "2h", "paused": true, "http": {"url": "https://partner.example/api", "method": "PUT"}}"#)
+        .await;
+    browser.click(&browser.find("#save").await).await;
+    browser
+        .wait_url(&format!("/admin/schedules/{call_id}"))
+        .await;
+    let (status, edited) = get(format!("/v1/schedules/{call_id}")).await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(edited["name"], "partner-sync-eu", "{edited}");
+    browser.goto(&format!("{base}/admin/schedules/{sid}")).await;
+    browser.click(&browser.find("#pause").await).await;
+    browser.wait_url("notice=paused").await;
+    assert_eq!(get(format!("/v1/schedules/{sid}")).await.1["paused"], true);
+    browser.click(&browser.find("#resume").await).await;
+    browser.wait_url("notice=resumed").await;
+    assert_eq!(get(format!("/v1/schedules/{sid}")).await.1["paused"], false);
+    browser.click(&browser.find("#fire").await).await;
+    browser.wait_url("notice=fired").await;
+    browser.click(&browser.find("#delete-confirm").await).await;
+    browser.click(&browser.find("#delete").await).await;
+    browser.wait_url("notice=deleted").await;
+    assert_eq!(get(format!("/v1/schedules/{sid}")).await.0, 404);
 
     browser.quit().await;
     let status = server.terminate(Duration::from_secs(20)).await;
