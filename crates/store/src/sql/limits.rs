@@ -59,35 +59,12 @@ pub async fn set(run: &mut impl SqlRun, p: EndpointLimitsSet) -> Result<Option<E
 pub async fn list(run: &mut impl SqlRun, ids: Vec<String>) -> Result<Vec<EndpointLimits>> {
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let limits = run
-            .fetch_optional(
-                "endpoint limits",
-                "SELECT per_second, burst, max_in_flight FROM endpoint_limits WHERE endpoint_id = $1",
-                binds![&id],
-                &|r| Ok((r.opt_int("per_second")?, r.opt_int("burst")?, r.opt_int("max_in_flight")?)),
-            )
-            .await?;
-        let waiting = run
-            .fetch(
-                "endpoint limits waiting",
-                "SELECT wait_reason, COUNT(*) AS n FROM jobs
-                 WHERE wait_reason IN ($2, $3) AND state = 'available' AND endpoint_id = $1
-                 GROUP BY wait_reason",
-                binds![&id, WAIT_RATE_LIMIT, WAIT_IN_FLIGHT],
-                &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
-            )
-            .await?;
-        let n = |reason: &str| waiting.iter().find(|w| w.0 == reason).map_or(0, |w| w.1);
-        let (per_second, burst, max_in_flight) = limits.unwrap_or_default();
-        let u = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
+        let r = read(run, &ENDPOINT, &id).await?;
         out.push(EndpointLimits {
-            rate_limit: u(per_second).map(|per_second| RateLimit {
-                per_second,
-                burst: u(burst).unwrap_or(per_second),
-            }),
-            max_in_flight: u(max_in_flight),
-            waiting_rate_limit: n(WAIT_RATE_LIMIT),
-            waiting_in_flight: n(WAIT_IN_FLIGHT),
+            rate_limit: r.rate_limit,
+            max_in_flight: r.max_in_flight,
+            waiting_rate_limit: r.waiting_rate_limit,
+            waiting_in_flight: r.waiting_in_flight,
             endpoint_id: id,
         });
     }
@@ -151,43 +128,81 @@ pub async fn host_set(run: &mut impl SqlRun, p: HostLimitsSet) -> Result<HostLim
 pub async fn host_list(run: &mut impl SqlRun, origins: Vec<String>) -> Result<Vec<HostLimits>> {
     let mut out = Vec::with_capacity(origins.len());
     for origin in origins {
-        let limits = run
-            .fetch_optional(
-                "host limits",
-                "SELECT per_second, burst, max_in_flight FROM host_limits WHERE origin = $1",
-                binds![&origin],
-                &|r| {
-                    Ok((
-                        r.opt_int("per_second")?,
-                        r.opt_int("burst")?,
-                        r.opt_int("max_in_flight")?,
-                    ))
-                },
-            )
-            .await?;
-        let waiting = run
-            .fetch(
-                "host limits waiting",
-                "SELECT wait_reason, COUNT(*) AS n FROM jobs
-                 WHERE wait_reason IN ($2, $3) AND state = 'available' AND http_origin = $1
-                 GROUP BY wait_reason",
-                binds![&origin, WAIT_RATE_LIMIT, WAIT_IN_FLIGHT],
-                &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
-            )
-            .await?;
-        let n = |reason: &str| waiting.iter().find(|w| w.0 == reason).map_or(0, |w| w.1);
-        let (per_second, burst, max_in_flight) = limits.unwrap_or_default();
-        let u = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
+        let r = read(run, &HOST, &origin).await?;
         out.push(HostLimits {
-            rate_limit: u(per_second).map(|per_second| RateLimit {
-                per_second,
-                burst: u(burst).unwrap_or(per_second),
-            }),
-            max_in_flight: u(max_in_flight),
-            waiting_rate_limit: n(WAIT_RATE_LIMIT),
-            waiting_in_flight: n(WAIT_IN_FLIGHT),
+            rate_limit: r.rate_limit,
+            max_in_flight: r.max_in_flight,
+            waiting_rate_limit: r.waiting_rate_limit,
+            waiting_in_flight: r.waiting_in_flight,
             origin,
         });
     }
     Ok(out)
+}
+
+/// The statements that read one kind of limited key: an endpoint, or an origin.
+struct Keyed {
+    what: &'static str,
+    /// Its limits, by key (`$1`).
+    limits: &'static str,
+    /// How many due jobs of that key wait on each reason (`$1` the key, `$2`, `$3` the
+    /// reasons).
+    waiting: &'static str,
+}
+
+const ENDPOINT: Keyed = Keyed {
+    what: "endpoint limits",
+    limits: "SELECT per_second, burst, max_in_flight FROM endpoint_limits WHERE endpoint_id = $1",
+    waiting: "SELECT wait_reason, COUNT(*) AS n FROM jobs
+              WHERE wait_reason IN ($2, $3) AND state = 'available' AND endpoint_id = $1
+              GROUP BY wait_reason",
+};
+
+const HOST: Keyed = Keyed {
+    what: "host limits",
+    limits: "SELECT per_second, burst, max_in_flight FROM host_limits WHERE origin = $1",
+    waiting: "SELECT wait_reason, COUNT(*) AS n FROM jobs
+              WHERE wait_reason IN ($2, $3) AND state = 'available' AND http_origin = $1
+              GROUP BY wait_reason",
+};
+
+/// One key's limits and the due jobs waiting on them.
+struct Read {
+    rate_limit: Option<RateLimit>,
+    max_in_flight: Option<u32>,
+    waiting_rate_limit: i64,
+    waiting_in_flight: i64,
+}
+
+/// Read `key`'s limits (none when it has no row) and its waiting jobs.
+async fn read(run: &mut impl SqlRun, k: &Keyed, key: &str) -> Result<Read> {
+    let limits = run
+        .fetch_optional(k.what, k.limits, binds![key], &|r| {
+            Ok((
+                r.opt_int("per_second")?,
+                r.opt_int("burst")?,
+                r.opt_int("max_in_flight")?,
+            ))
+        })
+        .await?;
+    let waiting = run
+        .fetch(
+            k.what,
+            k.waiting,
+            binds![key, WAIT_RATE_LIMIT, WAIT_IN_FLIGHT],
+            &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
+        )
+        .await?;
+    let n = |reason: &str| waiting.iter().find(|w| w.0 == reason).map_or(0, |w| w.1);
+    let (per_second, burst, max_in_flight) = limits.unwrap_or_default();
+    let u = |v: Option<i64>| v.and_then(|v| u32::try_from(v).ok());
+    Ok(Read {
+        rate_limit: u(per_second).map(|per_second| RateLimit {
+            per_second,
+            burst: u(burst).unwrap_or(per_second),
+        }),
+        max_in_flight: u(max_in_flight),
+        waiting_rate_limit: n(WAIT_RATE_LIMIT),
+        waiting_in_flight: n(WAIT_IN_FLIGHT),
+    })
 }
