@@ -420,6 +420,23 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
                 handler.target.store(*total, Ordering::Relaxed);
                 let bar = indicatif::ProgressBar::hidden();
                 let limit = duration.max(Duration::from_secs(60));
+                if args.keep.is_some() {
+                    // The pruner deletes finished jobs during the run, so the database cannot
+                    // say how many succeeded: wait for the outcomes the wrapper counted.
+                    let until = Instant::now() + limit;
+                    while timed.completed.load(Ordering::Relaxed) < *total && Instant::now() < until
+                    {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    let done = timed.completed.load(Ordering::Relaxed);
+                    if done < *total {
+                        return Err(format!(
+                            "draining the queue: only {done} of {total} outcomes committed"
+                        )
+                        .into());
+                    }
+                    return Ok(t0.elapsed());
+                }
                 let drained = wait_done(
                     inner.as_ref(),
                     clock.as_ref(),
