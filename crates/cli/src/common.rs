@@ -370,6 +370,16 @@ pub fn retry_spec(
     })
 }
 
+/// The `--http` flag's JSON object, as the API's `http` body; a usage error naming `http`
+/// when it is not JSON.
+pub fn http_object(s: Option<&str>) -> CliResult<Option<serde_json::Value>> {
+    s.map(|s| {
+        serde_json::from_str(s)
+            .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
+    })
+    .transpose()
+}
+
 /// A webhook target from `--url` and `--secret` (both or neither).
 pub fn webhook_target(
     url: Option<String>,

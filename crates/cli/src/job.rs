@@ -354,14 +354,7 @@ fn bulk_body(r: &kairos_engine::ops::JobBulkRequest) -> serde_json::Value {
 
 /// The body of `POST /v1/jobs` for `kairos job enqueue` (the API's `JobBody`).
 fn enqueue_body(a: EnqueueArgs) -> CliResult<serde_json::Value> {
-    let http: Option<serde_json::Value> = a
-        .http
-        .as_deref()
-        .map(|s| {
-            serde_json::from_str(s)
-                .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
-        })
-        .transpose()?;
+    let http = crate::common::http_object(a.http.as_deref())?;
     let webhook = webhook_target(a.url, a.secret)?
         .map(|w| serde_json::json!({ "url": w.url, "secret": w.secret }));
     let retry = retry_spec(a.retry_delays.as_deref(), a.max_attempts)

@@ -405,14 +405,7 @@ fn print_fired(f: &FiredView, json: bool) -> CliResult {
 
 /// The body of `POST /v1/schedules` for `kairos schedule add` (the API's `ScheduleBody`).
 fn add_body(a: AddArgs) -> CliResult<serde_json::Value> {
-    let http: Option<serde_json::Value> = a
-        .http
-        .as_deref()
-        .map(|s| {
-            serde_json::from_str(s)
-                .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
-        })
-        .transpose()?;
+    let http = crate::common::http_object(a.http.as_deref())?;
     let webhook = webhook_target(a.url, a.secret)?
         .map(|w| serde_json::json!({ "url": w.url, "secret": w.secret }));
     let retry = retry_spec(a.retry_delays.as_deref(), a.max_attempts)
