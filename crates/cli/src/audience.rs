@@ -284,6 +284,9 @@ async fn import_batch(b: &Backend, batch: Vec<serde_json::Value>) -> CliResult<u
 }
 
 fn print_subscription(v: &SubscriptionView, json: bool) -> CliResult {
+    if let Some(w) = &v.warning {
+        eprintln!("warning: {}", printable(w));
+    }
     if json {
         return print_json(v);
     }
@@ -318,20 +321,21 @@ pub async fn run_subscription(global: &GlobalArgs, cmd: SubscriptionCmd) -> CliR
             let single = (target.len() == 1).then(|| target[0].clone());
             let many = (target.len() > 1).then_some(target);
             let v: SubscriptionView = match &b {
-                Backend::Local(k) => k
-                    .subscription_put(
-                        &recipient,
-                        &topic,
-                        NewSubscription {
-                            channels: None,
-                            target: single,
-                            targets: many,
-                            enabled: Some(!disabled),
-                        },
-                    )
-                    .await
-                    .map_err(ops_err)?
-                    .into(),
+                Backend::Local(k) => {
+                    let new = NewSubscription {
+                        channels: None,
+                        target: single,
+                        targets: many,
+                        enabled: Some(!disabled),
+                    };
+                    let saved = k
+                        .subscription_put(&recipient, &topic, new)
+                        .await
+                        .map_err(ops_err)?;
+                    let mut v = SubscriptionView::from(saved);
+                    v.warning = k.subscription_topic_warning(&topic).await?;
+                    v
+                }
                 Backend::Remote(r) => {
                     let mut body = serde_json::json!({
                         "target": single, "targets": many, "enabled": !disabled,

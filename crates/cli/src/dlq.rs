@@ -1,4 +1,6 @@
-//! `kairos dlq list|replay`: dead jobs and their replay, on the database directly.
+//! `kairos dlq list|replay`: dead jobs and their replay, on the database directly or through
+//! `--server` (where `--all` repeats the server's bounded `{"all": true}` request while it
+//! says more remain).
 
 use crate::common::*;
 use crate::job::print_jobs;
@@ -8,6 +10,10 @@ use kairos_server::views::{ReplayFailure, ReplayView};
 
 /// Above this many jobs, a replay shows a progress bar (on a terminal).
 const PROGRESS_FROM: usize = 20;
+
+/// The most `{"all": true}` requests one `dlq replay --all` sends through a server (each
+/// replays at most the server's limit, 500: a million jobs).
+const MAX_REPLAY_ROUNDS: usize = 2_000;
 
 /// `kairos dlq …`.
 #[derive(Debug, clap::Subcommand)]
@@ -52,19 +58,14 @@ pub async fn run(global: &GlobalArgs, cmd: DlqCmd) -> CliResult {
         }
         DlqCmd::Replay { all, kind, ids } => match b {
             Backend::Local(k) => replay_local(&k, global, all, kind, ids).await,
+            Backend::Remote(r) if all => replay_all_remote(&r, global, kind).await,
             Backend::Remote(r) => {
-                let body = match (all, ids.is_empty()) {
-                    (true, _) => serde_json::json!({ "all": true, "kind": kind }),
-                    (false, false) => serde_json::json!({ "ids": ids }),
-                    (false, true) => return Err(CliError::usage("ids", "give job ids or --all")),
-                };
-                let mut body = body;
-                strip_nulls(&mut body);
+                if ids.is_empty() {
+                    return Err(CliError::usage("ids", "give job ids or --all"));
+                }
+                let body = serde_json::json!({ "ids": ids });
                 let out: ReplayView = r.post("/v1/dlq/replay", Some(&body)).await?;
                 print_replayed(global, &out)?;
-                if out.more && !global.json {
-                    eprintln!("more dead jobs remain: run the same command again to go on");
-                }
                 replay_result(&out, out.replayed + out.failed.len())
             }
         },
@@ -139,4 +140,51 @@ async fn replay_local(
     out.replayed = out.job_ids.len();
     print_replayed(global, &out)?;
     replay_result(&out, ids.len())
+}
+
+/// `dlq replay --all` through a server: the server replays at most its limit per request and
+/// says whether more remain, so send it again while it does (at most [`MAX_REPLAY_ROUNDS`]
+/// times), with a count on a terminal, and print the sum. A request that brings no job this
+/// run has not met (jobs that died again at once, or cannot be replayed) ends the loop, so
+/// dead-again jobs are not replayed over and over; what is left is then said.
+async fn replay_all_remote(
+    r: &crate::remote::Remote,
+    global: &GlobalArgs,
+    kind: Option<String>,
+) -> CliResult {
+    let mut body = serde_json::json!({ "all": true, "kind": kind });
+    strip_nulls(&mut body);
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {pos} replayed ({elapsed})") {
+        bar.set_style(style);
+    }
+    let mut total = ReplayView::default();
+    let mut seen = std::collections::HashSet::new();
+    let mut more = true;
+    for _ in 0..MAX_REPLAY_ROUNDS {
+        let out: ReplayView = r.post("/v1/dlq/replay", Some(&body)).await?;
+        let mut new = false;
+        for id in out.job_ids {
+            new |= seen.insert(id.clone());
+            total.job_ids.push(id);
+        }
+        for f in out.failed {
+            new |= seen.insert(f.id.clone());
+            total.failed.push(f);
+        }
+        total.limit = out.limit;
+        bar.set_position(total.job_ids.len() as u64);
+        more = out.more;
+        if !more || !new {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    total.replayed = total.job_ids.len();
+    total.more = more;
+    print_replayed(global, &total)?;
+    if more && !global.json {
+        eprintln!("more dead jobs remain: run the same command again to go on");
+    }
+    replay_result(&total, total.replayed + total.failed.len())
 }

@@ -2,22 +2,12 @@
 //! channel and the derived status (`GET /v1/occurrences`), on the database or through
 //! `--server`. The filters are the one vocabulary: `--schedule`, `--period`, `--state` (the
 //! occurrence's status: `success`, `partial`, `failure`, `skipped`, `cancelled`, `pending`,
-//! `missed`).
+//! `missed`), applied by the store (or the API) before `--limit`.
 
 use crate::common::*;
 use crate::remote::Backend;
 use kairos_server::routes::occurrences::{OccurrenceList, OccurrenceView};
-
-/// The statuses `--state` accepts.
-const STATES: &[&str] = &[
-    "success",
-    "partial",
-    "failure",
-    "skipped",
-    "cancelled",
-    "pending",
-    "missed",
-];
+use kairos_store::OccurrenceList as OccurrenceFilter;
 
 /// `kairos occurrence …`.
 #[derive(Debug, clap::Subcommand)]
@@ -49,25 +39,18 @@ pub enum OccurrenceCmd {
     },
 }
 
-async fn list(
-    b: &Backend,
-    schedule: &str,
-    period: Option<String>,
-    limit: i64,
-) -> CliResult<Vec<OccurrenceView>> {
+async fn list(b: &Backend, p: OccurrenceFilter) -> CliResult<Vec<OccurrenceView>> {
     Ok(match b {
-        Backend::Local(k) => {
-            kairos_server::routes::occurrences::occurrences(k, schedule, period, Some(limit))
-                .await?
-        }
+        Backend::Local(k) => kairos_server::routes::occurrences::occurrences(k, p).await?,
         Backend::Remote(r) => {
             let l: OccurrenceList = r
                 .get(
                     "/v1/occurrences",
                     &[
-                        ("schedule", Some(schedule.to_string())),
-                        ("period", period),
-                        ("limit", Some(limit.to_string())),
+                        ("schedule", Some(p.schedule_id)),
+                        ("period", p.period_key),
+                        ("state", p.status),
+                        ("limit", p.limit.map(|l| l.to_string())),
                     ],
                 )
                 .await?;
@@ -86,14 +69,6 @@ fn status_text(o: &OccurrenceView) -> String {
 
 /// Run an `occurrence` command (both only read).
 pub async fn run(global: &GlobalArgs, cmd: OccurrenceCmd) -> CliResult {
-    if let OccurrenceCmd::List { state: Some(s), .. } = &cmd
-        && !STATES.contains(&s.as_str())
-    {
-        return Err(CliError::usage(
-            "state",
-            format!("must be one of {}", STATES.join(", ")),
-        ));
-    }
     let b = Backend::open(global, true).await?;
     match cmd {
         OccurrenceCmd::List {
@@ -102,10 +77,13 @@ pub async fn run(global: &GlobalArgs, cmd: OccurrenceCmd) -> CliResult {
             state,
             limit,
         } => {
-            let mut data = list(&b, &schedule, period, limit).await?;
-            if let Some(s) = &state {
-                data.retain(|o| o.status == *s);
-            }
+            let filter = OccurrenceFilter {
+                schedule_id: schedule,
+                period_key: period,
+                limit: Some(limit),
+                status: state,
+            };
+            let data = list(&b, filter).await?;
             if global.json {
                 return print_json(&OccurrenceList { data });
             }
@@ -134,7 +112,13 @@ pub async fn run(global: &GlobalArgs, cmd: OccurrenceCmd) -> CliResult {
             Ok(())
         }
         OccurrenceCmd::Show { schedule, period } => {
-            let data = list(&b, &schedule, Some(period.clone()), 200).await?;
+            let filter = OccurrenceFilter {
+                schedule_id: schedule.clone(),
+                period_key: Some(period.clone()),
+                limit: Some(200),
+                status: None,
+            };
+            let data = list(&b, filter).await?;
             // The occurrence itself before a missed record that merely starts or ends there.
             let Some(o) = data
                 .iter()

@@ -4,7 +4,7 @@ use crate::common::*;
 use crate::remote::{Backend, Remote};
 use kairos_engine::Kairos;
 use kairos_engine::ops::NewSchedule;
-use kairos_server::views::{BackfillView, FiredView, ScheduleList, ScheduleView};
+use kairos_server::views::{BackfillPlanView, BackfillView, FiredView, ScheduleList, ScheduleView};
 use kairos_store::Schedule;
 
 /// `kairos schedule …`.
@@ -465,31 +465,51 @@ async fn run_remote(r: &Remote, cmd: ScheduleCmd, json: bool) -> CliResult {
             print_fired(&r.post(&one(&id, "/fire"), None::<&()>).await?, json)
         }
         ScheduleCmd::Backfill { id, from, to } => {
-            // One call: the server refuses a range of more than 1,000 firings (422), where
-            // the local mode splits it.
-            let done: BackfillView = r
-                .post(
+            // The server plans the calls (each of at most 1,000 firings, which is all one
+            // call takes), as the local mode does, then each is sent in turn.
+            let plan: BackfillPlanView = r
+                .get(
                     &one(&id, "/backfill"),
-                    Some(&serde_json::json!({ "from": from, "to": to })),
+                    &[("from", Some(from)), ("to", Some(to))],
                 )
                 .await?;
-            if json {
-                return print_json(&done);
-            }
-            println!(
-                "fired {}, skipped {} (already ran), in 1 call(s)",
-                done.fired, done.skipped
-            );
-            Ok(())
+            let path = one(&id, "/backfill");
+            let calls = plan.calls.into_iter().map(|c| (c.from, c.to)).collect();
+            backfill_calls(calls, json, async |a: &str, b: &str| {
+                r.post(&path, Some(&serde_json::json!({ "from": a, "to": b })))
+                    .await
+            })
+            .await
         }
     }
 }
 
 async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> CliResult {
-    use indicatif::{ProgressBar, ProgressStyle};
     let per_call = kairos_engine::ops::MAX_BACKFILL_FIRINGS;
     let ranges = k.schedule_backfill_ranges(id, from, to, per_call).await?;
-    let bar = ProgressBar::new(ranges.len() as u64).with_style(
+    let calls = ranges
+        .into_iter()
+        .map(|(a, b)| {
+            let ts = kairos_server::views::ts;
+            (ts(a), ts(b))
+        })
+        .collect();
+    backfill_calls(calls, json, async |a: &str, b: &str| {
+        Ok(k.schedule_backfill(id, a, b).await?.into())
+    })
+    .await
+}
+
+/// Send the `calls` of a backfill (ranges of at most 1,000 firings, oldest first) through
+/// `call` in turn, with a progress bar, and print the totals: the local and the remote mode's
+/// loop.
+async fn backfill_calls(
+    calls: Vec<(String, String)>,
+    json: bool,
+    mut call: impl AsyncFnMut(&str, &str) -> CliResult<BackfillView>,
+) -> CliResult {
+    use indicatif::{ProgressBar, ProgressStyle};
+    let bar = ProgressBar::new(calls.len() as u64).with_style(
         ProgressStyle::with_template("backfill {bar:30} {pos}/{len} calls {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
@@ -497,14 +517,8 @@ async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> Cli
         fired: 0,
         skipped: 0,
     };
-    for (a, b) in &ranges {
-        let r = k
-            .schedule_backfill(
-                id,
-                &kairos_server::views::ts(*a),
-                &kairos_server::views::ts(*b),
-            )
-            .await?;
+    for (a, b) in &calls {
+        let r = call(a, b).await?;
         done.fired += r.fired;
         done.skipped += r.skipped;
         bar.set_message(format!("fired {}, skipped {}", done.fired, done.skipped));
@@ -518,7 +532,7 @@ async fn backfill(k: &Kairos, id: &str, from: &str, to: &str, json: bool) -> Cli
         "fired {}, skipped {} (already ran), in {} call(s)",
         done.fired,
         done.skipped,
-        ranges.len()
+        calls.len()
     );
     Ok(())
 }

@@ -1,16 +1,21 @@
 //! Docs that run as written (issue 35): every shell block of the README and of the tutorials
 //! runs, in order, in one `bash` session per document, against a live `kairos serve` on a
 //! fresh data directory, and a `console` block's output is checked against what the doc shows.
+//! Each document runs twice: on SQLite (one node), and on two PostgreSQL nodes sharing one
+//! fresh schema behind a round-robin proxy (`docs_run/stack.rs`), so a doc holds nothing to
+//! adapt between the two but ports and paths. Without PostgreSQL the second run skips
+//! loudly, unless `KAIROS_TEST_POSTGRES=required`.
 //!
 //! The convention, for writers (the README's "Documentation" section says it too):
 //! - ```` ```sh ```` blocks run as they are; ```` ```console ```` blocks hold `$ command`
 //!   lines, each followed by its output (`…` stands for any text, a line of `…` for any lines);
 //! - ```` ```sh norun ```` marks a block that is shown, not run (a build, a deployment, a
 //!   command that serves forever): each document's count of them is pinned below;
-//! - the session runs in the server's data directory (so `cat api-token` reads its token),
-//!   with `KAIROS_URL` (the server's base URL, a shell variable, not exported, as the docs set
-//!   it), `KAIROS_API_TOKEN`, `KAIROS_DATA_DIR` (so the
-//!   `kairos` commands work on the server's database), `APP_URL` (a local HTTP receiver
+//! - the session runs in the (first) server's data directory (so `cat api-token` reads its
+//!   token), with `KAIROS_URL` (the server's base URL, or the proxy's, a shell variable, not
+//!   exported, as the docs set it), `KAIROS_API_TOKEN`, `KAIROS_DATA_DIR` (so the
+//!   `kairos` commands work on the server's database; on PostgreSQL `KAIROS_DATABASE_URL`,
+//!   `KAIROS_DATABASE_SCHEMA` and `KAIROS_SECRET_KEY` too), `APP_URL` (a local HTTP receiver
 //!   standing for the reader's application) and `FEED` (an RSS feed it serves), and `kairos`
 //!   on the `PATH`; the server and the shell run with `KAIROS_ALLOW_PRIVATE_TARGETS=1`, since
 //!   the receiver is on 127.0.0.1;
@@ -23,11 +28,14 @@
 #[path = "docs_run/blocks.rs"]
 mod blocks;
 mod common;
+#[path = "docs_run/stack.rs"]
+mod stack;
 
-use common::Server;
 use kairos_testkit::{Reply, TestReceiver};
+use stack::{Db, Stack};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// The longest one document's blocks may take.
@@ -41,20 +49,18 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// What running one document did; its server still runs.
+/// What running one document did; its servers still run.
 struct DocRun {
-    server: Server,
+    stack: Stack,
     receiver: TestReceiver,
-    token: String,
-    _data_dir: tempfile::TempDir,
 }
 
 impl DocRun {
     /// `GET {base}{path}` with the server's token: the status and the JSON body.
     async fn get(&self, path: &str) -> (u16, serde_json::Value) {
         let res = reqwest::Client::new()
-            .get(format!("{}{path}", self.server.base))
-            .bearer_auth(&self.token)
+            .get(format!("{}{path}", self.stack.base))
+            .bearer_auth(&self.stack.token)
             .send()
             .await
             .expect("request");
@@ -79,10 +85,14 @@ impl DocRun {
         }
     }
 
-    /// Stop the server; it must exit cleanly.
+    /// Stop the servers; each must exit cleanly. On PostgreSQL, both nodes must have
+    /// served some of the document's requests (the proxy alternates).
     async fn finish(self) {
-        let status = self.server.terminate(Duration::from_secs(30)).await;
-        assert!(status.success(), "kairos serve exited with {status}");
+        if let Some(p) = &self.stack.proxy {
+            let per_node: Vec<usize> = p.forwarded.iter().map(|n| n.load(Relaxed)).collect();
+            assert!(per_node.iter().all(|n| *n > 0), "{per_node:?}");
+        }
+        self.stack.finish().await;
     }
 }
 
@@ -107,9 +117,10 @@ fn tools_present() -> bool {
     false
 }
 
-/// Run the document `doc` (a path from the repository's root), which must have `norun`
-/// blocks not run and at least one block that runs; `None` when the tools are missing.
-async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
+/// Run the document `doc` (a path from the repository's root) on `db`, which must have
+/// `norun` blocks not run and at least one block that runs; `None` when the tools or
+/// PostgreSQL are missing.
+async fn run_doc(doc: &str, norun: usize, db: Db) -> Option<DocRun> {
     if !tools_present() {
         return None;
     }
@@ -125,7 +136,6 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
     assert!(all.iter().any(|b| !b.norun), "{doc}: no shell block runs");
     let (script, steps) = blocks::script(doc, &all);
 
-    let data_dir = tempfile::tempdir().expect("tempdir");
     let out_dir = tempfile::tempdir().expect("tempdir");
     let receiver = TestReceiver::start().await;
     receiver.set_default(
@@ -133,8 +143,7 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
             .with_header("content-type", "application/rss+xml")
             .with_body(FEED),
     );
-    let server = Server::start(data_dir.path(), None).await;
-    let token = std::fs::read_to_string(data_dir.path().join("api-token")).expect("api-token");
+    let stack = Stack::start(db, doc).await?;
     let bin_dir = Path::new(common::BIN).parent().expect("bin dir");
     let path = format!(
         "{}:{}",
@@ -157,11 +166,11 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
     cmd.arg("--noprofile")
         .arg("--norc")
         .arg(&script_file)
-        .current_dir(data_dir.path())
+        .current_dir(stack.data_dir.path())
         .env("PATH", path)
-        .env("KAIROS_URL", &server.base)
-        .env("KAIROS_API_TOKEN", token.trim())
-        .env("KAIROS_DATA_DIR", data_dir.path())
+        .env("KAIROS_URL", &stack.base)
+        .env("KAIROS_API_TOKEN", &stack.token)
+        .env("KAIROS_DATA_DIR", stack.data_dir.path())
         .env("APP_URL", receiver.url(""))
         .env("FEED", receiver.url("/feed.xml"))
         .env("KAIROS_ALLOW_PRIVATE_TARGETS", "1")
@@ -171,6 +180,9 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    for (k, v) in &stack.env {
+        cmd.env(k, v);
+    }
     let child = cmd.spawn().expect("run bash");
     let out = match tokio::time::timeout(DOC_TIMEOUT, child.wait_with_output()).await {
         Ok(out) => out.expect("bash"),
@@ -180,9 +192,9 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
-        "{doc}: a block failed ({})\n--- stderr ---\n{stderr}\n--- stdout ---\n{stdout}\n--- server ---\n{}",
+        "{doc} ({db:?}): a block failed ({})\n--- stderr ---\n{stderr}\n--- stdout ---\n{stdout}\n--- servers ---\n{}",
         out.status,
-        server.stderr()
+        stack.stderr()
     );
     for (i, step) in steps.iter().enumerate() {
         let actual =
@@ -199,17 +211,11 @@ async fn run_doc(doc: &str, norun: usize) -> Option<DocRun> {
         stderr.contains("docs_run: every block ran"),
         "{doc}: {stderr}"
     );
-    Some(DocRun {
-        server,
-        receiver,
-        token: token.trim().to_string(),
-        _data_dir: data_dir,
-    })
+    Some(DocRun { stack, receiver })
 }
 
-#[tokio::test]
-async fn readme_shell_blocks_run_as_written_against_a_live_serve() {
-    let Some(run) = run_doc("README.md", 2).await else {
+async fn readme(db: Db) {
+    let Some(run) = run_doc("README.md", 2, db).await else {
         return;
     };
     let (status, page) = run.get("/v1/schedules").await;
@@ -224,8 +230,17 @@ async fn readme_shell_blocks_run_as_written_against_a_live_serve() {
 }
 
 #[tokio::test]
-async fn http_jobs_doc_runs_as_written_and_its_jobs_call_the_application() {
-    let Some(run) = run_doc("docs/http-jobs.md", 0).await else {
+async fn readme_shell_blocks_run_as_written_against_a_live_serve() {
+    readme(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn readme_shell_blocks_run_as_written_on_two_postgres_nodes_i35_10() {
+    readme(Db::Postgres).await;
+}
+
+async fn http_jobs(db: Db) {
+    let Some(run) = run_doc("docs/http-jobs.md", 0, db).await else {
         return;
     };
     // The API's job and the CLI's job both call the application.
@@ -236,8 +251,17 @@ async fn http_jobs_doc_runs_as_written_and_its_jobs_call_the_application() {
 }
 
 #[tokio::test]
-async fn daily_digest_doc_runs_as_written_builds_the_digest_and_sends_digest_created() {
-    let Some(run) = run_doc("docs/daily-digest.md", 1).await else {
+async fn http_jobs_doc_runs_as_written_and_its_jobs_call_the_application() {
+    http_jobs(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn http_jobs_doc_runs_as_written_on_two_postgres_nodes_i35_10() {
+    http_jobs(Db::Postgres).await;
+}
+
+async fn daily_digest(db: Db) {
+    let Some(run) = run_doc("docs/daily-digest.md", 1, db).await else {
         return;
     };
     let (status, artifact) = run.get("/v1/artifacts/ai-news/2026-10-20").await;
@@ -255,8 +279,17 @@ async fn daily_digest_doc_runs_as_written_builds_the_digest_and_sends_digest_cre
 }
 
 #[tokio::test]
-async fn weekly_summary_doc_runs_as_written_and_its_puts_keep_every_field() {
-    let Some(run) = run_doc("docs/weekly-summary.md", 0).await else {
+async fn daily_digest_doc_runs_as_written_builds_the_digest_and_sends_digest_created() {
+    daily_digest(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn daily_digest_doc_runs_as_written_on_two_postgres_nodes_i35_10() {
+    daily_digest(Db::Postgres).await;
+}
+
+async fn weekly_summary(db: Db) {
+    let Some(run) = run_doc("docs/weekly-summary.md", 0, db).await else {
         return;
     };
     // The tutorial's later PUTs give every field again: Aki keeps her zone and name.
@@ -276,8 +309,17 @@ async fn weekly_summary_doc_runs_as_written_and_its_puts_keep_every_field() {
 }
 
 #[tokio::test]
-async fn scheduling_doc_runs_as_written_and_cron_next_prints_what_it_shows() {
-    let Some(run) = run_doc("docs/scheduling.md", 0).await else {
+async fn weekly_summary_doc_runs_as_written_and_its_puts_keep_every_field() {
+    weekly_summary(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn weekly_summary_doc_runs_as_written_on_two_postgres_nodes_i35_10() {
+    weekly_summary(Db::Postgres).await;
+}
+
+async fn scheduling(db: Db) {
+    let Some(run) = run_doc("docs/scheduling.md", 0, db).await else {
         return;
     };
     let (_, page) = run.get("/v1/schedules").await;
@@ -290,4 +332,14 @@ async fn scheduling_doc_runs_as_written_and_cron_next_prints_what_it_shows() {
         "{names:?}"
     );
     run.finish().await;
+}
+
+#[tokio::test]
+async fn scheduling_doc_runs_as_written_and_cron_next_prints_what_it_shows() {
+    scheduling(Db::Sqlite).await;
+}
+
+#[tokio::test]
+async fn scheduling_doc_runs_as_written_on_two_postgres_nodes_i35_10() {
+    scheduling(Db::Postgres).await;
 }

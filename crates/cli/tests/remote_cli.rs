@@ -331,6 +331,14 @@ async fn occurrence_list_and_show_locally_and_through_the_server() {
     );
     assert_eq!(code, Some(2));
     assert!(stderr.contains("state"), "{stderr}");
+    // Through the server the API refuses it (a 422 naming `state`): the same exit and field.
+    let (code, _, stderr) = remote(
+        &w.server.base,
+        TOKEN,
+        &["occurrence", "list", "--schedule", s, "--state", "bogus"],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("error: state:"), "{stderr}");
     let shown = ok(
         local(
             w.dir(),

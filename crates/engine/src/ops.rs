@@ -28,7 +28,9 @@ mod jobs;
 mod schedules;
 
 pub use crate::kinds::http::{HTTP_ORIGIN_KEY, HTTP_TARGET_KEY, HttpSpec, origin_of_url};
-pub use audience::{MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant};
+pub use audience::{
+    MAX_BULK, NewRecipient, NewSubscription, NewTopic, NewVariant, OCCURRENCE_STATUSES,
+};
 pub use backfill::{Backfilled, MAX_BACKFILL_FIRINGS, MAX_BACKFILL_TOTAL};
 pub use bulk::{JobBulkRequest, MAX_BULK_IDS};
 pub use channels::{MAX_CHANNELS, NewChannel, valid_channel_name};

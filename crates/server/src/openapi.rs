@@ -26,7 +26,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         health::healthz, health::readyz,
         schedules::create, schedules::list, schedules::show, schedules::replace,
-        schedules::pause, schedules::resume, schedules::delete, schedules::fire, schedules::backfill,
+        schedules::pause, schedules::resume, schedules::delete, schedules::fire, schedules::backfill, schedules::backfill_plan,
         jobs::enqueue, jobs::list, jobs::show, jobs::retry, jobs::cancel,
         jobs::bulk_cancel, jobs::bulk_retry,
         dlq::list, dlq::replay,
@@ -43,7 +43,7 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
         CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
-        JobPage, FiredView, BackfillBody, BackfillView, kairos_core::schedule::Overlap, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
+        JobPage, FiredView, BackfillBody, BackfillView, BackfillCallView, BackfillPlanView, kairos_core::schedule::Overlap, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
         kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,
         kairos_engine::ops::NewVariant, kairos_engine::ops::NewSubscription,
         recipients::RecipientView, recipients::RecipientList, recipients::BulkBody,

@@ -633,6 +633,23 @@ pub struct BackfillView {
     pub skipped: u64,
 }
 
+/// One call of a backfill: a range of at most 1,000 firings, from its first firing to its last.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BackfillCallView {
+    /// The range's first firing (RFC 3339).
+    pub from: String,
+    /// The range's last firing (RFC 3339).
+    pub to: String,
+}
+
+/// What `GET /v1/schedules/{id}/backfill` plans: the calls of `POST …/backfill` that cover a
+/// range, oldest first (none: the range holds no firing).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BackfillPlanView {
+    /// The calls, each of at most 1,000 firings.
+    pub calls: Vec<BackfillCallView>,
+}
+
 impl From<kairos_engine::ops::Backfilled> for BackfillView {
     fn from(b: kairos_engine::ops::Backfilled) -> Self {
         BackfillView {

@@ -383,6 +383,26 @@ async fn admin_occurrences_show_each_firing_with_its_derived_status() {
         ))
         .await;
     assert!(one.body.contains("occ-success") && !one.body.contains("occ-failure"));
+    // The status filter (the API's `state`), applied by the store.
+    let failed = ui
+        .get(&format!(
+            "/admin/schedules/{}/occurrences?state=failure",
+            s.id
+        ))
+        .await;
+    assert!(
+        failed.body.contains(">2026-11-30</a>") && !failed.body.contains(">2026-12-01</a>"),
+        "{}",
+        failed.body
+    );
+    assert!(failed.body.contains("<option value=\"failure\" selected>"));
+    let bad = ui
+        .get(&format!(
+            "/admin/schedules/{}/occurrences?state=bogus",
+            s.id
+        ))
+        .await;
+    assert!(bad.body.contains("id=\"error\"") && bad.body.contains("state"));
     let missing = ui.get("/admin/schedules/sch_nope/occurrences").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }

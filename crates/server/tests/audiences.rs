@@ -459,3 +459,38 @@ async fn wrong_entitlement_url_skips_everyone_and_slo_shows_skip_rate() {
         "{slo}"
     );
 }
+
+/// A subscription to a topic that is not defined is kept (subscribing first is allowed) but
+/// answered with a `warning` naming the topic, so a misspelt name is not accepted silently;
+/// once the topic exists, the same `PUT` has no warning, and reads never carry one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribing_to_an_undefined_topic_is_kept_with_a_warning_i35_10() {
+    let api = Api::start().await;
+    let (s, r) = api
+        .call(
+            Method::PUT,
+            "/v1/recipients/usr_1",
+            Some(json!({"email": "aki@example.com", "timezone": "Asia/Tokyo"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let sub = "/v1/subscriptions/usr_1/weekly-summary";
+    let (s, r) = api.call(Method::PUT, sub, Some(json!({}))).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let warning = r["warning"].as_str().expect("a warning");
+    assert!(warning.contains("\"weekly-summary\""), "{warning}");
+    let (s, r) = api.call(Method::GET, sub, None).await;
+    assert_eq!(s, StatusCode::OK, "the subscription is kept: {r}");
+    assert!(r.get("warning").is_none(), "{r}");
+    let (s, r) = api
+        .call(
+            Method::PUT,
+            "/v1/topics/weekly-summary",
+            Some(json!({"subject": "Your week", "text": "Hello"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let (s, r) = api.call(Method::PUT, sub, Some(json!({}))).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert!(r.get("warning").is_none(), "{r}");
+}

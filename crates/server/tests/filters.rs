@@ -200,3 +200,57 @@ async fn job_lists_take_the_shared_filter_names_and_the_old_aliases() {
     assert_eq!(status, 200, "{b}");
     assert_eq!(b["matched"], 1, "{b}");
 }
+
+/// `GET /v1/occurrences?state=` filters on the occurrence's derived status (an enum in the
+/// document); a status no occurrence has gives none, a bad or empty one is a 422 naming
+/// `state`.
+#[tokio::test]
+async fn occurrences_filter_on_their_state_and_refuse_a_bad_one_i35_5() {
+    let rx = TestReceiver::start().await;
+    let app = TestApp::start(t0(), TOKEN).await;
+    let (status, s) = call(
+        &app,
+        reqwest::Method::POST,
+        "/v1/schedules",
+        Some(json!({"name": "f", "cron": "0 6 * * *",
+                    "webhook": {"url": rx.url("/s"), "secret": SECRET}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{s}");
+    let sid = s["id"].as_str().expect("id").to_string();
+    let (_, fired) = call(
+        &app,
+        reqwest::Method::POST,
+        &format!("/v1/schedules/{sid}/fire"),
+        None,
+    )
+    .await;
+    let period = fired["period_key"].as_str().expect("period").to_string();
+    let get = |q: String| {
+        let app = &app;
+        async move { call(app, reqwest::Method::GET, &q, None).await }
+    };
+    // No worker runs in this app: the fired job waits, so its occurrence is pending.
+    let (status, pending) = get(format!("/v1/occurrences?schedule={sid}&state=pending")).await;
+    assert_eq!(status, 200, "{pending}");
+    assert_eq!(
+        pending["data"][0]["period_key"],
+        period.as_str(),
+        "{pending}"
+    );
+    assert_eq!(pending["data"].as_array().map(Vec::len), Some(1));
+    for other in ["success", "failure", "missed"] {
+        let (status, none) = get(format!("/v1/occurrences?schedule={sid}&state={other}")).await;
+        assert_eq!(status, 200, "{none}");
+        assert_eq!(none["data"], json!([]), "{other}: {none}");
+    }
+    for bad in ["exploded", ""] {
+        let (status, p) = get(format!("/v1/occurrences?schedule={sid}&state={bad}")).await;
+        assert_eq!(status, 422, "{bad:?}: {p}");
+        assert_eq!(p["field"], "state", "{p}");
+        assert!(
+            p["detail"].as_str().is_some_and(|d| d.contains("pending")),
+            "the values are named: {p}"
+        );
+    }
+}

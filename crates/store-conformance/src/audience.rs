@@ -428,6 +428,7 @@ pub async fn occurrence_list_counts_by_period_channel_state(s: S) {
             schedule_id: "sch_a".into(),
             period_key: None,
             limit: None,
+            status: None,
         })
         .await
         .unwrap();
@@ -444,6 +445,7 @@ pub async fn occurrence_list_counts_by_period_channel_state(s: S) {
             schedule_id: "sch_a".into(),
             period_key: Some("2026-W47".into()),
             limit: None,
+            status: None,
         })
         .await
         .unwrap();

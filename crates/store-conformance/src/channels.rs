@@ -109,6 +109,7 @@ pub async fn job_channel_roundtrips_and_occurrences_count_per_channel(s: S) {
             schedule_id: sch.id.clone(),
             period_key: None,
             limit: None,
+            status: None,
         })
         .await
         .unwrap();

@@ -30,6 +30,7 @@ pub mod fixtures;
 pub mod host_limits;
 pub mod inbound;
 pub mod jobs;
+pub mod occurrence_status;
 pub mod raw;
 pub mod retention;
 pub mod retention_tables;
@@ -188,6 +189,9 @@ macro_rules! store_conformance {
             exposure_recorded_only_for_succeeded_email_jobs,
             exposure_follows_the_completion_not_the_kind,
             occurrence_list_counts_by_period_channel_state,
+        );
+        $crate::store_conformance!(@occurrence_status $factory;
+            occurrence_list_filters_on_the_derived_status_before_the_limit_i35_5,
         );
         $crate::store_conformance!(@audience_targets $factory;
             subscription_targets_roundtrip_replace_and_erase,
@@ -394,6 +398,15 @@ macro_rules! store_conformance {
             async fn $name() {
                 let Some((store, _guard)) = $factory().await else { return };
                 $crate::endpoint_health::$name(store).await;
+            }
+        )*
+    };
+    (@occurrence_status $factory:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let Some((store, _guard)) = $factory().await else { return };
+                $crate::occurrence_status::$name(store).await;
             }
         )*
     };

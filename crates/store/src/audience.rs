@@ -310,8 +310,14 @@ pub struct OccurrenceList {
     pub schedule_id: String,
     /// Only this period.
     pub period_key: Option<String>,
-    /// At most this many periods, newest first (default 20).
+    /// At most this many periods, newest first (default 20), counted after `status`.
     pub limit: Option<i64>,
+    /// Only periods whose derived status (over all their jobs) is this: `pending` while a
+    /// job is open (a state other than `succeeded`, `skipped`, `dead`, `cancelled`), else
+    /// `success` (something succeeded, nothing died), `partial` (both), `failure` (something
+    /// died, nothing succeeded), `skipped` (a job was skipped), else `cancelled`. Another
+    /// value matches nothing.
+    pub status: Option<String>,
 }
 
 /// One (period, channel, state) count of an occurrence.

@@ -159,15 +159,7 @@ string_enum_schema!(
 );
 
 /// The statuses an occurrence can show (`GET /v1/occurrences`).
-pub const OCCURRENCE_STATUSES: [&str; 7] = [
-    "pending",
-    "success",
-    "partial",
-    "failure",
-    "skipped",
-    "cancelled",
-    "missed",
-];
+pub use super::OCCURRENCE_STATUSES;
 
 string_enum_schema!(
     /// A digest's summarizer.

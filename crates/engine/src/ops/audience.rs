@@ -205,6 +205,17 @@ fn check_email(field: &str, email: &str) -> Result<String, OpsError> {
     Ok(e.to_string())
 }
 
+/// The statuses an occurrence can show (`GET /v1/occurrences`).
+pub const OCCURRENCE_STATUSES: [&str; 7] = [
+    "pending",
+    "success",
+    "partial",
+    "failure",
+    "skipped",
+    "cancelled",
+    "missed",
+];
+
 impl Kairos {
     fn recipient_params(
         &self,
@@ -453,6 +464,23 @@ impl Kairos {
             .await?)
     }
 
+    /// What the author of a subscription to `topic` should be told: `Some` when no topic of
+    /// that name is defined. Subscribing first is legitimate (the topic may come later, and a
+    /// webhook channel needs no templates), so the subscription is kept; but a misspelt name
+    /// would otherwise be accepted silently.
+    pub async fn subscription_topic_warning(
+        &self,
+        topic: &str,
+    ) -> Result<Option<String>, OpsError> {
+        Ok(match self.store.topic_get(topic).await? {
+            Some(_) => None,
+            None => Some(format!(
+                "no topic {topic:?} is defined (GET /v1/topics lists them): the subscription is \
+                 kept, but no mail reaches it until the topic exists (PUT /v1/topics/{topic})"
+            )),
+        })
+    }
+
     /// A topic.
     pub async fn topic_get(&self, name: &str) -> Result<Topic, OpsError> {
         self.store
@@ -538,27 +566,30 @@ impl Kairos {
         Ok(self.store.subscription_list(p).await?)
     }
 
-    /// A schedule's occurrences: per period, the job counts per channel and state.
+    /// A schedule's occurrences: per period, the job counts per channel and state; with
+    /// `status`, only the periods of that derived status (one of
+    /// [`OCCURRENCE_STATUSES`]; `missed` is no period of jobs, so none).
+    /// Errors name the field: an unknown schedule, `limit` outside 1..=200, another `status`.
     pub async fn occurrence_list(
         &self,
-        schedule_id: &str,
-        period: Option<String>,
-        limit: Option<i64>,
+        p: OccurrenceList,
     ) -> Result<Vec<OccurrenceCount>, OpsError> {
-        self.schedule_get(schedule_id).await?;
-        if let Some(l) = limit
+        self.schedule_get(&p.schedule_id).await?;
+        if let Some(l) = p.limit
             && !(1..=200).contains(&l)
         {
             return Err(OpsError::invalid("limit", "must be between 1 and 200"));
         }
-        Ok(self
-            .store
-            .occurrence_list(OccurrenceList {
-                schedule_id: schedule_id.to_string(),
-                period_key: period,
-                limit,
-            })
-            .await?)
+        let statuses = OCCURRENCE_STATUSES;
+        if let Some(s) = &p.status
+            && !statuses.contains(&s.as_str())
+        {
+            return Err(OpsError::invalid(
+                "state",
+                format!("must be one of {}", statuses.join(", ")),
+            ));
+        }
+        Ok(self.store.occurrence_list(p).await?)
     }
 
     /// The payload of a schedule of `kind` with `topic`: a schedule of an audience kind

@@ -96,7 +96,12 @@ pub async fn show(
             .collect(),
         Err(_) => Vec::new(),
     };
-    let occurrences: Vec<_> = match state.kairos.occurrence_list(&id, None, Some(RECENT)).await {
+    let recent = kairos_store::OccurrenceList {
+        schedule_id: id.clone(),
+        limit: Some(RECENT),
+        ..Default::default()
+    };
+    let occurrences: Vec<_> = match state.kairos.occurrence_list(recent).await {
         Ok(counts) => crate::routes::occurrences::group(&id, counts)
             .into_iter()
             .map(|o| context! { period => o.period_key, fire_at => o.fire_at, status => o.status })

@@ -158,6 +158,9 @@ pub fn spec_text(spec: &ScheduleSpec) -> String {
 pub struct OccurrenceQuery {
     #[serde(default)]
     period: Option<String>,
+    /// The occurrence's status (the API's `state`); empty: any.
+    #[serde(default)]
+    state: Option<String>,
 }
 
 /// `GET /admin/schedules/{id}/occurrences`: each firing (period) with its channels side by
@@ -169,6 +172,7 @@ pub async fn occurrences(
     Query(q): Query<OccurrenceQuery>,
 ) -> Response {
     let period = q.period.filter(|p| !p.trim().is_empty());
+    let status = q.state.filter(|s| !s.trim().is_empty());
     let schedule = match state.kairos.schedule_get(&id).await {
         Ok(s) => s,
         Err(_) => {
@@ -178,11 +182,13 @@ pub async fn occurrences(
             return (axum::http::StatusCode::NOT_FOUND, page).into_response();
         }
     };
-    let (rows, error) = match state
-        .kairos
-        .occurrence_list(&id, period.clone(), Some(50))
-        .await
-    {
+    let filter = kairos_store::OccurrenceList {
+        schedule_id: id.clone(),
+        period_key: period.clone(),
+        limit: Some(50),
+        status: status.clone(),
+    };
+    let (rows, error) = match state.kairos.occurrence_list(filter).await {
         Ok(counts) => (crate::routes::occurrences::group(&id, counts), None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
@@ -215,7 +221,11 @@ pub async fn occurrences(
             schedule => context! {
                 id => schedule.id, name => schedule.name, overlap => schedule.overlap.as_str(),
             },
-            channels, rows, period, error,
+            channels, rows, period, error, state => status,
+            states => kairos_engine::ops::api_enums::OCCURRENCE_STATUSES
+                .iter()
+                .filter(|s| **s != "missed")
+                .collect::<Vec<_>>(),
         },
     )
     .await

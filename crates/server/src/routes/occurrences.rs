@@ -1,4 +1,4 @@
-//! `/v1/occurrences?schedule=…&period=…`: each firing (period) of a schedule with its jobs'
+//! `/v1/occurrences?schedule=…&period=…&state=…`: each firing (period) of a schedule with its jobs'
 //! states per channel and the derived status:
 //!
 //! - `pending`: some job has not finished (available or running);
@@ -126,7 +126,10 @@ pub struct ListQuery {
     pub schedule: String,
     /// Only this period key (`2026-W49`).
     pub period: Option<String>,
-    /// At most this many periods (1–200, default 20).
+    /// Only occurrences of this status (`missed`: only the recorded gaps).
+    #[param(value_type = Option<kairos_engine::ops::api_enums::OccurrenceStatusSchema>)]
+    pub state: Option<String>,
+    /// At most this many periods (1–200, default 20), counted after `state`.
     #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
 }
@@ -209,31 +212,45 @@ pub fn group(schedule_id: &str, counts: Vec<OccurrenceCount>) -> Vec<OccurrenceV
     responses(
         (status = 200, description = "Occurrences, newest first", body = OccurrenceList),
         (status = 404, description = "No such schedule", body = crate::problem::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A bad filter (`state`, `limit`)", body = crate::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<OccurrenceList>> {
-    let data = occurrences(&state.kairos, &q.schedule, q.period, q.limit).await?;
+    let data = occurrences(
+        &state.kairos,
+        kairos_store::OccurrenceList {
+            schedule_id: q.schedule,
+            period_key: q.period,
+            limit: q.limit,
+            status: q.state,
+        },
+    )
+    .await?;
     Ok(Json(OccurrenceList { data }))
 }
 
 /// A schedule's occurrences, newest first, with its recorded gaps as `missed` ones: what
-/// `GET /v1/occurrences` answers and `kairos occurrence list` prints. `period`: only that
-/// period key; `limit`: at most this many (default 20).
+/// `GET /v1/occurrences` answers and `kairos occurrence list` prints. `period_key`: only
+/// that period; `status`: only occurrences of that status (`missed`: only the gaps);
+/// `limit`: at most this many (default 20).
 pub async fn occurrences(
     kairos: &kairos_engine::Kairos,
-    schedule: &str,
-    period: Option<String>,
-    limit: Option<i64>,
+    p: kairos_store::OccurrenceList,
 ) -> Result<Vec<OccurrenceView>, kairos_engine::OpsError> {
-    let counts = kairos
-        .occurrence_list(schedule, period.clone(), limit)
-        .await?;
-    let mut data = group(schedule, counts);
-    let gaps = kairos
-        .schedule_gap_list(schedule, limit.unwrap_or(20))
-        .await?;
+    let (schedule, period, limit) = (p.schedule_id.clone(), p.period_key.clone(), p.limit);
+    let gaps_too = p.status.as_deref().is_none_or(|s| s == "missed");
+    // The engine checks the status, the store filters on it (`missed` matches no period).
+    let counts = kairos.occurrence_list(p).await?;
+    let mut data = group(&schedule, counts);
+    let gaps = if gaps_too {
+        kairos
+            .schedule_gap_list(&schedule, limit.unwrap_or(20))
+            .await?
+    } else {
+        Vec::new()
+    };
     data.extend(
         gaps.into_iter()
             .filter(|g| {
@@ -241,7 +258,7 @@ pub async fn occurrences(
                     .as_ref()
                     .is_none_or(|p| *p == g.first_period || *p == g.last_period)
             })
-            .map(|g| missed(schedule, g)),
+            .map(|g| missed(&schedule, g)),
     );
     // Newest first across both (the instants share one RFC 3339 format).
     data.sort_by(|a, b| b.fire_at.cmp(&a.fire_at));

@@ -1,10 +1,11 @@
 //! `/v1/schedules`: create, list, show (with the next firings), replace, pause, resume,
-//! delete, fire now, backfill a past range.
+//! delete, fire now, backfill a past range (and plan it: the calls a long range takes).
 
 use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, Problem};
 use crate::views::{
-    BackfillBody, BackfillView, FiredView, ScheduleBody, ScheduleList, ScheduleView,
+    BackfillBody, BackfillCallView, BackfillPlanView, BackfillView, FiredView, ScheduleBody,
+    ScheduleList, ScheduleView,
 };
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -26,7 +27,7 @@ pub fn router() -> Router<AppState> {
         .route("/{id}/pause", post(pause))
         .route("/{id}/resume", post(resume))
         .route("/{id}/fire", post(fire))
-        .route("/{id}/backfill", post(backfill))
+        .route("/{id}/backfill", post(backfill).get(backfill_plan))
 }
 
 /// The view of one schedule with its endpoint and upcoming firings.
@@ -233,4 +234,47 @@ pub async fn backfill(
         .schedule_backfill(&id, &body.from, &body.to)
         .await?;
     Ok(Json(done.into()))
+}
+
+/// The range of a backfill plan.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct BackfillQuery {
+    /// The first instant of the range (RFC 3339).
+    pub from: String,
+    /// The last instant of the range (RFC 3339), not in the future.
+    pub to: String,
+}
+
+/// Plan a backfill without creating anything: the `POST …/backfill` calls (each of at most
+/// 1,000 firings, from its first firing to its last) that cover `from` to `to`, oldest first,
+/// as `kairos schedule backfill` sends them. A range of more than 1,000,000 firings is a 422
+/// (`to`).
+#[utoipa::path(operation_id = "schedules_backfill_plan", get, path = "/v1/schedules/{id}/backfill", tag = "schedules",
+    params(("id" = String, Path, description = "Schedule id (`sch_…`)"), BackfillQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The calls, oldest first", body = BackfillPlanView),
+        (status = 404, description = "No such schedule", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A bad range (`from`, `to`: more than 1,000,000 firings, in the future, reversed) or a schedule that cannot backfill (`kind`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn backfill_plan(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<BackfillQuery>,
+) -> ApiResult<Json<BackfillPlanView>> {
+    let per_call = kairos_engine::ops::MAX_BACKFILL_FIRINGS;
+    let ranges = state
+        .kairos
+        .schedule_backfill_ranges(&id, &q.from, &q.to, per_call)
+        .await?;
+    let calls = ranges
+        .into_iter()
+        .map(|(from, to)| BackfillCallView {
+            from: crate::views::ts(from),
+            to: crate::views::ts(to),
+        })
+        .collect();
+    Ok(Json(BackfillPlanView { calls }))
 }

@@ -38,6 +38,10 @@ pub struct SubscriptionView {
     pub created_at: String,
     /// Last changed.
     pub updated_at: String,
+    /// On `PUT` only: no topic of this name is defined (a misspelt name?). The subscription is
+    /// kept all the same: subscribing before the topic exists is allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl From<Subscription> for SubscriptionView {
@@ -51,6 +55,7 @@ impl From<Subscription> for SubscriptionView {
             enabled: s.enabled,
             created_at: ts(s.created_at),
             updated_at: ts(s.updated_at),
+            warning: None,
         }
     }
 }
@@ -69,7 +74,7 @@ pub struct SubscriptionList {
            ("topic" = String, Path, description = "Topic name")),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "Created or replaced", body = SubscriptionView),
+        (status = 200, description = "Created or replaced; with a `warning` when no topic of this name is defined", body = SubscriptionView),
         (status = 404, description = "No such recipient", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field is not valid", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -78,13 +83,13 @@ pub async fn put(
     Path((recipient_id, topic)): Path<(String, String)>,
     ApiJson(body): ApiJson<NewSubscription>,
 ) -> ApiResult<Json<SubscriptionView>> {
-    Ok(Json(
-        state
-            .kairos
-            .subscription_put(&recipient_id, &topic, body)
-            .await?
-            .into(),
-    ))
+    let saved = state
+        .kairos
+        .subscription_put(&recipient_id, &topic, body)
+        .await?;
+    let mut view = SubscriptionView::from(saved);
+    view.warning = state.kairos.subscription_topic_warning(&topic).await?;
+    Ok(Json(view))
 }
 
 /// A subscription.

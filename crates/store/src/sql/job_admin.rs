@@ -198,6 +198,18 @@ const RETRY: &str = "UPDATE jobs SET
         state = 'available', run_at = $2, finished_at = NULL, reason = NULL
      WHERE {ids} AND state IN ({states})";
 
+/// The derived status of a period's jobs (grouped by period), the rule of
+/// [`crate::OccurrenceList::status`]: an open job makes it `pending`; then a success is
+/// `success` or, with a dead job, `partial`; a dead job `failure`; a skip `skipped`; else
+/// `cancelled`.
+const OCCURRENCE_STATUS: &str = "CASE
+        WHEN SUM(CASE WHEN state NOT IN ('succeeded', 'skipped', 'dead', 'cancelled') THEN 1 ELSE 0 END) > 0 THEN 'pending'
+        WHEN SUM(CASE WHEN state = 'succeeded' THEN 1 ELSE 0 END) > 0 THEN
+            CASE WHEN SUM(CASE WHEN state = 'dead' THEN 1 ELSE 0 END) > 0 THEN 'partial' ELSE 'success' END
+        WHEN SUM(CASE WHEN state = 'dead' THEN 1 ELSE 0 END) > 0 THEN 'failure'
+        WHEN SUM(CASE WHEN state = 'skipped' THEN 1 ELSE 0 END) > 0 THEN 'skipped'
+        ELSE 'cancelled' END";
+
 /// The attempt a job row holds instead of an attempt row (a plain success, see
 /// `JobComplete::attempt_is_implicit`), in [`ATTEMPT_COLS`] after `held` and `seq`; it comes
 /// after the job's attempt rows. One statement with them, so both are read in one snapshot.
@@ -308,14 +320,16 @@ impl<D: SqlDb> crate::JobAdminStore for D {
             "WITH periods AS (
                  SELECT period_key, MIN(fire_at) AS fire_at FROM jobs
                  WHERE schedule_id = $1 AND period_key IS NOT NULL AND ($2{t} IS NULL OR period_key = $2)
-                 GROUP BY period_key ORDER BY MIN(fire_at) DESC, period_key DESC LIMIT $3)
+                 GROUP BY period_key
+                 HAVING $4{t} IS NULL OR {OCCURRENCE_STATUS} = $4
+                 ORDER BY MIN(fire_at) DESC, period_key DESC LIMIT $3)
              SELECT j.period_key, p.fire_at, COALESCE(j.channel, j.kind) AS channel, j.state, COUNT(*) AS n
              FROM jobs j JOIN periods p ON p.period_key = j.period_key
              WHERE j.schedule_id = $1
              GROUP BY j.period_key, p.fire_at, COALESCE(j.channel, j.kind), j.state
              ORDER BY p.fire_at DESC, j.period_key DESC, channel, j.state"
         );
-        let b = binds![p.schedule_id, p.period_key, p.limit.unwrap_or(20)];
+        let b = binds![p.schedule_id, p.period_key, p.limit.unwrap_or(20), p.status];
         self.reader()
             .fetch("occurrence list", &sql, b, &|r| rows::occurrence_count(r))
             .await
