@@ -423,12 +423,27 @@ async fn subscription_list_show_and_delete_locally_and_through_the_server() {
     let (code, _, _) = local(w.dir(), &["subscription", "show", "r1", "news"]);
     assert_ne!(code, Some(0));
     // Put it back locally, delete it locally.
-    ok(
-        local(
-            w.dir(),
-            &["subscription", "put", "r1", "news", "--target", "t"],
+    let (code, _, stderr) = local(
+        w.dir(),
+        &["subscription", "put", "r1", "news", "--target", "t"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "news is defined: {stderr}");
+    // A topic nobody defined (a typo): kept, with a warning naming it, both ways.
+    for out in [
+        local(w.dir(), &["subscription", "put", "r1", "newz"]),
+        remote(
+            &w.server.base,
+            TOKEN,
+            &["subscription", "put", "r1", "newz"],
         ),
-        "put",
+    ] {
+        assert_eq!(out.0, Some(0), "{}", out.2);
+        assert!(out.2.contains("warning: no topic \"newz\""), "{}", out.2);
+    }
+    ok(
+        local(w.dir(), &["subscription", "delete", "r1", "newz"]),
+        "delete newz",
     );
     let d = json_of(
         local(w.dir(), &["subscription", "delete", "r1", "news", "--json"]),
