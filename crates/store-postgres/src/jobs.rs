@@ -48,18 +48,37 @@ const INSERT_CHUNK: usize = 5_000;
 /// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
 /// endpoint has limits, `flow_host` the origin an `http` job calls when that has limits
 /// (`slots.rs`): probes of primary keys, in tables that are empty unless limits are set.
-const CLAIM: &str = "WITH due (due_tid) AS (
-         SELECT ctid FROM jobs
+/// A job with a concurrency key whose key has `concurrency_max` slots held is skipped, not
+/// claimed and put back, and so are the jobs of one key beyond its `max` in one batch (they
+/// are locked by the select, not written: `kairos_store::concurrency`); for a job without a
+/// key the filter is one null test. The claim clears `wait_reason`: a job that runs no longer waits.
+const CLAIM: &str = "WITH cand (t, r, i, k, m) AS (
+         SELECT ctid, run_at, id, concurrency_key, concurrency_max FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
+           AND (concurrency_key IS NULL
+                OR (SELECT count(*) FROM concurrency_slots s JOIN jobs h ON h.id = s.job_id
+                    WHERE s.key = jobs.concurrency_key AND h.state = 'running'
+                      AND h.lease_token = s.lease_token AND h.lease_expires_at > $4)
+                   < concurrency_max)
          ORDER BY run_at, id LIMIT $5
-         FOR UPDATE SKIP LOCKED)
+         FOR UPDATE SKIP LOCKED),
+     due (due_tid) AS (
+         SELECT t FROM (SELECT t, k, m, row_number() OVER (PARTITION BY k ORDER BY r, i) AS n
+                        FROM cand) c
+         WHERE k IS NULL OR n <= m OR left(k, 1) = chr(1))
      UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
-            lease_token = $2, lease_expires_at = $3, attempted_at = $4
+            lease_token = $2, lease_expires_at = $3, attempted_at = $4, wait_reason = NULL
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
        AND jobs.state || '' = 'available'
      RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
                                WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited,
                (SELECT h.origin FROM host_limits h WHERE h.origin = jobs.http_origin) AS flow_host";
+
+/// The lowest job with a concurrency key still due after a claim, which the claim may have
+/// skipped because its key was at its max (`jobs_keyed_due`).
+const KEYED_DUE: &str = "SELECT run_at, id FROM jobs
+     WHERE state = 'available' AND concurrency_key IS NOT NULL AND run_at <= $1
+     ORDER BY run_at, id LIMIT 1";
 
 /// The claim statement as it runs: a sweep (`from_cursor` false) or a claim from the cursor
 /// (parameters `$6`, `$7`), for checks of its plan (`tests/hot_pool.rs`).
@@ -148,7 +167,12 @@ impl JobStore for PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("job get", e))?;
-        row.as_ref().map(job_from_row).transpose()
+        let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
+            return Ok(None);
+        };
+        kairos_store::sql::insight::job_key_wait(&mut kairos_store::sql::SqlDb::reader(self), &mut job)
+            .await?;
+        Ok(Some(job))
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
@@ -189,6 +213,26 @@ impl JobStore for PostgresStore {
         }
         self.cursor
             .claimed(&start, p.now, limit as usize, rows.len(), last);
+        if rows
+            .iter()
+            .any(|r| matches!(r.try_get::<Option<String>, _>("concurrency_key"), Ok(Some(_))))
+        {
+            self.cursor.keyed_seen(p.now);
+        }
+        if self.cursor.keyed_recent(p.now) {
+            // The claim skips the jobs of a key at its max: the lowest keyed job still due
+            // is where the next claim starts (a probe of `jobs_keyed_due`, empty unless
+            // keyed jobs wait).
+            let skipped: Option<(DateTime<Utc>, String)> = sqlx::query_as(KEYED_DUE)
+                .bind(p.now)
+                .fetch_optional(&self.claim)
+                .await
+                .map_err(|e| map_err("job claim: keyed", e))?;
+            if let Some(key) = skipped {
+                self.cursor.made_available(key);
+                self.cursor.keyed_seen(p.now);
+            }
+        }
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());

@@ -163,10 +163,25 @@ fn claim_sql() -> &'static str {
     SQL.get_or_init(|| {
         format!(
             "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
-                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4
-             WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_due
-                          WHERE state = 'available' AND run_at <= ?4
-                          ORDER BY run_at, id LIMIT ?5)
+                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4,
+                    wait_reason = NULL
+             WHERE id IN (SELECT id FROM (
+                            SELECT id, concurrency_key AS k, concurrency_max AS m,
+                                   row_number() OVER (PARTITION BY concurrency_key
+                                                      ORDER BY run_at, id) AS n
+                            FROM (SELECT id, run_at, concurrency_key, concurrency_max
+                                  FROM jobs INDEXED BY jobs_due
+                                  WHERE state = 'available' AND run_at <= ?4
+                                    AND (concurrency_key IS NULL
+                                         OR (SELECT count(*) FROM concurrency_slots s
+                                             JOIN jobs h ON h.id = s.job_id
+                                             WHERE s.key = jobs.concurrency_key
+                                               AND h.state = 'running'
+                                               AND h.lease_token = s.lease_token
+                                               AND h.lease_expires_at > ?4)
+                                            < concurrency_max)
+                                  ORDER BY run_at, id LIMIT ?5))
+                          WHERE k IS NULL OR n <= m OR substr(k, 1, 1) = char(1))
                AND +state = 'available'
              RETURNING {JOB_COLS}, EXISTS (SELECT 1 FROM endpoint_limits l
                                            WHERE l.endpoint_id = jobs.endpoint_id),
