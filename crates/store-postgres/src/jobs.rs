@@ -48,7 +48,7 @@ const INSERT_CHUNK: usize = 5_000;
 /// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
 /// endpoint has limits, `flow_host` the origin an `http` job calls when that has limits
 /// (`slots.rs`): probes of primary keys, in tables that are empty unless limits are set.
-/// A job with a concurrency key whose key has `concurrency_max` slots held is skipped, not
+/// A job with a concurrency key whose key has `concurrency_max` jobs running is skipped, not
 /// claimed and put back, and so are the jobs of one key beyond its `max` in one batch (they
 /// are locked by the select, not written: `kairos_store::concurrency`); for a job without a
 /// key the filter is one null test. The claim clears `wait_reason`: a job that runs no longer waits.
@@ -56,9 +56,9 @@ const CLAIM: &str = "WITH cand (t, r, i, k, m) AS (
          SELECT ctid, run_at, id, concurrency_key, concurrency_max FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
            AND (concurrency_key IS NULL
-                OR (SELECT count(*) FROM concurrency_slots s JOIN jobs h ON h.id = s.job_id
-                    WHERE s.key = jobs.concurrency_key AND h.state = 'running'
-                      AND h.lease_token = s.lease_token AND h.lease_expires_at > $4)
+                OR (SELECT count(*) FROM jobs h
+                    WHERE h.concurrency_key = jobs.concurrency_key AND h.state = 'running'
+                      AND h.lease_expires_at > $4)
                    < concurrency_max)
          ORDER BY run_at, id LIMIT $5
          FOR UPDATE SKIP LOCKED),
@@ -91,6 +91,17 @@ pub fn claim_statement(from_cursor: bool) -> String {
 /// descends to.
 const CLAIM_FROM: &str = "AND (run_at, id) >= ($6, $7)";
 
+/// [`INSERT_MANY`] returning the whole row of the job it made (`job_insert`).
+fn insert_returning() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let base = INSERT_MANY
+            .strip_suffix("RETURNING id")
+            .unwrap_or(INSERT_MANY);
+        format!("{base}RETURNING {JOB_COLS}")
+    })
+}
+
 /// Why an insert created nothing and there is no job to answer with.
 fn not_inserted(has_dedupe_key: bool) -> Error {
     if has_dedupe_key {
@@ -103,42 +114,32 @@ fn not_inserted(has_dedupe_key: bool) -> Error {
 #[async_trait]
 impl JobStore for PostgresStore {
     async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job insert", e))?;
-        let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
+        // One statement, one round trip, for the usual case: the job is new, and the insert
+        // returns it. An insert that did nothing (its dedupe key is taken) reads the job that
+        // holds the key: under READ COMMITTED the next statement sees the latest commits, and
+        // the insert waited for the key's writer.
+        let inserted = sqlx::query(insert_returning())
             .bind(insert_json(std::slice::from_ref(&p)))
-            .fetch_all(&mut *tx)
+            .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("job insert", e))?;
-        // Under READ COMMITTED each statement sees the latest commits, so a dedupe key that
-        // made the insert do nothing is visible here (the insert waited for its writer).
-        let row = if created.is_empty() {
-            // The dedupe key exists: answer with the job that holds it (none when the key is
-            // a pruned job's tombstone).
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
-                .bind(&p.dedupe_key)
-                .fetch_optional(&mut *tx)
-                .await
-        } else {
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
-                .bind(&p.id)
-                .fetch_optional(&mut *tx)
-                .await
-        }
-        .map_err(|e| map_err("job insert", e))?
-        .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
-        let job = job_from_row(&row)?;
-        tx.commit().await.map_err(|e| map_err("job insert", e))?;
-        if !created.is_empty() {
+        if let Some(row) = inserted {
+            let job = job_from_row(&row)?;
             self.cursor.made_available((p.run_at, String::new()));
             self.waker.committed(&self.pool);
+            return Ok(JobInserted { job, created: true });
         }
+        // The dedupe key exists: answer with the job that holds it (none when the key is a
+        // pruned job's tombstone).
+        let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
+            .bind(&p.dedupe_key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("job insert", e))?
+            .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
         Ok(JobInserted {
-            job,
-            created: !created.is_empty(),
+            job: job_from_row(&row)?,
+            created: false,
         })
     }
 

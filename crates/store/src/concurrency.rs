@@ -2,9 +2,11 @@
 //! due again. Pure: both stores read the taken slots, ask [`plan`], and write its answer in
 //! one transaction.
 //!
-//! **A claim skips a key at its max.** The claim statement leaves out a due job whose key
-//! already has `max` slots held (a probe of the slot table by key, and of each holder's row;
-//! a job without a key costs one null test). Such a job stays as it is: no attempt, no write,
+//! **A claim skips a key at its max.** The claim leaves out a due job whose key already has
+//! `max` jobs running under an unexpired lease (a probe of `jobs_keyed_running`; a job
+//! without a key costs one null test), and takes at most `max` jobs of one key in a batch.
+//! Counting running jobs rather than slots also covers jobs claimed a moment ago that have
+//! not taken their slot yet. Such a job stays as it is: no attempt, no write,
 //! no put-back; it counts as waiting (`InsightStore::job_waiting`) and its `wait_reason`
 //! reads `concurrency_key`. Without the skip, with 1,000 keys of `max: 1`, about half the
 //! jobs claimed were written back to wait, each at the cost of a claim and a put-back. The

@@ -32,10 +32,10 @@ pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCou
     .await
 }
 
-/// The slots of a concurrency key held now: a slot row whose job still runs under the lease
-/// that took it (a crashed holder's counts until the rescuer hands its job out again).
-const HELD: &str = "SELECT COUNT(*) FROM concurrency_slots s JOIN jobs h ON h.id = s.job_id
-     WHERE s.key = j.concurrency_key AND h.state = 'running' AND h.lease_token = s.lease_token";
+/// The jobs of a concurrency key running now, as claims count them (`jobs_keyed_running`; a
+/// crashed holder's counts until the rescuer hands its job out again).
+const HELD: &str = "SELECT COUNT(*) FROM jobs h
+     WHERE h.concurrency_key = j.concurrency_key AND h.state = 'running'";
 
 /// Why an available job with a concurrency key does not run when it was never put back: its
 /// key is at its max, and claims skip it (`Job::wait_reason` then reads `concurrency_key`).
