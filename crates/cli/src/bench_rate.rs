@@ -43,7 +43,7 @@ pub(crate) const HOLD_APPLICATION: &str = "kairos-bench-hold";
 const PRODUCER_TICK: Duration = Duration::from_millis(20);
 
 /// Enqueues in flight at once: API clients do not wait for each other.
-const ENQUEUE_CONCURRENCY: usize = 16;
+const ENQUEUE_CONCURRENCY: usize = 64;
 
 /// How often a holder reads inside its snapshot.
 const HOLD_SCAN: Duration = Duration::from_millis(500);

@@ -57,8 +57,8 @@ pub async fn concurrency_key_roundtrips(s: S) {
     );
 }
 
-/// One claim takes at most `max` jobs of a key; the rest go back, due a little later, with
-/// their attempt counter as it was; jobs of other keys and without a key are claimed beside.
+/// One claim takes at most `max` jobs of a key; the rest stay as they were (not claimed, so
+/// no attempt and no move); jobs of other keys and without a key are claimed beside.
 pub async fn concurrency_claim_takes_at_most_max_per_key_and_other_keys_run(s: S) {
     let mut all = Vec::new();
     for i in 0..4 {
@@ -80,7 +80,7 @@ pub async fn concurrency_claim_takes_at_most_max_per_key_and_other_keys_run(s: S
         assert_eq!(w.state, JobState::Available, "{}", j.id);
         assert_eq!(w.attempt, 0, "waiting for a slot is not an attempt");
         assert!(w.lease_token.is_none());
-        assert!(w.run_at > now && w.run_at <= now + WAIT_MAX, "{}", w.run_at);
+        assert_eq!(w.run_at, j.run_at, "left where it was");
     }
     // While the slots are held, the waiting jobs are not claimed, even when due again.
     let later = now + WAIT_MAX + Duration::seconds(1);
@@ -214,12 +214,15 @@ pub async fn concurrency_failed_key_takes_no_slot(s: S) {
 
 /// The jobs put back wait with reason `concurrency_key`, counted with the time they were made
 /// to wait; every reason is listed, zeros included; a job that then runs no longer counts.
+/// (A claim takes at most a job's own `max` of its key, but a key's limit is the smallest
+/// `max` of its jobs in the batch: jobs of one key asking for different limits are claimed
+/// and put back, as jobs are when claims race.)
 pub async fn concurrency_waits_are_counted_by_reason(s: S) {
     let before = s.job_waiting().await.unwrap();
     let reasons: Vec<&str> = before.iter().map(|w| w.reason.as_str()).collect();
     assert_eq!(reasons, ["rate_limit", "in_flight", "concurrency_key"]);
     assert!(before.iter().all(|w| w.waiting == 0 && w.waits_total == 0));
-    s.job_insert_many(vec![keyed("k", 1, 0), keyed("k", 1, 1), keyed("k", 1, 2)])
+    s.job_insert_many(vec![keyed("k", 1, 0), keyed("k", 3, 1), keyed("k", 3, 2)])
         .await
         .unwrap();
     let now = t0() + Duration::seconds(1);
@@ -241,6 +244,70 @@ pub async fn concurrency_waits_are_counted_by_reason(s: S) {
     assert_eq!(next.len(), 1);
     let k = s.job_waiting().await.unwrap().remove(2);
     assert_eq!(k.waiting, 1, "the job that ran no longer waits");
+}
+
+/// Issue 34's cost: a claim does not take the jobs of a key already at its max. They stay
+/// `available` as they were (no attempt, no write, no put-back counted) while other jobs are
+/// claimed, say why they wait, count as waiting, and run once the key frees.
+pub async fn concurrency_claim_skips_a_key_at_its_max_issue_34(s: S) {
+    s.job_insert(keyed("busy", 1, 0)).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let holder = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(holder.len(), 1);
+    let waiter = keyed("busy", 1, 1);
+    let other = job(t0() + Duration::milliseconds(2));
+    s.job_insert_many(vec![waiter.clone(), other.clone()])
+        .await
+        .unwrap();
+    let got = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    let ids: Vec<&str> = got.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, [other.id.as_str()], "only the job without a busy key");
+    let w = s.job_get(&waiter.id).await.unwrap().unwrap();
+    assert_eq!(w.state, JobState::Available);
+    assert_eq!(w.attempt, 0, "skipping is not an attempt");
+    assert_eq!(w.run_at, waiter.run_at, "skipping moves nothing");
+    assert_eq!(w.wait_reason.as_deref(), Some("concurrency_key"));
+    let k = s.job_waiting().await.unwrap().remove(2);
+    assert_eq!((k.waiting, k.waits_total), (1, 0), "waiting, never put back");
+    s.job_complete_many(vec![complete(&holder[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    let next = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].id, waiter.id);
+    assert_eq!(next[0].wait_reason, None);
+}
+
+/// A job a claim skipped for its busy key, below the jobs the claim took, is claimed by the
+/// first claim after its key frees: not left for a sweep (PostgreSQL's claim cursor).
+pub async fn concurrency_skipped_job_below_the_claimed_runs_when_its_key_frees(s: S) {
+    let now = t0() + Duration::seconds(1);
+    s.job_insert(keyed("k", 1, 0)).await.unwrap();
+    let holder = s.job_claim(claim(now, 1, "n1")).await.unwrap();
+    assert_eq!(holder.len(), 1);
+    let skipped = keyed("k", 1, 1);
+    let plain: Vec<JobInsert> = (2..6)
+        .map(|ms| job(t0() + Duration::milliseconds(ms)))
+        .collect();
+    let mut all = vec![skipped.clone()];
+    all.extend(plain.iter().cloned());
+    s.job_insert_many(all).await.unwrap();
+    let two = s.job_claim(claim(now, 2, "n1")).await.unwrap();
+    let two: Vec<&str> = two.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(two, [plain[0].id.as_str(), plain[1].id.as_str()]);
+    s.job_complete_many(vec![complete(&holder[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    let rest = s.job_claim(claim(now, 10, "n1")).await.unwrap();
+    let rest: Vec<&str> = rest.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(
+        rest,
+        [
+            skipped.id.as_str(),
+            plain[2].id.as_str(),
+            plain[3].id.as_str()
+        ]
+    );
 }
 
 async fn endpoint(s: &S, id: &str) {

@@ -72,6 +72,9 @@ struct State {
     /// The `now` of the last near and full sweep; `None`: the next claim sweeps.
     near_at: Option<DateTime<Utc>>,
     full_at: Option<DateTime<Utc>>,
+    /// Until when claims look for jobs with a concurrency key they skipped (see
+    /// [`ClaimCursor::keyed_seen`]).
+    keyed_until: Option<DateTime<Utc>>,
 }
 
 /// The claim cursor of one store. Cheap to share behind an `Arc`.
@@ -187,6 +190,20 @@ impl ClaimCursor {
             Some(d) => d.min(key),
             None => key,
         });
+    }
+
+    /// A claim at `now` met jobs with a concurrency key. A claim skips the jobs of a key at
+    /// its `max` (they stay `available`, below the keys it claims), so for a while after, each
+    /// claim looks up the lowest keyed job still due ([`ClaimCursor::keyed_recent`]) and marks
+    /// it with [`ClaimCursor::made_available`]: the next claim starts there instead of leaving
+    /// it to a sweep once its key frees.
+    pub(crate) fn keyed_seen(&self, now: DateTime<Utc>) {
+        self.lock().keyed_until = Some(now + FULL_EVERY);
+    }
+
+    /// Whether a claim at `now` looks up the keyed jobs it may have skipped.
+    pub(crate) fn keyed_recent(&self, now: DateTime<Utc>) -> bool {
+        self.lock().keyed_until.is_some_and(|u| now <= u)
     }
 
     /// Jobs became available here at keys not known: the next claim sweeps from the start.

@@ -48,18 +48,37 @@ const INSERT_CHUNK: usize = 5_000;
 /// keeps. `{from}` is empty for a sweep, or [`CLAIM_FROM`]. `flow_limited` says whether the job's
 /// endpoint has limits, `flow_host` the origin an `http` job calls when that has limits
 /// (`slots.rs`): probes of primary keys, in tables that are empty unless limits are set.
-const CLAIM: &str = "WITH due (due_tid) AS (
-         SELECT ctid FROM jobs
+/// A job with a concurrency key whose key has `concurrency_max` jobs running is skipped, not
+/// claimed and put back, and so are the jobs of one key beyond its `max` in one batch (they
+/// are locked by the select, not written: `kairos_store::concurrency`); for a job without a
+/// key the filter is one null test. The claim clears `wait_reason`: a job that runs no longer waits.
+const CLAIM: &str = "WITH cand (t, r, i, k, m) AS (
+         SELECT ctid, run_at, id, concurrency_key, concurrency_max FROM jobs
          WHERE state = 'available' AND run_at <= $4 {from}
+           AND (concurrency_key IS NULL
+                OR (SELECT count(*) FROM jobs h
+                    WHERE h.concurrency_key = jobs.concurrency_key AND h.state = 'running'
+                      AND h.lease_expires_at > $4)
+                   < concurrency_max)
          ORDER BY run_at, id LIMIT $5
-         FOR UPDATE SKIP LOCKED)
+         FOR UPDATE SKIP LOCKED),
+     due (due_tid) AS (
+         SELECT t FROM (SELECT t, k, m, row_number() OVER (PARTITION BY k ORDER BY r, i) AS n
+                        FROM cand) c
+         WHERE k IS NULL OR n <= m OR left(k, 1) = chr(1))
      UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = $1,
-            lease_token = $2, lease_expires_at = $3, attempted_at = $4
+            lease_token = $2, lease_expires_at = $3, attempted_at = $4, wait_reason = NULL
      WHERE jobs.ctid = ANY(ARRAY(SELECT due_tid FROM due))
        AND jobs.state || '' = 'available'
      RETURNING {cols}, EXISTS (SELECT 1 FROM endpoint_limits l
                                WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited,
                (SELECT h.origin FROM host_limits h WHERE h.origin = jobs.http_origin) AS flow_host";
+
+/// The lowest job with a concurrency key still due after a claim, which the claim may have
+/// skipped because its key was at its max (`jobs_keyed_due`).
+const KEYED_DUE: &str = "SELECT run_at, id FROM jobs
+     WHERE state = 'available' AND concurrency_key IS NOT NULL AND run_at <= $1
+     ORDER BY run_at, id LIMIT 1";
 
 /// The claim statement as it runs: a sweep (`from_cursor` false) or a claim from the cursor
 /// (parameters `$6`, `$7`), for checks of its plan (`tests/hot_pool.rs`).
@@ -71,6 +90,17 @@ pub fn claim_statement(from_cursor: bool) -> String {
 /// Where a claim that is not a sweep starts: the cursor's key, a row comparison the B-tree
 /// descends to.
 const CLAIM_FROM: &str = "AND (run_at, id) >= ($6, $7)";
+
+/// [`INSERT_MANY`] returning the whole row of the job it made (`job_insert`).
+fn insert_returning() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let base = INSERT_MANY
+            .strip_suffix("RETURNING id")
+            .unwrap_or(INSERT_MANY);
+        format!("{base}RETURNING {JOB_COLS}")
+    })
+}
 
 /// Why an insert created nothing and there is no job to answer with.
 fn not_inserted(has_dedupe_key: bool) -> Error {
@@ -84,42 +114,32 @@ fn not_inserted(has_dedupe_key: bool) -> Error {
 #[async_trait]
 impl JobStore for PostgresStore {
     async fn job_insert(&self, p: JobInsert) -> Result<JobInserted> {
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(|e| map_err("job insert", e))?;
-        let created: Vec<String> = sqlx::query_scalar(INSERT_MANY)
+        // One statement, one round trip, for the usual case: the job is new, and the insert
+        // returns it. An insert that did nothing (its dedupe key is taken) reads the job that
+        // holds the key: under READ COMMITTED the next statement sees the latest commits, and
+        // the insert waited for the key's writer.
+        let inserted = sqlx::query(insert_returning())
             .bind(insert_json(std::slice::from_ref(&p)))
-            .fetch_all(&mut *tx)
+            .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("job insert", e))?;
-        // Under READ COMMITTED each statement sees the latest commits, so a dedupe key that
-        // made the insert do nothing is visible here (the insert waited for its writer).
-        let row = if created.is_empty() {
-            // The dedupe key exists: answer with the job that holds it (none when the key is
-            // a pruned job's tombstone).
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
-                .bind(&p.dedupe_key)
-                .fetch_optional(&mut *tx)
-                .await
-        } else {
-            sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
-                .bind(&p.id)
-                .fetch_optional(&mut *tx)
-                .await
-        }
-        .map_err(|e| map_err("job insert", e))?
-        .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
-        let job = job_from_row(&row)?;
-        tx.commit().await.map_err(|e| map_err("job insert", e))?;
-        if !created.is_empty() {
+        if let Some(row) = inserted {
+            let job = job_from_row(&row)?;
             self.cursor.made_available((p.run_at, String::new()));
             self.waker.committed(&self.pool);
+            return Ok(JobInserted { job, created: true });
         }
+        // The dedupe key exists: answer with the job that holds it (none when the key is a
+        // pruned job's tombstone).
+        let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = $1"))
+            .bind(&p.dedupe_key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| map_err("job insert", e))?
+            .ok_or_else(|| not_inserted(p.dedupe_key.is_some()))?;
         Ok(JobInserted {
-            job,
-            created: !created.is_empty(),
+            job: job_from_row(&row)?,
+            created: false,
         })
     }
 
@@ -148,7 +168,12 @@ impl JobStore for PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(|e| map_err("job get", e))?;
-        row.as_ref().map(job_from_row).transpose()
+        let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
+            return Ok(None);
+        };
+        kairos_store::sql::insight::job_key_wait(&mut kairos_store::sql::SqlDb::reader(self), &mut job)
+            .await?;
+        Ok(Some(job))
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {
@@ -189,6 +214,26 @@ impl JobStore for PostgresStore {
         }
         self.cursor
             .claimed(&start, p.now, limit as usize, rows.len(), last);
+        if rows
+            .iter()
+            .any(|r| matches!(r.try_get::<Option<String>, _>("concurrency_key"), Ok(Some(_))))
+        {
+            self.cursor.keyed_seen(p.now);
+        }
+        if self.cursor.keyed_recent(p.now) {
+            // The claim skips the jobs of a key at its max: the lowest keyed job still due
+            // is where the next claim starts (a probe of `jobs_keyed_due`, empty unless
+            // keyed jobs wait).
+            let skipped: Option<(DateTime<Utc>, String)> = sqlx::query_as(KEYED_DUE)
+                .bind(p.now)
+                .fetch_optional(&self.claim)
+                .await
+                .map_err(|e| map_err("job claim: keyed", e))?;
+            if let Some(key) = skipped {
+                self.cursor.made_available(key);
+                self.cursor.keyed_seen(p.now);
+            }
+        }
         // A row that cannot be decoded dies alone: its batch-mates are returned and run, and
         // it is dead-lettered under its lease with the decoding error (it could never run).
         let mut jobs = Vec::with_capacity(rows.len());

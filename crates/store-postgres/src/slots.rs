@@ -132,16 +132,7 @@ pub(crate) async fn take(
     }
     write_buckets(&mut tx, &plan.buckets).await?;
     put_back(&mut tx, p, &plan).await?;
-    let passed = plan.passed();
-    if !passed.is_empty() {
-        sqlx::query(
-            "UPDATE jobs SET wait_reason = NULL WHERE id = ANY($1) AND wait_reason IS NOT NULL",
-        )
-        .bind(&passed)
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-    }
+    // The jobs that run need no clearing: the claim cleared their `wait_reason`.
     tx.commit().await.map_err(err)?;
     let waiting = plan.waiting();
     Ok(jobs

@@ -58,7 +58,12 @@ impl JobStore for SqliteStore {
             .fetch_optional(&self.read)
             .await
             .map_err(|e| map_err("job get", e))?;
-        row.as_ref().map(job_from_row).transpose()
+        let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
+            return Ok(None);
+        };
+        kairos_store::sql::insight::job_key_wait(&mut kairos_store::sql::SqlDb::reader(self), &mut job)
+            .await?;
+        Ok(Some(job))
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {

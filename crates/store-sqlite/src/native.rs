@@ -152,21 +152,33 @@ fn by_dedupe_sql() -> &'static str {
     SQL.get_or_init(|| format!("SELECT {JOB_COLS} FROM jobs WHERE dedupe_key = ?1"))
 }
 
+/// The due jobs a claim may take, oldest first: each with its key and limit. A job whose
+/// key has `max` jobs running under an unexpired lease is left out (`jobs_keyed_running`).
+/// `INDEXED BY jobs_due` pins the plan to the partial index: without statistics the planner
+/// otherwise picks another index and sorts every available row, which makes the claim slow
+/// down as the backlog grows. The index holds the key and limit, so a job without a key is
+/// read from the index alone.
+const CLAIM_CANDIDATES: &str = "SELECT id, concurrency_key, concurrency_max
+     FROM jobs INDEXED BY jobs_due
+     WHERE state = 'available' AND run_at <= ?1
+       AND (concurrency_key IS NULL
+            OR (SELECT count(*) FROM jobs h INDEXED BY jobs_keyed_running
+                WHERE h.concurrency_key = jobs.concurrency_key AND h.state = 'running'
+                  AND h.lease_expires_at > ?1) < concurrency_max)
+     ORDER BY run_at, id LIMIT ?2";
+
 fn claim_sql() -> &'static str {
     // SQLite has no SKIP LOCKED; with one writer the conditional UPDATE cannot race with
     // another claimer in this process, and across processes SQLite's write lock serializes
-    // it. `INDEXED BY jobs_due` pins the plan to the partial index: without statistics the
-    // planner otherwise picks another index and sorts every available row, which makes the
-    // claim slow down as the backlog grows. The unary `+` keeps the outer filter off any
-    // index (the id lookup is the right plan).
+    // it (the state check leaves a job another process claimed in between). The unary `+`
+    // keeps the outer filter off any index (the id lookup is the right plan).
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| {
         format!(
             "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
-                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4
-             WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_due
-                          WHERE state = 'available' AND run_at <= ?4
-                          ORDER BY run_at, id LIMIT ?5)
+                    lease_token = ?2, lease_expires_at = ?3, attempted_at = ?4,
+                    wait_reason = NULL
+             WHERE id IN (SELECT value FROM json_each(?5))
                AND +state = 'available'
              RETURNING {JOB_COLS}, EXISTS (SELECT 1 FROM endpoint_limits l
                                            WHERE l.endpoint_id = jobs.endpoint_id),
@@ -175,10 +187,41 @@ fn claim_sql() -> &'static str {
     })
 }
 
+/// The candidates a claim takes: all but the jobs of a key beyond its `max` in this batch
+/// (a failed key takes no slot, so its jobs are all taken: the executor fails them).
+fn claim_pick(candidates: Vec<(String, Option<String>, Option<i64>)>) -> Vec<String> {
+    let mut per_key: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+    candidates
+        .into_iter()
+        .filter_map(|(id, key, max)| match key {
+            Some(k) if !k.starts_with('\u{1}') => {
+                let n = per_key.entry(k).or_insert(0);
+                *n += 1;
+                (*n <= max.unwrap_or(1)).then_some(id)
+            }
+            _ => Some(id),
+        })
+        .collect()
+}
+
 /// Claim up to `limit` due jobs under a lease, each with whether its endpoint has limits and
 /// the origin it calls when that has limits (`slots.rs`). The caller decodes them ([`StoredJob::decode`]) and sorts them oldest first:
 /// neither needs the writer thread.
 pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<ClaimedRow>> {
+    let mut pick = conn
+        .prepare_cached(CLAIM_CANDIDATES)
+        .map_err(|e| map_native("job claim", e))?;
+    let candidates = pick
+        .query_map(params![to_millis(p.now), p.limit.max(0)], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .map_err(|e| map_native("job claim", e))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(|e| map_native("job claim", e))?;
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::Value::from(claim_pick(candidates)).to_string();
     let mut stmt = conn
         .prepare_cached(claim_sql())
         .map_err(|e| map_native("job claim", e))?;
@@ -189,7 +232,7 @@ pub(crate) fn claim(conn: &Connection, p: &JobClaim) -> Result<Vec<ClaimedRow>> 
                 p.lease_token,
                 to_millis(p.lease_until),
                 to_millis(p.now),
-                p.limit.max(0)
+                ids
             ],
             |r| {
                 Ok((

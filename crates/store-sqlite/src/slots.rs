@@ -105,15 +105,8 @@ pub(crate) fn take(
         }
         .map_err(err)?;
     }
+    // The jobs that run need no clearing: the claim cleared their `wait_reason`.
     put_back(conn, &plan, token, now)?;
-    let mut clear = conn
-        .prepare_cached(
-            "UPDATE jobs SET wait_reason = NULL WHERE id = ?1 AND wait_reason IS NOT NULL",
-        )
-        .map_err(err)?;
-    for job in plan.passed() {
-        clear.execute([job]).map_err(err)?;
-    }
     Ok(plan.wait.into_iter().map(|w| w.0).collect())
 }
 

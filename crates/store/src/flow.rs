@@ -164,24 +164,12 @@ pub struct FlowPlan {
     pub wait: Vec<(String, DateTime<Utc>, &'static str)>,
     /// Buckets after the takes: (endpoint id, milli-tokens, refilled at).
     pub buckets: Vec<(String, i64, DateTime<Utc>)>,
-    /// The jobs that had a check to pass (a key, or an endpoint with limits).
-    pub checked: Vec<String>,
 }
 
 impl FlowPlan {
     /// The ids of the jobs put back.
     pub fn waiting(&self) -> HashSet<&str> {
         self.wait.iter().map(|w| w.0.as_str()).collect()
-    }
-
-    /// The ids of the jobs that run and had a check to pass (their `wait_reason` is cleared).
-    pub fn passed(&self) -> Vec<String> {
-        let waiting = self.waiting();
-        self.checked
-            .iter()
-            .filter(|id| !waiting.contains(id.as_str()))
-            .cloned()
-            .collect()
     }
 }
 
@@ -287,14 +275,7 @@ pub fn flow_plan(
     now: DateTime<Utc>,
 ) -> FlowPlan {
     let keyed = crate::concurrency::wants(jobs);
-    let mut out = FlowPlan {
-        checked: jobs
-            .iter()
-            .filter(|j| limited.contains_key(&j.id) || keyed.iter().any(|w| w.job_id == j.id))
-            .map(|j| j.id.clone())
-            .collect(),
-        ..FlowPlan::default()
-    };
+    let mut out = FlowPlan::default();
     // 1. Concurrency keys.
     let keys = plan(&keyed, held, now);
     let mut waiting: HashSet<String> = HashSet::new();
@@ -570,7 +551,6 @@ mod tests {
         let jobs = vec![job("a", Some("ep_2"), None), job("b", None, None)];
         let p = flow_plan(&jobs, &Limited::new(), &[], &[], t0());
         assert_eq!(p, FlowPlan::default());
-        assert!(p.passed().is_empty());
         assert!(!needed(&jobs, &Limited::new()));
     }
 }

@@ -1,7 +1,7 @@
 //! The monitoring reads and the SLO alert state ([`crate::InsightStore`]), written once over
 //! [`SqlRun`]: each store's impl hands them its read pool and writer.
 
-use super::{Dialect, SqlRun, rows};
+use super::{Bind, Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
     Backlog, DeadScheduledRun, DecidedCount, FinishedBucket, JobBacklog, JobCount, JobCountDecided,
@@ -32,13 +32,54 @@ pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCou
     .await
 }
 
-/// Jobs put back to wait, per reason (`jobs_waiting` is a partial index of them).
+/// The jobs of a concurrency key running now, as claims count them (`jobs_keyed_running`; a
+/// crashed holder's counts until the rescuer hands its job out again).
+const HELD: &str = "SELECT COUNT(*) FROM jobs h
+     WHERE h.concurrency_key = j.concurrency_key AND h.state = 'running'";
+
+/// Why an available job with a concurrency key does not run when it was never put back: its
+/// key is at its max, and claims skip it (`Job::wait_reason` then reads `concurrency_key`).
+/// Every other job is left as read.
+pub async fn job_key_wait(run: &mut impl SqlRun, job: &mut kairos_core::Job) -> Result<()> {
+    let Some(c) = job.concurrency.as_ref() else {
+        return Ok(());
+    };
+    if job.state != kairos_core::JobState::Available
+        || job.wait_reason.is_some()
+        || !c.is_enforceable()
+    {
+        return Ok(());
+    }
+    let full = run
+        .fetch_optional(
+            "job key wait",
+            &format!("SELECT ({HELD}) >= j.concurrency_max AS full FROM jobs j WHERE j.id = $1"),
+            vec![Bind::Text(Some(job.id.clone()))],
+            &|r| r.boolean("full"),
+        )
+        .await?;
+    if full == Some(true) {
+        job.wait_reason = Some(crate::concurrency::WAIT_CONCURRENCY_KEY.to_string());
+    }
+    Ok(())
+}
+
+/// Jobs waiting, per reason: those put back (`jobs_waiting` is a partial index of them), and
+/// for `concurrency_key` also the available jobs of a key at its max that claims skip without
+/// writing them (`jobs_keyed_due`).
 pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency::JobWaiting>> {
     let waiting = run
         .fetch(
             "job waiting",
-            "SELECT wait_reason, COUNT(*) AS n FROM jobs
-             WHERE wait_reason IS NOT NULL AND state = 'available' GROUP BY wait_reason",
+            &format!(
+                "SELECT wait_reason, COUNT(*) AS n FROM jobs
+                 WHERE wait_reason IS NOT NULL AND state = 'available' GROUP BY wait_reason
+                 UNION ALL
+                 SELECT '{key}', COUNT(*) FROM jobs j
+                 WHERE j.state = 'available' AND j.concurrency_key IS NOT NULL
+                   AND j.wait_reason IS NULL AND ({HELD}) >= j.concurrency_max",
+                key = crate::concurrency::WAIT_CONCURRENCY_KEY
+            ),
             vec![],
             &|r| Ok((r.text("wait_reason")?, r.int("n")?)),
         )
@@ -60,7 +101,7 @@ pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency
                 .map_or((0, 0), |t| (t.1, t.2));
             crate::concurrency::JobWaiting {
                 reason: reason.to_string(),
-                waiting: waiting.iter().find(|w| w.0 == *reason).map_or(0, |w| w.1),
+                waiting: waiting.iter().filter(|w| w.0 == *reason).map(|w| w.1).sum(),
                 waits_total,
                 wait_ms_total,
             }

@@ -68,6 +68,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0030 "queue_samples",
     0031 "nodes",
     0032 "host_limits",
+    0033 "keyed_due",
 ];
 
 /// The table sqlx records applied migrations in.
