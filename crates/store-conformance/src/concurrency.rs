@@ -268,7 +268,11 @@ pub async fn concurrency_claim_skips_a_key_at_its_max_issue_34(s: S) {
     assert_eq!(w.run_at, waiter.run_at, "skipping moves nothing");
     assert_eq!(w.wait_reason.as_deref(), Some("concurrency_key"));
     let k = s.job_waiting().await.unwrap().remove(2);
-    assert_eq!((k.waiting, k.waits_total), (1, 0), "waiting, never put back");
+    assert_eq!(
+        (k.waiting, k.waits_total),
+        (1, 0),
+        "waiting, never put back"
+    );
     s.job_complete_many(vec![complete(&holder[0], Transition::Succeeded)])
         .await
         .unwrap();

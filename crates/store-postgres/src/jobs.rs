@@ -171,8 +171,11 @@ impl JobStore for PostgresStore {
         let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
             return Ok(None);
         };
-        kairos_store::sql::insight::job_key_wait(&mut kairos_store::sql::SqlDb::reader(self), &mut job)
-            .await?;
+        kairos_store::sql::insight::job_key_wait(
+            &mut kairos_store::sql::SqlDb::reader(self),
+            &mut job,
+        )
+        .await?;
         Ok(Some(job))
     }
 
@@ -214,10 +217,12 @@ impl JobStore for PostgresStore {
         }
         self.cursor
             .claimed(&start, p.now, limit as usize, rows.len(), last);
-        if rows
-            .iter()
-            .any(|r| matches!(r.try_get::<Option<String>, _>("concurrency_key"), Ok(Some(_))))
-        {
+        if rows.iter().any(|r| {
+            matches!(
+                r.try_get::<Option<String>, _>("concurrency_key"),
+                Ok(Some(_))
+            )
+        }) {
             self.cursor.keyed_seen(p.now);
         }
         if self.cursor.keyed_recent(p.now) {

@@ -61,8 +61,11 @@ impl JobStore for SqliteStore {
         let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
             return Ok(None);
         };
-        kairos_store::sql::insight::job_key_wait(&mut kairos_store::sql::SqlDb::reader(self), &mut job)
-            .await?;
+        kairos_store::sql::insight::job_key_wait(
+            &mut kairos_store::sql::SqlDb::reader(self),
+            &mut job,
+        )
+        .await?;
         Ok(Some(job))
     }
 
