@@ -80,6 +80,7 @@ impl From<OpsError> for CliError {
     fn from(e: OpsError) -> Self {
         match e.kind() {
             OpsErrorKind::Invalid { field, reason } => CliError::usage(field, reason),
+            OpsErrorKind::Malformed { field } => CliError::usage(field, e.message()),
             _ => CliError::Runtime(chain(&e)),
         }
     }
@@ -322,15 +323,6 @@ pub fn parse_payload(s: Option<&str>) -> CliResult<Option<serde_json::Value>> {
     .transpose()
 }
 
-/// The `http` object of an `http` job or schedule from `--http JSON`.
-pub fn parse_http(s: Option<&str>) -> CliResult<Option<kairos_engine::ops::HttpSpec>> {
-    s.map(|s| {
-        serde_json::from_str(s)
-            .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
-    })
-    .transpose()
-}
-
 /// A concurrency limit from `--concurrency-key K` and `--concurrency-max N` (default 1); a max
 /// without a key is refused.
 pub fn concurrency_spec(
@@ -378,6 +370,13 @@ pub fn http_object(s: Option<&str>) -> CliResult<Option<serde_json::Value>> {
             .map_err(|e| CliError::usage("http", format!("not a valid http object: {e}")))
     })
     .transpose()
+}
+
+/// The request parts of a job or schedule run locally from `--http JSON`: the `http` kind's
+/// part (its shape is the kind's to check, as through the API).
+pub fn http_parts(s: Option<&str>) -> CliResult<kairos_engine::kinds::RequestParts> {
+    let http = http_object(s)?.map(|v| (kairos_engine::kinds::http::NAME.to_string(), v));
+    Ok(http.into_iter().collect())
 }
 
 /// A webhook target from `--url` and `--secret` (both or neither).

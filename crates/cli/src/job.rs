@@ -388,8 +388,8 @@ pub async fn run(global: &GlobalArgs, cmd: JobCmd) -> CliResult {
                 run_at: a.run_at,
                 idempotency_key: a.idempotency_key,
                 retry: retry_spec(a.retry_delays.as_deref(), a.max_attempts),
-                http: parse_http(a.http.as_deref())?,
                 concurrency: concurrency_spec(a.concurrency_key, a.concurrency_max)?,
+                parts: crate::common::http_parts(a.http.as_deref())?,
             };
             let (job, created) = k.job_enqueue(req).await?;
             if !created && !json {

@@ -310,11 +310,10 @@ pub async fn run(global: &GlobalArgs, cmd: ScheduleCmd) -> CliResult {
                 overlap: a.overlap,
                 period: a.period,
                 paused: a.paused.then_some(true),
-                digest: None,
                 catch_up: None,
-                http: parse_http(a.http.as_deref())?,
                 topic: None,
                 concurrency: concurrency_spec(a.concurrency_key, a.concurrency_max)?,
+                parts: crate::common::http_parts(a.http.as_deref())?,
             };
             let s = k.schedule_create(req).await?;
             print_schedule(&view(&k, &s, true).await?, json)

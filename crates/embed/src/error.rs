@@ -108,6 +108,10 @@ impl From<OpsError> for Error {
                 field: field.clone(),
                 reason: reason.clone(),
             },
+            OpsErrorKind::Malformed { field } => ErrorKind::Invalid {
+                field: field.clone(),
+                reason: e.message().to_string(),
+            },
             OpsErrorKind::NotFound => ErrorKind::NotFound,
             OpsErrorKind::Conflict => ErrorKind::Conflict,
             OpsErrorKind::Unavailable => ErrorKind::Unavailable,

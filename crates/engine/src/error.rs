@@ -14,6 +14,13 @@ pub enum OpsErrorKind {
         /// Why.
         reason: String,
     },
+    /// A request that cannot be read: a field no one owns (`"colour"`), or a kind's request
+    /// part of the wrong shape (`"http": {"url": 5}`). The API answers 400, as for malformed
+    /// JSON; `field` names the field. Nothing was changed.
+    Malformed {
+        /// The field (dotted path).
+        field: String,
+    },
     /// No such thing.
     NotFound,
     /// The request conflicts with the current state (a duplicate name, replaying a succeeded
@@ -53,6 +60,15 @@ impl OpsError {
             format!("{field}: {reason}"),
         )
     }
+    /// A request that cannot be read at `field`; `message` says why (serde's words).
+    pub fn malformed(field: impl Into<String>, message: impl Into<String>) -> Self {
+        OpsError::new(
+            OpsErrorKind::Malformed {
+                field: field.into(),
+            },
+            message,
+        )
+    }
     /// Not found: `what` with `id`.
     pub fn not_found(what: &str, id: &str) -> Self {
         OpsError::new(
@@ -73,6 +89,13 @@ impl OpsError {
                 e.source = self.source;
                 e
             }
+            OpsErrorKind::Malformed { field } => OpsError {
+                kind: OpsErrorKind::Malformed {
+                    field: format!("{prefix}.{field}"),
+                },
+                message: format!("{prefix}: {}", self.message),
+                source: self.source,
+            },
             _ => self,
         }
     }

@@ -2,7 +2,7 @@
 //! CLI, so both enforce the same rules and produce the same errors.
 
 use crate::error::OpsError;
-use crate::kinds::{EndpointUse, Kinds, RequestEnv};
+use crate::kinds::{EndpointUse, Kinds, RequestEnv, RequestParts};
 use chrono::{DateTime, Datelike, Utc};
 use kairos_channels::signing::WebhookSecret;
 use kairos_core::id::{IdPrefix, new_id};
@@ -56,9 +56,11 @@ pub struct WebhookTarget {
 
 /// A schedule definition (`POST /v1/schedules`, `PUT /v1/schedules/{id}`). Exactly one of
 /// `cron`, `at`, `every`.
+//
+// A field it does not name is a kind's part (`parts`), or refused as unknown by the facade
+// (serde's `deny_unknown_fields` cannot hold beside `flatten`).
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ScheduleBody))]
-#[serde(deny_unknown_fields)]
 pub struct NewSchedule {
     /// Unique name, 1 to 200 bytes.
     #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
@@ -129,29 +131,27 @@ pub struct NewSchedule {
     /// schedule). Use `"period": "iso_week"` for a weekly summary.
     #[serde(default)]
     pub topic: Option<String>,
-    /// The digest to build, for kind `digest`: `{"name", "feeds": [url…],
-    /// "summarizer"}`. It is the jobs' payload (feed URLs and a summarizer name: no secrets).
-    #[serde(default)]
-    pub digest: Option<crate::kinds::digest::handler::DigestSpec>,
     /// Catch-up times of day in the schedule's zone (`["13:00"]`): at each, the period
     /// runs again only if its artifact (for other kinds: a succeeded job) is missing.
     #[serde(default)]
     pub catch_up: Option<Vec<String>>,
-    /// What each firing calls, for kind `http`: `{"url", "method", "headers", "body",
-    /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
-    #[serde(default)]
-    pub http: Option<HttpSpec>,
     /// At most `max` jobs with the same `key` run at once, across every node; the key is a
     /// template over each job's `payload` (and `recipient`, for an audience schedule):
     /// `{"key": "{{ recipient.id }}", "max": 1}`. A channel's own replaces it.
     #[serde(default)]
     pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
+    /// The kinds' request parts (`"http": {…}`, `"digest": {…}`): every other field, read
+    /// by the kind that owns it; a field no kind of the node owns is refused as unknown.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub parts: RequestParts,
 }
 
 /// A job to enqueue (`POST /v1/jobs`).
+//
+// A field it does not name is a kind's part (`parts`), or refused as unknown by the facade.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = JobBody))]
-#[serde(deny_unknown_fields)]
 pub struct NewJob {
     /// Job kind (default `webhook`).
     #[serde(default)]
@@ -173,14 +173,15 @@ pub struct NewJob {
     /// Retry policy.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
-    /// What the job calls, for kind `http`: `{"url", "method", "headers", "body",
-    /// "timeout", "deadline", "bearer_token" | "signing_secret"}`.
-    #[serde(default)]
-    pub http: Option<HttpSpec>,
     /// At most `max` jobs with the same `key` run at once, across every node:
     /// `{"key": "account:{{ payload.account_id }}", "max": 1}`.
     #[serde(default)]
     pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
+    /// The kinds' request parts (`"http": {…}`, `"digest": {…}`): every other field, read
+    /// by the kind that owns it; a field no kind of the node owns is refused as unknown.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub parts: RequestParts,
 }
 
 /// What `schedule_fire_now` did.

@@ -29,7 +29,7 @@ fn rate(per_second: i64) -> Option<Option<RateLimitBody>> {
 async fn enqueue(k: &Kairos, http: HttpSpec) -> Result<kairos_core::Job, kairos_engine::OpsError> {
     k.job_enqueue(NewJob {
         kind: Some("http".into()),
-        http: Some(http),
+        parts: http.into_parts(),
         run_at: Some("2099-01-01T00:00:00Z".into()),
         ..Default::default()
     })
@@ -93,13 +93,13 @@ async fn a_refused_job_or_schedule_stores_no_host_limits() {
     // A schedule whose name is taken is refused after its `http` object was checked.
     let mut first = new_schedule("nightly", "http");
     first.cron = Some("0 2 * * *".into());
-    first.http = Some(spec(&rx.url("/n")));
+    first.parts = spec(&rx.url("/n")).into_parts();
     h.kairos.schedule_create(first).await.expect("schedule");
     let mut dup = new_schedule("nightly", "http");
     dup.cron = Some("0 2 * * *".into());
     let mut limited = spec(&rx.url("/n"));
     limited.max_in_flight = Some(Some(1));
-    dup.http = Some(limited);
+    dup.parts = limited.into_parts();
     assert!(h.kairos.schedule_create(dup).await.is_err());
     let l = h.kairos.host_limits(&origin).await.unwrap();
     assert_eq!(
@@ -119,7 +119,7 @@ async fn a_schedules_firings_carry_the_origin_and_are_held_to_its_limits() {
     s.every = Some("1m".into());
     let mut limited = spec(&rx.url("/tick"));
     limited.max_in_flight = Some(Some(1));
-    s.http = Some(limited);
+    s.parts = limited.into_parts();
     let sch = h.kairos.schedule_create(s).await.expect("schedule");
     assert_eq!(sch.payload["http_origin"], serde_json::json!(origin));
     // Firings due, and a job to the same origin naming no limit: one claim takes one of them
@@ -135,7 +135,7 @@ async fn a_schedules_firings_carry_the_origin_and_are_held_to_its_limits() {
     h.kairos
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(spec(&rx.url("/other-path"))),
+            parts: spec(&rx.url("/other-path")).into_parts(),
             run_at: Some(at.to_rfc3339()),
             ..Default::default()
         })

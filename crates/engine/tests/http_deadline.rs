@@ -19,12 +19,13 @@ async fn enqueue(h: &Harness, url: &str) -> kairos_core::Job {
         .kairos
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(HttpSpec {
+            parts: (HttpSpec {
                 url: url.into(),
                 timeout: Some("30s".into()),
                 deadline: Some("10m".into()),
                 ..Default::default()
-            }),
+            })
+            .into_parts(),
             retry: Some(
                 serde_json::from_value(serde_json::json!({"retry_after_cap": "1m"}))
                     .expect("retry"),

@@ -29,7 +29,7 @@ async fn enqueue(k: &Kairos, http: HttpSpec, retry: Option<serde_json::Value>) -
     let (job, created) = k
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(http),
+            parts: http.into_parts(),
             retry: retry.map(|r| serde_json::from_value(r).expect("retry spec")),
             ..Default::default()
         })
@@ -304,7 +304,7 @@ async fn http_budget_over_the_deadline_is_rejected_with_the_arithmetic() {
         .kairos
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(s.clone()),
+            parts: s.clone().into_parts(),
             ..Default::default()
         })
         .await
@@ -316,7 +316,7 @@ async fn http_budget_over_the_deadline_is_rejected_with_the_arithmetic() {
 
     let mut sched = new_schedule("nightly", "http");
     sched.cron = Some("0 6 * * *".into());
-    sched.http = Some(s.clone());
+    sched.parts = s.clone().into_parts();
     let e = h.kairos.schedule_create(sched).await.unwrap_err();
     assert_eq!(field_of(&e), "retry");
 
@@ -327,7 +327,7 @@ async fn http_budget_over_the_deadline_is_rejected_with_the_arithmetic() {
         .kairos
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(s.clone()),
+            parts: s.clone().into_parts(),
             ..Default::default()
         })
         .await
@@ -354,7 +354,7 @@ async fn http_bad_input_names_the_field() {
         async move {
             k.job_enqueue(NewJob {
                 kind: Some(kind),
-                http,
+                parts: http.map(HttpSpec::into_parts).unwrap_or_default(),
                 payload,
                 ..Default::default()
             })
@@ -372,7 +372,7 @@ async fn http_bad_input_names_the_field() {
                 url: "http://127.0.0.1:9/hook".into(),
                 secret: SECRET.into(),
             }),
-            http: Some(ok.clone()),
+            parts: ok.clone().into_parts(),
             ..Default::default()
         })
         .await
@@ -425,7 +425,7 @@ async fn http_bad_input_names_the_field() {
     let e = strict
         .job_enqueue(NewJob {
             kind: Some("http".into()),
-            http: Some(ok),
+            parts: ok.into_parts(),
             ..Default::default()
         })
         .await
@@ -444,11 +444,12 @@ async fn http_schedule_calls_the_target_each_firing() {
     s.cron = Some("0 6 * * *".into());
     s.timezone = Some("Asia/Tokyo".into());
     s.period = Some("day".into());
-    s.http = Some(HttpSpec {
+    s.parts = (HttpSpec {
         url: rx.url("/api/cron/digest"),
         method: Some("GET".into()),
         ..Default::default()
-    });
+    })
+    .into_parts();
     let sch = h.kairos.schedule_create(s).await.expect("schedule");
     assert!(sch.payload[HTTP_TARGET_KEY].is_string());
     for day in 0..2 {

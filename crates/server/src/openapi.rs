@@ -42,7 +42,7 @@ use utoipa::{Modify, OpenApi};
     ),
     components(schemas(
         Problem, Status, WebhookBody, RetryBody, RetryClassBody, ScheduleBody, ChannelBody, ScheduleChannelView, JobBody,
-        CancelBody, ReplayBody, DigestBody, HttpBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
+        CancelBody, ReplayBody, ArtifactList, ArtifactSummary, ArtifactView, WebhookView, ScheduleView, ScheduleList, AttemptView, JobView,
         JobPage, FiredView, BackfillBody, BackfillView, BackfillCallView, BackfillPlanView, kairos_core::schedule::Overlap, ReplayFailure, ReplayView, SloView, CheckView, AlertView, AlertList,
         kairos_engine::ops::NewRecipient, kairos_engine::ops::NewTopic,
         kairos_engine::ops::NewVariant, kairos_engine::ops::NewSubscription,
@@ -67,7 +67,7 @@ use utoipa::{Modify, OpenApi};
         api_enums::ErrorClassSchema, api_enums::HttpAuthSchema, api_enums::OccurrenceStatusSchema,
         api_enums::SummarizerSchema,
     )),
-    modifiers(&BearerAuth, &CommonResponses),
+    modifiers(&BearerAuth, &CommonResponses, &KindParts),
     tags(
         (name = "health", description = "Liveness and readiness (no token)"),
         (name = "schedules", description = "Clocks that create jobs"),
@@ -91,6 +91,57 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
         );
+    }
+}
+
+/// The kinds' request parts, documented from the kinds of `kairos serve`'s node
+/// ([`kairos_engine::Kinds::builtin`]) as the facade takes them: each part a property of `JobBody` (when a
+/// job enqueued on its own takes it), of `ScheduleBody`, and of `ChannelBody` (when its kind
+/// can be a channel), its schema a component (`HttpBody`, `DigestBody`). The bodies take no
+/// other field: serde reads the parts into a map, so the derived schemas cannot say so.
+struct KindParts;
+
+impl Modify for KindParts {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use kairos_engine::kinds::RequestScope;
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{
+            AdditionalProperties, ObjectBuilder, OneOfBuilder, Ref, Schema, Type,
+        };
+        let kinds = kairos_engine::Kinds::builtin();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let bodies = [
+            ("JobBody", RequestScope::Job, false),
+            ("ScheduleBody", RequestScope::Schedule, false),
+            ("ChannelBody", RequestScope::Schedule, true),
+        ];
+        let mut defined = Vec::new();
+        for (body, scope, channel) in bodies {
+            let mut properties = Vec::new();
+            for (name, kind) in kinds.parts_taken(scope, channel) {
+                let schema: RefOr<Schema> = match kind.request_part_schema() {
+                    Some(part) => {
+                        let mut at = Ref::from_schema_name(part.component.0.clone());
+                        at.description = part.description.clone();
+                        defined.push(part.component);
+                        defined.extend(part.refers_to);
+                        at.into()
+                    }
+                    None => ObjectBuilder::new().schema_type(Type::Object).into(),
+                };
+                let optional = OneOfBuilder::new()
+                    .item(ObjectBuilder::new().schema_type(Type::Null))
+                    .item(schema);
+                properties.push((name.to_string(), optional.into()));
+            }
+            if let Some(RefOr::T(Schema::Object(o))) = components.schemas.get_mut(body) {
+                o.properties.extend(properties);
+                o.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+            }
+        }
+        for (name, schema) in defined {
+            components.schemas.entry(name).or_insert(schema);
+        }
     }
 }
 

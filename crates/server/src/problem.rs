@@ -193,6 +193,10 @@ impl From<OpsError> for Problem {
     fn from(e: OpsError) -> Self {
         match e.kind() {
             OpsErrorKind::Invalid { field, reason } => Problem::invalid(field, reason),
+            // As serde's refusal of the body: an unknown field, a kind's part of the wrong shape.
+            OpsErrorKind::Malformed { .. } => {
+                Problem::bad_request(format!("invalid JSON body: {}", e.message()))
+            }
             OpsErrorKind::NotFound => {
                 Problem::new(StatusCode::NOT_FOUND, "not-found", "Not found", e.message())
             }

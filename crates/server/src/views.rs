@@ -23,10 +23,10 @@ pub fn ts_opt(t: Option<DateTime<Utc>>) -> Option<String> {
 }
 
 // The request bodies are the facade's own types (with OpenAPI schemas under the names the API
-// documents), so the API and the CLI accept exactly the same input.
+// documents), so the API and the CLI accept exactly the same input. A kind's request part
+// (`HttpBody`, `DigestBody`) is its own type, documented from the node's kinds
+// (`openapi::KindParts`).
 pub use kairos_core::retry::{ClassSpec as RetryClassBody, RetrySpec as RetryBody};
-pub use kairos_engine::handlers::digest::DigestSpec as DigestBody;
-pub use kairos_engine::ops::HttpSpec as HttpBody;
 pub use kairos_engine::ops::{
     NewChannel as ChannelBody, NewJob as JobBody, NewSchedule as ScheduleBody,
     WebhookTarget as WebhookBody,

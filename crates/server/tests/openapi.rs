@@ -137,3 +137,47 @@ fn optional_request_bodies_are_marked_optional() {
         true
     );
 }
+
+/// The kinds' request parts are documented from the kinds (issue 32): each a typed component
+/// on the bodies that take it (`digest` on schedules only, never on a channel), and the bodies
+/// take no other field.
+#[test]
+fn i32_kind_parts_are_typed_properties_of_the_bodies_that_take_them() {
+    let doc = doc();
+    let schemas = &doc["components"]["schemas"];
+    let body = |name: &str| &schemas[name]["properties"];
+    assert_eq!(
+        ref_of(&body("JobBody")["http"]),
+        "#/components/schemas/HttpBody"
+    );
+    assert_eq!(
+        ref_of(&body("ScheduleBody")["http"]),
+        "#/components/schemas/HttpBody"
+    );
+    assert_eq!(
+        ref_of(&body("ChannelBody")["http"]),
+        "#/components/schemas/HttpBody"
+    );
+    assert_eq!(
+        ref_of(&body("ScheduleBody")["digest"]),
+        "#/components/schemas/DigestBody"
+    );
+    assert!(
+        body("JobBody").get("digest").is_none(),
+        "a digest job's payload is its definition"
+    );
+    assert!(
+        body("ChannelBody").get("digest").is_none(),
+        "a digest is no channel"
+    );
+    assert!(
+        body("JobBody").get("parts").is_none(),
+        "the map is not a field of the API"
+    );
+    for name in ["JobBody", "ScheduleBody", "ChannelBody"] {
+        assert_eq!(schemas[name]["additionalProperties"], false, "{name}");
+    }
+    assert!(schemas["HttpBody"]["properties"]["url"].is_object());
+    assert!(schemas["DigestBody"]["properties"]["feeds"].is_object());
+    assert!(schemas["RateLimitBody"].is_object());
+}

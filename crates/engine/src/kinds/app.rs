@@ -117,6 +117,20 @@ impl Kind for Handled {
     fn request_part(&self) -> Option<&'static str> {
         self.inner.request_part()
     }
+    fn request_part_on_jobs(&self) -> bool {
+        self.inner.request_part_on_jobs()
+    }
+    #[cfg(feature = "openapi")]
+    fn request_part_schema(&self) -> Option<super::PartSchema> {
+        self.inner.request_part_schema()
+    }
+    async fn request_accepted(
+        &self,
+        env: &RequestEnv<'_>,
+        part: &serde_json::Value,
+    ) -> Result<(), OpsError> {
+        self.inner.request_accepted(env, part).await
+    }
     async fn request_payload(
         &self,
         env: &RequestEnv<'_>,

@@ -22,11 +22,15 @@ pub mod webhook;
 
 mod app;
 mod builtin;
+mod parts;
 
 pub use app::AppKind;
 use app::Handled;
 pub(crate) use builtin::Builtin;
 pub use builtin::KindSettings;
+#[cfg(feature = "openapi")]
+pub use parts::PartSchema;
+pub use parts::{KindRequest, RequestParts, RequestScope};
 
 use crate::error::OpsError;
 use crate::handler::Handler;
@@ -101,50 +105,6 @@ pub struct RequestEnv<'a> {
     pub digest_attempt_timeout: Duration,
 }
 
-/// Where a request's payload goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestScope {
-    /// A job enqueued on its own (`POST /v1/jobs`).
-    Job,
-    /// A schedule (`POST /v1/schedules`), or one of its `channels`.
-    Schedule,
-}
-
-/// The parts of a job or schedule request (or of one of its channels) that the kinds read.
-#[derive(Debug, Clone, Copy)]
-pub struct KindRequest<'a> {
-    /// The request's `payload`.
-    pub payload: Option<&'a serde_json::Value>,
-    /// The request's `http` object.
-    pub http: Option<&'a http::HttpSpec>,
-    /// The request's `digest` object.
-    pub digest: Option<&'a digest::handler::DigestSpec>,
-    /// The request's retry policy; `None`: the kind's default.
-    pub retry: Option<&'a RetryPolicy>,
-    /// Where the payload goes.
-    pub scope: RequestScope,
-}
-
-impl KindRequest<'_> {
-    /// Refuse the parts that belong to a kind other than `kind`, which owns `own` (an `http`
-    /// object on a `webhook` job): the field names the part.
-    pub fn refuse_foreign(&self, kind: &str, own: Option<&str>) -> Result<(), OpsError> {
-        let parts = [
-            (http::NAME, self.http.is_some()),
-            (digest::NAME, self.digest.is_some()),
-        ];
-        for (part, given) in parts {
-            if given && own != Some(part) {
-                return Err(OpsError::invalid(
-                    part,
-                    format!("only for kind {part:?}, not {kind:?}"),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// What a schedule's `topic` means for a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopicUse {
@@ -165,9 +125,36 @@ pub trait Kind: Send + Sync + 'static {
     fn name(&self) -> &'static str;
 
     /// The field of a request the kind owns besides `payload` (`http`, `digest`), if any:
-    /// given for another kind, it is refused.
+    /// given for another kind, it is refused. The facade takes it from any job, schedule or
+    /// channel request as raw JSON and hands it to [`Kind::request_payload`]
+    /// ([`KindRequest::part`]); a field that is no kind's part is refused as unknown.
     fn request_part(&self) -> Option<&'static str> {
         None
+    }
+
+    /// Whether a job enqueued on its own (`POST /v1/jobs`) may give the kind's part; else only
+    /// a schedule (and its channels) may. A `digest` job carries its definition as its
+    /// `payload`, so `digest` is a schedule's part only.
+    fn request_part_on_jobs(&self) -> bool {
+        true
+    }
+
+    /// The OpenAPI schema of the kind's part, documented on the request bodies that take it
+    /// (`JobBody`, `ScheduleBody`, `ChannelBody`); `None`: documented as any object.
+    #[cfg(feature = "openapi")]
+    fn request_part_schema(&self) -> Option<PartSchema> {
+        None
+    }
+
+    /// What the kind does once a request giving its `part` is accepted (a job prepared, a
+    /// schedule saved): the `http` kind sets the host limits its part declares. Default:
+    /// nothing.
+    async fn request_accepted(
+        &self,
+        _env: &RequestEnv<'_>,
+        _part: &serde_json::Value,
+    ) -> Result<(), OpsError> {
+        Ok(())
     }
 
     /// The payload stored for a request of this kind: the kind validates its part of the

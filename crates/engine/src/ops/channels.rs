@@ -5,9 +5,9 @@
 //! A body with `kind` (or neither `kind` nor `channels`) is a schedule with one channel named
 //! after its kind, stored as it always was; only explicit channels are stored as a list.
 
-use super::{HttpSpec, Kairos, WebhookTarget};
+use super::{Kairos, WebhookTarget};
 use crate::error::OpsError;
-use crate::kinds::{KindRequest, RequestScope};
+use crate::kinds::{KindRequest, RequestParts, RequestScope};
 use kairos_core::retry::RetrySpec;
 use kairos_store::ScheduleChannel;
 use serde::Deserialize;
@@ -20,7 +20,6 @@ pub const MAX_CHANNEL_NAME: usize = 64;
 /// One channel of a schedule (`POST /v1/schedules` `channels[]`).
 #[derive(Debug, Clone, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ChannelBody))]
-#[serde(deny_unknown_fields)]
 pub struct NewChannel {
     /// The channel's name, unique in the schedule: 1 to 64 of `a-z`, `0-9`, `_`, `-`.
     pub name: String,
@@ -30,10 +29,6 @@ pub struct NewChannel {
     /// Target of a `webhook` channel.
     #[serde(default)]
     pub webhook: Option<WebhookTarget>,
-    /// What an `http` channel calls: `{"url", "method", "headers", "body", "timeout",
-    /// "deadline", "bearer_token" | "signing_secret"}`.
-    #[serde(default)]
-    pub http: Option<HttpSpec>,
     /// Not a channel kind of a plain schedule: mail goes to a topic's subscribers (an
     /// audience schedule, `"kind": "email", "topic": …`). Accepted here only to say so.
     #[serde(default)]
@@ -49,6 +44,11 @@ pub struct NewChannel {
     /// The channel's concurrency limit (default: the schedule's `concurrency`).
     #[serde(default)]
     pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
+    /// The channel kind's request part (`"http": {…}`): every other field, read by the kind
+    /// that owns it; a field no channel kind owns is refused as unknown.
+    #[serde(flatten)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
+    pub parts: RequestParts,
 }
 
 /// Whether `name` is a valid channel name.
@@ -164,8 +164,7 @@ impl Kairos {
                 .map_err(|e| e.under(&at))?;
             let parts = KindRequest {
                 payload: payload.as_ref(),
-                http: c.http.as_ref(),
-                digest: None,
+                parts: &c.parts,
                 retry: retry.as_ref(),
                 scope: RequestScope::Schedule,
             };
@@ -215,12 +214,12 @@ impl Kairos {
             ));
         }
         // Targets belong to their channel; a top-level one would be silently unused.
-        for (field, given) in [
-            ("webhook", req.webhook.is_some()),
-            ("http", req.http.is_some()),
-            ("digest", req.digest.is_some()),
-            ("topic", req.topic.is_some()),
-        ] {
+        let parts = req.parts.iter().map(|(p, v)| (p.as_str(), !v.is_null()));
+        let fields = [("webhook", req.webhook.is_some())]
+            .into_iter()
+            .chain(parts)
+            .chain([("topic", req.topic.is_some())]);
+        for (field, given) in fields {
             if given {
                 return Err(OpsError::invalid(
                     field,

@@ -238,14 +238,14 @@ pub struct EndpointLimitsBody {
 }
 
 /// A rate limit: a token bucket refilled at `per_second` up to `burst`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = RateLimitBody))]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitBody {
     /// Deliveries per second (1 to 10000).
     pub per_second: i64,
     /// How many may go at once after a quiet spell (1 to 100000; default `per_second`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<i64>,
 }
 
@@ -285,24 +285,6 @@ pub fn check_limits(
 }
 
 impl Kairos {
-    /// Set the limits of the origins that `specs` (the `http` objects of a job or schedule
-    /// just saved) declare: the limits saved last hold for an origin. An object that names
-    /// neither limit changes nothing.
-    pub(crate) async fn host_limits_apply<'a>(
-        &self,
-        specs: impl IntoIterator<Item = &'a crate::kinds::http::HttpSpec>,
-    ) -> Result<(), OpsError> {
-        for spec in specs {
-            if let Some(mut set) = crate::kinds::http::declared_limits(spec)? {
-                set.now = self.clock.now();
-                let origin = set.origin.clone();
-                self.store.host_limits_set(set).await?;
-                tracing::info!(origin = %origin, "host limits set");
-            }
-        }
-        Ok(())
-    }
-
     /// The limits of the origin `origin` (those of the `http` jobs calling it).
     pub async fn host_limits(
         &self,

@@ -59,6 +59,9 @@ impl Kairos {
     /// back enqueue leaves at most an unused target.
     pub async fn job_prepare(&self, req: NewJob) -> Result<JobInsert, OpsError> {
         let now = self.clock.now();
+        // An unknown field first, as when serde refused it while reading the request.
+        self.kinds
+            .check_parts(&req.parts, RequestScope::Job, false)?;
         let kind = self.check_kind(req.kind.as_deref())?;
         let run_at = match &req.run_at {
             Some(s) => parse_instant("run_at", s)?,
@@ -82,8 +85,7 @@ impl Kairos {
         };
         let parts = KindRequest {
             payload: req.payload.as_ref(),
-            http: req.http.as_ref(),
-            digest: None,
+            parts: &req.parts,
             retry: Some(&retry),
             scope: RequestScope::Job,
         };
@@ -96,8 +98,10 @@ impl Kairos {
             crate::concurrency::render(c, req.payload.as_ref().unwrap_or(&empty), None)
         });
         let http_origin = crate::kinds::http::origin_of_payload(kind.as_str(), &payload);
-        // Every check passed: the limits the `http` object names are the origin's now.
-        self.host_limits_apply(req.http.as_ref()).await?;
+        // Every check passed: the kind's part takes effect (an `http` object's host limits).
+        if let Some(part) = k.request_part().and_then(|p| parts.raw_part(p)) {
+            k.request_accepted(&self.env(), part).await?;
+        }
         Ok(JobInsert {
             id: new_id(IdPrefix::Job, now),
             kind,

@@ -62,28 +62,50 @@ pub(crate) fn misfire_durations(
     Ok((threshold, window))
 }
 
-/// The `http` objects of a schedule request (its own and its channels'), whose host limits
-/// are set once the schedule is saved.
-fn http_specs(req: &NewSchedule) -> Vec<crate::kinds::http::HttpSpec> {
-    req.http
-        .iter()
-        .chain(
-            req.channels
-                .iter()
-                .flatten()
-                .filter_map(|c| c.http.as_ref()),
-        )
-        .cloned()
-        .collect()
-}
-
 impl Kairos {
+    /// The kind parts a schedule request gives (its own and its channels'), each with its
+    /// kind: what takes effect once the schedule is saved ([`Kind::request_accepted`]).
+    ///
+    /// [`Kind::request_accepted`]: crate::kinds::Kind::request_accepted
+    fn parts_given(&self, req: &NewSchedule) -> Vec<(&'static str, serde_json::Value)> {
+        let own = (req.kind.as_deref(), &req.parts);
+        let channels = req.channels.iter().flatten();
+        std::iter::once(own)
+            .chain(channels.map(|c| (Some(c.kind.as_str()), &c.parts)))
+            .filter_map(|(kind, parts)| {
+                let k = self.kinds.get(kind.unwrap_or(crate::kinds::webhook::NAME));
+                let part = parts.get(k.request_part()?).filter(|v| !v.is_null())?;
+                Some((k.name(), part.clone()))
+            })
+            .collect()
+    }
+
+    /// Let each kind's part of a saved schedule take effect.
+    async fn parts_accepted(
+        &self,
+        given: &[(&'static str, serde_json::Value)],
+    ) -> Result<(), OpsError> {
+        for (kind, part) in given {
+            let k = self.kinds.get(kind);
+            k.request_accepted(&self.env(), part).await?;
+        }
+        Ok(())
+    }
+
     async fn schedule_def(
         &self,
         id: String,
         req: NewSchedule,
     ) -> Result<(ScheduleCreate, Vec<String>), OpsError> {
         let now = self.clock.now();
+        // An unknown field first, as when serde refused it while reading the request.
+        self.kinds
+            .check_parts(&req.parts, RequestScope::Schedule, false)?;
+        for (i, c) in req.channels.iter().flatten().enumerate() {
+            self.kinds
+                .check_parts(&c.parts, RequestScope::Schedule, true)
+                .map_err(|e| e.under(&format!("channels[{i}]")))?;
+        }
         let name = req.name.trim().to_string();
         if name.is_empty() || name.len() > MAX_NAME {
             return Err(OpsError::invalid(
@@ -179,8 +201,7 @@ impl Kairos {
             .transpose()?;
         let parts = KindRequest {
             payload: req.payload.as_ref(),
-            http: req.http.as_ref(),
-            digest: req.digest.as_ref(),
+            parts: &req.parts,
             retry: retry.as_ref(),
             scope: RequestScope::Schedule,
         };
@@ -231,7 +252,7 @@ impl Kairos {
     /// Create a schedule. Its first firing is the first at or after now.
     pub async fn schedule_create(&self, req: NewSchedule) -> Result<Schedule, OpsError> {
         let id = new_id(IdPrefix::Schedule, self.clock.now());
-        let http = http_specs(&req);
+        let given = self.parts_given(&req);
         let (def, catch_up) = self.schedule_def(id, req).await?;
         let s = self
             .store
@@ -249,14 +270,14 @@ impl Kairos {
             let _ = self.store.schedule_delete(&s.id).await;
             return Err(e);
         }
-        self.host_limits_apply(&http).await?;
+        self.parts_accepted(&given).await?;
         self.wake.notify_one();
         Ok(s)
     }
 
     /// Replace a schedule's definition; its next firing is recomputed from now.
     pub async fn schedule_update(&self, id: &str, req: NewSchedule) -> Result<Schedule, OpsError> {
-        let http = http_specs(&req);
+        let given = self.parts_given(&req);
         let (def, catch_up) = self.schedule_def(id.to_string(), req).await?;
         let s = self
             .store
@@ -266,7 +287,7 @@ impl Kairos {
             })
             .await?
             .ok_or_else(|| OpsError::not_found("schedule", id))?;
-        self.host_limits_apply(&http).await?;
+        self.parts_accepted(&given).await?;
         self.catch_up_set(&s, &catch_up).await?;
         self.wake.notify_one();
         Ok(s)

@@ -365,11 +365,10 @@ pub fn new_schedule(name: &str, kind: &str) -> NewSchedule {
         overlap: None,
         period: None,
         paused: None,
-        digest: None,
         catch_up: None,
-        http: None,
         topic: None,
         concurrency: None,
+        parts: Default::default(),
     }
 }
 

@@ -65,7 +65,7 @@ impl Kind for Digest {
             ),
             super::RequestScope::Schedule => (
                 request::schedule_payload(
-                    req.digest,
+                    req.part::<handler::DigestSpec>(NAME)?.as_ref(),
                     req.payload.cloned(),
                     retry,
                     env.digest_attempt_timeout,
@@ -75,6 +75,18 @@ impl Kind for Digest {
         };
         request::check_feeds(env.allow_private_targets, &payload, field)?;
         Ok(payload)
+    }
+
+    // A digest job enqueued on its own carries its definition as its `payload`.
+    fn request_part_on_jobs(&self) -> bool {
+        false
+    }
+
+    #[cfg(feature = "openapi")]
+    fn request_part_schema(&self) -> Option<super::PartSchema> {
+        Some(super::PartSchema::of::<handler::DigestSpec>(
+            "The digest to build, for kind `digest`: `{\"name\", \"feeds\": [url…],\n\"summarizer\"}`. It is the jobs' payload (feed URLs and a summarizer name: no secrets).",
+        ))
     }
 
     fn topic(&self) -> TopicUse {

@@ -7,6 +7,7 @@ pub mod request;
 use super::Kind;
 use kairos_core::RetryPolicy;
 use kairos_core::budget::DEFAULT_CALL_TIMEOUT;
+use serde::Deserialize;
 use std::time::Duration;
 
 pub use request::{
@@ -54,8 +55,28 @@ impl Kind for Http {
         req: super::KindRequest<'_>,
     ) -> Result<serde_json::Value, crate::error::OpsError> {
         req.refuse_foreign(NAME, self.request_part())?;
+        let spec: Option<HttpSpec> = req.part(NAME)?;
         let base = super::check_payload(req.payload.cloned())?;
-        request::payload(env, self, req.http, base, req.retry).await
+        request::payload(env, self, spec.as_ref(), base, req.retry).await
+    }
+
+    #[cfg(feature = "openapi")]
+    fn request_part_schema(&self) -> Option<super::PartSchema> {
+        Some(super::PartSchema::of::<HttpSpec>(
+            "What an `http` job (each firing, a channel's jobs) calls: `{\"url\", \"method\", \"headers\",\n\"body\", \"timeout\", \"deadline\", \"bearer_token\" | \"signing_secret\"}`.",
+        ))
+    }
+
+    // Every check passed and the job or schedule is accepted: the limits the `http` object
+    // names are its origin's now.
+    async fn request_accepted(
+        &self,
+        env: &super::RequestEnv<'_>,
+        part: &serde_json::Value,
+    ) -> Result<(), crate::error::OpsError> {
+        let spec = HttpSpec::deserialize(part)
+            .map_err(|e| crate::error::OpsError::malformed(NAME, format!("`{NAME}`: {e}")))?;
+        request::limits_apply(env, &spec).await
     }
 
     fn default_retry(&self) -> RetryPolicy {

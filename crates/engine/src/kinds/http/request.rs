@@ -14,7 +14,7 @@ use kairos_core::RetryPolicy;
 use kairos_core::budget::{DEFAULT_CALL_TIMEOUT, check_budget, parse_call_timeout};
 use kairos_core::id::{IdPrefix, new_id};
 use kairos_store::{HttpAuth, HttpTargetUpsert};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -34,27 +34,28 @@ pub const DEADLINE_KEY: &str = "deadline_ms";
 const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// What an `http` job calls (`"http": {…}` on `POST /v1/jobs` and `POST /v1/schedules`).
-#[derive(Debug, Clone, Default, Deserialize)]
+// Serialized, it is the request's part again (what `HttpSpec::into_parts` gives).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = HttpBody))]
 #[serde(deny_unknown_fields)]
 pub struct HttpSpec {
     /// `http://` or `https://` URL.
     pub url: String,
     /// Method (default `POST` with a body, `GET` without).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
     /// Request headers. Names are case-insensitive (stored lowercased). An `Authorization`
     /// header is kept with the target, never in a job payload, and never shown.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
     /// Request body: a JSON string is sent as it is (`text/plain` unless a `content-type`
     /// header says otherwise); any other JSON value is sent as JSON (`application/json`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub body: Option<serde_json::Value>,
     /// Hard timeout of one call (default `"2m"`, at most `"10m"`): a hang past it is a
     /// transient failure.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
     /// The longest the job may take, waits included (`"15m"`), counted from its occurrence's
     /// firing (or its enqueue): a retry policy whose worst case (attempts × timeout + waits,
@@ -62,14 +63,14 @@ pub struct HttpSpec {
     /// is rejected; at run time no attempt starts past it, a retry that would is not scheduled
     /// (the job ends `dead`, "deadline exceeded"), and an attempt's timeout is cut to the time
     /// left. Default: none.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
     /// Sent as `Authorization: Bearer <token>`. Stored with the target, never returned.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token: Option<String>,
     /// A `whsec_…` secret: the call carries Standard Webhooks headers (`webhook-id` = the job
     /// id, `webhook-timestamp`, `webhook-signature`). Stored with the target, never returned.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signing_secret: Option<String>,
     /// Calls per second to the URL's origin (scheme, host and port), with a burst:
     /// `{"per_second": 20, "burst": 20}` (1 to 10000; burst 1 to 100000, default
@@ -77,14 +78,31 @@ pub struct HttpSpec {
     /// it, on every node; the job or schedule saved last that names `rate_limit` or
     /// `max_in_flight` sets both (one left out: no limit of that kind; `null`, and the other
     /// left out: none at all). Neither given: the origin's limits stay as they are.
-    #[serde(default, deserialize_with = "given")]
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::ops::RateLimitBody>, nullable))]
     pub rate_limit: Option<Option<crate::ops::RateLimitBody>>,
     /// Calls in flight at once to the URL's origin, on all nodes together (1 to 10000); see
     /// `rate_limit` for which save sets it.
-    #[serde(default, deserialize_with = "given")]
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<i64>, nullable))]
     pub max_in_flight: Option<Option<i64>>,
+}
+
+impl HttpSpec {
+    /// This object as a request's parts (`{"http": {…}}`), for a job or schedule request
+    /// built in code.
+    pub fn into_parts(self) -> crate::kinds::RequestParts {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        [(NAME.to_string(), v)].into()
+    }
 }
 
 /// A field that was given, `null` included (`Some(None)`); left out is `None` (its default).
@@ -139,6 +157,17 @@ pub fn declared_limits(
     }))
 }
 
+/// Set the host limits `spec` declares, if any, as of `env.now`.
+pub(super) async fn limits_apply(env: &RequestEnv<'_>, spec: &HttpSpec) -> Result<(), OpsError> {
+    if let Some(mut set) = declared_limits(spec)? {
+        set.now = env.now;
+        let origin = set.origin.clone();
+        env.store.host_limits_set(set).await?;
+        tracing::info!(origin = %origin, "host limits set");
+    }
+    Ok(())
+}
+
 fn invalid(field: &str, reason: impl Into<String>) -> OpsError {
     OpsError::invalid(field, reason)
 }
@@ -168,7 +197,7 @@ pub async fn payload(
         ));
     }
     // The limits are checked before anything is stored; they are set once the job or schedule
-    // is (`Kairos::host_limits_apply`).
+    // is (`Http::request_accepted`).
     declared_limits(spec)?;
     let target = http_target(env, spec)?;
     let origin = url::Url::parse(&target.url)
