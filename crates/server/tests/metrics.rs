@@ -346,10 +346,15 @@ async fn metrics_count_jobs_waiting_for_a_concurrency_key() {
                     secret: SECRET.into(),
                 }),
                 payload: Some(serde_json::json!({"account": "a", "n": n})),
+                // Jobs of one key asking for different limits: the claim takes all three
+                // (each within its own `max`), the key's limit is the smallest, and two are
+                // put back (a job of a key at its max is skipped, not put back).
                 concurrency: Some(kairos_core::concurrency::ConcurrencySpec {
                     key: "account:{{ payload.account }}".into(),
-                    max: 1,
+                    max: if n == 0 { 1 } else { 3 },
                 }),
+                // In this order: the job asking for 1 first.
+                run_at: Some((t0() - Duration::milliseconds(10 - n)).to_rfc3339()),
                 ..Default::default()
             })
             .await
