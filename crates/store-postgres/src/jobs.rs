@@ -228,7 +228,12 @@ impl JobStore for PostgresStore {
         if self.cursor.keyed_recent(p.now) {
             // The claim skips the jobs of a key at its max: the lowest keyed job still due
             // is where the next claim starts (a probe of `jobs_keyed_due`, empty unless
-            // keyed jobs wait).
+            // keyed jobs wait). This probe is also what makes a claim that came back short
+            // only because of the batch's per-key limit safe: `claimed` then moves the floor
+            // to `now` as if every due job were read, and the dropped jobs, all keyed and of
+            // a key this claim returned (so `keyed_seen` is set), mark where to start again.
+            // A key held only by another node's jobs, which this node never claims, is left
+            // to the sweeps (`cursor.rs`).
             let skipped: Option<(DateTime<Utc>, String)> = sqlx::query_as(KEYED_DUE)
                 .bind(p.now)
                 .fetch_optional(&self.claim)
