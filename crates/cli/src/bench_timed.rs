@@ -678,6 +678,12 @@ impl NodeStore for TimedStore {
     ) -> kairos_store::Result<kairos_store::DbHealth> {
         self.inner.db_health_read(p).await
     }
+    async fn db_vacuum(
+        &self,
+        p: kairos_store::DbVacuum,
+    ) -> kairos_store::Result<kairos_store::DbVacuumed> {
+        self.inner.db_vacuum(p).await
+    }
 }
 
 /// Jobs that succeeded since `since`. Counted over the finished jobs only (the partial

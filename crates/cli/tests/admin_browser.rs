@@ -444,8 +444,9 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
         .type_into(&body, r#"{"name": "partner-sync-eu", "kind": "http", "every": "2h", "paused": true, "http": {"url": "https://partner.example/api", "method": "PUT"}}"#)
         .await;
     browser.click(&browser.find("#save").await).await;
+    // The edit page's own URL holds `/admin/schedules/{id}`: wait for the redirect's notice.
     browser
-        .wait_url(&format!("/admin/schedules/{call_id}"))
+        .wait_url(&format!("/admin/schedules/{call_id}?notice=updated"))
         .await;
     let (status, edited) = get(format!("/v1/schedules/{call_id}")).await;
     assert_eq!(status, 200, "{edited}");

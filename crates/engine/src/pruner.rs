@@ -15,15 +15,28 @@
 //! [`Pruner::run_once`] for tests on a manual clock; the [`Runner`](crate::service::Runner)
 //! runs it only while this node is the leader. Each batch is one short
 //! transaction; a run takes batches until one comes back short or `max_batches` is reached,
-//! so a large backlog is worked off over several runs without holding the writer.
+//! so a large backlog is worked off over several runs without holding the writer; while one
+//! is left the next run comes after [`CATCH_UP_PAUSE`], not after the interval, so the pruner
+//! keeps pace with a node that finishes more jobs per interval than one run deletes.
+//!
+//! After a run that deleted jobs it asks the store to vacuum the job tables
+//! ([`NodeStore::db_vacuum`](kairos_store::NodeStore::db_vacuum)), at most once per
+//! [`VACUUM_EVERY`] or interval: a no-op unless the database is PostgreSQL with autovacuum
+//! off, where nothing else would reclaim what was deleted.
 
 use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::JobState;
 use kairos_store::{ArtifactPrune, JobPrune, RetentionPrune, RetentionTable, Store};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The pause between two runs while a backlog is left (a run stopped at `max_batches`).
+pub const CATCH_UP_PAUSE: Duration = Duration::from_secs(1);
+
+/// The shortest time between two vacuums of the job tables (or the interval, if longer).
+pub const VACUUM_EVERY: Duration = Duration::from_secs(60);
 
 /// Pruner settings.
 #[derive(Debug, Clone)]
@@ -163,6 +176,8 @@ pub struct PrunerReport {
     pub tables: Vec<(RetentionTable, u64)>,
     /// Whether a class stopped at `max_batches` with more left (the next run goes on).
     pub more: bool,
+    /// The tables the store vacuumed after this run (PostgreSQL with autovacuum off).
+    pub vacuumed: Vec<String>,
 }
 
 /// The pruner.
@@ -170,6 +185,8 @@ pub struct PrunerReport {
 pub struct Pruner {
     cfg: PrunerConfig,
     store: Arc<dyn Store>,
+    /// When this pruner last asked the store to vacuum.
+    vacuumed_at: Arc<Mutex<Option<DateTime<Utc>>>>,
 }
 
 impl std::fmt::Debug for Pruner {
@@ -189,7 +206,11 @@ impl Pruner {
     /// A pruner over `store`. Fails if the config is not valid.
     pub fn new(cfg: PrunerConfig, store: Arc<dyn Store>) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
-        Ok(Pruner { cfg, store })
+        Ok(Pruner {
+            cfg,
+            store,
+            vacuumed_at: Arc::default(),
+        })
     }
 
     /// The settings.
@@ -329,7 +350,33 @@ impl Pruner {
                 "pruned finished jobs"
             );
         }
+        if report.succeeded_jobs + report.dead_jobs > 0 && self.vacuum_due(now) {
+            let v = self
+                .store
+                .db_vacuum(kairos_store::DbVacuum::default())
+                .await?;
+            if !v.tables.is_empty() {
+                tracing::info!(
+                    tables = ?v.tables,
+                    "vacuumed the job tables (the database's autovacuum is off)"
+                );
+            }
+            report.vacuumed = v.tables;
+        }
         Ok(report)
+    }
+
+    /// Whether the last vacuum is at least [`VACUUM_EVERY`] (or the interval) before `now`;
+    /// if so, `now` is recorded as the last.
+    fn vacuum_due(&self, now: DateTime<Utc>) -> bool {
+        let every = chrono::Duration::from_std(VACUUM_EVERY.max(self.cfg.interval))
+            .unwrap_or(chrono::Duration::MAX);
+        let mut last = self.vacuumed_at.lock().unwrap_or_else(|e| e.into_inner());
+        let due = last.is_none_or(|t| now.signed_duration_since(t) >= every);
+        if due {
+            *last = Some(now);
+        }
+        due
     }
 }
 
@@ -351,6 +398,13 @@ impl Service for Pruner {
     }
     async fn run_once(&self, now: DateTime<Utc>) -> Result<PrunerReport, kairos_store::Error> {
         Pruner::run_once(self, now).await
+    }
+    async fn next_run(&self, report: &PrunerReport, _now: DateTime<Utc>) -> crate::service::Next {
+        crate::service::Next::In(if report.more {
+            CATCH_UP_PAUSE.min(self.cfg.interval)
+        } else {
+            self.cfg.interval
+        })
     }
 }
 
@@ -383,6 +437,34 @@ mod tests {
             ..PrunerConfig::default()
         };
         assert_eq!(keep.validate(), Ok(()));
+    }
+
+    #[tokio::test]
+    async fn a_run_with_a_backlog_left_is_followed_after_a_short_pause() {
+        use crate::service::Next;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn Store> = Arc::new(
+            kairos_store_sqlite::SqliteStore::open(&dir.path().join("k.db"))
+                .await
+                .expect("open"),
+        );
+        let p = Pruner::new(PrunerConfig::default(), store).expect("pruner");
+        let now = DateTime::parse_from_rfc3339("2026-12-05T12:00:00Z")
+            .expect("a time")
+            .with_timezone(&Utc);
+        let more = PrunerReport {
+            more: true,
+            ..PrunerReport::default()
+        };
+        assert_eq!(p.next_run(&more, now).await, Next::In(CATCH_UP_PAUSE));
+        assert_eq!(
+            p.next_run(&PrunerReport::default(), now).await,
+            Next::In(Duration::from_secs(600))
+        );
+        // Vacuums are spaced by the interval (10 minutes here), whatever asks.
+        assert!(p.vacuum_due(now));
+        assert!(!p.vacuum_due(now + chrono::Duration::seconds(599)));
+        assert!(p.vacuum_due(now + chrono::Duration::seconds(600)));
     }
 
     #[test]

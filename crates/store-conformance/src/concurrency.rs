@@ -314,7 +314,7 @@ pub async fn concurrency_skipped_job_below_the_claimed_runs_when_its_key_frees(s
     );
 }
 
-async fn endpoint(s: &S, id: &str) {
+pub(crate) async fn endpoint(s: &S, id: &str) {
     s.endpoint_upsert(EndpointUpsert {
         id: id.into(),
         url: format!("https://example.com/{id}"),
@@ -325,7 +325,11 @@ async fn endpoint(s: &S, id: &str) {
     .unwrap();
 }
 
-fn limits(id: &str, rate: Option<(u32, u32)>, max_in_flight: Option<u32>) -> EndpointLimitsSet {
+pub(crate) fn limits(
+    id: &str,
+    rate: Option<(u32, u32)>,
+    max_in_flight: Option<u32>,
+) -> EndpointLimitsSet {
     EndpointLimitsSet {
         endpoint_id: id.into(),
         rate_limit: rate.map(|(per_second, burst)| RateLimit { per_second, burst }),
@@ -334,7 +338,7 @@ fn limits(id: &str, rate: Option<(u32, u32)>, max_in_flight: Option<u32>) -> End
     }
 }
 
-fn delivery(endpoint: &str, ms: i64) -> JobInsert {
+pub(crate) fn delivery(endpoint: &str, ms: i64) -> JobInsert {
     JobInsert {
         endpoint_id: Some(endpoint.into()),
         ..job(t0() + Duration::milliseconds(ms))

@@ -3,6 +3,7 @@
 //! holds any more are deleted by the pruner (`RetentionTable::ConcurrencySlots`), and held
 //! ones stay.
 
+use crate::concurrency::{delivery, endpoint, limits};
 use crate::fixtures::{claim, job, t0};
 use crate::jobs::complete;
 use chrono::Duration;
@@ -49,22 +50,30 @@ pub async fn concurrency_slot_of_an_expired_lease_is_taken_again(s: S) {
 }
 
 /// Slot rows no job holds (their job finished, and no claim of the key came since) are
-/// deleted by age, in bounded batches; a held slot stays and keeps holding.
+/// deleted by age, in bounded batches; a held slot stays and keeps holding. (Slots of an
+/// endpoint's `max_in_flight`, which both databases take; PostgreSQL checks concurrency keys
+/// without slots.)
 pub async fn concurrency_slots_no_job_holds_are_pruned_and_held_ones_stay(s: S) {
+    for ep in ["ep_gone", "ep_held"] {
+        endpoint(&s, ep).await;
+        s.endpoint_limits_set(limits(ep, None, Some(1)))
+            .await
+            .unwrap();
+    }
     s.job_insert_many(vec![
-        keyed("gone", 1, 0),
-        keyed("held", 1, 1),
-        keyed("held", 1, 2),
+        delivery("ep_gone", 0),
+        delivery("ep_held", 1),
+        delivery("ep_held", 2),
     ])
     .await
     .unwrap();
     let now = t0() + Duration::seconds(1);
     let got = s.job_claim(claim(now, 10, "n1")).await.unwrap();
-    assert_eq!(got.len(), 2, "one of each key");
+    assert_eq!(got.len(), 2, "one of each endpoint");
     let gone = got
         .iter()
-        .find(|j| j.concurrency.as_ref().is_some_and(|c| c.key == "gone"))
-        .expect("the job of key gone");
+        .find(|j| j.endpoint_id.as_deref() == Some("ep_gone"))
+        .expect("the delivery to ep_gone");
     s.job_complete_many(vec![complete(gone, Transition::Succeeded)])
         .await
         .unwrap();

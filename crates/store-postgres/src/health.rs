@@ -62,3 +62,39 @@ pub(crate) async fn health_read(
         wal_bytes: None,
     })
 }
+
+/// The tables whose rows the pruner deletes in bulk, which `db_vacuum` vacuums, and how.
+const VACUUMED: [(&str, &str); 2] = [
+    ("jobs", "VACUUM (ANALYZE) jobs"),
+    ("job_attempts", "VACUUM (ANALYZE) job_attempts"),
+];
+
+/// `db_vacuum` on PostgreSQL: `VACUUM (ANALYZE)` of the job tables when autovacuum is off
+/// (or `force`). With autovacuum off (some managed and CI set-ups turn it off) nothing
+/// reclaims what the pruner deletes: the job tables grow without end and every claim reads
+/// more dead index entries; the statistics go stale too, hence `ANALYZE`. VACUUM takes no
+/// lock that blocks claims or inserts (`SHARE UPDATE EXCLUSIVE`), and cannot run in a
+/// transaction: each table is its own statement on a pooled connection.
+pub(crate) async fn vacuum(
+    store: &PostgresStore,
+    p: kairos_store::DbVacuum,
+) -> Result<kairos_store::DbVacuumed, Error> {
+    let on: bool = sqlx::query_scalar("SELECT current_setting('autovacuum') = 'on'")
+        .fetch_one(&store.pool)
+        .await
+        .map_err(|e| map_err("reading the autovacuum setting", e))?;
+    let mut tables = Vec::new();
+    if !on || p.force {
+        for (t, statement) in VACUUMED {
+            sqlx::raw_sql(statement)
+                .execute(&store.pool)
+                .await
+                .map_err(|e| map_err("vacuuming the job tables", e))?;
+            tables.push(t.to_string());
+        }
+    }
+    Ok(kairos_store::DbVacuumed {
+        tables,
+        autovacuum: Some(on),
+    })
+}

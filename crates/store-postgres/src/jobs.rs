@@ -285,7 +285,12 @@ impl JobStore for PostgresStore {
         // Jobs with a concurrency key run only with a slot of their key, deliveries to an
         // endpoint with limits only within them (`slots.rs`); a batch with neither returns
         // there without another statement.
-        crate::slots::take(&self.hot, &p, jobs, limited).await
+        let (jobs, back) = crate::slots::take(&self.hot, &p, jobs, limited).await?;
+        // A job put back for its key is due again soon, below where the cursor may be.
+        for key in back {
+            self.cursor.made_available(key);
+        }
+        Ok(jobs)
     }
 
     async fn job_lease_renew(&self, p: JobLeaseRenew) -> Result<u64> {

@@ -242,6 +242,7 @@ kairos_store::sql_db!(
     apply: migrate,
     list: migrations_list,
     health: health::health_read,
+    vacuum: health::vacuum,
     committed: jobs_may_be_available
 );
 

@@ -1,20 +1,34 @@
-//! Flow control on PostgreSQL: the slots and tokens a claimed batch's keyed jobs and limited
-//! deliveries take, in one transaction after the claim (`kairos_store::flow` and
+//! Flow control on PostgreSQL: the check of a claimed batch's concurrency keys, and the slots
+//! and tokens its limited deliveries take, after the claim (`kairos_store::flow` and
 //! `kairos_store::concurrency` say how and why).
 //!
-//! Differs from SQLite: claims on many nodes take turns. A concurrency key by a
-//! transaction-scoped advisory lock per key, an endpoint by its `endpoint_limits` row
-//! (`FOR UPDATE`), an origin by its `host_limits` row (after the endpoints), each taken in one
-//! order (sorted hashes, then sorted ids, then sorted origins), so that two
-//! claims never wait for each other in a cycle. Under the locks each statement sees what the
-//! previous holder committed (READ COMMITTED takes a snapshot per statement), and the primary
-//! key `(key, slot)` stays the backstop: an insert that would exceed it does nothing, and its
-//! job waits.
+//! Differs from SQLite, whose claims are serialized by its one writer, so that a claim's
+//! count of a key's running jobs is exact: here claims on many connections and nodes race.
+//!
+//! **Concurrency keys: one statement, no slots.** The claim left out the jobs of a key at its
+//! max by counting the key's running jobs under an unexpired lease, but in its own snapshot:
+//! two claims that run at once can each take a job of a key with one free place. So after the
+//! claim has committed, one statement ([`KEY_CHECK`]) counts again, for each keyed job of the
+//! batch, the key's other running jobs under an unexpired lease (those of other claims, and
+//! those of this batch before it in claim order), and puts the job back (`available`, its
+//! attempt as it was, `wait_reason = 'concurrency_key'`, due again a moment later) when they
+//! already fill its `max`. The check runs after the claim's commit, so of two racing claims
+//! the later check sees the other's job: at worst both give their job back, never do both
+//! keep it, and no handler starts before its job passed. One round trip, where the slot
+//! transaction it replaces (advisory locks, free and read slots, insert, commit) took five.
+//!
+//! **Endpoint and origin limits** take slots (`max_in_flight`) and tokens (`rate_limit`) in
+//! one transaction: an endpoint by its `endpoint_limits` row (`FOR UPDATE`), an origin by its
+//! `host_limits` row (after the endpoints), each taken in one order (sorted ids, then sorted
+//! origins), so that two claims never wait for each other in a cycle. Under the locks each
+//! statement sees what the previous holder committed (READ COMMITTED takes a snapshot per
+//! statement), and the primary key `(key, slot)` stays the backstop: an insert that would
+//! exceed it does nothing, and its job waits.
 
 use crate::map_err;
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
-use kairos_store::concurrency::{keys, wants};
+use kairos_store::concurrency::{WAIT_BASE, WAIT_CONCURRENCY_KEY, WAIT_MAX, wants};
 use kairos_store::flow::{
     EndpointFlow, HOST_PREFIX, Limited, endpoints, flow_plan, lost_race, lost_reason, needed,
     slot_keys, split_targets, wait_totals,
@@ -23,8 +37,38 @@ use kairos_store::{JobClaim, Result};
 use sqlx::{PgConnection, PgPool, Row};
 use std::collections::HashSet;
 
-/// The advisory lock class of concurrency keys (the two-key form: class, hash of the key).
-const LOCK_CLASS: i32 = 3_434;
+/// Put back the batch's keyed jobs (`$1`, claimed under the lease `$2`) whose key's other
+/// running jobs under an unexpired lease (at `$3`) fill its limit: those of other leases, and
+/// those of this batch before the job in claim order (`run_at`, `id`), counted on
+/// `jobs_keyed_running`. The limit is the job's `max`, or a smaller one of those jobs (as
+/// slots do: a job with `max: 1` runs alone). The jobs put back are spread as
+/// `concurrency::wait_until` spreads them (`$4` the base wait, `$5` the longest, in ms), and
+/// added to the `job_waits` counters (`$6` the reason).
+const KEY_CHECK: &str = "WITH over AS (
+         SELECT j.id, LEAST(j.concurrency_max, o.lo) AS m,
+                row_number() OVER (PARTITION BY j.concurrency_key ORDER BY j.run_at, j.id) AS n
+         FROM jobs j
+         CROSS JOIN LATERAL (
+             SELECT count(*) AS c, min(h.concurrency_max) AS lo FROM jobs h
+             WHERE h.concurrency_key = j.concurrency_key AND h.state = 'running'
+               AND h.lease_expires_at > $3 AND h.id <> j.id
+               AND (h.lease_token IS DISTINCT FROM $2 OR (h.run_at, h.id) < (j.run_at, j.id))) o
+         WHERE j.id = ANY($1) AND j.lease_token = $2 AND j.state = 'running'
+           AND o.c >= LEAST(j.concurrency_max, o.lo)),
+     back AS (
+         UPDATE jobs SET state = 'available', attempt = attempt - 1,
+                run_at = $3 + LEAST(((over.n - 1) / GREATEST(over.m, 1) + 1) * $4, $5)::float8
+                              * interval '1 millisecond',
+                wait_reason = $6, locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+         FROM over WHERE jobs.id = over.id AND jobs.lease_token = $2 AND jobs.state = 'running'
+         RETURNING jobs.id, jobs.run_at),
+     counted AS (
+         INSERT INTO job_waits (reason, waits, wait_ms)
+         SELECT $6, count(*), sum((EXTRACT(EPOCH FROM run_at - $3) * 1000)::bigint)
+         FROM back HAVING count(*) > 0
+         ON CONFLICT (reason) DO UPDATE SET waits = job_waits.waits + excluded.waits,
+             wait_ms = job_waits.wait_ms + excluded.wait_ms)
+     SELECT run_at, id FROM back";
 
 const WHAT: &str = "job claim: flow control";
 
@@ -39,25 +83,68 @@ pub(crate) async fn take(
     p: &JobClaim,
     jobs: Vec<Job>,
     limited: Limited,
-) -> Result<Vec<Job>> {
+) -> Result<(Vec<Job>, Vec<(DateTime<Utc>, String)>)> {
     if !needed(&jobs, &limited) {
-        return Ok(jobs);
+        return Ok((jobs, Vec::new()));
     }
-    let mut tx = pool.begin().await.map_err(err)?;
-    let user_keys = keys(&wants(&jobs));
-    if !user_keys.is_empty() {
-        sqlx::query(
-            "SELECT pg_advisory_xact_lock($1, h)
-             FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS s",
-        )
-        .bind(LOCK_CLASS)
-        .bind(&user_keys)
-        .execute(&mut *tx)
+    let (jobs, back) = key_check(pool, p, jobs).await?;
+    if limited.is_empty() {
+        return Ok((jobs, back));
+    }
+    Ok((endpoint_take(pool, p, jobs, limited).await?, back))
+}
+
+/// [`KEY_CHECK`]: the batch without the keyed jobs put back, and those put back (when they
+/// are due again, id) for the claim cursor.
+async fn key_check(
+    pool: &PgPool,
+    p: &JobClaim,
+    jobs: Vec<Job>,
+) -> Result<(Vec<Job>, Vec<(DateTime<Utc>, String)>)> {
+    let keyed: Vec<String> = wants(&jobs).into_iter().map(|w| w.job_id).collect();
+    if keyed.is_empty() {
+        return Ok((jobs, Vec::new()));
+    }
+    let back: Vec<(DateTime<Utc>, String)> = sqlx::query_as(KEY_CHECK)
+        .bind(&keyed)
+        .bind(&p.lease_token)
+        .bind(p.now)
+        .bind(WAIT_BASE.num_milliseconds())
+        .bind(WAIT_MAX.num_milliseconds())
+        .bind(WAIT_CONCURRENCY_KEY)
+        .fetch_all(pool)
         .await
         .map_err(err)?;
+    if back.is_empty() {
+        return Ok((jobs, back));
     }
-    let flows = read_flows(&mut tx, &endpoints(&jobs, &limited)).await?;
-    let keys = slot_keys(&jobs, &flows);
+    let ids: HashSet<&str> = back.iter().map(|b| b.1.as_str()).collect();
+    let jobs = jobs
+        .into_iter()
+        .filter(|j| !ids.contains(j.id.as_str()))
+        .collect();
+    Ok((jobs, back))
+}
+
+/// Slots and tokens for the batch's deliveries to endpoints and origins with limits
+/// (`limited`), in one transaction; the jobs that get none are put back. Their concurrency
+/// keys were checked before ([`key_check`]): the plan is made without them.
+async fn endpoint_take(
+    pool: &PgPool,
+    p: &JobClaim,
+    jobs: Vec<Job>,
+    limited: Limited,
+) -> Result<Vec<Job>> {
+    let unkeyed: Vec<Job> = jobs
+        .iter()
+        .map(|j| Job {
+            concurrency: None,
+            ..j.clone()
+        })
+        .collect();
+    let mut tx = pool.begin().await.map_err(err)?;
+    let flows = read_flows(&mut tx, &endpoints(&unkeyed, &limited)).await?;
+    let keys = slot_keys(&unkeyed, &flows);
     // Free slots are deleted; the rest are held. A slot whose job's lease has expired is free
     // too: its node crashed or lost the job, which the rescuer will hand out again (and it
     // then takes a slot of its own). The SELECT shares the DELETE's snapshot, so
@@ -82,7 +169,7 @@ pub(crate) async fn take(
     .map(|r| Ok((r.try_get("key")?, i64::from(r.try_get::<i32, _>("slot")?))))
     .collect::<std::result::Result<Vec<(String, i64)>, sqlx::Error>>()
     .map_err(err)?;
-    let mut plan = flow_plan(&jobs, &limited, &flows, &held, p.now);
+    let mut plan = flow_plan(&unkeyed, &limited, &flows, &held, p.now);
     let (mut k, mut s, mut j) = (Vec::new(), Vec::new(), Vec::new());
     for (key, slot, job) in &plan.take {
         k.push(key.clone());

@@ -194,6 +194,7 @@ kairos_store::sql_db!(
     apply: migrations_apply,
     list: migrations_list,
     health: health::health_read,
+    vacuum: health::vacuum,
     committed: nothing_to_learn
 );
 

@@ -15,10 +15,13 @@
 //! about (`jobs_keyed_due`). The cost moves to reads: a key with a large due backlog at its
 //! max is read past by every claim (its jobs are index entries and rows read, not written).
 //!
-//! **How a claim enforces a key.** Claims race (two nodes, or jobs of one key in one batch),
-//! so the skip is not the guard. When a claimed batch holds jobs with an enforceable key, the store, in one
-//! transaction: (PostgreSQL) takes a transaction-scoped advisory lock per key, in one order,
-//! so that claims of one key on many nodes take turns; deletes the key's free slots (a slot is
+//! **How a claim enforces a key.** On PostgreSQL claims race (two nodes, two connections), so
+//! the skip is not the guard there: after the claim commits, one statement counts each keyed
+//! job's key again and puts back the jobs whose key's other running jobs fill its max
+//! (`store-postgres/src/slots.rs`). On SQLite, whose one writer serializes claims, the
+//! claim's count is exact; there, and for an endpoint's `max_in_flight` on both
+//! databases, slots guard it. When a claimed batch holds jobs that need slots, the store, in
+//! one transaction: deletes the key's free slots (a slot is
 //! held only while its job is `running` under the lease that took it, so a slot whose job
 //! finished, was rescued, cancelled or erased is free without any of those paths knowing
 //! about keys); reads the slots still held; inserts one row per slot it takes (the primary

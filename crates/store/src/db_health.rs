@@ -58,3 +58,20 @@ impl DbHealth {
         self.held.iter().map(|h| h.age_secs).fold(0.0, f64::max)
     }
 }
+
+/// `db_vacuum`: reclaim the space of the job tables' dead row versions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DbVacuum {
+    /// Vacuum even when the database's autovacuum is on (which then does it by itself).
+    pub force: bool,
+}
+
+/// What [`NodeStore::db_vacuum`](crate::NodeStore::db_vacuum) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DbVacuumed {
+    /// The tables vacuumed (and analyzed), empty when none was: SQLite reuses the pages of
+    /// deleted rows by itself, and on PostgreSQL autovacuum was on and `force` not set.
+    pub tables: Vec<String>,
+    /// Whether the database's autovacuum is on (`None` on SQLite, which has none).
+    pub autovacuum: Option<bool>,
+}

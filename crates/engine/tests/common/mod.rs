@@ -1055,4 +1055,10 @@ impl NodeStore for CountingStore {
     ) -> kairos_store::Result<kairos_store::DbHealth> {
         self.inner.db_health_read(p).await
     }
+    async fn db_vacuum(
+        &self,
+        p: kairos_store::DbVacuum,
+    ) -> kairos_store::Result<kairos_store::DbVacuumed> {
+        self.inner.db_vacuum(p).await
+    }
 }

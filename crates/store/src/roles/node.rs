@@ -45,6 +45,9 @@ pub trait NodeStore: Send + Sync {
     async fn api_token_touch(&self, p: ApiTokenTouch) -> Result<()>;
     /// What holds the database's cleanup back: open snapshots, dead row versions, the WAL.
     async fn db_health_read(&self, p: DbHealthRead) -> Result<DbHealth>;
+    /// Reclaim the space of the job tables' dead row versions where nothing else does
+    /// (PostgreSQL with autovacuum off; see [`DbVacuum`]).
+    async fn db_vacuum(&self, p: DbVacuum) -> Result<DbVacuumed>;
     /// Record a node's heartbeat (see [`NodeHeartbeat`]).
     async fn node_heartbeat(&self, p: NodeHeartbeat) -> Result<()>;
     /// The nodes with their heartbeats and running jobs, by id (see [`NodeList`]).

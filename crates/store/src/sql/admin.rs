@@ -223,6 +223,10 @@ impl<D: super::SqlDb> crate::NodeStore for D {
         self.health_read(p).await
     }
 
+    async fn db_vacuum(&self, p: crate::DbVacuum) -> Result<crate::DbVacuumed> {
+        self.vacuum(p).await
+    }
+
     async fn node_heartbeat(&self, p: crate::NodeHeartbeat) -> Result<()> {
         super::nodes::node_heartbeat(self, p).await
     }

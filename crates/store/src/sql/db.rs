@@ -45,6 +45,8 @@ pub trait SqlDb: Send + Sync + 'static {
     async fn migrations_list(&self) -> Result<Vec<crate::MigrationStatus>>;
     /// What holds cleanup back ([`crate::NodeStore::db_health_read`]): each database's own.
     async fn health_read(&self, p: crate::DbHealthRead) -> Result<crate::DbHealth>;
+    /// Reclaim dead row versions ([`crate::NodeStore::db_vacuum`]): each database's own.
+    async fn vacuum(&self, p: crate::DbVacuum) -> Result<crate::DbVacuumed>;
 }
 
 /// Implement [`SqlDb`] for `$store`, whose fields `$read` and `$write` are its pools (the
@@ -52,14 +54,15 @@ pub trait SqlDb: Send + Sync + 'static {
 /// `Arc<KeyCache>`; `$run` is its [`sql_run!`](crate::sql_run) runner, `$begin` the statement
 /// that opens a write transaction, `$map_err` its error mapper, `$apply`/`$list` its
 /// migration functions (`async fn(&$store) -> Result<…>`) and `$health` its
-/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`; `$committed` (`fn(&$store, what)`) runs
+/// `async fn(&$store, DbHealthRead) -> Result<DbHealth>`, `$vacuum` its
+/// `async fn(&$store, DbVacuum) -> Result<DbVacuumed>`; `$committed` (`fn(&$store, what)`) runs
 /// after each write transaction commits (PostgreSQL's claim cursor learns that jobs may have
 /// become available).
 #[macro_export]
 macro_rules! sql_db {
     ($store:ty, $run:ident, $db:ty, read: $read:ident, write: $write:ident, begin: $begin:expr,
      map_err: $map_err:path, apply: $apply:path, list: $list:path, health: $health:path,
-     committed: $committed:path) => {
+     vacuum: $vacuum:path, committed: $committed:path) => {
         #[async_trait::async_trait]
         impl $crate::sql::SqlDb for $store {
             type Run<'a> = $run<'a>;
@@ -102,6 +105,9 @@ macro_rules! sql_db {
                 p: $crate::DbHealthRead,
             ) -> $crate::Result<$crate::DbHealth> {
                 $health(self, p).await
+            }
+            async fn vacuum(&self, p: $crate::DbVacuum) -> $crate::Result<$crate::DbVacuumed> {
+                $vacuum(self, p).await
             }
         }
     };
