@@ -199,10 +199,16 @@ impl JobStore for PostgresStore {
             Some((run_at, id)) => q.bind(*run_at).bind(id),
             None => q,
         };
+        let turn = if self.cursor.keyed_recent(p.now) {
+            Some(self.keyed_turn.lock().await)
+        } else {
+            None
+        };
         let rows = q
             .fetch_all(&self.claim)
             .await
             .map_err(|e| map_err("job claim", e))?;
+        drop(turn);
         let mut last: Option<crate::cursor::Key> = None;
         for row in &rows {
             let key = (
@@ -285,7 +291,7 @@ impl JobStore for PostgresStore {
         // Jobs with a concurrency key run only with a slot of their key, deliveries to an
         // endpoint with limits only within them (`slots.rs`); a batch with neither returns
         // there without another statement.
-        let (jobs, back) = crate::slots::take(&self.hot, &p, jobs, limited).await?;
+        let (jobs, back) = crate::slots::take(&self.hot, &self.claim, &p, jobs, limited).await?;
         // A job put back for its key is due again soon, below where the cursor may be.
         for key in back {
             self.cursor.made_available(key);

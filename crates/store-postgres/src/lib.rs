@@ -96,10 +96,15 @@ const HOT_CONNECTIONS: u32 = 5;
 /// would guess ten: without nested loops it hashes the batch whatever it guesses. Their rows
 /// are found by primary key through an init plan (`= ANY(ARRAY(SELECT …))`), or among the
 /// running jobs of the small `jobs_lease` index, so no parameter value changes the best plan.
-const HOT_SETTINGS: [(&str, &str); 3] = [
+///
+/// And no JIT compilation (`jit = off`, here and on the claim connections): a plan that needs
+/// a node type switched off carries its penalty cost, far above `jit_above_cost`, and
+/// compiling it took a second for a statement that runs in two milliseconds.
+const HOT_SETTINGS: [(&str, &str); 4] = [
     ("enable_bitmapscan", "off"),
     ("enable_nestloop", "off"),
     ("plan_cache_mode", "force_generic_plan"),
+    ("jit", "off"),
 ];
 
 /// Connections for claims: one claim runs at a time per executor.
@@ -117,10 +122,11 @@ const CLAIM_CONNECTIONS: u32 = 2;
 /// durable: completions commit synchronously, and their flush carries every claim before
 /// them (WAL is flushed in order). With the flush, a claim's commit was a third of the
 /// claimer's time at ten workers (`docs/benchmarks.md`).
-const CLAIM_SETTINGS: [(&str, &str); 3] = [
+const CLAIM_SETTINGS: [(&str, &str); 4] = [
     ("enable_bitmapscan", "off"),
     ("plan_cache_mode", "force_custom_plan"),
     ("synchronous_commit", "off"),
+    ("jit", "off"),
 ];
 
 /// The PostgreSQL store. Cheap to clone.
@@ -140,6 +146,12 @@ pub struct PostgresStore {
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
     /// Where claims start reading the queue (`cursor.rs`), shared by the store's clones.
     cursor: std::sync::Arc<cursor::ClaimCursor>,
+    /// Taken by a claim statement while keyed jobs are about, so that this node's claims
+    /// (the executor's two claimers) do not run at once and each sees the jobs the other
+    /// claimed: two claims in one snapshot would take jobs of the same keys, and the key
+    /// check after them (`slots.rs`) would put one of each pair back. Claims of other nodes
+    /// still race; the check settles those.
+    keyed_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Announces the store's own inserts to the other nodes after they commit (`wake.rs`).
     waker: std::sync::Arc<wake::Waker>,
 }
@@ -185,6 +197,7 @@ impl PostgresStore {
             keys: Default::default(),
             sealer: None,
             cursor: Default::default(),
+            keyed_turn: Default::default(),
             waker: Default::default(),
         };
         migrate(&store).await?;

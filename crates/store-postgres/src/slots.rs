@@ -80,6 +80,7 @@ fn err(e: sqlx::Error) -> kairos_store::Error {
 /// origin has limits, and which); put back those that get none. Returns the jobs that may run.
 pub(crate) async fn take(
     pool: &PgPool,
+    claim: &PgPool,
     p: &JobClaim,
     jobs: Vec<Job>,
     limited: Limited,
@@ -87,15 +88,16 @@ pub(crate) async fn take(
     if !needed(&jobs, &limited) {
         return Ok((jobs, Vec::new()));
     }
-    let (jobs, back) = key_check(pool, p, jobs).await?;
+    let (jobs, back) = key_check(claim, p, jobs).await?;
     if limited.is_empty() {
         return Ok((jobs, back));
     }
     Ok((endpoint_take(pool, p, jobs, limited).await?, back))
 }
 
-/// [`KEY_CHECK`]: the batch without the keyed jobs put back, and those put back (when they
-/// are due again, id) for the claim cursor.
+/// [`KEY_CHECK`], on a claim connection (`pool`: its plan is made for its parameters, a nested
+/// loop over the batch's keys): the batch without the keyed jobs put back, and those put back
+/// (when they are due again, id) for the claim cursor.
 async fn key_check(
     pool: &PgPool,
     p: &JobClaim,
