@@ -702,6 +702,7 @@ mod tests {
     /// enqueued (and counted) once, in fewer calls than jobs, each of at most N.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn bench_rate_enqueue_batch_enqueues_every_job_in_batches() {
+        use kairos_store::prelude::*;
         let dir = tempfile::tempdir().expect("tempdir");
         let store: Arc<dyn Store> = Arc::new(
             kairos_store_sqlite::SqliteStore::open(&dir.path().join("k.db"))

@@ -168,32 +168,54 @@ async fn too_many_or_no_jobs_is_a_422_naming_jobs(app: TestApp) {
     assert_eq!(listed(&app).await.len(), 1000);
 }
 
-macro_rules! on_both_stores {
-    ($($name:ident => $sqlite:ident, $postgres:ident;)*) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $sqlite() {
-                $name(TestApp::start(t0(), TOKEN).await).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $postgres() {
-                let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
-                    return;
-                };
-                $name(app).await;
-            }
-        )*
-    };
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_of_three_is_created_in_order_sqlite() {
+    a_batch_of_three_is_created_in_order(TestApp::start(t0(), TOKEN).await).await;
 }
 
-on_both_stores! {
-    a_batch_of_three_is_created_in_order =>
-        batch_of_three_is_created_in_order_sqlite, batch_of_three_is_created_in_order_postgres;
-    an_existing_key_answers_with_its_job =>
-        batch_existing_key_answers_with_its_job_sqlite, batch_existing_key_answers_with_its_job_postgres;
-    an_invalid_entry_fails_the_batch_and_inserts_nothing =>
-        batch_invalid_entry_inserts_nothing_sqlite, batch_invalid_entry_inserts_nothing_postgres;
-    too_many_or_no_jobs_is_a_422_naming_jobs =>
-        batch_of_1001_or_none_is_a_422_naming_jobs_sqlite, batch_of_1001_or_none_is_a_422_naming_jobs_postgres;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_of_three_is_created_in_order_postgres() {
+    let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
+        return;
+    };
+    a_batch_of_three_is_created_in_order(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_existing_key_answers_with_its_job_sqlite() {
+    an_existing_key_answers_with_its_job(TestApp::start(t0(), TOKEN).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_existing_key_answers_with_its_job_postgres() {
+    let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
+        return;
+    };
+    an_existing_key_answers_with_its_job(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_invalid_entry_inserts_nothing_sqlite() {
+    an_invalid_entry_fails_the_batch_and_inserts_nothing(TestApp::start(t0(), TOKEN).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_invalid_entry_inserts_nothing_postgres() {
+    let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
+        return;
+    };
+    an_invalid_entry_fails_the_batch_and_inserts_nothing(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_of_1001_or_none_is_a_422_naming_jobs_sqlite() {
+    too_many_or_no_jobs_is_a_422_naming_jobs(TestApp::start(t0(), TOKEN).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_of_1001_or_none_is_a_422_naming_jobs_postgres() {
+    let Some(app) = TestApp::start_postgres(t0(), TOKEN).await else {
+        return;
+    };
+    too_many_or_no_jobs_is_a_422_naming_jobs(app).await;
 }

@@ -80,8 +80,9 @@ pub struct JobBatchView {
     pub jobs: Vec<JobBatchEntryView>,
 }
 
-/// Enqueue up to 1,000 jobs in one call, each the body of `POST /v1/jobs`, inserted in one
-/// transaction: all or nothing. An entry whose `idempotency_key` exists answers with the
+/// Enqueue up to 1,000 jobs in one call, in one transaction.
+///
+/// Each entry is the body of `POST /v1/jobs`; all are inserted or none. An entry whose `idempotency_key` exists answers with the
 /// existing job and `created: false`, and so does an entry repeating the key of an earlier
 /// one (with that one's job). An invalid entry fails the whole call, its problem's `field`
 /// naming it (`jobs[1].run_at`), and nothing is inserted.
@@ -89,7 +90,7 @@ pub struct JobBatchView {
     security(("bearer" = [])),
     responses(
         (status = 201, description = "The jobs, in the request's order, each with `created`", body = JobBatchView),
-        (status = 400, description = "Malformed JSON or unknown field (`field` names the entry: `jobs[1].colour`)", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "Malformed JSON or unknown field (the detail names the entry: `jobs[1]: unknown field`)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "An `idempotency_key` was used by a job since pruned (retention); nothing was created", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field of an entry is not valid (`jobs[1].run_at`), or `jobs` is empty or holds more than 1,000; nothing was created", body = Problem, content_type = "application/problem+json"),
     ))]
