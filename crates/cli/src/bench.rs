@@ -85,6 +85,11 @@ pub struct BenchArgs {
     /// tenth of it (at most every 30 s). Without it every finished job is kept.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
     pub keep: Option<Duration>,
+    /// With --rate: the producer enqueues each tick's due jobs through the batch enqueue
+    /// (`POST /v1/jobs/batch`'s `job_enqueue_many`) in calls of at most N jobs (1 to 1,000),
+    /// still at most 64 calls in flight. 1, the default: one `job_enqueue` per job.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub enqueue_batch: usize,
     /// With --rate: draw the per-second samples (throughput, backlog, lateness, dead tuples
     /// or WAL size) over time into this SVG file.
     #[arg(long, value_name = "FILE.svg")]
@@ -175,7 +180,22 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
         }
         _ => {}
     }
+    if !(1..=kairos_engine::ops::MAX_ENQUEUE_BATCH).contains(&a.enqueue_batch) {
+        return Err(CliError::usage(
+            "--enqueue-batch",
+            format!(
+                "must be 1 to {} jobs per call",
+                kairos_engine::ops::MAX_ENQUEUE_BATCH
+            ),
+        ));
+    }
     if a.rate.is_none() {
+        if a.enqueue_batch > 1 {
+            return Err(CliError::usage(
+                "--enqueue-batch",
+                "only with --rate and --duration (a steady-rate run)",
+            ));
+        }
         if a.hold_snapshots > 0 {
             return Err(CliError::usage(
                 "--hold-snapshots",

@@ -1,8 +1,10 @@
 //! `kairos bench --rate R --duration D`: a steady-rate run. The bench's own producer enqueues
 //! R jobs per second through the API's enqueue path ([`Kairos::job_enqueue`]: one job, one
 //! store insert, the engine woken), spread evenly over each second (every 20 ms it inserts
-//! the jobs then due), while the node the burst bench assembles runs them. After D it waits
-//! for the queue to drain.
+//! the jobs then due), while the node the burst bench assembles runs them. With
+//! `--enqueue-batch N` (N > 1) each tick's due jobs go through the batch enqueue instead
+//! ([`Kairos::job_enqueue_many`], as `POST /v1/jobs/batch`) in calls of at most N jobs.
+//! After D it waits for the queue to drain.
 //!
 //! Every second a sample is taken: jobs enqueued and completed (outcomes committed) in that
 //! second, the backlog, the claims' latency (the store is wrapped in [`TimedStore`], which
@@ -261,33 +263,54 @@ fn new_job() -> NewJob {
     }
 }
 
-/// Enqueue `rate` jobs per second for `duration` from `t0`, each through
-/// [`Kairos::job_enqueue`], at most [`ENQUEUE_CONCURRENCY`] at once. Returns how many and how
-/// long it took.
+/// The jobs of one enqueue call, for `pending` jobs due and calls of at most `batch`: all of
+/// them, or `batch` when more are due (the rest go in the next calls of the tick).
+pub(crate) fn call_size(pending: u64, batch: usize) -> u64 {
+    pending.min(batch.max(1) as u64)
+}
+
+/// What the producer did: jobs, how long it took, and the enqueue calls it made.
+struct Produced {
+    total: u64,
+    took: Duration,
+    calls: u64,
+}
+
+/// Enqueue `rate` jobs per second for `duration` from `t0`, at most [`ENQUEUE_CONCURRENCY`]
+/// calls at once: with `batch` 1 each job through [`Kairos::job_enqueue`], else each tick's
+/// due jobs through [`Kairos::job_enqueue_many`] in calls of at most `batch`.
 async fn produce(
     kairos: Kairos,
     rate: u64,
     duration: Duration,
     t0: Instant,
     enqueued: Arc<AtomicU64>,
-) -> Result<(u64, Duration), Box<dyn Error>> {
+    batch: usize,
+) -> Result<Produced, Box<dyn Error>> {
     let total = (rate as f64 * duration.as_secs_f64()).round() as u64;
     let mut tick = tokio::time::interval_at(t0, PRODUCER_TICK);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let slots = Arc::new(Semaphore::new(ENQUEUE_CONCURRENCY));
     let mut inserts: JoinSet<Result<(), kairos_engine::OpsError>> = JoinSet::new();
-    let mut issued = 0u64;
+    let (mut issued, mut calls) = (0u64, 0u64);
     while issued < total {
         tick.tick().await;
         let due = ((rate as f64 * t0.elapsed().as_secs_f64()) as u64).min(total);
         while issued < due {
             let slot = slots.clone().acquire_owned().await?;
-            issued += 1;
+            let jobs = call_size(due - issued, batch);
+            issued += jobs;
+            calls += 1;
             let (k, n) = (kairos.clone(), enqueued.clone());
             inserts.spawn(async move {
-                k.job_enqueue(new_job()).await?;
+                if batch == 1 {
+                    k.job_enqueue(new_job()).await?;
+                } else {
+                    k.job_enqueue_many((0..jobs).map(|_| new_job()).collect())
+                        .await?;
+                }
                 drop(slot);
-                n.fetch_add(1, Ordering::Relaxed);
+                n.fetch_add(jobs, Ordering::Relaxed);
                 Ok(())
             });
             while let Some(r) = inserts.try_join_next() {
@@ -298,7 +321,11 @@ async fn produce(
     while let Some(r) = inserts.join_next().await {
         r??;
     }
-    Ok((total, t0.elapsed()))
+    Ok(Produced {
+        total,
+        took: t0.elapsed(),
+        calls,
+    })
 }
 
 /// One `--hold-snapshots` session: after `delay`, connect as [`HOLD_APPLICATION`], then until
@@ -413,9 +440,17 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         }
     }
 
-    let produced = produce(kairos, rate, duration, t0, enqueued.clone()).await;
+    let produced = produce(
+        kairos,
+        rate,
+        duration,
+        t0,
+        enqueued.clone(),
+        args.enqueue_batch,
+    )
+    .await;
     let drained: Result<Duration, Box<dyn Error>> = match &produced {
-        Ok((total, _)) => {
+        Ok(Produced { total, .. }) => {
             async {
                 handler.target.store(*total, Ordering::Relaxed);
                 let bar = indicatif::ProgressBar::hidden();
@@ -476,7 +511,11 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         }
     }
     let seen = seen?;
-    let (total, producing) = produced?;
+    let Produced {
+        total,
+        took: producing,
+        calls,
+    } = produced?;
     let drained = drained?;
     if let Some(e) = hold_error {
         return Err(format!("--hold-snapshots: a holding session failed: {e}").into());
@@ -504,6 +543,8 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         "concurrency": args.concurrency,
         "database": db.name(),
         "enqueue_per_sec": enqueue_per_sec.round(),
+        "enqueue_batch": args.enqueue_batch,
+        "enqueue_calls": calls,
         "process_per_sec": (completed as f64 / drained.as_secs_f64()).round(),
         "p50_lateness_ms": ms(percentile(&late, 0.50)),
         "p99_lateness_ms": ms(percentile(&late, 0.99)),
@@ -638,6 +679,69 @@ mod tests {
         samples[44].completed = 90;
         assert_eq!(windows_below(&samples, 65, 0.99), (3, 0));
         assert_eq!(windows_below(&samples, 3, 0.99), (0, 0));
+    }
+
+    #[test]
+    fn bench_rate_enqueue_batch_splits_a_ticks_due_jobs_into_calls_of_at_most_n() {
+        let calls = |mut pending: u64, batch: usize| {
+            let mut sizes = Vec::new();
+            while pending > 0 {
+                let n = call_size(pending, batch);
+                sizes.push(n);
+                pending -= n;
+            }
+            sizes
+        };
+        assert_eq!(calls(5, 1), [1, 1, 1, 1, 1], "the default: a job per call");
+        assert_eq!(calls(250, 100), [100, 100, 50]);
+        assert_eq!(calls(7, 100), [7], "fewer due than N: one call");
+        assert_eq!(calls(3, 0), [1, 1, 1], "never an empty call");
+    }
+
+    /// With `--enqueue-batch` the producer's calls go through the batch enqueue: every job is
+    /// enqueued (and counted) once, in fewer calls than jobs, each of at most N.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bench_rate_enqueue_batch_enqueues_every_job_in_batches() {
+        use kairos_store::prelude::*;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store: Arc<dyn Store> = Arc::new(
+            kairos_store_sqlite::SqliteStore::open(&dir.path().join("k.db"))
+                .await
+                .expect("open"),
+        );
+        let handler = Arc::new(NoopHandler::new(u64::MAX, None));
+        let kinds = Arc::new(Kinds::builtin().with_handler("bench", handler));
+        let kairos = Kairos::new(
+            store.clone(),
+            Arc::new(SystemClock),
+            Arc::new(tokio::sync::Notify::new()),
+            kinds,
+        );
+        let enqueued = Arc::new(AtomicU64::new(0));
+        let done = produce(
+            kairos,
+            400,
+            Duration::from_millis(500),
+            Instant::now(),
+            enqueued.clone(),
+            30,
+        )
+        .await
+        .expect("produce");
+        assert_eq!(done.total, 200);
+        assert_eq!(enqueued.load(Ordering::Relaxed), 200);
+        assert!(
+            done.calls >= 200 / 30 && done.calls < 200,
+            "{} calls for 200 jobs in calls of at most 30",
+            done.calls
+        );
+        let counts = store.job_count_by_state().await.expect("count");
+        let available: i64 = counts
+            .iter()
+            .filter(|(s, _)| s == "available")
+            .map(|(_, n)| *n)
+            .sum();
+        assert_eq!(available, 200, "{counts:?}");
     }
 
     #[test]

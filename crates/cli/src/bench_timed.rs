@@ -49,6 +49,9 @@ impl JobStore for TimedStore {
     async fn job_insert_many(&self, p: Vec<JobInsert>) -> kairos_store::Result<Vec<String>> {
         self.inner.job_insert_many(p).await
     }
+    async fn job_insert_batch(&self, p: Vec<JobInsert>) -> kairos_store::Result<Vec<JobInserted>> {
+        self.inner.job_insert_batch(p).await
+    }
     async fn job_get(&self, id: &str) -> kairos_store::Result<Option<Job>> {
         self.inner.job_get(id).await
     }

@@ -196,6 +196,35 @@ fn bench_rate_json_lines_sqlite() {
     check_run(&json_lines(&stdout), "wal_bytes", "sqlite", &svg);
 }
 
+/// `--enqueue-batch N`: the same run, its jobs enqueued through the batch enqueue in calls of
+/// at most N (fewer calls than jobs), the summary saying so.
+#[test]
+fn bench_rate_enqueue_batch_sqlite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("run.svg");
+    let out = kairos_cmd()
+        .args(rate_args(&svg))
+        .args(["--enqueue-batch", "50"])
+        .output()
+        .expect("run kairos bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&stdout);
+    check_run(&lines, "wal_bytes", "sqlite", &svg);
+    let summary = lines.last().expect("summary");
+    assert_eq!(summary["enqueue_batch"], 50, "{summary}");
+    let calls = summary["enqueue_calls"].as_u64().expect("enqueue_calls");
+    let jobs = RATE * SECS;
+    assert!(
+        calls >= jobs / 50 && calls < jobs,
+        "{calls} calls for {jobs} jobs: {summary}"
+    );
+}
+
 /// `--keep` reports what it kept and the job tables' size on every line; under a minute it
 /// is refused before anything runs (the pruner keeps finished jobs at least a minute).
 #[test]
@@ -278,6 +307,31 @@ fn bench_rate_flags_need_each_other() {
         (&["bench", "--rate", "0", "--duration", "3s"][..], "--rate"),
         (&["bench", "--plot", "x.svg"][..], "--plot"),
         (&["bench", "--keep", "5m"][..], "--keep"),
+        (&["bench", "--enqueue-batch", "10"][..], "--enqueue-batch"),
+        (
+            &[
+                "bench",
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--enqueue-batch",
+                "0",
+            ][..],
+            "--enqueue-batch",
+        ),
+        (
+            &[
+                "bench",
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--enqueue-batch",
+                "1001",
+            ][..],
+            "--enqueue-batch",
+        ),
         (
             &["bench", "--rate", "10", "--duration", "1s", "--webhook"][..],
             "--webhook",

@@ -40,7 +40,7 @@ pub use endpoints::{
 };
 pub use erasure::{ERASED_REASON, Erasure};
 pub use inbound::{InboundReceipt, MaintenanceStatus, NewSuppression, RemoveSuppression};
-pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay, JobFilter};
+pub use jobs::{DEAD_REPLAY_BATCH, DeadReplay, JobFilter, MAX_ENQUEUE_BATCH};
 pub use schedules::ScheduleGapPeriods;
 
 /// A webhook target: where to POST and the `whsec_…` secret to sign with.

@@ -77,6 +77,7 @@ mod tests {
     fn reads_need_read_operator_actions_need_admin_the_rest_write() {
         assert_eq!(Scope::needed(&Method::GET, "/v1/suppressions"), Scope::Read);
         assert_eq!(Scope::needed(&Method::POST, "/v1/schedules"), Scope::Write);
+        assert_eq!(Scope::needed(&Method::POST, "/v1/jobs/batch"), Scope::Write);
         assert_eq!(Scope::needed(&Method::DELETE, "/jobs/job_1"), Scope::Write);
         assert_eq!(
             Scope::needed(&Method::PUT, "/v1/recipients/r1"),

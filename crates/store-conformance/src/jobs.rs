@@ -107,6 +107,52 @@ pub async fn job_insert_many_skips_existing_dedupe_keys(s: S) {
     assert_eq!(created.len(), 3, "d2, d3 and the keyless job");
 }
 
+/// a batch enqueue answers for each job in order: the new ones created, an existing key with
+/// its job, and a key repeated in the batch with the job of its first entry.
+pub async fn job_insert_batch_answers_each_job_in_order(s: S) {
+    let mut old = job(t0());
+    old.dedupe_key = Some("b1".into());
+    s.job_insert(old.clone()).await.unwrap();
+    let keyed = |k: &str| {
+        let mut j = job(t0());
+        j.dedupe_key = Some(k.into());
+        j
+    };
+    let batch = vec![job(t0()), keyed("b1"), keyed("b2"), keyed("b2"), job(t0())];
+    let got = s.job_insert_batch(batch.clone()).await.unwrap();
+    let ids: Vec<&str> = got.iter().map(|r| r.job.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            batch[0].id.as_str(),
+            old.id.as_str(),
+            batch[2].id.as_str(),
+            batch[2].id.as_str(),
+            batch[4].id.as_str()
+        ]
+    );
+    let created: Vec<bool> = got.iter().map(|r| r.created).collect();
+    assert_eq!(created, [true, false, true, false, true]);
+    for r in &got {
+        assert_eq!(
+            r.job,
+            get(&s, &r.job.id).await,
+            "the answer is the stored job"
+        );
+    }
+    assert_eq!(got[0].job.state, JobState::Available);
+    assert_eq!(got[0].job.payload, batch[0].payload);
+    assert!(s.job_get(&batch[1].id).await.unwrap().is_none());
+    assert!(s.job_get(&batch[3].id).await.unwrap().is_none());
+    assert!(s.job_insert_batch(Vec::new()).await.unwrap().is_empty());
+    let due = s.job_claim(claim(t0(), 10, "a")).await.unwrap();
+    assert_eq!(
+        due.len(),
+        4,
+        "the three created and the one before: each once"
+    );
+}
+
 /// a backlog of 250 due jobs with batch 100 drains oldest first over three claims.
 pub async fn job_claim_drains_backlog_oldest_first_in_batches(s: S) {
     let mut all = Vec::new();

@@ -146,6 +146,30 @@ pub async fn dedupe_tombstones_are_pruned_after_their_retention(s: S) {
     assert!(k3.is_err(), "the newer tombstone still holds its key");
 }
 
+/// A batch enqueue with a key held only by a pruned job's tombstone fails whole: the
+/// `Conflict` of `job_insert`, and none of the batch's other jobs is created.
+pub async fn job_insert_batch_with_a_pruned_key_inserts_nothing(s: S) {
+    s.job_insert(keyed("gone", None)).await.unwrap();
+    succeed_one(&s, t0() + Duration::hours(1), false).await;
+    let pruned = s
+        .job_prune(prune_done(t0() + Duration::days(1)))
+        .await
+        .unwrap();
+    assert_eq!(pruned.jobs, 1);
+    let fresh = keyed("fresh", None);
+    let plain = job(t0());
+    let err = s
+        .job_insert_batch(vec![fresh.clone(), keyed("gone", None), plain.clone()])
+        .await
+        .expect_err("a pruned key fails the batch");
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    assert!(err.to_string().contains("pruned"), "{err}");
+    assert!(s.job_get(&fresh.id).await.unwrap().is_none(), "rolled back");
+    assert!(s.job_get(&plain.id).await.unwrap().is_none(), "rolled back");
+    let again = s.job_insert_batch(vec![fresh.clone()]).await.unwrap();
+    assert!(again[0].created, "the key is free: nothing held it");
+}
+
 /// Exposures go after their age; newer ones (and the counts they make) stay.
 pub async fn exposures_are_pruned_by_age(s: S) {
     for (h, variant) in [(1, "a"), (5, "b")] {

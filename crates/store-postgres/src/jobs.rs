@@ -162,6 +162,78 @@ impl JobStore for PostgresStore {
         Ok(ids)
     }
 
+    async fn job_insert_batch(&self, p: Vec<JobInsert>) -> Result<Vec<JobInserted>> {
+        const WHAT: &str = "job insert batch";
+        if p.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One transaction, two statements: the insert returns the jobs it made (a key taken
+        // earlier in the same statement is skipped, as `DO NOTHING` sees this statement's
+        // rows); the jobs holding the keys of the others are read after it, which under READ
+        // COMMITTED sees the latest commits (the insert waited for each key's writer).
+        let mut tx = self.pool.begin().await.map_err(|e| map_err(WHAT, e))?;
+        let rows = sqlx::query(insert_returning())
+            .bind(insert_json(&p))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| map_err(WHAT, e))?;
+        let mut made = std::collections::HashMap::with_capacity(rows.len());
+        for row in &rows {
+            let job = job_from_row(row)?;
+            made.insert(job.id.clone(), job);
+        }
+        let keys: Vec<String> = p
+            .iter()
+            .filter(|j| !made.contains_key(&j.id))
+            .map(|j| j.dedupe_key.clone().ok_or_else(|| not_inserted(false)))
+            .collect::<Result<_>>()?;
+        let mut held = std::collections::HashMap::with_capacity(keys.len());
+        if !keys.is_empty() {
+            let rows = sqlx::query(sql("SELECT {cols} FROM jobs WHERE dedupe_key = ANY($1)"))
+                .bind(&keys)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(|e| map_err(WHAT, e))?;
+            for row in &rows {
+                let job = job_from_row(row)?;
+                if let Some(k) = job.dedupe_key.clone() {
+                    held.insert(k, job);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(p.len());
+        for j in &p {
+            let r = match made.get(&j.id) {
+                Some(job) => JobInserted {
+                    job: job.clone(),
+                    created: true,
+                },
+                None => {
+                    // A key no job holds is a pruned job's tombstone: the transaction is
+                    // dropped, so nothing of the batch is inserted.
+                    let key = j.dedupe_key.as_deref().unwrap_or_default();
+                    let job = held.get(key).ok_or_else(|| not_inserted(true))?;
+                    JobInserted {
+                        job: job.clone(),
+                        created: false,
+                    }
+                }
+            };
+            out.push(r);
+        }
+        tx.commit().await.map_err(|e| map_err(WHAT, e))?;
+        if let Some(first) = p
+            .iter()
+            .filter(|j| made.contains_key(&j.id))
+            .map(|j| j.run_at)
+            .min()
+        {
+            self.cursor.made_available((first, String::new()));
+            self.waker.committed(&self.pool);
+        }
+        Ok(out)
+    }
+
     async fn job_get(&self, id: &str) -> Result<Option<Job>> {
         let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
             .bind(id)

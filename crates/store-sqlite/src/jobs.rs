@@ -52,6 +52,25 @@ impl JobStore for SqliteStore {
         Ok(ids)
     }
 
+    async fn job_insert_batch(&self, p: Vec<JobInsert>) -> Result<Vec<JobInserted>> {
+        let new = p
+            .into_iter()
+            .map(native::NewJob::encode)
+            .collect::<Result<Vec<_>>>()?;
+        let rows = self
+            .hot
+            .call(move |c| native::insert_batch(c, &new))
+            .await?;
+        rows.into_iter()
+            .map(|(job, created)| {
+                Ok(JobInserted {
+                    job: job.decode()?,
+                    created,
+                })
+            })
+            .collect()
+    }
+
     async fn job_get(&self, id: &str) -> Result<Option<Job>> {
         let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
             .bind(id)

@@ -142,6 +142,13 @@ pub(crate) fn insert_one(conn: &Connection, p: &NewJob) -> Result<(StoredJob, bo
     Ok((job, created))
 }
 
+/// Insert each job as [`insert_one`] does, in this transaction: a later job with the key of
+/// an earlier one answers with the earlier one's job. The first error (a key held by a
+/// tombstone) fails them all: the writer then undoes this command alone.
+pub(crate) fn insert_batch(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<(StoredJob, bool)>> {
+    jobs.iter().map(|j| insert_one(conn, j)).collect()
+}
+
 fn by_id_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| format!("SELECT {JOB_COLS} FROM jobs WHERE id = ?1"))

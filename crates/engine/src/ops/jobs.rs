@@ -37,6 +37,9 @@ pub struct JobFilter {
     pub limit: Option<i64>,
 }
 
+/// Most jobs one [`Kairos::job_enqueue_many`] call (`POST /v1/jobs/batch`) takes.
+pub const MAX_ENQUEUE_BATCH: usize = 1000;
+
 /// Dead jobs read per batch by [`Kairos::dead_replay`].
 pub const DEAD_REPLAY_BATCH: i64 = 100;
 
@@ -132,6 +135,36 @@ impl Kairos {
             self.wake.notify_one();
         }
         Ok((r.job, r.created))
+    }
+
+    /// Enqueue up to [`MAX_ENQUEUE_BATCH`] jobs in one call (`POST /v1/jobs/batch`): each
+    /// validated as [`Kairos::job_enqueue`] validates it, then all inserted in one store call
+    /// (one transaction), and the engine woken once. Answers in the order given, each with
+    /// whether it was created: an `idempotency_key` that exists answers with the existing job
+    /// and `false`, and an entry repeating the key of an earlier one answers with that one's
+    /// job. An invalid entry fails the whole call naming it (`jobs[1].run_at`), and so does a
+    /// key whose job was pruned; then nothing is inserted. An empty list, or more than
+    /// [`MAX_ENQUEUE_BATCH`] jobs, is an error naming `jobs`.
+    pub async fn job_enqueue_many(&self, reqs: Vec<NewJob>) -> Result<Vec<(Job, bool)>, OpsError> {
+        if reqs.is_empty() || reqs.len() > MAX_ENQUEUE_BATCH {
+            return Err(OpsError::invalid(
+                "jobs",
+                format!("must hold 1 to {MAX_ENQUEUE_BATCH} jobs"),
+            ));
+        }
+        let mut jobs = Vec::with_capacity(reqs.len());
+        for (i, req) in reqs.into_iter().enumerate() {
+            jobs.push(
+                self.job_prepare(req)
+                    .await
+                    .map_err(|e| e.under(&format!("jobs[{i}]")))?,
+            );
+        }
+        let inserted = self.store.job_insert_batch(jobs).await?;
+        if inserted.iter().any(|r| r.created) {
+            self.wake.notify_one();
+        }
+        Ok(inserted.into_iter().map(|r| (r.job, r.created)).collect())
     }
 
     /// A job and its attempts.

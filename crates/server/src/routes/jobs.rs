@@ -1,5 +1,5 @@
-//! `/v1/jobs`: enqueue (idempotent with a key), list with filters, show with attempts, retry,
-//! cancel.
+//! `/v1/jobs`: enqueue (idempotent with a key, one job or a batch), list with filters, show
+//! with attempts, retry, cancel.
 
 use crate::AppState;
 use crate::problem::{ApiJson, ApiQuery, ApiResult, OptionalJson, Problem};
@@ -19,6 +19,7 @@ pub const DEFAULT_LIMIT: i64 = 50;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/", post(enqueue).get(list))
+        .route("/batch", post(enqueue_batch))
         .route("/cancel", post(bulk_cancel))
         .route("/retry", post(bulk_retry))
         .route("/{id}", get(show))
@@ -51,6 +52,62 @@ pub async fn enqueue(
         StatusCode::OK
     };
     Ok((status, Json(full_view(&state, &job, &attempts).await?)))
+}
+
+/// The body of `POST /v1/jobs/batch`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobBatchBody {
+    /// The jobs, 1 to 1,000, each the body of `POST /v1/jobs`.
+    pub jobs: Vec<JobBody>,
+}
+
+/// One job of a batch enqueue: the job as a job list shows it, and whether this call made it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobBatchEntryView {
+    /// The job.
+    #[serde(flatten)]
+    pub job: JobView,
+    /// `true` if this call created it; `false` if its `idempotency_key` was taken (by an
+    /// existing job, or by an earlier entry of the batch): this is that job.
+    pub created: bool,
+}
+
+/// What `POST /v1/jobs/batch` did.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobBatchView {
+    /// One entry per job of the request, in its order.
+    pub jobs: Vec<JobBatchEntryView>,
+}
+
+/// Enqueue up to 1,000 jobs in one call, in one transaction.
+///
+/// Each entry is the body of `POST /v1/jobs`; all are inserted or none. An entry whose `idempotency_key` exists answers with the
+/// existing job and `created: false`, and so does an entry repeating the key of an earlier
+/// one (with that one's job). An invalid entry fails the whole call, its problem's `field`
+/// naming it (`jobs[1].run_at`), and nothing is inserted.
+#[utoipa::path(operation_id = "jobs_enqueue_batch", post, path = "/v1/jobs/batch", tag = "jobs", request_body = JobBatchBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The jobs, in the request's order, each with `created`", body = JobBatchView),
+        (status = 400, description = "Malformed JSON or unknown field (the detail names the entry: `jobs[1]: unknown field`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An `idempotency_key` was used by a job since pruned (retention); nothing was created", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field of an entry is not valid (`jobs[1].run_at`), or `jobs` is empty or holds more than 1,000; nothing was created", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn enqueue_batch(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<JobBatchBody>,
+) -> ApiResult<(StatusCode, Json<JobBatchView>)> {
+    let done = state.kairos.job_enqueue_many(body.jobs).await?;
+    let kinds = state.kairos.kinds();
+    let jobs = done
+        .iter()
+        .map(|(job, created)| JobBatchEntryView {
+            job: JobView::new(kinds, job),
+            created: *created,
+        })
+        .collect();
+    Ok((StatusCode::CREATED, Json(JobBatchView { jobs })))
 }
 
 /// The view of one job: its endpoint or http target, and its attempts.

@@ -19,6 +19,13 @@ pub trait JobStore: Send + Sync {
     /// Insert many jobs in one statement batch, skipping existing dedupe keys. Returns the ids
     /// created.
     async fn job_insert_many(&self, p: Vec<JobInsert>) -> Result<Vec<String>>;
+    /// Insert the jobs of one batch enqueue (`POST /v1/jobs/batch`: at most a thousand) in
+    /// one transaction and answer for each, in the order given, as [`JobStore::job_insert`]
+    /// does: the new job, or with a `dedupe_key` that exists the job holding it and
+    /// `created = false`. Of entries sharing a key, the first is inserted and the later ones
+    /// answer with its job. All or nothing: a key held only by a pruned job's tombstone (the
+    /// `Conflict` of `job_insert`) or any other error inserts none of them.
+    async fn job_insert_batch(&self, p: Vec<JobInsert>) -> Result<Vec<JobInserted>>;
     /// A job by id.
     async fn job_get(&self, id: &str) -> Result<Option<Job>>;
     /// Claim due jobs (`state = available AND run_at <= now`), oldest `run_at` first, at most
