@@ -312,7 +312,9 @@ async fn admin_ui_in_a_browser_connects_schedule_job_endpoint_and_search() {
         .expect("the endpoint's id")
         .to_string();
     browser.click(&browser.find("#rotate").await).await;
-    browser.wait_find("#deliveries").await;
+    // The rotation's answer shows the new secret once (the page before it had `#deliveries`
+    // already: waiting for that raced the POST).
+    browser.wait_find("#new-secret").await;
     let (status, rotated) = api(
         &http,
         reqwest::Method::GET,
