@@ -140,6 +140,7 @@ macro_rules! store_conformance {
         $crate::store_conformance!(@retention $factory;
             job_prune_deletes_old_finished_jobs_and_attempts_in_bounded_batches,
             job_prune_skips_replayed_jobs,
+            job_prune_deletes_exactly_a_limit_of_hundreds,
             pruned_dedupe_key_is_never_created_again,
             job_insert_batch_with_a_pruned_key_inserts_nothing,
             dedupe_tombstones_are_pruned_after_their_retention,

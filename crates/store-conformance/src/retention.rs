@@ -226,3 +226,44 @@ pub async fn http_target_upsert_reuses_by_fingerprint_and_roundtrips(s: S) {
     assert_eq!(s.http_target_get("ht_a").await.unwrap(), Some(a));
     assert_eq!(s.http_target_get("ht_b").await.unwrap(), None);
 }
+
+/// A `limit` of hundreds (the pruner's batch is 1,000) deletes exactly `limit` jobs, with their
+/// attempts, and the next call the rest.
+pub async fn job_prune_deletes_exactly_a_limit_of_hundreds(s: S) {
+    s.job_insert_many((0..450).map(|_| job(t0())).collect())
+        .await
+        .unwrap();
+    let claimed = s.job_claim(claim(t0(), 500, "node-a")).await.unwrap();
+    assert_eq!(claimed.len(), 450);
+    let done: Vec<JobComplete> = claimed
+        .iter()
+        .map(|j| crate::jobs::complete(j, Transition::Succeeded))
+        .collect();
+    assert_eq!(s.job_complete_many(done).await.unwrap().applied, 450);
+    let later = t0() + Duration::hours(1);
+    let first = s
+        .job_prune(prune(&[JobState::Succeeded], later, 300))
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        JobPruned {
+            jobs: 300,
+            attempts: 300
+        }
+    );
+    let rest = s
+        .job_prune(prune(&[JobState::Succeeded], later, 300))
+        .await
+        .unwrap();
+    assert_eq!(rest.jobs, 150);
+    assert!(
+        s.job_list(JobList {
+            limit: Some(10),
+            ..JobList::default()
+        })
+        .await
+        .unwrap()
+        .is_empty()
+    );
+}
