@@ -227,3 +227,69 @@ async fn one_leader_per_schema_and_takeover_when_it_dies() {
     assert!(!a.is_leader() && !b.is_leader() && !c.is_leader());
     other_store.close().await;
 }
+
+/// Two nodes' stores (each with its own claim turn) claiming at once, two claimers each, never
+/// hold more than `max` jobs of one key running: the check after each claim puts back what a
+/// racing claim on the other node already took. Other keys run beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_nodes_claiming_at_once_never_run_more_than_a_keys_max() {
+    use kairos_store_conformance::fixtures::{claim, job, t0};
+    let Some((a, guard)) = open().await else {
+        return;
+    };
+    let b = PostgresStore::connect(&guard.url, &guard.schema)
+        .await
+        .expect("second node's store");
+    let keyed = |key: String, max: u32, ms: i64| kairos_store::JobInsert {
+        concurrency: Some(kairos_core::Concurrency { key, max }),
+        ..job(t0() + chrono::Duration::milliseconds(ms))
+    };
+    // Rounds with keys of their own, so that a race missed once is likely caught in another.
+    let now = t0() + chrono::Duration::seconds(1);
+    let mut running = Vec::new();
+    for round in 0..5 {
+        let mut all = Vec::new();
+        for i in 0..60 {
+            all.push(keyed(format!("hot-{round}"), 2, i));
+            all.push(keyed(format!("cold-{round}-{i}"), 1, i));
+        }
+        a.job_insert_many(all).await.expect("insert");
+        let mut tasks = Vec::new();
+        for (n, store) in [a.clone(), a.clone(), b.clone(), b.clone()]
+            .into_iter()
+            .enumerate()
+        {
+            tasks.push(tokio::spawn(async move {
+                let mut got = Vec::new();
+                for _ in 0..6 {
+                    got.extend(
+                        store
+                            .job_claim(claim(now, 12, &format!("n{n}")))
+                            .await
+                            .expect("claim"),
+                    );
+                }
+                got
+            }));
+        }
+        for t in tasks {
+            running.extend(t.await.expect("task"));
+        }
+    }
+    // Nothing completes: every job claimed is still running.
+    let mut per_key: std::collections::HashMap<String, usize> = Default::default();
+    for j in &running {
+        if let Some(c) = &j.concurrency {
+            *per_key.entry(c.key.clone()).or_default() += 1;
+        }
+    }
+    for round in 0..5 {
+        let hot = per_key.get(&format!("hot-{round}")).copied().unwrap_or(0);
+        assert!(
+            (1..=2).contains(&hot),
+            "{hot} jobs of key hot-{round} running at once"
+        );
+    }
+    let cold = per_key.keys().filter(|k| k.starts_with("cold-")).count();
+    assert_eq!(cold, 300, "every other key ran");
+}
