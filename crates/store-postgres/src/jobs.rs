@@ -235,20 +235,8 @@ impl JobStore for PostgresStore {
     }
 
     async fn job_get(&self, id: &str) -> Result<Option<Job>> {
-        let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
+        kairos_store::sql::job_admin::job_read(&mut kairos_store::sql::SqlDb::reader(self), id)
             .await
-            .map_err(|e| map_err("job get", e))?;
-        let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
-            return Ok(None);
-        };
-        kairos_store::sql::insight::job_key_wait(
-            &mut kairos_store::sql::SqlDb::reader(self),
-            &mut job,
-        )
-        .await?;
-        Ok(Some(job))
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {

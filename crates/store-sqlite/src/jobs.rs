@@ -3,20 +3,13 @@
 //! the rarer writes (cancel, retry) go through the sqlx pools.
 
 use crate::native;
-use crate::rows::{JOB_COLS, SqRun, job_from_row};
+use crate::rows::SqRun;
 use crate::{SqliteStore, map_err};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::Job;
 use kairos_core::clock::to_millis;
 use kairos_store::*;
-use sqlx::AssertSqlSafe;
-
-/// Build `SELECT … FROM jobs`-style SQL from the column list once; the column list is a
-/// constant, so the assembled string is safe.
-pub(crate) fn sql(template: &str) -> AssertSqlSafe<String> {
-    AssertSqlSafe(template.replace("{cols}", JOB_COLS))
-}
 
 /// Chunk size for bulk inserts: large enough to amortize the round trip, small enough to keep
 /// a transaction short.
@@ -72,20 +65,8 @@ impl JobStore for SqliteStore {
     }
 
     async fn job_get(&self, id: &str) -> Result<Option<Job>> {
-        let row = sqlx::query(sql("SELECT {cols} FROM jobs WHERE id = ?1"))
-            .bind(id)
-            .fetch_optional(&self.read)
+        kairos_store::sql::job_admin::job_read(&mut kairos_store::sql::SqlDb::reader(self), id)
             .await
-            .map_err(|e| map_err("job get", e))?;
-        let Some(mut job) = row.as_ref().map(job_from_row).transpose()? else {
-            return Ok(None);
-        };
-        kairos_store::sql::insight::job_key_wait(
-            &mut kairos_store::sql::SqlDb::reader(self),
-            &mut job,
-        )
-        .await?;
-        Ok(Some(job))
     }
 
     async fn job_claim(&self, p: JobClaim) -> Result<Vec<Job>> {

@@ -1,9 +1,8 @@
 //! The SQLite side of the shared row layer (`kairos_store::sql`): instants are integer
 //! milliseconds, JSON is TEXT, booleans are integers. The mappers themselves are shared.
 
-use kairos_core::Job;
 use kairos_core::clock::{from_millis, to_millis};
-use kairos_store::sql::{RowRead, parse_json, rows};
+use kairos_store::sql::{RowRead, parse_json};
 use kairos_store::{Error, Result};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -41,10 +40,6 @@ impl RowRead for Sq<'_> {
     fn opt_bytes(&self, col: &str) -> Result<Option<Vec<u8>>> {
         get(self.0, col)
     }
-}
-
-pub(crate) fn job_from_row(row: &SqliteRow) -> Result<Job> {
-    rows::job(&Sq(row))
 }
 
 /// A shared `kairos_store::sql` statement with SQLite's placeholders, ready for

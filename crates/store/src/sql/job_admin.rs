@@ -129,6 +129,16 @@ pub async fn job_search(run: &mut impl SqlRun, p: JobSearch) -> Result<Vec<Job>>
     run.fetch("job search", &sql, b, &|r| rows::job(r)).await
 }
 
+/// A job by id with why it waits when it does ([`super::insight::job_key_wait`]): both
+/// stores' `JobStore::job_get`.
+pub async fn job_read(run: &mut impl SqlRun, id: &str) -> Result<Option<Job>> {
+    let Some(mut job) = job_get(run, "job get", id).await? else {
+        return Ok(None);
+    };
+    super::insight::job_key_wait(run, &mut job).await?;
+    Ok(Some(job))
+}
+
 async fn job_get(run: &mut impl SqlRun, what: &str, id: &str) -> Result<Option<Job>> {
     let sql = format!("SELECT {JOB_COLS} FROM jobs WHERE id = $1");
     run.fetch_optional(what, &sql, binds![id], &|r| rows::job(r))
