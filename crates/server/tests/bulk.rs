@@ -22,20 +22,7 @@ fn t0() -> DateTime<Utc> {
 }
 
 async fn post(app: &TestApp, path: &str, body: Value) -> (u16, Value) {
-    let r = app
-        .http
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(TOKEN)
-        .json(&body)
-        .send()
-        .await
-        .expect("request");
-    let status = r.status().as_u16();
-    let text = r.text().await.expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
-    )
+    app.post_json(TOKEN, path, &body).await
 }
 
 /// `n` waiting webhook jobs on `channel`, created now, due tomorrow.

@@ -226,6 +226,30 @@ impl TestApp {
             .expect("executor run");
     }
 
+    /// `POST {path}` with a JSON body under `token`: the status and the JSON answer (an answer
+    /// that is not JSON fails the test, showing it).
+    pub async fn post_json(
+        &self,
+        token: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status().as_u16();
+        let text = r.text().await.expect("body");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+        )
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
