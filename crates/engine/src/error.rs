@@ -80,8 +80,9 @@ impl OpsError {
     pub fn conflict(message: impl Into<String>) -> Self {
         OpsError::new(OpsErrorKind::Conflict, message)
     }
-    /// The same error with its field under `prefix` (`http.url` → `channels[1].http.url`);
-    /// other kinds are returned as they are.
+    /// The same error with its field under `prefix` (`http.url` → `channels[1].http.url`); a
+    /// conflict's message starts with `prefix` (`jobs[3]: …`); other kinds are returned as
+    /// they are.
     pub fn under(self, prefix: &str) -> Self {
         match &self.kind {
             OpsErrorKind::Invalid { field, reason } => {
@@ -93,6 +94,11 @@ impl OpsError {
                 kind: OpsErrorKind::Malformed {
                     field: format!("{prefix}.{field}"),
                 },
+                message: format!("{prefix}: {}", self.message),
+                source: self.source,
+            },
+            OpsErrorKind::Conflict => OpsError {
+                kind: OpsErrorKind::Conflict,
                 message: format!("{prefix}: {}", self.message),
                 source: self.source,
             },

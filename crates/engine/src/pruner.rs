@@ -14,7 +14,9 @@
 //! A leader-only [`Service`]: [`PrunerConfig`] with defaults and `validate()`,
 //! [`Pruner::run_once`] for tests on a manual clock; the [`Runner`](crate::service::Runner)
 //! runs it only while this node is the leader. Each batch is one short
-//! transaction; a run takes batches until one comes back short or `max_batches` is reached,
+//! transaction, kept near [`PrunerConfig::batch_time`] by its size and followed by a pause as
+//! long, so that on SQLite the node's claims and completions get the write lock between two;
+//! a run takes batches until one comes back short or `max_batches` is reached,
 //! so a large backlog is worked off over several runs without holding the writer; while one
 //! is left the next run comes after [`CATCH_UP_PAUSE`], not after the interval, so the pruner
 //! keeps pace with a node that finishes more jobs per interval than one run deletes.
@@ -29,14 +31,32 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_core::JobState;
 use kairos_store::{ArtifactPrune, JobPrune, RetentionPrune, RetentionTable, Store};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The pause between two runs while a backlog is left (a run stopped at `max_batches`).
 pub const CATCH_UP_PAUSE: Duration = Duration::from_secs(1);
 
 /// The shortest time between two vacuums of the job tables (or the interval, if longer).
 pub const VACUUM_EVERY: Duration = Duration::from_secs(60);
+
+/// The smallest batch of jobs a slow database shrinks the pruner's batches to.
+pub const MIN_JOB_BATCH: usize = 50;
+
+/// The size of the next batch of jobs after one of `size` took `took`: in proportion when it
+/// took longer than `target`, twice as large (at most `max`) when it took less than half.
+pub fn next_job_batch(size: usize, took: Duration, target: Duration, max: usize) -> usize {
+    let floor = MIN_JOB_BATCH.min(max);
+    if took > target {
+        let scaled = (size as u128 * target.as_micros()) / took.as_micros().max(1);
+        usize::try_from(scaled).unwrap_or(max).clamp(floor, max)
+    } else if took < target / 2 {
+        size.saturating_mul(2).clamp(floor, max)
+    } else {
+        size.clamp(floor, max)
+    }
+}
 
 /// Pruner settings.
 #[derive(Debug, Clone)]
@@ -82,8 +102,17 @@ pub struct PrunerConfig {
     pub concurrency_slots: Option<Duration>,
     /// Most jobs deleted per batch (one transaction). Default 1000.
     pub batch: usize,
-    /// Most batches per run and class. Default 20.
+    /// Most batches per run and class. Default 20. A run deletes at most `batch` ×
+    /// `max_batches` jobs of a class, however small its batches became (`batch_time`).
     pub max_batches: usize,
+    /// How long one batch of jobs should hold its transaction. Default 20 ms. A batch that
+    /// took longer makes the next one smaller in proportion (down to [`MIN_JOB_BATCH`]); one
+    /// that took less than half of it lets the next grow back (up to `batch`). Between two
+    /// batches the pruner pauses as long as the last one took (at most `batch_time`): on
+    /// SQLite a batch holds the one write lock that claims and completions need too, so a
+    /// delete of a thousand jobs (about 80 ms on the CI machine) stalled every job due
+    /// meanwhile, and back-to-back batches could keep the lock from them for a whole run.
+    pub batch_time: Duration,
 }
 
 impl Default for PrunerConfig {
@@ -103,6 +132,7 @@ impl Default for PrunerConfig {
             concurrency_slots: Some(Duration::from_secs(600)),
             batch: 1000,
             max_batches: 20,
+            batch_time: Duration::from_millis(20),
         }
     }
 }
@@ -154,6 +184,12 @@ impl PrunerConfig {
         if self.max_batches == 0 {
             return Err(Error::invalid("pruner.max_batches", "must be at least 1"));
         }
+        if self.batch_time < Duration::from_millis(1) || self.batch_time > Duration::from_secs(10) {
+            return Err(Error::invalid(
+                "pruner.batch_time",
+                "must be between 1 ms and 10 s",
+            ));
+        }
         Ok(())
     }
 }
@@ -187,6 +223,8 @@ pub struct Pruner {
     store: Arc<dyn Store>,
     /// When this pruner last asked the store to vacuum.
     vacuumed_at: Arc<Mutex<Option<DateTime<Utc>>>>,
+    /// The size of the next batch of jobs (see [`PrunerConfig::batch_time`]).
+    job_batch: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Pruner {
@@ -207,6 +245,7 @@ impl Pruner {
     pub fn new(cfg: PrunerConfig, store: Arc<dyn Store>) -> Result<Self, kairos_core::Error> {
         cfg.validate()?;
         Ok(Pruner {
+            job_batch: Arc::new(AtomicUsize::new(cfg.batch)),
             cfg,
             store,
             vacuumed_at: Arc::default(),
@@ -246,27 +285,40 @@ impl Pruner {
             let Some(older_than) = age.and_then(|a| cut_off(now, a)) else {
                 continue;
             };
-            for n in 0..self.cfg.max_batches {
+            // Bounded: every pass deletes a full batch (at least one job) or ends the loop.
+            let mut left = self.cfg.batch.saturating_mul(self.cfg.max_batches);
+            while left > 0 {
+                let size = self.job_batch.load(Ordering::Relaxed).min(left);
+                let started = Instant::now();
                 let r = self
                     .store
                     .job_prune(JobPrune {
                         states: states.clone(),
                         older_than,
-                        limit: self.cfg.batch as i64,
+                        limit: size as i64,
                     })
                     .await?;
+                let took = started.elapsed();
+                self.job_batch.store(
+                    next_job_batch(size, took, self.cfg.batch_time, self.cfg.batch),
+                    Ordering::Relaxed,
+                );
                 if dead {
                     report.dead_jobs += r.jobs;
                 } else {
                     report.succeeded_jobs += r.jobs;
                 }
                 report.attempts += r.attempts;
-                if (r.jobs as usize) < self.cfg.batch {
+                if (r.jobs as usize) < size {
                     break;
                 }
-                if n + 1 == self.cfg.max_batches {
+                left -= size;
+                if left == 0 {
                     report.more = true;
+                    break;
                 }
+                // Let the node's own writes have the database between two batches.
+                tokio::time::sleep(took.min(self.cfg.batch_time)).await;
             }
         }
         // Artifacts: their own age, counted from when they were stored, in the same
@@ -431,6 +483,11 @@ mod tests {
         assert_eq!(bad(|c| c.dead = Some(Duration::MAX)), "pruner.dead");
         assert_eq!(bad(|c| c.batch = 0), "pruner.batch");
         assert_eq!(bad(|c| c.max_batches = 0), "pruner.max_batches");
+        assert_eq!(bad(|c| c.batch_time = Duration::ZERO), "pruner.batch_time");
+        assert_eq!(
+            bad(|c| c.batch_time = Duration::from_secs(11)),
+            "pruner.batch_time"
+        );
         let keep = PrunerConfig {
             succeeded: None,
             dead: None,
@@ -471,5 +528,24 @@ mod tests {
     fn cut_off_never_panics() {
         let now = DateTime::<Utc>::MIN_UTC;
         assert_eq!(cut_off(now, Duration::from_secs(86_400)), None);
+    }
+
+    /// A batch slower than the target shrinks the next in proportion, never below the floor;
+    /// a quick one doubles it, never past the configured batch; one near the target stays.
+    #[test]
+    fn job_batches_follow_how_long_the_last_one_held_its_transaction() {
+        let ms = Duration::from_millis;
+        let target = ms(20);
+        assert_eq!(next_job_batch(1000, ms(80), target, 1000), 250);
+        assert_eq!(next_job_batch(250, ms(10), target, 1000), 250);
+        assert_eq!(next_job_batch(250, ms(9), target, 1000), 500);
+        assert_eq!(next_job_batch(600, ms(2), target, 1000), 1000);
+        assert_eq!(
+            next_job_batch(100, Duration::from_secs(5), target, 1000),
+            MIN_JOB_BATCH
+        );
+        // A configured batch below the floor is kept as it is.
+        assert_eq!(next_job_batch(3, Duration::from_secs(5), target, 3), 3);
+        assert_eq!(next_job_batch(1000, Duration::ZERO, target, 1000), 1000);
     }
 }

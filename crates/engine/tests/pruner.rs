@@ -249,3 +249,36 @@ async fn pruner_keeps_a_pruned_jobs_dedupe_key_until_its_own_age() {
     let (_, created) = enqueue().await.expect("enqueue after the tombstone's age");
     assert!(created);
 }
+
+/// A batch enqueue whose second entry carries a pruned job's idempotency key fails whole
+/// with a conflict that names the entry (`jobs[1]: …`), and creates none of its jobs.
+#[tokio::test]
+async fn batch_with_a_pruned_key_names_the_entry_and_creates_nothing() {
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    let new = |key: Option<&str>| kairos_engine::ops::NewJob {
+        kind: Some("test".into()),
+        payload: Some(serde_json::json!({"ok": true})),
+        idempotency_key: key.map(str::to_string),
+        ..Default::default()
+    };
+    h.kairos.job_enqueue(new(Some("order-1"))).await.unwrap();
+    assert_eq!(h.exec(t0).await.succeeded, 1);
+    let r = h.engine.pruner().run_once(t0 + days(8)).await.unwrap();
+    assert_eq!(r.succeeded_jobs, 1, "{r:?}");
+    let e = h
+        .kairos
+        .job_enqueue_many(vec![new(Some("order-2")), new(Some("order-1")), new(None)])
+        .await
+        .expect_err("a pruned key fails the batch");
+    assert!(
+        matches!(e.kind(), kairos_engine::OpsErrorKind::Conflict),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("jobs[1]: "), "{e}");
+    assert!(e.to_string().contains("pruned"), "{e}");
+    assert!(
+        h.jobs().await.is_empty(),
+        "nothing of the batch was created"
+    );
+}

@@ -147,7 +147,8 @@ pub async fn dedupe_tombstones_are_pruned_after_their_retention(s: S) {
 }
 
 /// A batch enqueue with a key held only by a pruned job's tombstone fails whole: the
-/// `Conflict` of `job_insert`, and none of the batch's other jobs is created.
+/// `Conflict` of `job_insert`, naming the entry, and none of the batch's other jobs is
+/// created.
 pub async fn job_insert_batch_with_a_pruned_key_inserts_nothing(s: S) {
     s.job_insert(keyed("gone", None)).await.unwrap();
     succeed_one(&s, t0() + Duration::hours(1), false).await;
@@ -164,6 +165,11 @@ pub async fn job_insert_batch_with_a_pruned_key_inserts_nothing(s: S) {
         .expect_err("a pruned key fails the batch");
     assert_eq!(err.kind(), ErrorKind::Conflict);
     assert!(err.to_string().contains("pruned"), "{err}");
+    assert_eq!(
+        err.entry(),
+        Some(1),
+        "the error names the entry with the key"
+    );
     assert!(s.job_get(&fresh.id).await.unwrap().is_none(), "rolled back");
     assert!(s.job_get(&plain.id).await.unwrap().is_none(), "rolled back");
     let again = s.job_insert_batch(vec![fresh.clone()]).await.unwrap();

@@ -184,8 +184,13 @@ impl JobStore for PostgresStore {
         }
         let keys: Vec<String> = p
             .iter()
-            .filter(|j| !made.contains_key(&j.id))
-            .map(|j| j.dedupe_key.clone().ok_or_else(|| not_inserted(false)))
+            .enumerate()
+            .filter(|(_, j)| !made.contains_key(&j.id))
+            .map(|(i, j)| {
+                j.dedupe_key
+                    .clone()
+                    .ok_or_else(|| not_inserted(false).with_entry(i))
+            })
             .collect::<Result<_>>()?;
         let mut held = std::collections::HashMap::with_capacity(keys.len());
         if !keys.is_empty() {
@@ -202,7 +207,7 @@ impl JobStore for PostgresStore {
             }
         }
         let mut out = Vec::with_capacity(p.len());
-        for j in &p {
+        for (i, j) in p.iter().enumerate() {
             let r = match made.get(&j.id) {
                 Some(job) => JobInserted {
                     job: job.clone(),
@@ -212,7 +217,9 @@ impl JobStore for PostgresStore {
                     // A key no job holds is a pruned job's tombstone: the transaction is
                     // dropped, so nothing of the batch is inserted.
                     let key = j.dedupe_key.as_deref().unwrap_or_default();
-                    let job = held.get(key).ok_or_else(|| not_inserted(true))?;
+                    let job = held
+                        .get(key)
+                        .ok_or_else(|| not_inserted(true).with_entry(i))?;
                     JobInserted {
                         job: job.clone(),
                         created: false,

@@ -146,7 +146,10 @@ pub(crate) fn insert_one(conn: &Connection, p: &NewJob) -> Result<(StoredJob, bo
 /// an earlier one answers with the earlier one's job. The first error (a key held by a
 /// tombstone) fails them all: the writer then undoes this command alone.
 pub(crate) fn insert_batch(conn: &Connection, jobs: &[NewJob]) -> Result<Vec<(StoredJob, bool)>> {
-    jobs.iter().map(|j| insert_one(conn, j)).collect()
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| insert_one(conn, j).map_err(|e| e.with_entry(i)))
+        .collect()
 }
 
 fn by_id_sql() -> &'static str {

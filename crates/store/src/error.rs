@@ -24,6 +24,8 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Which entry of a batch the error is about (its index in the batch).
+    entry: Option<usize>,
 }
 
 /// The store's result type.
@@ -36,7 +38,17 @@ impl Error {
             kind,
             message: message.into(),
             source: None,
+            entry: None,
         }
+    }
+    /// Say which entry of a batch (its index) the error is about.
+    pub fn with_entry(mut self, index: usize) -> Self {
+        self.entry = Some(index);
+        self
+    }
+    /// Which entry of a batch the error is about, if it is about one.
+    pub fn entry(&self) -> Option<usize> {
+        self.entry
     }
     /// Attach the underlying cause.
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {

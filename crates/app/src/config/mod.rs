@@ -174,7 +174,9 @@ pub struct Config {
     /// runs the next job (`KAIROS_MAX_UNRECORDED`, default 500, 0 to 100000; 0: a slot waits
     /// for its outcome's commit). A crash can repeat at most `concurrency` + this many sends.
     pub max_unrecorded: usize,
-    /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it.
+    /// Job lease in seconds (`KAIROS_LEASE_SECS`, default 30); renewed every third of it. Also
+    /// how long a schedule claimed by a node stays with it: a node that dies between claiming
+    /// and firing a schedule delays its firing by at most this.
     pub lease_secs: u64,
     /// Timeout of one webhook request in seconds (`KAIROS_WEBHOOK_TIMEOUT_SECS`, default 10).
     pub webhook_timeout_secs: u64,

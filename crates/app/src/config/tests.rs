@@ -655,3 +655,20 @@ fn max_unrecorded_comes_from_the_environment_reaches_the_executor_and_is_bounded
         Ok(())
     });
 }
+
+/// `KAIROS_LEASE_SECS` is also the scheduler's claim on a due schedule, so a node killed
+/// between claiming and firing one delays it by one lease, not the engine's minute.
+#[test]
+fn a_dead_nodes_schedule_claim_lasts_one_lease() {
+    Jail::expect_with(|jail| {
+        let ec = crate::node::engine_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(ec.scheduler.lock, std::time::Duration::from_secs(30));
+        jail.set_env("KAIROS_LEASE_SECS", "10");
+        let ec = crate::node::engine_config(&load().map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        assert_eq!(ec.scheduler.lock, std::time::Duration::from_secs(10));
+        assert_eq!(ec.executor.lease, std::time::Duration::from_secs(10));
+        Ok(())
+    });
+}

@@ -52,6 +52,11 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.executor.claim_cooldown = Duration::from_millis(cfg.claim_cooldown_ms);
     ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
     ec.scheduler.poll_interval = poll;
+    // A schedule's claim is held only between claiming and firing it (a few statements), and
+    // what keeps a dead node's jobs from others keeps its schedules too: with the engine's
+    // default of a minute, a node killed holding an every-second schedule stopped it for a
+    // minute, and the firings late beyond the misfire threshold were lost.
+    ec.scheduler.lock = lease;
     ec.scheduler.misfire_threshold = cfg.misfire_threshold()?;
     let (succeeded, dead) = cfg.retention()?;
     ec.pruner.succeeded = succeeded;

@@ -160,7 +160,15 @@ impl Kairos {
                     .map_err(|e| e.under(&format!("jobs[{i}]")))?,
             );
         }
-        let inserted = self.store.job_insert_batch(jobs).await?;
+        let inserted = self.store.job_insert_batch(jobs).await.map_err(|e| {
+            // A batch's error about one entry (a pruned job's idempotency key) names it.
+            let entry = e.entry();
+            let e = OpsError::from(e);
+            match entry {
+                Some(i) => e.under(&format!("jobs[{i}]")),
+                None => e,
+            }
+        })?;
         if inserted.iter().any(|r| r.created) {
             self.wake.notify_one();
         }
