@@ -282,6 +282,34 @@ pub async fn concurrency_claim_skips_a_key_at_its_max_issue_34(s: S) {
     assert_eq!(next[0].wait_reason, None);
 }
 
+/// `job_waiting` counts every available job whose key is at that job's own max: several
+/// jobs of one busy key, not those of the same key asking for a larger max, nor those of a
+/// key with nothing running.
+pub async fn concurrency_waiting_counts_each_job_of_a_key_at_its_max(s: S) {
+    s.job_insert(keyed("busy", 1, 0)).await.unwrap();
+    let now = t0() + Duration::seconds(1);
+    let holder = s.job_claim(claim(now, 1, "n1")).await.unwrap();
+    assert_eq!(holder.len(), 1);
+    s.job_insert_many(vec![
+        keyed("busy", 1, 1),
+        keyed("busy", 1, 2),
+        keyed("busy", 1, 3),
+        keyed("busy", 2, 4),
+        keyed("idle", 1, 5),
+        keyed("idle", 1, 6),
+    ])
+    .await
+    .unwrap();
+    let k = s.job_waiting().await.unwrap().remove(2);
+    assert_eq!(k.reason, "concurrency_key");
+    assert_eq!(k.waiting, 3, "the three of max 1 behind the running one");
+    s.job_complete_many(vec![complete(&holder[0], Transition::Succeeded)])
+        .await
+        .unwrap();
+    let k = s.job_waiting().await.unwrap().remove(2);
+    assert_eq!(k.waiting, 0, "nothing of the key runs any more");
+}
+
 /// A job a claim skipped for its busy key, below the jobs the claim took, is claimed by the
 /// first claim after its key frees: not left for a sweep (PostgreSQL's claim cursor).
 pub async fn concurrency_skipped_job_below_the_claimed_runs_when_its_key_frees(s: S) {

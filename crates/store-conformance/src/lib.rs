@@ -112,6 +112,7 @@ macro_rules! store_conformance {
             concurrency_waits_are_counted_by_reason,
             job_get_reads_why_a_due_job_waits_issue_34,
             concurrency_claim_skips_a_key_at_its_max_issue_34,
+            concurrency_waiting_counts_each_job_of_a_key_at_its_max,
             concurrency_skipped_job_below_the_claimed_runs_when_its_key_frees,
             endpoint_limits_set_list_and_remove,
             endpoint_rate_limit_puts_deliveries_back_until_their_token,

@@ -66,7 +66,9 @@ pub async fn job_key_wait(run: &mut impl SqlRun, job: &mut kairos_core::Job) -> 
 
 /// Jobs waiting, per reason: those put back (`jobs_waiting` is a partial index of them), and
 /// for `concurrency_key` also the available jobs of a key at its max that claims skip without
-/// writing them (`jobs_keyed_due`).
+/// writing them (`jobs_keyed_due`). The running jobs are counted once per key and max, not
+/// once per waiting job: a metrics scrape over a backlog of 100,000 keyed jobs made 100,000
+/// counts.
 pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency::JobWaiting>> {
     let waiting = run
         .fetch(
@@ -75,9 +77,12 @@ pub async fn job_waiting(run: &mut impl SqlRun) -> Result<Vec<crate::concurrency
                 "SELECT wait_reason, COUNT(*) AS n FROM jobs
                  WHERE wait_reason IS NOT NULL AND state = 'available' GROUP BY wait_reason
                  UNION ALL
-                 SELECT '{key}', COUNT(*) FROM jobs j
-                 WHERE j.state = 'available' AND j.concurrency_key IS NOT NULL
-                   AND j.wait_reason IS NULL AND ({HELD}) >= j.concurrency_max",
+                 SELECT '{key}', CAST(COALESCE(SUM(j.n), 0) AS BIGINT) FROM (
+                     SELECT concurrency_key, concurrency_max, COUNT(*) AS n FROM jobs
+                     WHERE state = 'available' AND concurrency_key IS NOT NULL
+                       AND wait_reason IS NULL
+                     GROUP BY concurrency_key, concurrency_max) j
+                 WHERE ({HELD}) >= j.concurrency_max",
                 key = crate::concurrency::WAIT_CONCURRENCY_KEY
             ),
             vec![],
