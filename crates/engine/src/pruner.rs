@@ -288,7 +288,8 @@ impl Pruner {
             // Bounded: every pass deletes a full batch (at least one job) or ends the loop.
             let mut left = self.cfg.batch.saturating_mul(self.cfg.max_batches);
             while left > 0 {
-                let size = self.job_batch.load(Ordering::Relaxed).min(left);
+                let want = self.job_batch.load(Ordering::Relaxed);
+                let size = want.min(left);
                 let started = Instant::now();
                 let r = self
                     .store
@@ -299,10 +300,13 @@ impl Pruner {
                     })
                     .await?;
                 let took = started.elapsed();
-                self.job_batch.store(
-                    next_job_batch(size, took, self.cfg.batch_time, self.cfg.batch),
-                    Ordering::Relaxed,
-                );
+                let next = next_job_batch(size, took, self.cfg.batch_time, self.cfg.batch);
+                // A batch cut short by the run's budget can say "smaller", not "larger".
+                if size == want {
+                    self.job_batch.store(next, Ordering::Relaxed);
+                } else if took > self.cfg.batch_time {
+                    self.job_batch.store(next.min(want), Ordering::Relaxed);
+                }
                 if dead {
                     report.dead_jobs += r.jobs;
                 } else {

@@ -282,3 +282,54 @@ async fn batch_with_a_pruned_key_names_the_entry_and_creates_nothing() {
         "nothing of the batch was created"
     );
 }
+
+/// A batch that holds its transaction longer than `batch_time` makes the next one smaller in
+/// proportion (down to the floor of 50), a run still deletes its budget of `batch` ×
+/// `max_batches` jobs in them, and quick batches let the size grow back.
+#[tokio::test]
+async fn slow_prune_batches_shrink_and_quick_ones_grow_back() {
+    use kairos_engine::pruner::{MIN_JOB_BATCH, Pruner};
+    let t0 = t("2026-10-01T06:00:00Z");
+    let h = Harness::new(t0, &[("test", script())]).await;
+    for _ in 0..700 {
+        h.enqueue("test", serde_json::json!({"ok": true}), None, None)
+            .await;
+    }
+    let mut done = 0;
+    for _ in 0..200 {
+        let n = h.exec(t0).await.succeeded;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    assert_eq!(done, 700);
+    let counting = CountingStore::new(h.store.clone());
+    *counting.prune_delay.lock().unwrap() = Duration::from_millis(80);
+    let cfg = PrunerConfig {
+        batch: 200,
+        max_batches: 3,
+        batch_time: Duration::from_millis(20),
+        ..PrunerConfig::default()
+    };
+    let pruner = Pruner::new(cfg, counting.clone()).unwrap();
+    let at = t0 + days(8);
+    let r = pruner.run_once(at).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.more), (600, true), "{r:?}");
+    let limits = std::mem::take(&mut *counting.prune_limits.lock().unwrap());
+    // Dead jobs are a class of their own: their one (empty) batch comes after.
+    let jobs: Vec<i64> = limits[..limits.len() - 1].to_vec();
+    assert_eq!(jobs[0], 200, "{limits:?}");
+    assert!(
+        jobs[1..].iter().all(|l| *l == MIN_JOB_BATCH as i64),
+        "a batch of 80 ms against 20 ms: a quarter, at least the floor: {limits:?}"
+    );
+    assert_eq!(jobs.iter().sum::<i64>(), 600, "{limits:?}");
+
+    *counting.prune_delay.lock().unwrap() = Duration::ZERO;
+    let r = pruner.run_once(at).await.unwrap();
+    assert_eq!((r.succeeded_jobs, r.more), (100, false), "{r:?}");
+    let limits = std::mem::take(&mut *counting.prune_limits.lock().unwrap());
+    assert_eq!(&limits[..2], &[50, 100], "quick batches double: {limits:?}");
+    assert!(h.jobs().await.is_empty());
+}

@@ -397,6 +397,9 @@ pub struct CountingStore {
     /// Completion writes started and not yet returned, and the most seen at once.
     pub completes_in_flight: AtomicUsize,
     pub completes_in_flight_max: AtomicUsize,
+    /// Each `job_prune` takes at least this long (a slow delete), and its limit is recorded.
+    pub prune_delay: std::sync::Mutex<std::time::Duration>,
+    pub prune_limits: std::sync::Mutex<Vec<i64>>,
 }
 
 impl CountingStore {
@@ -411,6 +414,8 @@ impl CountingStore {
             complete_gate: tokio::sync::RwLock::new(()),
             completes_in_flight: AtomicUsize::new(0),
             completes_in_flight_max: AtomicUsize::new(0),
+            prune_delay: Default::default(),
+            prune_limits: Default::default(),
         })
     }
 }
@@ -464,7 +469,14 @@ impl JobStore for CountingStore {
         &self,
         p: kairos_store::JobPrune,
     ) -> kairos_store::Result<kairos_store::JobPruned> {
-        self.inner.job_prune(p).await
+        self.prune_limits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p.limit);
+        let delay = *self.prune_delay.lock().unwrap_or_else(|e| e.into_inner());
+        let r = self.inner.job_prune(p).await;
+        tokio::time::sleep(delay).await;
+        r
     }
     async fn retention_prune(&self, p: kairos_store::RetentionPrune) -> kairos_store::Result<u64> {
         self.inner.retention_prune(p).await
