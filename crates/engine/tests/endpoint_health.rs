@@ -277,3 +277,44 @@ async fn i15_3b_failure_streak_disables_the_endpoint_alerts_and_enabling_resets(
     let r = health_run(&h, t0 + mins(30)).await;
     assert!(r.disabled.is_empty());
 }
+
+/// A batch enqueue stores each distinct webhook target once: three jobs to one receiver and
+/// one to another make two endpoint upserts, and the three share their endpoint.
+#[tokio::test]
+async fn batch_enqueue_stores_each_endpoint_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let (_dir, sqlite) = open_store().await;
+    let counting = CountingStore::new(sqlite);
+    let store: Arc<dyn kairos_store::Store> = counting.clone();
+    let clock = Arc::new(kairos_core::ManualClock::new(t("2026-10-01T06:00:00Z")));
+    let kinds = Arc::new(registry_with(&store, clock.clone(), &[]));
+    let kairos = kairos_engine::Kairos::new(store, clock, Default::default(), kinds)
+        .allow_private_targets(true);
+    let to = |url: &str, n: i64| NewJob {
+        kind: Some("webhook".into()),
+        webhook: Some(WebhookTarget {
+            url: url.into(),
+            secret: SECRET.into(),
+        }),
+        payload: Some(serde_json::json!({"n": n})),
+        ..Default::default()
+    };
+    let made = kairos
+        .job_enqueue_many(vec![
+            to("http://127.0.0.1:9/a", 0),
+            to("http://127.0.0.1:9/a", 1),
+            to("http://127.0.0.1:9/b", 2),
+            to("http://127.0.0.1:9/a", 3),
+        ])
+        .await
+        .expect("batch");
+    assert_eq!(made.len(), 4);
+    assert!(made.iter().all(|(_, created)| *created));
+    assert_eq!(counting.endpoint_upserts.load(Ordering::SeqCst), 2);
+    let ids: Vec<Option<String>> = made.iter().map(|(j, _)| j.endpoint_id.clone()).collect();
+    assert!(ids.iter().all(Option::is_some), "{ids:?}");
+    assert_eq!(ids[0], ids[1]);
+    assert_eq!(ids[0], ids[3]);
+    assert_ne!(ids[0], ids[2]);
+}

@@ -54,6 +54,9 @@ pub struct DeadReplay {
     pub more: bool,
 }
 
+/// The endpoints stored while preparing a batch: (kind, URL, secret) → endpoint id.
+type Endpoints = std::collections::HashMap<(String, String, String), String>;
+
 impl Kairos {
     /// Validate `req` into the job to insert, without inserting it: what
     /// [`Kairos::job_enqueue`] inserts, and what an application inserts in its own
@@ -61,6 +64,17 @@ impl Kairos {
     /// target are stored here, outside any transaction: they are deduplicated, so a rolled
     /// back enqueue leaves at most an unused target.
     pub async fn job_prepare(&self, req: NewJob) -> Result<JobInsert, OpsError> {
+        self.job_prepare_with(req, &mut Endpoints::new()).await
+    }
+
+    /// [`Kairos::job_prepare`], with the endpoints already stored for earlier jobs of the same
+    /// batch: a batch of a thousand webhook jobs to one receiver stores its endpoint once, not
+    /// a thousand times.
+    async fn job_prepare_with(
+        &self,
+        req: NewJob,
+        endpoints: &mut Endpoints,
+    ) -> Result<JobInsert, OpsError> {
         let now = self.clock.now();
         // An unknown field first, as when serde refused it while reading the request.
         self.kinds
@@ -93,7 +107,23 @@ impl Kairos {
             scope: RequestScope::Job,
         };
         let payload = k.request_payload(&self.env(), parts).await?;
-        let endpoint_id = self.endpoint_for(&kind, req.webhook.as_ref()).await?;
+        let endpoint_id = match req.webhook.as_ref() {
+            // The same kind and target pass the same checks and name the same endpoint.
+            Some(t) => {
+                let key = (kind.as_str().to_string(), t.url.clone(), t.secret.clone());
+                match endpoints.get(&key) {
+                    Some(id) => Some(id.clone()),
+                    None => {
+                        let id = self.endpoint_for(&kind, Some(t)).await?;
+                        if let Some(id) = &id {
+                            endpoints.insert(key, id.clone());
+                        }
+                        id
+                    }
+                }
+            }
+            None => self.endpoint_for(&kind, None).await?,
+        };
         let retry_is_kind_default = retry == k.default_retry();
         let audience = kairos_core::JobAudience::of_payload(&payload);
         let concurrency = req.concurrency.as_ref().map(|c| {
@@ -153,9 +183,10 @@ impl Kairos {
             ));
         }
         let mut jobs = Vec::with_capacity(reqs.len());
+        let mut endpoints = Endpoints::new();
         for (i, req) in reqs.into_iter().enumerate() {
             jobs.push(
-                self.job_prepare(req)
+                self.job_prepare_with(req, &mut endpoints)
                     .await
                     .map_err(|e| e.under(&format!("jobs[{i}]")))?,
             );

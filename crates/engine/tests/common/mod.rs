@@ -400,6 +400,7 @@ pub struct CountingStore {
     /// Each `job_prune` takes at least this long (a slow delete), and its limit is recorded.
     pub prune_delay: std::sync::Mutex<std::time::Duration>,
     pub prune_limits: std::sync::Mutex<Vec<i64>>,
+    pub endpoint_upserts: AtomicUsize,
 }
 
 impl CountingStore {
@@ -416,6 +417,7 @@ impl CountingStore {
             completes_in_flight_max: AtomicUsize::new(0),
             prune_delay: Default::default(),
             prune_limits: Default::default(),
+            endpoint_upserts: AtomicUsize::new(0),
         })
     }
 }
@@ -613,6 +615,7 @@ impl ScheduleStore for CountingStore {
 #[async_trait]
 impl EndpointStore for CountingStore {
     async fn endpoint_upsert(&self, p: EndpointUpsert) -> kairos_store::Result<Endpoint> {
+        self.endpoint_upserts.fetch_add(1, Ordering::SeqCst);
         self.inner.endpoint_upsert(p).await
     }
     async fn endpoint_get(&self, id: &str) -> kairos_store::Result<Option<Endpoint>> {
