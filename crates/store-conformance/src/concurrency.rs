@@ -3,7 +3,7 @@
 //! keys; a slot is free again when its job finishes, is rescued or is cancelled. Endpoint
 //! limits (rate and in flight) hold the same way.
 
-use crate::fixtures::{claim, job, t0};
+use crate::fixtures::{claim, job, keyed, t0};
 use crate::jobs::complete;
 use chrono::Duration;
 use kairos_core::{Concurrency, JobState};
@@ -14,16 +14,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 type S = Arc<dyn Store>;
-
-fn keyed(key: &str, max: u32, ms: i64) -> JobInsert {
-    JobInsert {
-        concurrency: Some(Concurrency {
-            key: key.into(),
-            max,
-        }),
-        ..job(t0() + Duration::milliseconds(ms))
-    }
-}
 
 fn keys_of(jobs: &[kairos_core::Job]) -> HashMap<String, usize> {
     let mut n = HashMap::new();

@@ -35,6 +35,17 @@ pub fn job(run_at: DateTime<Utc>) -> JobInsert {
     }
 }
 
+/// [`job`] due `ms` milliseconds after [`t0`], with concurrency key `key` of limit `max`.
+pub fn keyed(key: &str, max: u32, ms: i64) -> JobInsert {
+    JobInsert {
+        concurrency: Some(kairos_core::Concurrency {
+            key: key.into(),
+            max,
+        }),
+        ..job(t0() + Duration::milliseconds(ms))
+    }
+}
+
 /// A claim at `now` of at most `limit` jobs with a 30 s lease.
 pub fn claim(now: DateTime<Utc>, limit: i64, node: &str) -> JobClaim {
     JobClaim {

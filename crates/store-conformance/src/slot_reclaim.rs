@@ -4,25 +4,14 @@
 //! ones stay.
 
 use crate::concurrency::{delivery, endpoint, limits};
-use crate::fixtures::{claim, job, t0};
+use crate::fixtures::{claim, keyed, t0};
 use crate::jobs::complete;
 use chrono::Duration;
-use kairos_core::Concurrency;
 use kairos_store::concurrency::WAIT_MAX;
 use kairos_store::*;
 use std::sync::Arc;
 
 type S = Arc<dyn Store>;
-
-fn keyed(key: &str, max: u32, ms: i64) -> JobInsert {
-    JobInsert {
-        concurrency: Some(Concurrency {
-            key: key.into(),
-            max,
-        }),
-        ..job(t0() + Duration::milliseconds(ms))
-    }
-}
 
 /// The holder of a key's only slot is claimed by a node that then dies (its lease is never
 /// renewed, nothing rescues it yet): once the lease has expired, the next claim frees the

@@ -233,25 +233,21 @@ async fn one_leader_per_schema_and_takeover_when_it_dies() {
 /// racing claim on the other node already took. Other keys run beside it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_nodes_claiming_at_once_never_run_more_than_a_keys_max() {
-    use kairos_store_conformance::fixtures::{claim, job, t0};
+    use kairos_store_conformance::fixtures::{claim, keyed, t0};
     let Some((a, guard)) = open().await else {
         return;
     };
     let b = PostgresStore::connect(&guard.url, &guard.schema)
         .await
         .expect("second node's store");
-    let keyed = |key: String, max: u32, ms: i64| kairos_store::JobInsert {
-        concurrency: Some(kairos_core::Concurrency { key, max }),
-        ..job(t0() + chrono::Duration::milliseconds(ms))
-    };
     // Rounds with keys of their own, so that a race missed once is likely caught in another.
     let now = t0() + chrono::Duration::seconds(1);
     let mut running = Vec::new();
     for round in 0..5 {
         let mut all = Vec::new();
         for i in 0..60 {
-            all.push(keyed(format!("hot-{round}"), 2, i));
-            all.push(keyed(format!("cold-{round}-{i}"), 1, i));
+            all.push(keyed(&format!("hot-{round}"), 2, i));
+            all.push(keyed(&format!("cold-{round}-{i}"), 1, i));
         }
         a.job_insert_many(all).await.expect("insert");
         let mut tasks = Vec::new();
