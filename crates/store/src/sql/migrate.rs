@@ -69,6 +69,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0031 "nodes",
     0032 "host_limits",
     0033 "keyed_due",
+    0034 "jobs_fillfactor",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -1,0 +1,2 @@
+-- PostgreSQL only: room on each page of the job table (fillfactor). SQLite has no such
+-- setting (a row rewritten in place stays on its page), so this version changes nothing here.
