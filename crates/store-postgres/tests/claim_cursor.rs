@@ -100,9 +100,7 @@ async fn s0_2_jobs_another_node_inserts_behind_the_cursor_are_claimed_by_the_swe
     let Some((one, guard)) = common::open().await else {
         return;
     };
-    let two = PostgresStore::connect(&guard.url, &guard.schema)
-        .await
-        .expect("second node");
+    let two = common::second(&guard).await;
     for i in 0..5 {
         one.job_insert(job(t0() + Duration::seconds(i)))
             .await

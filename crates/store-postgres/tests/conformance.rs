@@ -145,9 +145,8 @@ async fn rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous() {
     let Some((plain, guard)) = open().await else {
         return;
     };
-    let sealed = PostgresStore::connect(&guard.url, &guard.schema)
+    let sealed = common::second(&guard)
         .await
-        .expect("a second store on the schema")
         .with_sealer(kairos_store_conformance::sealing::sealer());
     let raw = raw_on(plain.pool().clone());
     kairos_store_conformance::sealing::rotating_a_plaintext_endpoint_seals_the_secret_it_keeps_as_previous(
@@ -163,9 +162,8 @@ async fn i33_5_urls_with_credentials_are_stored_sealed() {
     let Some((plain, guard)) = open().await else {
         return;
     };
-    let sealed = PostgresStore::connect(&guard.url, &guard.schema)
+    let sealed = common::second(&guard)
         .await
-        .expect("a second store on the schema")
         .with_sealer(kairos_store_conformance::sealing::sealer());
     let raw = raw_on(plain.pool().clone());
     let pass = kairos_store_conformance::sealing::seal_pass(sealed.clone());

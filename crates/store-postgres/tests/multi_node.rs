@@ -237,9 +237,7 @@ async fn two_nodes_claiming_at_once_never_run_more_than_a_keys_max() {
     let Some((a, guard)) = open().await else {
         return;
     };
-    let b = PostgresStore::connect(&guard.url, &guard.schema)
-        .await
-        .expect("second node's store");
+    let b = common::second(&guard).await;
     // Rounds with keys of their own, so that a race missed once is likely caught in another.
     let now = t0() + chrono::Duration::seconds(1);
     let mut running = Vec::new();

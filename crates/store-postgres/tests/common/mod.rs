@@ -21,3 +21,11 @@ pub async fn open() -> Option<(PostgresStore, SchemaGuard)> {
         });
     Some((store, guard))
 }
+
+/// A second store on the schema of `guard`: another node's view of the same database, with
+/// its own pools (and claim cursor).
+pub async fn second(guard: &SchemaGuard) -> PostgresStore {
+    PostgresStore::connect(&guard.url, &guard.schema)
+        .await
+        .unwrap_or_else(|e| panic!("a second store on schema {}: {e}", guard.schema))
+}
