@@ -61,3 +61,94 @@ async fn claimed_rows_stay_on_their_page() {
     );
     store.close().await;
 }
+
+/// Migration 0034 on a schema created at 0033: it sets the room for pages written from then
+/// on and moves no row (each keeps its tid), so every job and every dedupe key is still there:
+/// the due job is claimed, and an insert with a taken key answers with the job that holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_0034_moves_no_row_and_keeps_every_job_and_key() {
+    use kairos_store::sql::Dialect;
+    use kairos_store::sql::migrate::migrator;
+    use sqlx::Executor;
+    let Some(guard) =
+        kairos_testkit::pg::fresh_schema("kairos_mig34", "The migration 0034 test").await
+    else {
+        return;
+    };
+    let mut conn = sqlx::PgConnection::connect(&guard.url)
+        .await
+        .expect("connect");
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
+        guard.schema
+    )))
+    .await
+    .expect("schema");
+    let mut before = migrator(Dialect::Postgres);
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 34)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&mut conn).await.expect("migrate to 0033");
+    for (id, state, key) in [
+        ("job_due", "available", None),
+        ("job_done", "succeeded", Some("weekly:rcp_1:2026-W49")),
+    ] {
+        sqlx::query(
+            "INSERT INTO jobs (id, kind, state, payload, dedupe_key, max_attempts, run_at,
+                               created_at)
+             VALUES ($1, 'webhook', $2, '{}'::jsonb, $3, 3, $4, $4)",
+        )
+        .bind(id)
+        .bind(state)
+        .bind(key)
+        .bind(t0())
+        .execute(&mut conn)
+        .await
+        .expect("insert a job before 0034");
+    }
+    const TIDS: &str = "SELECT id::text, ctid::text FROM jobs ORDER BY id";
+    let before_tids: Vec<(String, String)> = sqlx::query_as(TIDS)
+        .fetch_all(&mut conn)
+        .await
+        .expect("tids");
+
+    // Connecting the store applies 0034.
+    let store = common::second(&guard).await;
+    let options: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT reloptions::text[] FROM pg_class
+         WHERE oid = format('%I.jobs', $1::text)::regclass",
+    )
+    .bind(&guard.schema)
+    .fetch_one(&mut conn)
+    .await
+    .expect("reloptions");
+    assert_eq!(options, Some(vec!["fillfactor=80".to_string()]));
+    let after_tids: Vec<(String, String)> = sqlx::query_as(TIDS)
+        .fetch_all(&mut conn)
+        .await
+        .expect("tids");
+    assert_eq!(after_tids, before_tids, "no row moved");
+
+    let mut again = job(t0());
+    again.dedupe_key = Some("weekly:rcp_1:2026-W49".into());
+    let answer = store
+        .job_insert(again)
+        .await
+        .expect("insert with a taken key");
+    assert!(!answer.created);
+    assert_eq!(answer.job.id, "job_done");
+    let claimed = store
+        .job_claim(claim(t0() + Duration::seconds(1), 10, "a"))
+        .await
+        .expect("claim");
+    assert_eq!(
+        claimed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        ["job_due"]
+    );
+    store.close().await;
+    conn.close().await.expect("close");
+}
