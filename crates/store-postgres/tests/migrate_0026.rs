@@ -3,10 +3,10 @@
 //! `recipient_id`, `variant`), whatever the job's kind; a payload of another shape leaves them
 //! empty. Skips loudly without a server, unless `KAIROS_TEST_POSTGRES=required`.
 
-use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator;
+mod common;
+
 use kairos_store_postgres::PostgresStore;
-use sqlx::{Connection, Executor};
+use sqlx::Connection;
 
 /// A job's id and its audience columns: topic, recipient, variant.
 type AudienceRow = (String, Option<String>, Option<String>, Option<String>);
@@ -18,24 +18,7 @@ async fn migration_0026_fills_audience_columns_by_payload_shape_not_by_kind_on_p
     else {
         return;
     };
-    let mut conn = sqlx::PgConnection::connect(&guard.url)
-        .await
-        .expect("connect");
-    conn.execute(sqlx::AssertSqlSafe(format!(
-        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
-        guard.schema
-    )))
-    .await
-    .expect("schema");
-    let mut before = migrator(Dialect::Postgres);
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version < 26)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&mut conn).await.expect("migrate to 0025");
+    let mut conn = common::schema_before(&guard, 26).await;
     for (id, kind, payload) in [
         (
             "job_mail",

@@ -67,32 +67,12 @@ async fn claimed_rows_stay_on_their_page() {
 /// the due job is claimed, and an insert with a taken key answers with the job that holds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migration_0034_moves_no_row_and_keeps_every_job_and_key() {
-    use kairos_store::sql::Dialect;
-    use kairos_store::sql::migrate::migrator;
-    use sqlx::Executor;
     let Some(guard) =
         kairos_testkit::pg::fresh_schema("kairos_mig34", "The migration 0034 test").await
     else {
         return;
     };
-    let mut conn = sqlx::PgConnection::connect(&guard.url)
-        .await
-        .expect("connect");
-    conn.execute(sqlx::AssertSqlSafe(format!(
-        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
-        guard.schema
-    )))
-    .await
-    .expect("schema");
-    let mut before = migrator(Dialect::Postgres);
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version < 34)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&mut conn).await.expect("migrate to 0033");
+    let mut conn = common::schema_before(&guard, 34).await;
     for (id, state, key) in [
         ("job_due", "available", None),
         ("job_done", "succeeded", Some("weekly:rcp_1:2026-W49")),

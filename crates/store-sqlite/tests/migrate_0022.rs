@@ -4,7 +4,7 @@
 use kairos_core::schedule::Misfire;
 use kairos_store::prelude::*;
 use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator;
+use kairos_store::sql::migrate::migrator_before;
 use kairos_store_sqlite::SqliteStore;
 use sqlx::Connection;
 
@@ -17,15 +17,10 @@ async fn schedule_stored_with_skip_reads_back_as_once_after_migration_0022() {
             .await
             .expect("connect");
     // The schema as the release before 0022 left it.
-    let mut before = migrator(Dialect::Sqlite);
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version < 22)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&mut conn).await.expect("migrate to 0021");
+    migrator_before(Dialect::Sqlite, 22)
+        .run(&mut conn)
+        .await
+        .expect("migrate to 0021");
     for (id, misfire) in [("sch_old_skip", "skip"), ("sch_old_all", "all:3")] {
         sqlx::query(
             "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, state, next_fire_at, created_at, updated_at)

@@ -3,7 +3,7 @@
 //! `variant`), whatever the job's kind; a payload of another shape leaves them empty.
 
 use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator;
+use kairos_store::sql::migrate::migrator_before;
 use kairos_store_sqlite::SqliteStore;
 use sqlx::Connection;
 
@@ -19,15 +19,10 @@ async fn migration_0026_fills_audience_columns_by_payload_shape_not_by_kind() {
         .await
         .expect("connect");
     // The schema as the release before 0026 left it.
-    let mut before = migrator(Dialect::Sqlite);
-    before.migrations = before
-        .migrations
-        .iter()
-        .filter(|m| m.version < 26)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&mut conn).await.expect("migrate to 0025");
+    migrator_before(Dialect::Sqlite, 26)
+        .run(&mut conn)
+        .await
+        .expect("migrate to 0025");
     for (id, kind, payload) in [
         (
             "job_mail",

@@ -97,6 +97,20 @@ pub fn migrator(dialect: Dialect) -> Migrator {
     )
 }
 
+/// The migrator of `dialect`'s files before `version`: a database as the release before that
+/// migration left it (for tests of what a migration does to existing rows).
+pub fn migrator_before(dialect: Dialect, version: i64) -> Migrator {
+    let mut m = migrator(dialect);
+    m.migrations = m
+        .migrations
+        .iter()
+        .filter(|x| x.version < version)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    m
+}
+
 fn migrate_err(e: MigrateError) -> Error {
     let kind = match &e {
         // A file changed or removed after it was applied: the database is not what this build
