@@ -27,3 +27,58 @@ fn migrate_list_shows_every_migration_applied() {
         "{out}"
     );
 }
+
+/// Run `kairos migrate --data-dir <dir>` with these variables set.
+fn migrate_with(dir: &std::path::Path, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut cmd = common::kairos_cmd();
+    cmd.args(["migrate", "--data-dir"]).arg(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run kairos migrate");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn migrate_with_a_malformed_secret_key_creates_no_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, err) = migrate_with(dir.path(), &[("KAIROS_SECRET_KEY", "not-a-key")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("KAIROS_SECRET_KEY"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("read the data dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing created: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_on_postgres_without_a_secret_key_migrates_nothing() {
+    use kairos_testkit::pg::{SchemaGuard, database_url, reachable};
+    use sqlx::Connection;
+    let url = database_url();
+    if !reachable(&url, "This migrate test").await {
+        return;
+    }
+    let guard = SchemaGuard::new(url.clone(), "kairos_mig_key");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = [
+        ("KAIROS_DATABASE_URL", url.as_str()),
+        ("KAIROS_DATABASE_SCHEMA", guard.schema.as_str()),
+    ];
+    let (code, err) = migrate_with(dir.path(), &db);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("KAIROS_SECRET_KEY is not set"), "{err}");
+    let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let (tables,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM information_schema.tables WHERE table_schema = $1")
+            .bind(&guard.schema)
+            .fetch_one(&mut conn)
+            .await
+            .expect("count the schema's tables");
+    assert_eq!(tables, 0, "no table created or migrated without a key");
+    conn.close().await.expect("close");
+}

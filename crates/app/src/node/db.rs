@@ -65,6 +65,11 @@ impl Db {
 /// or with another one), stored secrets are sealed under it from now on, and endpoint secrets
 /// still stored in plaintext are sealed now (a one-time pass).
 pub async fn open_db(cfg: &Config, clock: &dyn Clock) -> Result<Db, NodeError> {
+    // The key before the database: a key that is missing (PostgreSQL) or malformed opens,
+    // creates and migrates nothing. Only a key file SQLite may generate waits for the open.
+    if cfg.secret_key.is_some() || !matches!(cfg.database()?, Database::Sqlite(_)) {
+        secret_key(cfg, false)?;
+    }
     let db = open_plain(cfg).await?;
     let key = match checked_secret_key(cfg, &db, clock).await {
         Ok(k) => k,
