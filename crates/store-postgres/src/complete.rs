@@ -73,6 +73,67 @@ impl Columns {
     }
 }
 
+/// The statement of [`plain`] (parameters: ids, tokens, started and finished times, nodes).
+pub(crate) const PLAIN: &str = "WITH c AS (
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[],
+             $5::text[]) AS c(id, token, started_at, finished_at, node)
+     )
+     UPDATE jobs SET state = 'succeeded', finished_at = c.finished_at,
+            locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+            last_error = NULL, reason = NULL,
+            attempted_at = c.started_at, attempted_by = c.node
+     FROM c
+     WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
+       AND jobs.lease_token = c.token AND jobs.state || '' = 'running'
+     RETURNING jobs.id";
+
+/// The statement of [`full`] (parameters: the seventeen columns of [`Columns`]).
+pub(crate) const FULL: &str = "WITH c AS (
+         SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::timestamptz[],
+             $5::integer[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[],
+             $10::text[], $11::integer[], $12::text[], $13::text[], $14::text[],
+             $15::text[], $16::boolean[], $17::boolean[])
+         AS c(id, token, state, run_at, refund, reason, started_at, finished_at, outcome,
+              error_class, status_code, error, response, provider_id, node, expose,
+              implicit)
+     ),
+     done AS (
+         UPDATE jobs SET state = c.state,
+                run_at = COALESCE(c.run_at, jobs.run_at),
+                attempt = jobs.attempt - c.refund,
+                finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
+                locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
+                last_error = c.error, reason = c.reason,
+                attempted_at = CASE WHEN c.implicit THEN c.started_at ELSE jobs.attempted_at END,
+                attempted_by = CASE WHEN c.implicit THEN c.node ELSE jobs.attempted_by END
+         FROM c
+         WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
+           AND jobs.lease_token = c.token AND jobs.state || '' = 'running'
+         RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
+                   c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
+                   c.response, c.provider_id, c.node,
+                   c.state AS new_state, c.expose, c.implicit,
+                   jobs.topic, jobs.variant, jobs.recipient_id,
+                   CASE WHEN c.expose THEN jobs.period_key END AS period_key
+     ),
+     -- A plain success is held by the job row (attempted_at, attempted_by): no row.
+     logged AS (
+         INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
+         SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
+         FROM done WHERE NOT implicit
+     ),
+     -- A/B exposures of succeeded jobs whose completion asks for them, in the
+     -- completion's statement, from the job's audience columns.
+     exposed AS (
+         INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
+         SELECT job_id, topic, variant, recipient_id, period_key, finished_at
+         FROM done
+         WHERE new_state = 'succeeded' AND expose
+           AND variant IS NOT NULL AND topic IS NOT NULL
+         ON CONFLICT (job_id) DO NOTHING
+     )
+     SELECT job_id FROM done";
+
 /// Whether `c` can take the short statement: a plain success without an exposure.
 pub(crate) fn is_plain(c: &JobComplete) -> bool {
     c.attempt_is_implicit() && !c.record_exposure
@@ -101,28 +162,15 @@ pub(crate) async fn plain<'e>(
     // What the full statement sets for an implicit success, no more: the attempt is held by
     // the row (`attempted_at`, `attempted_by`, `finished_at`); there is no error or reason.
     // The rows are found by primary key through an init plan, as in [`full`].
-    sqlx::query_scalar(
-        "WITH c AS (
-             SELECT * FROM UNNEST($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[],
-                 $5::text[]) AS c(id, token, started_at, finished_at, node)
-         )
-         UPDATE jobs SET state = 'succeeded', finished_at = c.finished_at,
-                locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-                last_error = NULL, reason = NULL,
-                attempted_at = c.started_at, attempted_by = c.node
-         FROM c
-         WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
-           AND jobs.lease_token = c.token AND jobs.state = 'running'
-         RETURNING jobs.id",
-    )
-    .bind(&id)
-    .bind(&token)
-    .bind(&started_at)
-    .bind(&finished_at)
-    .bind(&node)
-    .fetch_all(ex)
-    .await
-    .map_err(|e| map_err("job complete", e))
+    sqlx::query_scalar(PLAIN)
+        .bind(&id)
+        .bind(&token)
+        .bind(&started_at)
+        .bind(&finished_at)
+        .bind(&node)
+        .fetch_all(ex)
+        .await
+        .map_err(|e| map_err("job complete", e))
 }
 
 /// Record any completions; returns the ids it applied to.
@@ -139,71 +187,25 @@ pub(crate) async fn full<'e>(
     // found by primary key, not by a scan of the running ones: `= ANY(ARRAY(SELECT …))` is an
     // init plan the planner cannot see into, so it estimates a few rows and probes the key;
     // `= ANY($1)` with the bound array let it scan `jobs_lease` instead.
-    sqlx::query_scalar(
-        "WITH c AS (
-                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::timestamptz[],
-                     $5::integer[], $6::text[], $7::timestamptz[], $8::timestamptz[], $9::text[],
-                     $10::text[], $11::integer[], $12::text[], $13::text[], $14::text[],
-                     $15::text[], $16::boolean[], $17::boolean[])
-                 AS c(id, token, state, run_at, refund, reason, started_at, finished_at, outcome,
-                      error_class, status_code, error, response, provider_id, node, expose,
-                      implicit)
-             ),
-             done AS (
-                 UPDATE jobs SET state = c.state,
-                        run_at = COALESCE(c.run_at, jobs.run_at),
-                        attempt = jobs.attempt - c.refund,
-                        finished_at = CASE WHEN c.state = 'available' THEN NULL ELSE c.finished_at END,
-                        locked_by = NULL, lease_token = NULL, lease_expires_at = NULL,
-                        last_error = c.error, reason = c.reason,
-                        attempted_at = CASE WHEN c.implicit THEN c.started_at ELSE jobs.attempted_at END,
-                        attempted_by = CASE WHEN c.implicit THEN c.node ELSE jobs.attempted_by END
-                 FROM c
-                 WHERE jobs.id = c.id AND jobs.id = ANY(ARRAY(SELECT id FROM c))
-                   AND jobs.lease_token = c.token AND jobs.state = 'running'
-                 RETURNING jobs.id AS job_id, jobs.attempt + c.refund AS attempt, c.started_at,
-                           c.finished_at, c.outcome, c.error_class, c.status_code, c.error,
-                           c.response, c.provider_id, c.node,
-                           c.state AS new_state, c.expose, c.implicit,
-                           jobs.topic, jobs.variant, jobs.recipient_id,
-                           CASE WHEN c.expose THEN jobs.period_key END AS period_key
-             ),
-             -- A plain success is held by the job row (attempted_at, attempted_by): no row.
-             logged AS (
-                 INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node)
-                 SELECT job_id, attempt, started_at, finished_at, outcome, error_class, status_code, error, response, provider_id, node
-                 FROM done WHERE NOT implicit
-             ),
-             -- A/B exposures of succeeded jobs whose completion asks for them, in the
-             -- completion's statement, from the job's audience columns.
-             exposed AS (
-                 INSERT INTO exposures (job_id, topic, variant, recipient_id, period_key, created_at)
-                 SELECT job_id, topic, variant, recipient_id, period_key, finished_at
-                 FROM done
-                 WHERE new_state = 'succeeded' AND expose
-                   AND variant IS NOT NULL AND topic IS NOT NULL
-                 ON CONFLICT (job_id) DO NOTHING
-             )
-             SELECT job_id FROM done",
-    )
-    .bind(&c.id)
-    .bind(&c.token)
-    .bind(&c.state)
-    .bind(&c.run_at)
-    .bind(&c.refund)
-    .bind(&c.reason)
-    .bind(&c.started_at)
-    .bind(&c.finished_at)
-    .bind(&c.outcome)
-    .bind(&c.error_class)
-    .bind(&c.status_code)
-    .bind(&c.error)
-    .bind(&c.response)
-    .bind(&c.provider_id)
-    .bind(&c.node)
-    .bind(&c.expose)
-    .bind(&c.implicit)
-    .fetch_all(ex)
-    .await
-    .map_err(|e| map_err("job complete", e))
+    sqlx::query_scalar(FULL)
+        .bind(&c.id)
+        .bind(&c.token)
+        .bind(&c.state)
+        .bind(&c.run_at)
+        .bind(&c.refund)
+        .bind(&c.reason)
+        .bind(&c.started_at)
+        .bind(&c.finished_at)
+        .bind(&c.outcome)
+        .bind(&c.error_class)
+        .bind(&c.status_code)
+        .bind(&c.error)
+        .bind(&c.response)
+        .bind(&c.provider_id)
+        .bind(&c.node)
+        .bind(&c.expose)
+        .bind(&c.implicit)
+        .fetch_all(ex)
+        .await
+        .map_err(|e| map_err("job complete", e))
 }

@@ -74,6 +74,62 @@ const CLAIM: &str = "WITH cand (t, r, i, k, m) AS (
                                WHERE l.endpoint_id = jobs.endpoint_id) AS flow_limited,
                (SELECT h.origin FROM host_limits h WHERE h.origin = jobs.http_origin) AS flow_host";
 
+/// The rescue: the jobs whose lease expired (`{who}`, see `job_rescue`) are available again,
+/// or dead when their attempts are spent, each with a `lost` attempt logged.
+const RESCUE: &str = "WITH lost AS (
+         SELECT id AS lost_id, lease_expires_at AS expired_at, attempt AS lost_attempt,
+                attempted_at AS lost_attempted_at, locked_by AS lost_by
+         FROM jobs
+         WHERE state = 'running' AND {who}
+         ORDER BY lease_expires_at LIMIT $2
+         FOR UPDATE SKIP LOCKED
+     ),
+     logged AS (
+         INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
+         SELECT lost_id, lost_attempt, COALESCE(lost_attempted_at, $1), $1, 'lost', 'transient',
+                CASE WHEN expired_at >= $1 THEN 'the node restarted while the job ran'
+                     ELSE 'lease expired: the worker stopped or lost contact' END, lost_by
+         FROM lost
+     )
+     UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
+            finished_at = CASE WHEN attempt >= max_attempts THEN $1 ELSE NULL END,
+            run_at = $1,
+            last_error = CASE WHEN expired_at >= $1 THEN 'node restarted'
+                              ELSE 'lease expired' END,
+            locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
+     FROM lost WHERE jobs.id = lost.lost_id AND jobs.id = ANY(ARRAY(SELECT lost_id FROM lost))
+     RETURNING jobs.id, lost.expired_at";
+
+/// The rescue as it runs: of the leases expired (parameters: `now`, the limit, and no node), or
+/// also of a restarted node's jobs (`restarted`: the node as `$3`), for checks of its plan
+/// (`tests/hot_pool.rs`).
+pub fn rescue_statement(restarted: bool) -> String {
+    let who = if restarted {
+        "(lease_expires_at < $1 OR locked_by = $3)"
+    } else {
+        "lease_expires_at < $1 AND $3::text IS NULL"
+    };
+    RESCUE.replace("{who}", who)
+}
+
+/// The lease renewal: ids and tokens as two arrays, the new lease end.
+const RENEW: &str = "WITH r AS (SELECT * FROM UNNEST($1::text[], $2::text[]) AS r(id, token))
+     UPDATE jobs SET lease_expires_at = $3
+     FROM r
+     WHERE jobs.id = r.id AND jobs.id = ANY(ARRAY(SELECT id FROM r))
+       AND jobs.lease_token = r.token AND jobs.state || '' = 'running'";
+
+/// The hot path's statements that find running jobs by id — the plain and the full
+/// completion, the lease renewal — each with how many parameters it takes, for checks of
+/// their plans (`tests/hot_pool.rs`). Every parameter's type is in the statement.
+pub fn by_id_statements() -> [(&'static str, usize, &'static str); 3] {
+    [
+        ("complete plain", 5, crate::complete::PLAIN),
+        ("complete full", 17, crate::complete::FULL),
+        ("lease renew", 3, RENEW),
+    ]
+}
+
 /// The lowest job with a concurrency key still due after a claim, which the claim may have
 /// skipped because its key was at its max (`jobs_keyed_due`).
 const KEYED_DUE: &str = "SELECT run_at, id FROM jobs
@@ -374,19 +430,13 @@ impl JobStore for PostgresStore {
             .unzip();
         // Differs from SQLite (one cached statement per job): one statement, the leases as two
         // arrays, the rows found by primary key as in `job_complete_many`.
-        let done = sqlx::query(
-            "WITH r AS (SELECT * FROM UNNEST($1::text[], $2::text[]) AS r(id, token))
-             UPDATE jobs SET lease_expires_at = $3
-             FROM r
-             WHERE jobs.id = r.id AND jobs.id = ANY(ARRAY(SELECT id FROM r))
-               AND jobs.lease_token = r.token AND jobs.state = 'running'",
-        )
-        .bind(&ids)
-        .bind(&tokens)
-        .bind(p.lease_until)
-        .execute(&self.hot)
-        .await
-        .map_err(|e| map_err("job lease renew", e))?;
+        let done = sqlx::query(RENEW)
+            .bind(&ids)
+            .bind(&tokens)
+            .bind(p.lease_until)
+            .execute(&self.hot)
+            .await
+            .map_err(|e| map_err("job lease renew", e))?;
         Ok(done.rows_affected())
     }
 
@@ -432,38 +482,18 @@ impl JobStore for PostgresStore {
         // Differs from SQLite (a select, then two statements per job): one statement. The
         // expired leases are locked with SKIP LOCKED so that two rescuers (or a rescuer and a
         // late completion) never both act on a job; the attempt log reads the rows as they
-        // were before the update (all parts of the statement share one snapshot).
-        let rows = sqlx::query(
-            "WITH lost AS (
-                 SELECT id AS lost_id, lease_expires_at AS expired_at, attempt AS lost_attempt,
-                        attempted_at AS lost_attempted_at, locked_by AS lost_by
-                 FROM jobs
-                 WHERE state = 'running' AND (lease_expires_at < $1 OR locked_by = $3)
-                 ORDER BY lease_expires_at LIMIT $2
-                 FOR UPDATE SKIP LOCKED
-             ),
-             logged AS (
-                 INSERT INTO job_attempts (job_id, attempt, started_at, finished_at, outcome, error_class, error, node)
-                 SELECT lost_id, lost_attempt, COALESCE(lost_attempted_at, $1), $1, 'lost', 'transient',
-                        CASE WHEN expired_at >= $1 THEN 'the node restarted while the job ran'
-                             ELSE 'lease expired: the worker stopped or lost contact' END, lost_by
-                 FROM lost
-             )
-             UPDATE jobs SET state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
-                    finished_at = CASE WHEN attempt >= max_attempts THEN $1 ELSE NULL END,
-                    run_at = $1,
-                    last_error = CASE WHEN expired_at >= $1 THEN 'node restarted'
-                                      ELSE 'lease expired' END,
-                    locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-             FROM lost WHERE jobs.id = lost.lost_id AND jobs.id = ANY(ARRAY(SELECT lost_id FROM lost))
-             RETURNING jobs.id, lost.expired_at",
-        )
-        .bind(p.now)
-        .bind(p.limit.max(0))
-        .bind(&p.restarted_node)
-        .fetch_all(&self.hot)
-        .await
-        .map_err(|e| map_err("job rescue", e))?;
+        // were before the update (all parts of the statement share one snapshot). The
+        // restarted node's jobs are asked for only on a node's first run: with the `OR`
+        // in every run, the hot path's one plan (`force_generic_plan`) could not bound its
+        // scan of `jobs_lease` by the lease, and read the whole index every five seconds:
+        // under a held snapshot, an entry for every job run since.
+        let rows = sqlx::query(AssertSqlSafe(rescue_statement(p.restarted_node.is_some())))
+            .bind(p.now)
+            .bind(p.limit.max(0))
+            .bind(&p.restarted_node)
+            .fetch_all(&self.hot)
+            .await
+            .map_err(|e| map_err("job rescue", e))?;
         let mut out = rows
             .iter()
             .map(|r| {

@@ -59,7 +59,7 @@ mod slots;
 mod tx;
 mod wake;
 
-pub use jobs::claim_statement;
+pub use jobs::{by_id_statements, claim_statement, rescue_statement};
 pub use leader::{LEADER_KEY_SQL, run_leader_election};
 pub use listen::{JOBS_CHANNEL, listen_wakeups};
 #[allow(deprecated)]
@@ -94,14 +94,23 @@ const HOT_CONNECTIONS: u32 = 5;
 /// of 40, `docs/benchmarks.md`), and chose a nested loop over the batch for each job at the
 /// sizes it estimated small — quadratic in the batch. A generic plan knows no batch size and
 /// would guess ten: without nested loops it hashes the batch whatever it guesses. Their rows
-/// are found by primary key through an init plan (`= ANY(ARRAY(SELECT …))`), or among the
-/// running jobs of the small `jobs_lease` index, so no parameter value changes the best plan.
+/// are found by primary key through an init plan (`= ANY(ARRAY(SELECT …))`), so no parameter
+/// value changes the best plan. The plan is made once, on the connection's first use, often
+/// while the table is small: then the planner would rather read all of `jobs_lease`, or the
+/// whole table, than probe the key, and the connection keeps that plan as the table grows.
+/// `jobs_lease` is small only while nothing holds a snapshot and vacuum keeps up; under a
+/// held snapshot it has an entry for every job run since, and completions took 350 ms each:
+/// the queue fell behind at 5,000 jobs a second (`docs/benchmarks.md`). So these statements
+/// write their state check `state || '' = 'running'`, which does not imply `jobs_lease`'s
+/// predicate, and the connections plan no sequential scan (`enable_seqscan = off`, a penalty
+/// cost, not a ban: a statement with no index to use still runs).
 ///
 /// And no JIT compilation (`jit = off`, here and on the claim connections): a plan that needs
 /// a node type switched off carries its penalty cost, far above `jit_above_cost`, and
 /// compiling it took a second for a statement that runs in two milliseconds.
-const HOT_SETTINGS: [(&str, &str); 4] = [
+const HOT_SETTINGS: [(&str, &str); 5] = [
     ("enable_bitmapscan", "off"),
+    ("enable_seqscan", "off"),
     ("enable_nestloop", "off"),
     ("plan_cache_mode", "force_generic_plan"),
     ("jit", "off"),
@@ -218,7 +227,7 @@ impl PostgresStore {
 
     /// The executor's hot-path pool (completions, lease renewals, rescues): at most five
     /// connections, opened on first use, that plan each statement once and never plan a
-    /// bitmap scan or a nested loop.
+    /// bitmap scan, a nested loop or (but for want of an index) a sequential scan.
     pub fn hot_pool(&self) -> &PgPool {
         &self.hot
     }

@@ -53,14 +53,14 @@ const KEY_CHECK: &str = "WITH over AS (
              WHERE h.concurrency_key = j.concurrency_key AND h.state = 'running'
                AND h.lease_expires_at > $3 AND h.id <> j.id
                AND (h.lease_token IS DISTINCT FROM $2 OR (h.run_at, h.id) < (j.run_at, j.id))) o
-         WHERE j.id = ANY($1) AND j.lease_token = $2 AND j.state = 'running'
+         WHERE j.id = ANY($1) AND j.lease_token = $2 AND j.state || '' = 'running'
            AND o.c >= LEAST(j.concurrency_max, o.lo)),
      back AS (
          UPDATE jobs SET state = 'available', attempt = attempt - 1,
                 run_at = $3 + LEAST(((over.n - 1) / GREATEST(over.m, 1) + 1) * $4, $5)::float8
                               * interval '1 millisecond',
                 wait_reason = $6, locked_by = NULL, lease_token = NULL, lease_expires_at = NULL
-         FROM over WHERE jobs.id = over.id AND jobs.lease_token = $2 AND jobs.state = 'running'
+         FROM over WHERE jobs.id = over.id AND jobs.lease_token = $2 AND jobs.state || '' = 'running'
          RETURNING jobs.id, jobs.run_at),
      counted AS (
          INSERT INTO job_waits (reason, waits, wait_ms)
@@ -156,7 +156,7 @@ async fn endpoint_take(
              DELETE FROM concurrency_slots c
              WHERE c.key = ANY($1)
                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = c.job_id
-                               AND j.state = 'running' AND j.lease_token = c.lease_token
+                               AND j.state || '' = 'running' AND j.lease_token = c.lease_token
                                AND j.lease_expires_at > $2)
              RETURNING c.key, c.slot)
          SELECT key, slot FROM concurrency_slots
@@ -338,7 +338,7 @@ async fn put_back(
                 wait_reason = w.reason, locked_by = NULL, lease_token = NULL,
                 lease_expires_at = NULL
          FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS w(id, run_at, reason)
-         WHERE jobs.id = w.id AND jobs.lease_token = $4 AND jobs.state = 'running'",
+         WHERE jobs.id = w.id AND jobs.lease_token = $4 AND jobs.state || '' = 'running'",
     )
     .bind(&ids)
     .bind(&due)

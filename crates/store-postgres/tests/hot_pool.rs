@@ -41,6 +41,8 @@ async fn hot_path_plans_once_without_bitmap_scans_or_nested_loops_and_claims_per
         "force_generic_plan"
     );
     assert_eq!(show(store.hot_pool(), "enable_nestloop").await, "off");
+    assert_eq!(show(store.hot_pool(), "enable_seqscan").await, "off");
+    assert_eq!(show(store.pool(), "enable_seqscan").await, "on");
     assert_eq!(show(store.claim_pool(), "enable_nestloop").await, "on");
     assert_eq!(show(store.pool(), "enable_nestloop").await, "on");
     assert_eq!(
@@ -119,5 +121,73 @@ async fn hot_claim_plans_read_jobs_due_in_order() {
             "from_cursor={from_cursor}:\n{plan}"
         );
     }
+    store.close().await;
+}
+
+/// The plan of a hot-path statement as its connection keeps it: prepared, then explained with
+/// `n` null parameters (the hot connections make one generic plan per statement).
+async fn generic_plan(conn: &mut sqlx::PgConnection, sql: &str, n: usize) -> String {
+    sqlx::query(sqlx::AssertSqlSafe(format!("PREPARE hot_check AS {sql}")))
+        .execute(&mut *conn)
+        .await
+        .expect("prepare");
+    let nulls = vec!["NULL"; n].join(", ");
+    let plan = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN EXECUTE hot_check({nulls})"
+    )))
+    .fetch_all(&mut *conn)
+    .await
+    .expect("explain")
+    .join("\n");
+    sqlx::query("DEALLOCATE hot_check")
+        .execute(&mut *conn)
+        .await
+        .expect("deallocate");
+    plan
+}
+
+/// A hot connection plans its statements once, usually while the queue is small. The plans
+/// made then must still be right when `jobs_lease` holds an entry for every job run while a
+/// snapshot was held: completions and renewals probe the primary key (not all of
+/// `jobs_lease`, not the whole table), and the rescue reads `jobs_lease` only up to `now`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_plans_made_on_a_small_queue_probe_the_key_and_bound_the_rescue() {
+    let Some((store, _guard)) = common::open().await else {
+        return;
+    };
+    let mut conn = store.hot_pool().acquire().await.expect("hot connection");
+    for running in [0, 10] {
+        if running > 0 {
+            let jobs = (0..running).map(|_| job(t0())).collect::<Vec<_>>();
+            store.job_insert_many(jobs).await.expect("insert");
+            let claimed = store
+                .job_claim(claim(t0(), running, "node-a"))
+                .await
+                .expect("claim");
+            assert_eq!(claimed.len(), running as usize);
+        }
+        for (name, n, sql) in kairos_store_postgres::by_id_statements() {
+            let plan = generic_plan(&mut conn, sql, n).await;
+            assert!(
+                plan.contains("jobs_pkey"),
+                "{name}, {running} running:\n{plan}"
+            );
+            assert!(
+                !plan.contains("jobs_lease"),
+                "{name}, {running} running:\n{plan}"
+            );
+            assert!(
+                !plan.contains("Seq Scan on jobs"),
+                "{name}, {running} running:\n{plan}"
+            );
+        }
+        let rescue = kairos_store_postgres::rescue_statement(false);
+        let plan = generic_plan(&mut conn, &rescue, 3).await;
+        assert!(
+            plan.contains("Index Cond: (lease_expires_at < $1)"),
+            "rescue, {running} running:\n{plan}"
+        );
+    }
+    drop(conn);
     store.close().await;
 }
