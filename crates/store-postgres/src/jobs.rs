@@ -101,13 +101,14 @@ const RESCUE: &str = "WITH lost AS (
      RETURNING jobs.id, lost.expired_at";
 
 /// The rescue as it runs: of the leases expired (parameters: `now`, the limit, and no node), or
-/// also of a restarted node's jobs (`restarted`: the node as `$3`), for checks of its plan
+/// also of a restarted node's jobs (`restarted`: the node as `$3`); `from_floor` reads the
+/// leases from `$4` up only (`rescue_floor.rs`). Exposed for checks of its plan
 /// (`tests/hot_pool.rs`).
-pub fn rescue_statement(restarted: bool) -> String {
-    let who = if restarted {
-        "(lease_expires_at < $1 OR locked_by = $3)"
-    } else {
-        "lease_expires_at < $1 AND $3::text IS NULL"
+pub fn rescue_statement(restarted: bool, from_floor: bool) -> String {
+    let who = match (restarted, from_floor) {
+        (true, _) => "(lease_expires_at < $1 OR locked_by = $3)",
+        (false, false) => "lease_expires_at < $1 AND $3::text IS NULL",
+        (false, true) => "lease_expires_at >= $4 AND lease_expires_at < $1 AND $3::text IS NULL",
     };
     RESCUE.replace("{who}", who)
 }
@@ -346,6 +347,9 @@ impl JobStore for PostgresStore {
         }
         self.cursor
             .claimed(&start, p.now, limit as usize, rows.len(), last);
+        if !rows.is_empty() {
+            self.rescue_floor.leased(p.lease_until);
+        }
         if rows.iter().any(|r| {
             matches!(
                 r.try_get::<Option<String>, _>("concurrency_key"),
@@ -437,6 +441,9 @@ impl JobStore for PostgresStore {
             .execute(&self.hot)
             .await
             .map_err(|e| map_err("job lease renew", e))?;
+        if done.rows_affected() > 0 {
+            self.rescue_floor.leased(p.lease_until);
+        }
         Ok(done.rows_affected())
     }
 
@@ -487,10 +494,22 @@ impl JobStore for PostgresStore {
         // in every run, the hot path's one plan (`force_generic_plan`) could not bound its
         // scan of `jobs_lease` by the lease, and read the whole index every five seconds:
         // under a held snapshot, an entry for every job run since.
-        let rows = sqlx::query(AssertSqlSafe(rescue_statement(p.restarted_node.is_some())))
+        // The scan starts at the rescue floor (`rescue_floor.rs`): under a held snapshot the
+        // first entries of `jobs_lease` are the dead entries of every job run since.
+        let restarted = p.restarted_node.is_some();
+        let start = self.rescue_floor.start(p.now, restarted);
+        let from = start.from.filter(|_| !restarted);
+        let limit = p.limit.max(0);
+        let statement = rescue_statement(restarted, from.is_some());
+        let q = sqlx::query(AssertSqlSafe(statement))
             .bind(p.now)
-            .bind(p.limit.max(0))
-            .bind(&p.restarted_node)
+            .bind(limit)
+            .bind(&p.restarted_node);
+        let q = match from {
+            Some(from) => q.bind(from),
+            None => q,
+        };
+        let rows = q
             .fetch_all(&self.hot)
             .await
             .map_err(|e| map_err("job rescue", e))?;
@@ -505,6 +524,9 @@ impl JobStore for PostgresStore {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
+        let last = out.iter().map(|(at, _)| *at).max();
+        self.rescue_floor
+            .rescued(&start, p.now, limit as usize, out.len(), last);
         if !out.is_empty() {
             // Rescued jobs are available again at `now`.
             self.cursor.made_available((p.now, String::new()));

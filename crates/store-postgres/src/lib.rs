@@ -19,7 +19,8 @@
 //! rescuer takes expired leases with `SKIP LOCKED` too. A claim starts reading at the claim
 //! cursor, past the entries of the jobs it already claimed, so that a snapshot held open by
 //! another session (which keeps those entries from being vacuumed) does not make every claim
-//! walk them (`cursor.rs`).
+//! walk them (`cursor.rs`); the rescuer likewise starts at the rescue floor, past the leases
+//! it already read (`rescue_floor.rs`).
 //!
 //! **Batching.** Throughput comes from round trips, not connections: one statement handles a
 //! whole batch. A batch of inserts is bound as one `jsonb` array and unpacked by
@@ -54,6 +55,7 @@ mod health;
 mod jobs;
 mod leader;
 mod listen;
+mod rescue_floor;
 mod rows;
 mod slots;
 mod tx;
@@ -155,6 +157,8 @@ pub struct PostgresStore {
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
     /// Where claims start reading the queue (`cursor.rs`), shared by the store's clones.
     cursor: std::sync::Arc<cursor::ClaimCursor>,
+    /// Where rescues start reading the leases (`rescue_floor.rs`), shared by the clones.
+    rescue_floor: std::sync::Arc<rescue_floor::RescueFloor>,
     /// Taken by a claim statement while keyed jobs are about, so that this node's claims
     /// (the executor's two claimers) do not run at once and each sees the jobs the other
     /// claimed: two claims in one snapshot would take jobs of the same keys, and the key
@@ -206,6 +210,7 @@ impl PostgresStore {
             keys: Default::default(),
             sealer: None,
             cursor: Default::default(),
+            rescue_floor: Default::default(),
             keyed_turn: Default::default(),
             waker: Default::default(),
         };

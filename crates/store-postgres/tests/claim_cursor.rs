@@ -11,34 +11,6 @@ use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{claim, job, t0};
 use kairos_store_conformance::jobs::complete;
 use kairos_store_postgres::PostgresStore;
-use sqlx::Connection;
-
-/// Index entries the scans of `jobs_due` in `schema` have read, once the store's connections
-/// have reported their statistics (a backend reports them when it exits).
-async fn due_index_entries_read(url: &str, schema: &str) -> i64 {
-    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
-    let mut last = -1;
-    for _ in 0..40 {
-        let read: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(SUM(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
-             WHERE schemaname = $1 AND indexrelname = 'jobs_due'",
-        )
-        .bind(schema)
-        .fetch_one(&mut conn)
-        .await
-        .expect("stats");
-        if read > 0 && read == last {
-            return read;
-        }
-        last = read;
-        sqlx::query("SELECT pg_stat_clear_snapshot()")
-            .execute(&mut conn)
-            .await
-            .expect("clear");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    last
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed() {
@@ -67,7 +39,7 @@ async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed
     }
     assert_eq!(done, JOBS, "every job claimed once");
     store.close().await;
-    let read = due_index_entries_read(&guard.url, &guard.schema).await;
+    let read = common::index_entries_read(&guard.url, &guard.schema, "jobs_due").await;
     // Read from the start each time, the 300 claims would read about 450,000 entries (each
     // the entries of every job claimed before it); from the cursor, about one per job.
     assert!(

@@ -149,7 +149,8 @@ async fn generic_plan(conn: &mut sqlx::PgConnection, sql: &str, n: usize) -> Str
 /// A hot connection plans its statements once, usually while the queue is small. The plans
 /// made then must still be right when `jobs_lease` holds an entry for every job run while a
 /// snapshot was held: completions and renewals probe the primary key (not all of
-/// `jobs_lease`, not the whole table), and the rescue reads `jobs_lease` only up to `now`.
+/// `jobs_lease`, not the whole table), and the rescue reads `jobs_lease` only up to `now`
+/// (from its floor when it has one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_plans_made_on_a_small_queue_probe_the_key_and_bound_the_rescue() {
     let Some((store, _guard)) = common::open().await else {
@@ -181,11 +182,17 @@ async fn hot_plans_made_on_a_small_queue_probe_the_key_and_bound_the_rescue() {
                 "{name}, {running} running:\n{plan}"
             );
         }
-        let rescue = kairos_store_postgres::rescue_statement(false);
+        let rescue = kairos_store_postgres::rescue_statement(false, false);
         let plan = generic_plan(&mut conn, &rescue, 3).await;
         assert!(
             plan.contains("Index Cond: (lease_expires_at < $1)"),
             "rescue, {running} running:\n{plan}"
+        );
+        let rescue = kairos_store_postgres::rescue_statement(false, true);
+        let plan = generic_plan(&mut conn, &rescue, 4).await;
+        assert!(
+            plan.contains("Index Cond: ((lease_expires_at >= $4) AND (lease_expires_at < $1))"),
+            "rescue from the floor, {running} running:\n{plan}"
         );
     }
     drop(conn);

@@ -49,3 +49,32 @@ pub async fn schema_before(guard: &SchemaGuard, version: i64) -> sqlx::PgConnect
         .unwrap_or_else(|e| panic!("migrate to the release before {version}: {e}"));
     conn
 }
+
+/// Index entries the scans of `index` in `schema` have read, once the store's connections
+/// have reported their statistics (a backend reports them when it exits).
+pub async fn index_entries_read(url: &str, schema: &str, index: &str) -> i64 {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+    let mut last = -1;
+    for _ in 0..40 {
+        let read: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+             WHERE schemaname = $1 AND indexrelname = $2",
+        )
+        .bind(schema)
+        .bind(index)
+        .fetch_one(&mut conn)
+        .await
+        .expect("stats");
+        if read > 0 && read == last {
+            return read;
+        }
+        last = read;
+        sqlx::query("SELECT pg_stat_clear_snapshot()")
+            .execute(&mut conn)
+            .await
+            .expect("clear");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    last
+}
