@@ -20,19 +20,42 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# One build of every target (release, debug assertions on, sanitizer coverage), then each
-# target in turn. Runs write new inputs to a scratch corpus, never to the committed seeds.
+# One build of every target (release, debug assertions on, sanitizer coverage), then the
+# targets, as many at once as there are cores. Runs write new inputs to a scratch corpus, never
+# to the committed seeds.
 log "building the fuzz targets"
 cargo +nightly fuzz build
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-failed=()
-for target in $(cargo +nightly fuzz list); do
+# As many targets at once as there are cores (each fuzzer is one process on one core), so the
+# pass takes its seconds per target over the cores, not per target in turn.
+parallel="${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+run_one() {
+  local target="$1"
   mkdir -p "$scratch/$target"
-  log "$target: ${secs}s"
-  if ! cargo +nightly fuzz run "$target" "$scratch/$target" "seeds/$target" -- \
+  if cargo +nightly fuzz run "$target" "$scratch/$target" "seeds/$target" -- \
       -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
       >"$scratch/$target.log" 2>&1; then
+    echo 0 >"$scratch/$target.rc"
+  else
+    echo 1 >"$scratch/$target.rc"
+  fi
+}
+mapfile -t targets < <(cargo +nightly fuzz list)
+running=0
+for target in "${targets[@]}"; do
+  log "$target: ${secs}s"
+  run_one "$target" &
+  running=$((running + 1))
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+failed=()
+for target in "${targets[@]}"; do
+  if [ "$(cat "$scratch/$target.rc" 2>/dev/null)" != 0 ]; then
     failed+=("$target")
     tail -n 60 "$scratch/$target.log"
     # cargo fuzz leaves the crashing input in fuzz/artifacts/<target>/.
