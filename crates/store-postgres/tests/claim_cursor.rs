@@ -6,10 +6,8 @@
 mod common;
 
 use chrono::Duration;
-use kairos_store::Transition;
 use kairos_store::prelude::*;
 use kairos_store_conformance::fixtures::{claim, job, t0};
-use kairos_store_conformance::jobs::complete;
 use kairos_store_postgres::PostgresStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,19 +22,7 @@ async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed
         .collect::<Vec<_>>();
     store.job_insert_many(jobs).await.expect("insert");
     let now = t0() + Duration::hours(1);
-    let mut done = 0;
-    for _ in 0..(JOBS / 10 + 5) {
-        let batch = store.job_claim(claim(now, 10, "a")).await.expect("claim");
-        if batch.is_empty() {
-            break;
-        }
-        done += batch.len() as i64;
-        let c = batch
-            .iter()
-            .map(|j| complete(j, Transition::Succeeded))
-            .collect();
-        store.job_complete_many(c).await.expect("complete");
-    }
+    let done = common::run_all(&store, now, 10).await;
     assert_eq!(done, JOBS, "every job claimed once");
     store.close().await;
     let read = common::index_entries_read(&guard.url, &guard.schema, "jobs_due").await;

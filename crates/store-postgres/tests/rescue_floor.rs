@@ -7,10 +7,9 @@
 mod common;
 
 use chrono::{DateTime, Duration, Utc};
+use kairos_store::JobRescue;
 use kairos_store::prelude::*;
-use kairos_store::{JobRescue, Transition};
 use kairos_store_conformance::fixtures::{claim, job, t0};
-use kairos_store_conformance::jobs::complete;
 use kairos_store_postgres::PostgresStore;
 use sqlx::Connection;
 
@@ -36,19 +35,7 @@ async fn s0_10_rescues_under_a_held_snapshot_do_not_walk_the_leases_of_jobs_run_
     const JOBS: i64 = 3_000;
     let jobs = (0..JOBS).map(|_| job(t0())).collect::<Vec<_>>();
     store.job_insert_many(jobs).await.expect("insert");
-    let mut done = 0;
-    for _ in 0..(JOBS / 100 + 5) {
-        let batch = store.job_claim(claim(t0(), 100, "a")).await.expect("claim");
-        if batch.is_empty() {
-            break;
-        }
-        done += batch.len() as i64;
-        let c = batch
-            .iter()
-            .map(|j| complete(j, Transition::Succeeded))
-            .collect();
-        store.job_complete_many(c).await.expect("complete");
-    }
+    let done = common::run_all(&store, t0(), 100).await;
     assert_eq!(done, JOBS, "every job ran once");
     // Two minutes of the rescuer, every five seconds. Another node claims a job meanwhile,
     // with a lease above the floor: a rescue from the floor still finds it once it ends.

@@ -78,3 +78,28 @@ pub async fn index_entries_read(url: &str, schema: &str, index: &str) -> i64 {
     }
     last
 }
+
+/// Claims every due job on `store` at `now`, `batch` at a time, and completes each as a
+/// success, until a claim comes back empty; how many ran.
+pub async fn run_all(store: &PostgresStore, now: chrono::DateTime<chrono::Utc>, batch: i64) -> i64 {
+    use kairos_store::prelude::*;
+    let mut done = 0;
+    for _ in 0..1_000_000 {
+        let claimed = store
+            .job_claim(kairos_store_conformance::fixtures::claim(now, batch, "a"))
+            .await
+            .expect("claim");
+        if claimed.is_empty() {
+            break;
+        }
+        done += claimed.len() as i64;
+        let c = claimed
+            .iter()
+            .map(|j| {
+                kairos_store_conformance::jobs::complete(j, kairos_store::Transition::Succeeded)
+            })
+            .collect();
+        store.job_complete_many(c).await.expect("complete");
+    }
+    done
+}
