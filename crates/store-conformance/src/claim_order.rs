@@ -1,7 +1,9 @@
 //! A claim finds every due job, wherever it became available: below the jobs already claimed
 //! (an insert with a past `run_at`, a retry due earlier, an admin retry, a rescue) as well as
 //! above them. PostgreSQL starts its claims past what it claimed (its claim cursor); these pin
-//! that nothing made available behind the cursor is left behind.
+//! that nothing made available behind the cursor is left behind. Likewise a rescue finds every
+//! expired lease, also one set after the last rescue but ending before it (PostgreSQL starts
+//! its rescues past the leases it read: its rescue floor).
 
 use crate::fixtures::{claim, job, t0};
 use crate::jobs::complete;
@@ -117,4 +119,24 @@ pub async fn next_run_at_reports_a_job_inserted_below_the_jobs_claimed(s: S) {
     let old = t0() - Duration::hours(1);
     s.job_insert(job(old)).await.unwrap();
     assert_eq!(s.job_next_run_at().await.unwrap(), Some(old));
+}
+
+/// A lease set after a rescue but ending before that rescue's `now` (a clock that went back,
+/// as a test's manual clock may) is taken back by the next rescue.
+pub async fn rescue_finds_a_lease_set_below_the_last_rescue(s: S) {
+    let rescue = |now| JobRescue {
+        now,
+        limit: 10,
+        restarted_node: None,
+    };
+    let late = t0() + Duration::hours(1);
+    assert!(s.job_rescue(rescue(late)).await.unwrap().is_empty());
+    let lost = job(t0());
+    s.job_insert(lost.clone()).await.unwrap();
+    assert_eq!(s.job_claim(claim(t0(), 1, "a")).await.unwrap().len(), 1);
+    let rescued = s
+        .job_rescue(rescue(late + Duration::seconds(5)))
+        .await
+        .unwrap();
+    assert_eq!(rescued, vec![lost.id]);
 }

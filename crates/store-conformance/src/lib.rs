@@ -101,6 +101,7 @@ macro_rules! store_conformance {
             claim_finds_an_admin_retry_below_the_jobs_claimed,
             claim_finds_a_rescued_job_below_the_jobs_claimed,
             next_run_at_reports_a_job_inserted_below_the_jobs_claimed,
+            rescue_finds_a_lease_set_below_the_last_rescue,
         );
         $crate::store_conformance!(@concurrency $factory;
             concurrency_key_roundtrips,

@@ -498,7 +498,7 @@ impl JobStore for PostgresStore {
         // first entries of `jobs_lease` are the dead entries of every job run since.
         let restarted = p.restarted_node.is_some();
         let start = self.rescue_floor.start(p.now, restarted);
-        let from = start.from.filter(|_| !restarted);
+        let from = start.from;
         let limit = p.limit.max(0);
         let statement = rescue_statement(restarted, from.is_some());
         let q = sqlx::query(AssertSqlSafe(statement))
@@ -509,10 +509,13 @@ impl JobStore for PostgresStore {
             Some(from) => q.bind(from),
             None => q,
         };
-        let rows = q
-            .fetch_all(&self.hot)
-            .await
-            .map_err(|e| map_err("job rescue", e))?;
+        let rows = match q.fetch_all(&self.hot).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                self.rescue_floor.failed(&start);
+                return Err(map_err("job rescue", e));
+            }
+        };
         let mut out = rows
             .iter()
             .map(|r| {

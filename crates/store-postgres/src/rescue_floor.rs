@@ -135,6 +135,16 @@ impl RescueFloor {
         }
     }
 
+    /// The rescue that started at `start` failed: what it took is left for the next one (its
+    /// start marked again, or a full pass owed).
+    pub(crate) fn failed(&self, start: &RescueStart) {
+        let mut s = self.lock();
+        match start.from {
+            Some(from) => s.dirty = Some(s.dirty.map_or(from, |d| d.min(from))),
+            None => s.full_at = None,
+        }
+    }
+
     /// Leases were set here (a claim, a renewal) that end at `until`, after their commit.
     pub(crate) fn leased(&self, until: DateTime<Utc>) {
         let mut s = self.lock();
@@ -205,6 +215,21 @@ mod tests {
         assert_eq!(s.from, Some(t(20)));
         f.rescued(&s, t(101), 1, 1, Some(t(20)));
         assert_eq!(f.start(t(102), false).from, Some(t(20)));
+    }
+
+    #[test]
+    fn a_failed_rescue_leaves_its_start_for_the_next() {
+        let f = RescueFloor::default();
+        let s = f.start(t(100), false);
+        f.failed(&s);
+        assert_eq!(f.start(t(101), false).from, None, "the full pass is owed");
+        let s = f.start(t(100), true);
+        f.rescued(&s, t(100), 10, 0, None);
+        f.leased(t(20));
+        let s = f.start(t(101), false);
+        assert_eq!(s.from, Some(t(20)));
+        f.failed(&s);
+        assert_eq!(f.start(t(102), false).from, Some(t(20)), "the mark is kept");
     }
 
     #[test]
