@@ -58,6 +58,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Wrong bearer tokens per source address (the `/v1` backoff).
     pub bearer_limiter: Arc<admin::login_limit::LoginLimiter>,
+    /// The database gauges of `/metrics`, read once for scrapes that overlap.
+    pub gauges: Arc<routes::metrics::GaugeFlight>,
 }
 
 impl AppState {
@@ -70,6 +72,7 @@ impl AppState {
             inbound: Arc::default(),
             secure_cookies: false,
             bearer_limiter: Arc::new(admin::login_limit::LoginLimiter::bearer()),
+            gauges: Arc::default(),
         }
     }
 

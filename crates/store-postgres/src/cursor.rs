@@ -171,6 +171,22 @@ impl ClaimCursor {
         }
     }
 
+    /// The claim that started at `start` failed: what it took is left for the next one (its
+    /// start marked again, or the sweep it was due owed again). Without this, a job marked
+    /// dirty just before a claim that failed waited for a sweep.
+    pub(crate) fn failed(&self, start: &ClaimStart) {
+        let mut s = self.lock();
+        match &start.from {
+            Some(from) => {
+                s.dirty = Some(match s.dirty.take() {
+                    Some(d) => d.min(from.clone()),
+                    None => from.clone(),
+                });
+            }
+            None => s.full_at = None,
+        }
+    }
+
     /// The lowest key a due job may have, as far as this store knows (the floor, or a dirty
     /// key below it); `None` when not known. Jobs made available elsewhere below it are found
     /// by the next sweep.
@@ -284,6 +300,25 @@ mod tests {
         assert_eq!(s.from, Some(k(1, "a")), "the job at 3 is still ahead");
         c.claimed(&s, t(10), 5, 1, Some(k(3, "b")));
         assert_eq!(c.peek(), Some((t(10) - SHORT_MARGIN, String::new())));
+    }
+
+    #[test]
+    fn a_failed_claim_leaves_its_start_for_the_next() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(10));
+        c.claimed(&s, t(10), 5, 0, None);
+        let floor = (t(10) - SHORT_MARGIN, String::new());
+        c.made_available(k(1, ""));
+        let s = c.start(t(10));
+        assert_eq!(s.from, Some(k(1, "")));
+        c.failed(&s);
+        assert_eq!(c.start(t(10)).from, Some(k(1, "")), "the mark is back");
+        assert_eq!(c.start(t(10)).from, Some(floor), "and taken by that claim");
+        // A full sweep that failed is owed again.
+        let s = c.start(t(40));
+        assert_eq!(s.from, None);
+        c.failed(&s);
+        assert_eq!(c.start(t(40)).from, None, "the sweep is owed again");
     }
 
     #[test]

@@ -328,10 +328,13 @@ impl JobStore for PostgresStore {
         } else {
             None
         };
-        let rows = q
-            .fetch_all(&self.claim)
-            .await
-            .map_err(|e| map_err("job claim", e))?;
+        let rows = match q.fetch_all(&self.claim).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                self.cursor.failed(&start);
+                return Err(map_err("job claim", e));
+            }
+        };
         drop(turn);
         let mut last: Option<crate::cursor::Key> = None;
         for row in &rows {

@@ -22,6 +22,42 @@ use kairos_store::{DbHealth, DbHealthRead, JobBacklog};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// The database gauges shared by scrapes that overlap: one read at a time, whatever the
+/// scrape rate. `/metrics` carries no token, so without this anyone who reaches the port could
+/// keep the database counting every job (`job_count_by_state_kind` reads the whole table) as
+/// many times at once as they open requests. A scrape is answered from a read that *started
+/// after it arrived* — its own, or one a scrape that arrived with it ran — so a scrape never
+/// sees numbers older than itself; a lone scraper reads the database every time, as before.
+#[derive(Debug, Default)]
+pub struct GaugeFlight {
+    /// Reads started so far; a read's number is the count after its start.
+    started: std::sync::atomic::AtomicU64,
+    /// The last read that succeeded: its number and its text. Held while a read runs.
+    last: tokio::sync::Mutex<Option<(u64, String)>>,
+}
+
+impl GaugeFlight {
+    /// The gauges from a read that started after this call, running one if none did.
+    async fn read<F, Fut>(&self, run: F) -> Result<String, kairos_store::Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<String, kairos_store::Error>>,
+    {
+        use std::sync::atomic::Ordering;
+        let arrived = self.started.load(Ordering::Acquire);
+        let mut last = self.last.lock().await;
+        if let Some((n, text)) = last.as_ref()
+            && *n > arrived
+        {
+            return Ok(text.clone());
+        }
+        let n = self.started.fetch_add(1, Ordering::AcqRel) + 1;
+        let text = run().await?;
+        *last = Some((n, text.clone()));
+        Ok(text)
+    }
+}
+
 /// The content type of the Prometheus text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -209,7 +245,7 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         "kairos_store_up",
         "1 when the database answered this scrape.",
     );
-    match store_gauges(&state).await {
+    match state.gauges.read(|| store_gauges(&state)).await {
         Ok(gauges) => {
             out.push_str("kairos_store_up 1\n");
             out.push_str(&gauges);
@@ -220,4 +256,84 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         }
     }
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GaugeFlight;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// Scrapes that overlap share one read; a scrape after them reads again.
+    #[tokio::test]
+    async fn overlapping_scrapes_share_one_read_and_a_later_one_reads_again() {
+        let flight = Arc::new(GaugeFlight::default());
+        let reads = Arc::new(AtomicU32::new(0));
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let scrape =
+            |flight: Arc<GaugeFlight>, reads: Arc<AtomicU32>, gate: Arc<tokio::sync::Notify>| {
+                tokio::spawn(async move {
+                    flight
+                        .read(|| async move {
+                            let n = reads.fetch_add(1, Ordering::SeqCst) + 1;
+                            // Bounded: a regression fails the test instead of hanging it.
+                            let _ = tokio::time::timeout(
+                                std::time::Duration::from_secs(2),
+                                gate.notified(),
+                            )
+                            .await;
+                            Ok(format!("read {n}"))
+                        })
+                        .await
+                })
+            };
+        // The first scrape's read is held open while nine more arrive.
+        let first = scrape(flight.clone(), reads.clone(), gate.clone());
+        for _ in 0..100 {
+            if reads.load(Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 1);
+        let waiting: Vec<_> = (0..9)
+            .map(|_| scrape(flight.clone(), reads.clone(), gate.clone()))
+            .collect();
+        tokio::task::yield_now().await;
+        gate.notify_one();
+        assert_eq!(first.await.unwrap().unwrap(), "read 1");
+        // The nine arrived after read 1 started: one of them reads again, the rest share it.
+        for _ in 0..100 {
+            if reads.load(Ordering::SeqCst) == 2 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        gate.notify_one();
+        for w in waiting {
+            assert_eq!(w.await.unwrap().unwrap(), "read 2");
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "ten scrapes, two reads");
+        // A scrape that arrives after every read ended never gets an older one.
+        gate.notify_one();
+        let later = scrape(flight.clone(), reads.clone(), gate.clone());
+        assert_eq!(later.await.unwrap().unwrap(), "read 3");
+    }
+
+    /// A failed read is not shared as a success, nor kept: the next scrape reads again.
+    #[tokio::test]
+    async fn a_failed_read_is_not_kept() {
+        let flight = GaugeFlight::default();
+        let failed = flight
+            .read(|| async {
+                Err(kairos_store::Error::new(
+                    kairos_store::ErrorKind::Unavailable,
+                    "down",
+                ))
+            })
+            .await;
+        assert!(failed.is_err());
+        let ok = flight.read(|| async { Ok("up".to_string()) }).await;
+        assert_eq!(ok.unwrap(), "up");
+    }
 }
