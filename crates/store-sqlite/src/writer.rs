@@ -30,7 +30,15 @@
 //! file, and during a burst they rarely catch up, so 300,000 jobs once left a 917 MB WAL on
 //! disk for good. Two things bound it. Every connection sets `journal_size_limit` to
 //! [`JOURNAL_SIZE_LIMIT`]: when a writer restarts the WAL from its beginning (after a
-//! checkpoint caught up), SQLite truncates the file to that size. And when the queue goes quiet
+//! checkpoint caught up), SQLite truncates the file to that size. The writer's own limit is
+//! lowered to that size in steps of [`WAL_CUT_STEP`] rather than at once: SQLite truncates under
+//! the write lock, and freeing hundreds of megabytes at once took 110–170 ms on a disk mounted
+//! with `discard` — a stall of every claim and completion at the first commit after a burst
+//! (the lateness p99 after `kairos bench --jobs 100000` was 86–122 ms there). After each
+//! passive checkpoint the checkpoint thread reads the file's size and sets the writer's next
+//! limit a step below it ([`WalLimits`]), so each restart frees at most a step (about 2 ms
+//! there). (The `sqlx` pool's connections keep the plain limit: they seldom write first after
+//! a checkpoint caught up, the hot path's writes being this thread's.) And when the queue goes quiet
 //! (no checkpoint request for the idle spell), the checkpoint thread runs one
 //! `wal_checkpoint(TRUNCATE)` before it closes its connection, which empties the file. That
 //! checkpoint waits for readers and blocks new writers while it waits, so it runs with a busy
@@ -48,7 +56,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -130,6 +138,9 @@ struct Checkpoints {
     behind: AtomicBool,
     /// Checkpoints that copied every frame: a change means it caught up in between.
     caught_up: AtomicU32,
+    /// The `journal_size_limit` the writer is to use from its next transaction (0: not set
+    /// yet, the target).
+    wal_limit: AtomicI64,
 }
 
 /// Whether checkpoints are behind, and how many caught up so far ([`Writer::checkpoint_state`]).
@@ -147,6 +158,31 @@ const CHECKPOINT_IDLE: Duration = Duration::from_secs(30);
 /// The size SQLite truncates the `-wal` file to when a writer restarts it (64 MiB): a burst
 /// may grow it past this, but never leaves it larger once a checkpoint caught up.
 pub(crate) const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// How much of the `-wal` file one restart of the WAL may free (see the module doc).
+const WAL_CUT_STEP: i64 = 8 * 1024 * 1024;
+
+/// The size the WAL is cut back to, and by how much at a time.
+#[derive(Debug, Clone, Copy)]
+struct WalLimits {
+    /// What the file is cut back to in the end ([`JOURNAL_SIZE_LIMIT`]).
+    target: i64,
+    /// Most freed by one restart ([`WAL_CUT_STEP`]).
+    step: i64,
+}
+
+impl WalLimits {
+    const DEFAULT: WalLimits = WalLimits {
+        target: JOURNAL_SIZE_LIMIT,
+        step: WAL_CUT_STEP,
+    };
+
+    /// The writer's `journal_size_limit` while the file is `len` bytes: a step below it, never
+    /// below the target.
+    fn next(self, len: i64) -> i64 {
+        (len - self.step).max(self.target)
+    }
+}
 
 /// How long the idle truncating checkpoint waits for readers and writers before giving up
 /// until the next idle spell.
@@ -197,12 +233,15 @@ impl Writer {
     /// Open the native connection on `path` (an existing, migrated database) and start the
     /// thread.
     pub(crate) fn start(path: &Path) -> Result<Writer> {
-        Self::start_with(path, CHECKPOINT_IDLE)
+        Self::start_with(path, CHECKPOINT_IDLE, WalLimits::DEFAULT)
     }
 
-    /// [`Writer::start`] with the checkpoint connection closed after `idle` without a request.
-    fn start_with(path: &Path, idle: Duration) -> Result<Writer> {
+    /// [`Writer::start`] with the checkpoint connection closed after `idle` without a request,
+    /// and the WAL cut back by `limits`.
+    fn start_with(path: &Path, idle: Duration, limits: WalLimits) -> Result<Writer> {
         let conn = open(path).map_err(|e| map_native("opening the database (writer)", e))?;
+        conn.pragma_update(None, "journal_size_limit", limits.target)
+            .map_err(|e| map_native("opening the database (writer)", e))?;
         // Checkpoints run on a thread of their own instead of inside this thread's COMMITs
         // (SQLite's default: every 1,000 WAL pages, on the committing connection).
         conn.pragma_update(None, "wal_autocheckpoint", 0)
@@ -215,12 +254,13 @@ impl Writer {
         let (file, state) = (path.to_path_buf(), checkpoints.clone());
         std::thread::Builder::new()
             .name("kairos-sqlite-checkpoint".into())
-            .spawn(move || checkpointer(&file, nudged, idle, &state))
+            .spawn(move || checkpointer(&file, nudged, (idle, limits), &state))
             .map_err(spawn_err)?;
         let (tx, rx) = mpsc::channel();
+        let state = checkpoints.clone();
         std::thread::Builder::new()
             .name("kairos-sqlite-writer".into())
-            .spawn(move || run(conn, rx, nudge))
+            .spawn(move || run(conn, rx, nudge, (limits.target, &state)))
             .map_err(spawn_err)?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
@@ -335,8 +375,16 @@ const CHECKPOINT_EVERY: u32 = 32;
 /// the first request and closed after `idle` without one — once a truncating checkpoint has
 /// emptied the WAL (see the module doc; until then it is tried again every `idle`). Ends when
 /// the writer thread does (its sender is dropped).
-fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: &Checkpoints) {
+fn checkpointer(
+    path: &Path,
+    nudged: mpsc::Receiver<()>,
+    (idle, limits): (Duration, WalLimits),
+    state: &Checkpoints,
+) {
     use mpsc::RecvTimeoutError;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = std::path::PathBuf::from(wal);
     let mut conn: Option<Connection> = None;
     loop {
         let next = match conn {
@@ -373,6 +421,12 @@ fn checkpointer(path: &Path, nudged: mpsc::Receiver<()>, idle: Duration, state: 
             });
             match passive {
                 Ok((log, copied)) => {
+                    // The writer's next restart of the WAL frees at most a step of it. Set
+                    // before the run is counted, so a commit after it sees the new limit.
+                    if let Ok(m) = std::fs::metadata(&wal) {
+                        let len = i64::try_from(m.len()).unwrap_or(i64::MAX);
+                        state.wal_limit.store(limits.next(len), Ordering::Release);
+                    }
                     state.runs.fetch_add(1, Ordering::AcqRel);
                     let behind = copied < log;
                     state.behind.store(behind, Ordering::Release);
@@ -418,7 +472,12 @@ fn truncate(conn: &Connection, state: &Checkpoints) -> bool {
     }
 }
 
-fn run(conn: Connection, rx: mpsc::Receiver<Cmd>, nudge: mpsc::SyncSender<()>) {
+fn run(
+    conn: Connection,
+    rx: mpsc::Receiver<Cmd>,
+    nudge: mpsc::SyncSender<()>,
+    (mut limit, state): (i64, &Checkpoints),
+) {
     let mut group: Vec<Box<dyn Work>> = Vec::with_capacity(GROUP_MAX);
     let mut commits = 0u32;
     loop {
@@ -437,6 +496,15 @@ fn run(conn: Connection, rx: mpsc::Receiver<Cmd>, nudge: mpsc::SyncSender<()>) {
             }
         }
         if !group.is_empty() {
+            // The WAL's next cut (see the module doc). A failure keeps the old limit, and the
+            // next group tries again.
+            let want = state.wal_limit.load(Ordering::Acquire);
+            if want > 0
+                && want != limit
+                && conn.pragma_update(None, "journal_size_limit", want).is_ok()
+            {
+                limit = want;
+            }
             commits += run_group(&conn, &mut group);
             if commits >= CHECKPOINT_EVERY {
                 // Full means a request is already pending: that one will do.
