@@ -27,13 +27,15 @@ use std::fmt::Write;
 /// keep the database counting every job (`job_count_by_state_kind` reads the whole table) as
 /// many times at once as they open requests. A scrape is answered from a read that *started
 /// after it arrived* — its own, or one a scrape that arrived with it ran — so a scrape never
-/// sees numbers older than itself; a lone scraper reads the database every time, as before.
+/// sees numbers older than itself; a lone scraper reads the database every time, as before. A
+/// failed read is shared the same way, so scrapes queued behind a database that does not
+/// answer each wait for one read, not for one read per scrape ahead of them.
 #[derive(Debug, Default)]
 pub struct GaugeFlight {
     /// Reads started so far; a read's number is the count after its start.
     started: std::sync::atomic::AtomicU64,
-    /// The last read that succeeded: its number and its text. Held while a read runs.
-    last: tokio::sync::Mutex<Option<(u64, String)>>,
+    /// The last read: its number and its text, or why it failed. Held while a read runs.
+    last: tokio::sync::Mutex<Option<(u64, Result<String, String>)>>,
 }
 
 impl GaugeFlight {
@@ -44,17 +46,21 @@ impl GaugeFlight {
         Fut: std::future::Future<Output = Result<String, kairos_store::Error>>,
     {
         use std::sync::atomic::Ordering;
+        let shared = |r: &Result<String, String>| {
+            r.clone()
+                .map_err(|e| kairos_store::Error::new(kairos_store::ErrorKind::Unavailable, e))
+        };
         let arrived = self.started.load(Ordering::Acquire);
         let mut last = self.last.lock().await;
-        if let Some((n, text)) = last.as_ref()
+        if let Some((n, r)) = last.as_ref()
             && *n > arrived
         {
-            return Ok(text.clone());
+            return shared(r);
         }
         let n = self.started.fetch_add(1, Ordering::AcqRel) + 1;
-        let text = run().await?;
-        *last = Some((n, text.clone()));
-        Ok(text)
+        let r = run().await;
+        *last = Some((n, r.as_ref().map(String::clone).map_err(|e| e.to_string())));
+        r
     }
 }
 
@@ -263,77 +269,116 @@ mod tests {
     use super::GaugeFlight;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use tokio::sync::Notify;
+    use tokio::task::JoinHandle;
+
+    type Scrape = JoinHandle<Result<String, kairos_store::Error>>;
+
+    /// A scrape whose read, if it runs one, counts itself in `reads`, waits for `gate` (at
+    /// most 2 s: a regression fails the test instead of hanging it) and fails if `fail`.
+    fn scrape(
+        flight: &Arc<GaugeFlight>,
+        reads: &Arc<AtomicU32>,
+        gate: &Arc<Notify>,
+        fail: bool,
+    ) -> Scrape {
+        let (flight, reads, gate) = (flight.clone(), reads.clone(), gate.clone());
+        tokio::spawn(async move {
+            flight
+                .read(|| async move {
+                    let n = reads.fetch_add(1, Ordering::SeqCst) + 1;
+                    let _ =
+                        tokio::time::timeout(std::time::Duration::from_secs(2), gate.notified())
+                            .await;
+                    if fail {
+                        return Err(kairos_store::Error::new(
+                            kairos_store::ErrorKind::Unavailable,
+                            format!("read {n} failed"),
+                        ));
+                    }
+                    Ok(format!("read {n}"))
+                })
+                .await
+        })
+    }
+
+    /// Yield until `reads` reaches `n` (bounded).
+    async fn reads_reach(reads: &AtomicU32, n: u32) {
+        for _ in 0..100 {
+            if reads.load(Ordering::SeqCst) == n {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), n);
+    }
+
+    /// Ten scrapes: the first's read is held open while nine more arrive; the nine arrived
+    /// after it started, so one of them reads again and the other eight share that read.
+    /// Returns the first's answer and the nine's.
+    async fn ten_scrapes(
+        flight: &Arc<GaugeFlight>,
+        reads: &Arc<AtomicU32>,
+        fail: bool,
+    ) -> (
+        Result<String, kairos_store::Error>,
+        Vec<Result<String, kairos_store::Error>>,
+    ) {
+        let gate = Arc::new(Notify::new());
+        let first = scrape(flight, reads, &gate, fail);
+        let before = reads.load(Ordering::SeqCst);
+        reads_reach(reads, before + 1).await;
+        let waiting: Vec<_> = (0..9).map(|_| scrape(flight, reads, &gate, fail)).collect();
+        tokio::task::yield_now().await;
+        gate.notify_one();
+        let first = first.await.expect("first scrape");
+        reads_reach(reads, before + 2).await;
+        gate.notify_one();
+        let mut rest = Vec::new();
+        for w in waiting {
+            rest.push(w.await.expect("scrape"));
+        }
+        (first, rest)
+    }
 
     /// Scrapes that overlap share one read; a scrape after them reads again.
     #[tokio::test]
     async fn overlapping_scrapes_share_one_read_and_a_later_one_reads_again() {
-        let flight = Arc::new(GaugeFlight::default());
-        let reads = Arc::new(AtomicU32::new(0));
-        let gate = Arc::new(tokio::sync::Notify::new());
-        let scrape =
-            |flight: Arc<GaugeFlight>, reads: Arc<AtomicU32>, gate: Arc<tokio::sync::Notify>| {
-                tokio::spawn(async move {
-                    flight
-                        .read(|| async move {
-                            let n = reads.fetch_add(1, Ordering::SeqCst) + 1;
-                            // Bounded: a regression fails the test instead of hanging it.
-                            let _ = tokio::time::timeout(
-                                std::time::Duration::from_secs(2),
-                                gate.notified(),
-                            )
-                            .await;
-                            Ok(format!("read {n}"))
-                        })
-                        .await
-                })
-            };
-        // The first scrape's read is held open while nine more arrive.
-        let first = scrape(flight.clone(), reads.clone(), gate.clone());
-        for _ in 0..100 {
-            if reads.load(Ordering::SeqCst) == 1 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(reads.load(Ordering::SeqCst), 1);
-        let waiting: Vec<_> = (0..9)
-            .map(|_| scrape(flight.clone(), reads.clone(), gate.clone()))
-            .collect();
-        tokio::task::yield_now().await;
-        gate.notify_one();
-        assert_eq!(first.await.unwrap().unwrap(), "read 1");
-        // The nine arrived after read 1 started: one of them reads again, the rest share it.
-        for _ in 0..100 {
-            if reads.load(Ordering::SeqCst) == 2 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-        gate.notify_one();
-        for w in waiting {
-            assert_eq!(w.await.unwrap().unwrap(), "read 2");
+        let (flight, reads) = (
+            Arc::new(GaugeFlight::default()),
+            Arc::new(AtomicU32::new(0)),
+        );
+        let (first, rest) = ten_scrapes(&flight, &reads, false).await;
+        assert_eq!(first.expect("read 1"), "read 1");
+        for r in rest {
+            assert_eq!(r.expect("read 2"), "read 2");
         }
         assert_eq!(reads.load(Ordering::SeqCst), 2, "ten scrapes, two reads");
         // A scrape that arrives after every read ended never gets an older one.
+        let gate = Arc::new(Notify::new());
         gate.notify_one();
-        let later = scrape(flight.clone(), reads.clone(), gate.clone());
-        assert_eq!(later.await.unwrap().unwrap(), "read 3");
+        let later = scrape(&flight, &reads, &gate, false).await.expect("later");
+        assert_eq!(later.expect("read 3"), "read 3");
     }
 
-    /// A failed read is not shared as a success, nor kept: the next scrape reads again.
+    /// Scrapes queued behind a database that does not answer share its failure (each waits
+    /// for one read, not one per scrape ahead); the failure is not kept for a later scrape.
     #[tokio::test]
-    async fn a_failed_read_is_not_kept() {
-        let flight = GaugeFlight::default();
-        let failed = flight
-            .read(|| async {
-                Err(kairos_store::Error::new(
-                    kairos_store::ErrorKind::Unavailable,
-                    "down",
-                ))
-            })
-            .await;
-        assert!(failed.is_err());
-        let ok = flight.read(|| async { Ok("up".to_string()) }).await;
-        assert_eq!(ok.unwrap(), "up");
+    async fn overlapping_scrapes_share_a_failed_read_and_a_later_one_reads_again() {
+        let (flight, reads) = (
+            Arc::new(GaugeFlight::default()),
+            Arc::new(AtomicU32::new(0)),
+        );
+        let (first, rest) = ten_scrapes(&flight, &reads, true).await;
+        assert!(first.is_err());
+        for r in rest {
+            let e = r.expect_err("shared failure");
+            assert!(e.to_string().contains("read 2 failed"), "{e}");
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 2, "ten scrapes, two reads");
+        let gate = Arc::new(Notify::new());
+        gate.notify_one();
+        let later = scrape(&flight, &reads, &gate, false).await.expect("later");
+        assert_eq!(later.expect("read 3"), "read 3");
     }
 }
