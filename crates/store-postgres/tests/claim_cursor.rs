@@ -79,3 +79,43 @@ async fn s0_2_jobs_another_node_inserts_behind_the_cursor_are_claimed_by_the_swe
     assert_eq!(got, vec![far.id.clone()]);
     two.close().await;
 }
+
+/// A claim that fails gives back the mark it took: a job made available here behind the
+/// cursor is claimed by the next claim, not left to a sweep. The claim is made to fail for
+/// real: a second session holds the job table locked, and the claim's backend is ended while
+/// it waits. The claims share one instant, so no sweep is due; without the mark given back,
+/// the third claim starts at the floor, above the job, and finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_marked_behind_the_cursor_is_claimed_after_a_claim_that_failed() {
+    let Some((store, guard)) = common::open().await else {
+        return;
+    };
+    let now = t0() + Duration::hours(1);
+    store
+        .job_insert_many(vec![job(t0())])
+        .await
+        .expect("insert");
+    let first = store.job_claim(claim(now, 10, "one")).await.expect("claim");
+    assert_eq!(
+        first.len(),
+        1,
+        "the first claim sweeps and sets the floor near now"
+    );
+    // Below the floor: the insert marks where the next claim starts.
+    let behind = store
+        .job_insert_many(vec![job(t0() + Duration::minutes(1))])
+        .await
+        .expect("insert behind");
+
+    let failed = common::fail_while_jobs_locked(&guard, {
+        let store = store.clone();
+        async move { store.job_claim(claim(now, 10, "one")).await }
+    })
+    .await;
+    assert!(failed.is_err(), "the claim failed");
+
+    let got = store.job_claim(claim(now, 10, "one")).await.expect("claim");
+    let got: Vec<String> = got.into_iter().map(|j| j.id).collect();
+    assert_eq!(got, behind, "the job behind the cursor, at the next claim");
+    store.close().await;
+}

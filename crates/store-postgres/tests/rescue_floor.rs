@@ -119,3 +119,45 @@ async fn a_lease_skipped_while_its_row_was_locked_is_rescued_by_the_full_pass() 
     assert!(i <= 12, "rescued after {i} runs");
     store.close().await;
 }
+
+/// A rescue that fails gives back the mark it took: a lease set here below the floor (a claim
+/// on a clock behind the rescuer's) is rescued by the next rescue, not left to the full pass a
+/// minute later. The rescue is made to fail for real (the job table locked by a second
+/// session, the rescue's backend ended while it waits); without the mark given back, the next
+/// rescue starts at the floor, above the lease, and finds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_set_below_the_floor_is_rescued_after_a_rescue_that_failed() {
+    let Some((store, guard)) = common::open().await else {
+        return;
+    };
+    let late = t0() + Duration::hours(1);
+    assert!(
+        rescue(&store, late).await.is_empty(),
+        "a full pass sets the floor"
+    );
+    let lost = job(t0());
+    store.job_insert(lost.clone()).await.expect("insert");
+    let claimed = store.job_claim(claim(t0(), 1, "a")).await.expect("claim");
+    assert_eq!(claimed.len(), 1, "a lease ending long below the floor");
+    let at = late + Duration::seconds(5);
+    let failed = common::fail_while_jobs_locked(&guard, {
+        let store = store.clone();
+        async move {
+            store
+                .job_rescue(JobRescue {
+                    now: at,
+                    limit: 1000,
+                    restarted_node: None,
+                })
+                .await
+        }
+    })
+    .await;
+    assert!(failed.is_err(), "the rescue failed");
+    assert_eq!(
+        rescue(&store, at).await,
+        vec![lost.id],
+        "rescued by the next rescue"
+    );
+    store.close().await;
+}

@@ -341,13 +341,26 @@ mod tests {
         (first, rest)
     }
 
+    /// A scrape that arrives alone, its read succeeding at once.
+    async fn later_scrape(flight: &Arc<GaugeFlight>, reads: &Arc<AtomicU32>) -> String {
+        let gate = Arc::new(Notify::new());
+        gate.notify_one();
+        let later = scrape(flight, reads, &gate, false).await.expect("later");
+        later.expect("a read of its own")
+    }
+
+    /// A fresh flight and its read counter.
+    fn flight() -> (Arc<GaugeFlight>, Arc<AtomicU32>) {
+        (
+            Arc::new(GaugeFlight::default()),
+            Arc::new(AtomicU32::new(0)),
+        )
+    }
+
     /// Scrapes that overlap share one read; a scrape after them reads again.
     #[tokio::test]
     async fn overlapping_scrapes_share_one_read_and_a_later_one_reads_again() {
-        let (flight, reads) = (
-            Arc::new(GaugeFlight::default()),
-            Arc::new(AtomicU32::new(0)),
-        );
+        let (flight, reads) = flight();
         let (first, rest) = ten_scrapes(&flight, &reads, false).await;
         assert_eq!(first.expect("read 1"), "read 1");
         for r in rest {
@@ -355,20 +368,14 @@ mod tests {
         }
         assert_eq!(reads.load(Ordering::SeqCst), 2, "ten scrapes, two reads");
         // A scrape that arrives after every read ended never gets an older one.
-        let gate = Arc::new(Notify::new());
-        gate.notify_one();
-        let later = scrape(&flight, &reads, &gate, false).await.expect("later");
-        assert_eq!(later.expect("read 3"), "read 3");
+        assert_eq!(later_scrape(&flight, &reads).await, "read 3");
     }
 
     /// Scrapes queued behind a database that does not answer share its failure (each waits
     /// for one read, not one per scrape ahead); the failure is not kept for a later scrape.
     #[tokio::test]
     async fn overlapping_scrapes_share_a_failed_read_and_a_later_one_reads_again() {
-        let (flight, reads) = (
-            Arc::new(GaugeFlight::default()),
-            Arc::new(AtomicU32::new(0)),
-        );
+        let (flight, reads) = flight();
         let (first, rest) = ten_scrapes(&flight, &reads, true).await;
         assert!(first.is_err());
         for r in rest {
@@ -376,9 +383,6 @@ mod tests {
             assert!(e.to_string().contains("read 2 failed"), "{e}");
         }
         assert_eq!(reads.load(Ordering::SeqCst), 2, "ten scrapes, two reads");
-        let gate = Arc::new(Notify::new());
-        gate.notify_one();
-        let later = scrape(&flight, &reads, &gate, false).await.expect("later");
-        assert_eq!(later.expect("read 3"), "read 3");
+        assert_eq!(later_scrape(&flight, &reads).await, "read 3");
     }
 }

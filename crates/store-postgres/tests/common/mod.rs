@@ -103,3 +103,53 @@ pub async fn run_all(store: &PostgresStore, now: chrono::DateTime<chrono::Utc>, 
     }
     done
 }
+
+/// Run `statement` (a store call) so that it fails for real: a second session holds the job
+/// table of `guard`'s schema locked, and the backend of the statement waiting on that lock is
+/// ended (`pg_terminate_backend`). Returns what the call returned, then lets the table go.
+pub async fn fail_while_jobs_locked<T: Send + 'static>(
+    guard: &SchemaGuard,
+    statement: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    use sqlx::{Connection, Executor};
+    let mut locker = sqlx::PgConnection::connect(&guard.url)
+        .await
+        .expect("locker");
+    let locker_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut locker)
+        .await
+        .expect("pid");
+    locker.execute("BEGIN").await.expect("begin");
+    let lock = format!(
+        "LOCK TABLE \"{}\".jobs IN ACCESS EXCLUSIVE MODE",
+        guard.schema
+    );
+    locker
+        .execute(sqlx::AssertSqlSafe(lock))
+        .await
+        .expect("lock");
+    let running = tokio::spawn(statement);
+    let mut ended = false;
+    for _ in 0..500 {
+        let waiting: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1",
+        )
+        .bind(locker_pid)
+        .fetch_optional(&mut locker)
+        .await
+        .expect("blocked statement");
+        if let Some(pid) = waiting {
+            ended = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+                .bind(pid)
+                .fetch_one(&mut locker)
+                .await
+                .expect("terminate");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(ended, "the statement waited on the lock and was ended");
+    let out = running.await.expect("task");
+    locker.execute("ROLLBACK").await.expect("unlock");
+    out
+}
