@@ -115,11 +115,12 @@ impl Drop for SchemaGuard {
     }
 }
 
-/// Another session on `url` that names itself `application`, takes a `REPEATABLE READ`
-/// snapshot and keeps it (an analytics query, a forgotten `BEGIN`) until it is committed or
-/// dropped. Returns the connection and its backend pid.
-pub async fn hold_snapshot(url: &str, application: &str) -> (PgConnection, i32) {
-    let mut conn = PgConnection::connect(url).await.expect("holder connection");
+/// Another session on `url` that names itself `application`: the connection and its backend
+/// pid (what `pg_stat_activity` and `pg_blocking_pids` show it as).
+pub async fn session(url: &str, application: &str) -> (PgConnection, i32) {
+    let mut conn = PgConnection::connect(url)
+        .await
+        .expect("session connection");
     sqlx::query(AssertSqlSafe(format!(
         "SET application_name = '{}'",
         application.replace('\'', "''")
@@ -131,6 +132,14 @@ pub async fn hold_snapshot(url: &str, application: &str) -> (PgConnection, i32) 
         .fetch_one(&mut conn)
         .await
         .expect("pid");
+    (conn, pid)
+}
+
+/// Another session on `url` that names itself `application`, takes a `REPEATABLE READ`
+/// snapshot and keeps it (an analytics query, a forgotten `BEGIN`) until it is committed or
+/// dropped. Returns the connection and its backend pid.
+pub async fn hold_snapshot(url: &str, application: &str) -> (PgConnection, i32) {
+    let (mut conn, pid) = session(url, application).await;
     sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ")
         .execute(&mut conn)
         .await

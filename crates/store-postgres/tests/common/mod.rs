@@ -111,14 +111,9 @@ pub async fn fail_while_jobs_locked<T: Send + 'static>(
     guard: &SchemaGuard,
     statement: impl std::future::Future<Output = T> + Send + 'static,
 ) -> T {
-    use sqlx::{Connection, Executor};
-    let mut locker = sqlx::PgConnection::connect(&guard.url)
-        .await
-        .expect("locker");
-    let locker_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(&mut locker)
-        .await
-        .expect("pid");
+    use sqlx::Executor;
+    let (mut locker, locker_pid) =
+        kairos_testkit::pg::session(&guard.url, "kairos-test-locker").await;
     locker.execute("BEGIN").await.expect("begin");
     let lock = format!(
         "LOCK TABLE \"{}\".jobs IN ACCESS EXCLUSIVE MODE",
