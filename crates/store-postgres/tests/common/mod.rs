@@ -127,7 +127,10 @@ pub async fn fail_while_jobs_locked<T: Send + 'static>(
     let mut ended = false;
     for _ in 0..500 {
         let waiting: Option<i32> = sqlx::query_scalar(
-            "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1",
+            // pg_locks, not pg_stat_activity: inside the locker's transaction the activity
+            // view is read once and kept, so a backend the pool opened after the first look
+            // (the statement's) would never show; the lock table is read afresh each time.
+            "SELECT pid FROM pg_locks WHERE NOT granted AND $1 = ANY(pg_blocking_pids(pid)) LIMIT 1",
         )
         .bind(locker_pid)
         .fetch_optional(&mut locker)
