@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0032 "host_limits",
     0033 "keyed_due",
     0034 "jobs_fillfactor",
+    0035 "inline_checks",
 ];
 
 /// The table sqlx records applied migrations in.
