@@ -3,24 +3,20 @@
 
 use kairos_core::schedule::Misfire;
 use kairos_store::prelude::*;
-use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator_before;
 use kairos_store_sqlite::SqliteStore;
 use sqlx::Connection;
 
+mod common;
+
 #[tokio::test]
 async fn schedule_stored_with_skip_reads_back_as_once_after_migration_0022() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("kairos.db");
-    let mut conn =
-        sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", path.display()))
-            .await
-            .expect("connect");
     // The schema as the release before 0022 left it.
-    migrator_before(Dialect::Sqlite, 22)
-        .run(&mut conn)
-        .await
-        .expect("migrate to 0021");
+    let common::Before {
+        _dir,
+        path,
+        mut conn,
+        ..
+    } = common::before(22).await;
     for (id, misfire) in [("sch_old_skip", "skip"), ("sch_old_all", "all:3")] {
         sqlx::query(
             "INSERT INTO schedules (id, name, kind, spec, timezone, period, misfire, payload, state, next_fire_at, created_at, updated_at)

@@ -2,27 +2,23 @@
 //! older jobs are filled from their payload's shape (a string `topic`, `recipient_id`,
 //! `variant`), whatever the job's kind; a payload of another shape leaves them empty.
 
-use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator_before;
 use kairos_store_sqlite::SqliteStore;
 use sqlx::Connection;
+
+mod common;
 
 /// A job's id and its audience columns: topic, recipient, variant.
 type AudienceRow = (String, Option<String>, Option<String>, Option<String>);
 
 #[tokio::test]
 async fn migration_0026_fills_audience_columns_by_payload_shape_not_by_kind() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("kairos.db");
-    let url = format!("sqlite://{}?mode=rwc", path.display());
-    let mut conn = sqlx::SqliteConnection::connect(&url)
-        .await
-        .expect("connect");
     // The schema as the release before 0026 left it.
-    migrator_before(Dialect::Sqlite, 26)
-        .run(&mut conn)
-        .await
-        .expect("migrate to 0025");
+    let common::Before {
+        _dir,
+        path,
+        url,
+        mut conn,
+    } = common::before(26).await;
     for (id, kind, payload) in [
         (
             "job_mail",

@@ -5,12 +5,12 @@
 //! path builds a temporary b-tree for them any more.
 
 use kairos_store::prelude::*;
-use kairos_store::sql::Dialect;
-use kairos_store::sql::migrate::migrator_before;
 use kairos_store::{ErrorKind, JobInsert};
 use kairos_store_conformance::fixtures;
 use kairos_store_sqlite::SqliteStore;
 use sqlx::{Connection, Row};
+
+mod common;
 
 /// Every column of every job and attempt, as text, in id order.
 async fn dump(conn: &mut sqlx::SqliteConnection) -> Vec<String> {
@@ -56,17 +56,13 @@ const WRITES: [&str; 3] = [
 #[tokio::test]
 async fn migration_0035_keeps_every_job_attempt_and_key_and_checks_states_without_a_temporary_btree()
  {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("kairos.db");
-    let url = format!("sqlite://{}?mode=rwc", path.display());
-    let mut conn = sqlx::SqliteConnection::connect(&url)
-        .await
-        .expect("connect");
     // The schema as the release before 0035 left it.
-    migrator_before(Dialect::Sqlite, 35)
-        .run(&mut conn)
-        .await
-        .expect("migrate to 0034");
+    let common::Before {
+        _dir,
+        path,
+        url,
+        mut conn,
+    } = common::before(35).await;
     // Before: each of these statements opens a temporary b-tree for an IN list.
     for sql in WRITES {
         assert!(
@@ -75,16 +71,10 @@ async fn migration_0035_keeps_every_job_attempt_and_key_and_checks_states_withou
         );
     }
     // One job in each state, some keyed, with every kind of column set somewhere.
-    for (i, state) in [
-        "available",
-        "running",
-        "succeeded",
-        "skipped",
-        "cancelled",
-        "dead",
-    ]
-    .iter()
-    .enumerate()
+    for (i, state) in kairos_core::JobState::ALL
+        .iter()
+        .map(|s| s.as_str())
+        .enumerate()
     {
         sqlx::query(
             "INSERT INTO jobs (id, kind, state, payload, endpoint_id, dedupe_key, attempt,
@@ -99,8 +89,8 @@ async fn migration_0035_keeps_every_job_attempt_and_key_and_checks_states_withou
         .bind(i as i64)
         .bind(1_000 + i as i64)
         .bind((i >= 2).then_some(2_000 + i as i64))
-        .bind((*state == "running").then_some("lease_old"))
-        .bind((*state == "dead").then_some("boom"))
+        .bind((state == "running").then_some("lease_old"))
+        .bind((state == "dead").then_some("boom"))
         .bind((i == 1).then_some("tenant_1"))
         .execute(&mut conn)
         .await
@@ -132,29 +122,23 @@ async fn migration_0035_keeps_every_job_attempt_and_key_and_checks_states_withou
     // Opening the store applies 0035.
     let store = SqliteStore::open(&path).await.expect("open and migrate");
     // A live key answers with its job, a pruned one is still refused, a new one is created.
-    let t = fixtures::t0();
+    let keyed = |key: &str| JobInsert {
+        dedupe_key: Some(key.into()),
+        ..fixtures::job(fixtures::t0())
+    };
     let again = store
-        .job_insert(JobInsert {
-            dedupe_key: Some("key_2".into()),
-            ..fixtures::job(t)
-        })
+        .job_insert(keyed("key_2"))
         .await
         .expect("insert with a live key");
     assert!(!again.created, "a live key inserts nothing");
     assert_eq!(again.job.id, "job_old_2");
     let pruned = store
-        .job_insert(JobInsert {
-            dedupe_key: Some("key_pruned".into()),
-            ..fixtures::job(t)
-        })
+        .job_insert(keyed("key_pruned"))
         .await
         .expect_err("a pruned job's key is refused");
     assert_eq!(pruned.kind(), ErrorKind::Conflict);
     let fresh = store
-        .job_insert(JobInsert {
-            dedupe_key: Some("key_new".into()),
-            ..fixtures::job(t)
-        })
+        .job_insert(keyed("key_new"))
         .await
         .expect("insert with a new key");
     assert!(fresh.created);
