@@ -204,10 +204,11 @@ pub struct MigrateArgs {
 }
 
 /// `kairos migrate [--list]`: apply pending migrations (sqlx's migrator: checksums checked,
-/// under its lock), then say so or list them.
+/// under its lock), say which ran (or that none had to), then list them all if asked.
 pub async fn migrate(global: &GlobalArgs, args: &MigrateArgs) -> CliResult {
     let cfg = global.load_config(None)?;
     let db = open_store(&cfg).await?;
+    let ran: Vec<_> = db.migrated().to_vec();
     let list = if args.list {
         let l = kairos_store::NodeStore::migration_list(&*db.store()).await;
         Some(l.map_err(|e| CliError::runtime("listing migrations", &e)))
@@ -216,6 +217,9 @@ pub async fn migrate(global: &GlobalArgs, args: &MigrateArgs) -> CliResult {
     };
     db.close().await;
     let database = cfg.database()?.describe();
+    let version = kairos_store::sql::migrate::MIGRATIONS
+        .last()
+        .map_or(0, |m| m.version);
     if global.json {
         let migrations = match list {
             Some(l) => Some(
@@ -229,13 +233,32 @@ pub async fn migrate(global: &GlobalArgs, args: &MigrateArgs) -> CliResult {
             ),
             None => None,
         };
+        let applied: Vec<_> = ran
+            .iter()
+            .map(|m| serde_json::json!({"version": m.version, "name": m.name}))
+            .collect();
         let mut out = serde_json::json!({
-            "database": database, "up_to_date": true, "migrations": migrations,
+            "database": database, "up_to_date": true, "version": version,
+            "applied": applied, "migrations": migrations,
         });
         crate::common::strip_nulls(&mut out);
         return crate::common::print_json(&out);
     }
-    println!("database {database} is up to date");
+    if ran.is_empty() {
+        println!("database {database} is up to date (schema version {version}; nothing to apply)");
+    } else {
+        let names: Vec<String> = ran
+            .iter()
+            .map(|m| format!("{:04} {}", m.version, m.name))
+            .collect();
+        println!(
+            "applied {} migration{}: {}",
+            ran.len(),
+            if ran.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+        println!("database {database} is up to date (schema version {version})");
+    }
     if let Some(list) = list {
         let rows: Vec<Vec<String>> = list?
             .into_iter()

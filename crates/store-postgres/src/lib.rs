@@ -167,6 +167,8 @@ pub struct PostgresStore {
     keyed_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// Announces the store's own inserts to the other nodes after they commit (`wake.rs`).
     waker: std::sync::Arc<wake::Waker>,
+    /// The migrations this connect applied ([`PostgresStore::migrated`]).
+    migrated: std::sync::Arc<[kairos_store::sql::migrate::MigrationFile]>,
 }
 
 impl PostgresStore {
@@ -202,7 +204,7 @@ impl PostgresStore {
         let claim = pool_options(CLAIM_CONNECTIONS)
             .min_connections(0)
             .connect_lazy_with(opts.options(CLAIM_SETTINGS));
-        let store = PostgresStore {
+        let mut store = PostgresStore {
             pool,
             hot,
             claim,
@@ -213,9 +215,16 @@ impl PostgresStore {
             rescue_floor: Default::default(),
             keyed_turn: Default::default(),
             waker: Default::default(),
+            migrated: std::sync::Arc::new([]),
         };
-        migrate(&store).await?;
+        store.migrated = migrate(&store).await?.into();
         Ok(store)
+    }
+
+    /// The migrations that connecting this store applied, in order: none when the schema was
+    /// already current (`kairos migrate` says which ran).
+    pub fn migrated(&self) -> &[kairos_store::sql::migrate::MigrationFile] {
+        &self.migrated
     }
 
     /// Seal stored secrets (webhook endpoint secrets, http target headers) under `sealer`
@@ -266,7 +275,7 @@ kairos_store::sql_db!(
     write: pool,
     begin: "BEGIN",
     map_err: map_err,
-    apply: migrate,
+    apply: migrations_apply,
     list: migrations_list,
     health: health::health_read,
     vacuum: health::vacuum,
@@ -307,8 +316,10 @@ const NO_JOB_MADE_AVAILABLE: &[&str] = &[
 use rows::PgRun;
 
 /// Create the schema if missing, then apply the migrations (sqlx's migrator, under its
-/// advisory lock) on one connection.
-async fn migrate(store: &PostgresStore) -> Result<(), Error> {
+/// advisory lock) on one connection; returns those that ran.
+async fn migrate(
+    store: &PostgresStore,
+) -> Result<Vec<kairos_store::sql::migrate::MigrationFile>, Error> {
     let schema = &store.schema;
     let mut tx = store
         .pool
@@ -348,6 +359,10 @@ async fn migrate(store: &PostgresStore) -> Result<(), Error> {
     let legacy = kairos_store::sql::migrate::legacy_versions(&mut PgRun::Conn(&mut conn)).await?;
     let d = kairos_store::sql::Dialect::Postgres;
     kairos_store::sql::migrate::apply(&mut *conn, d, legacy).await
+}
+
+async fn migrations_apply(s: &PostgresStore) -> Result<(), Error> {
+    migrate(s).await.map(drop)
 }
 
 async fn migrations_list(s: &PostgresStore) -> Result<Vec<kairos_store::MigrationStatus>, Error> {

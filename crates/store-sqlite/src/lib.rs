@@ -48,6 +48,7 @@ mod writer;
 
 pub use tx::{BUSY_TIMEOUT, connect_options, job_insert_in_tx};
 
+use kairos_store::sql::migrate::MigrationFile;
 use kairos_store::{Error, ErrorKind};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -68,6 +69,8 @@ pub struct SqliteStore {
     sealer: Option<std::sync::Arc<kairos_store::sealing::Sealer>>,
     /// Since when checkpoints have been seen behind (`health.rs`).
     behind_since: std::sync::Arc<std::sync::Mutex<Option<health::Behind>>>,
+    /// The migrations this open applied ([`SqliteStore::migrated`]).
+    migrated: std::sync::Arc<[MigrationFile]>,
 }
 
 impl SqliteStore {
@@ -123,7 +126,7 @@ impl SqliteStore {
             .connect_with(opts.clone().read_only(true))
             .await
             .map_err(|e| map_err("opening the database for reading", e))?;
-        migrate(&write).await?;
+        let migrated = migrate(&write).await?;
         // After the migrations: the writer's statements are prepared against the final schema.
         let file = opts.get_filename();
         if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {
@@ -142,7 +145,14 @@ impl SqliteStore {
             keys: Default::default(),
             sealer: None,
             behind_since: Default::default(),
+            migrated: migrated.into(),
         })
+    }
+
+    /// The migrations that opening this store applied, in order: none when the database was
+    /// already current (`kairos migrate` says which ran).
+    pub fn migrated(&self) -> &[MigrationFile] {
+        &self.migrated
     }
 
     /// Seal stored secrets (webhook endpoint secrets, http target headers) under `sealer`
@@ -212,8 +222,8 @@ fn read_connections(cores: usize) -> u32 {
     cores.clamp(2, 4) as u32
 }
 
-/// Apply the migrations on the one write connection.
-async fn migrate(write: &SqlitePool) -> Result<(), Error> {
+/// Apply the migrations on the one write connection; returns those that ran.
+async fn migrate(write: &SqlitePool) -> Result<Vec<MigrationFile>, Error> {
     let mut conn = write.acquire().await.map_err(|e| map_err("migrating", e))?;
     let legacy = kairos_store::sql::migrate::legacy_versions(&mut SqRun::Conn(&mut conn)).await?;
     let d = kairos_store::sql::Dialect::Sqlite;
@@ -221,7 +231,7 @@ async fn migrate(write: &SqlitePool) -> Result<(), Error> {
 }
 
 async fn migrations_apply(s: &SqliteStore) -> Result<(), Error> {
-    migrate(&s.write).await
+    migrate(&s.write).await.map(drop)
 }
 
 async fn migrations_list(s: &SqliteStore) -> Result<Vec<kairos_store::MigrationStatus>, Error> {

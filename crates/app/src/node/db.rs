@@ -51,6 +51,14 @@ impl Db {
         }
     }
 
+    /// The migrations that opening the database applied, in order (none when it was current).
+    pub fn migrated(&self) -> &[kairos_store::sql::migrate::MigrationFile] {
+        match self {
+            Db::Sqlite(s) => s.migrated(),
+            Db::Postgres(s, _) => s.migrated(),
+        }
+    }
+
     /// Close the connections, waiting for them.
     pub async fn close(&self) {
         match self {

@@ -156,29 +156,78 @@ pub async fn legacy_versions(run: &mut impl SqlRun) -> Result<Vec<i64>> {
 }
 
 /// Apply the pending migrations of `dialect` on `conn`, first adopting `legacy` (from
-/// [`legacy_versions`]) when nothing is recorded yet.
+/// [`legacy_versions`]) when nothing is recorded yet. Returns the migrations this call ran, in
+/// order (none when the database was current), so that `kairos migrate` and the node's log
+/// can say what changed.
 pub async fn apply<C: Migrate + Send>(
     conn: &mut C,
     dialect: Dialect,
     legacy: Vec<i64>,
-) -> Result<()> {
-    let migrator = migrator(dialect);
+) -> Result<Vec<MigrationFile>> {
+    let mut migrator = migrator(dialect);
+    // One lock around the adoption, the run and the reads of what was recorded before and
+    // after it, so that what this call reports as run is what it ran: two nodes starting
+    // together each read the table while the other cannot be writing it.
+    migrator.set_locking(false);
+    conn.lock().await.map_err(migrate_err)?;
+    let ran = apply_locked(conn, &migrator, &legacy).await;
+    let unlocked = conn.unlock().await.map_err(migrate_err);
+    let ran = ran?;
+    unlocked?;
+    Ok(ran)
+}
+
+/// [`apply`] under the migration lock.
+async fn apply_locked<C: Migrate + Send>(
+    conn: &mut C,
+    migrator: &Migrator,
+    legacy: &[i64],
+) -> Result<Vec<MigrationFile>> {
     if !legacy.is_empty() {
-        conn.lock().await.map_err(migrate_err)?;
-        let adopted = adopt(conn, &migrator, &legacy).await;
-        conn.unlock().await.map_err(migrate_err)?;
-        adopted?;
+        adopt(conn, migrator, legacy).await?;
     }
+    conn.ensure_migrations_table(TABLE)
+        .await
+        .map_err(migrate_err)?;
+    let before = applied_versions(conn).await?;
+    let started = std::time::Instant::now();
     // `run_direct` is `Migrator::run` on a connection the caller holds (`run` wants an
-    // `Acquire`, which a generic connection is not); it takes the lock itself.
+    // `Acquire`, which a generic connection is not).
     migrator
         .run_direct(None, conn, false)
         .await
-        .map_err(migrate_err)
+        .map_err(migrate_err)?;
+    let after = applied_versions(conn).await?;
+    let ran: Vec<MigrationFile> = MIGRATIONS
+        .iter()
+        .filter(|f| after.contains(&f.version) && !before.contains(&f.version))
+        .copied()
+        .collect();
+    if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
+        tracing::info!(
+            migrations = ran.len(),
+            from = first.version,
+            to = last.version,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "applied migrations"
+        );
+    }
+    Ok(ran)
 }
 
-/// Mark `legacy` applied, once: under the lock, and only while nothing is recorded, so that
-/// nodes starting together adopt once.
+/// The versions recorded in [`TABLE`].
+async fn applied_versions<C: Migrate + Send>(conn: &mut C) -> Result<Vec<i64>> {
+    Ok(conn
+        .list_applied_migrations(TABLE)
+        .await
+        .map_err(migrate_err)?
+        .into_iter()
+        .map(|m| m.version)
+        .collect())
+}
+
+/// Mark `legacy` applied, once: under the lock (the caller's), and only while nothing is
+/// recorded, so that nodes starting together adopt once.
 async fn adopt<C: Migrate + Send>(conn: &mut C, migrator: &Migrator, legacy: &[i64]) -> Result<()> {
     conn.ensure_migrations_table(TABLE)
         .await
