@@ -267,19 +267,34 @@ pub async fn due(run: &mut impl SqlRun, p: crate::ScheduleDue) -> Result<Vec<Sch
     Ok(out)
 }
 
+/// The UPDATE that advances a schedule for `schedule_fire` (parameters: id, the expected and
+/// the new next firing, the last firing, now, a held firing). Only a firing that leaves no next
+/// one (`finishing`) sets `state`: on SQLite a write of `state` evaluates its check, a list of
+/// three names that SQLite codes as a temporary b-tree built and freed per statement, and a
+/// recurring schedule's firing has no state to change. Exposed for checks of its program
+/// (`crates/store-sqlite/tests/schedule_fire_program.rs`).
+pub fn fire_statement(dialect: super::Dialect, finishing: bool) -> String {
+    let state = if finishing {
+        "state = CASE WHEN state = 'active' THEN 'finished' ELSE state END,"
+    } else {
+        ""
+    };
+    format!(
+        "UPDATE schedules SET next_fire_at = $3,
+                last_fire_at = COALESCE($4, last_fire_at),
+                buffered_fire_at = COALESCE($6, buffered_fire_at),
+                {state}
+                locked_until = NULL, locked_by = NULL, updated_at = $5
+         WHERE id = $1 AND next_fire_at {} $2",
+        super::null_eq(dialect)
+    )
+}
+
 /// `schedule_fire`, in a transaction: advance the schedule only if it still expects this
 /// firing, then insert its jobs. The UPDATE locks the row (PostgreSQL), so a second firing of
 /// the same occurrence waits, then sees the advanced value and matches nothing.
 pub async fn fire(run: &mut impl SqlRun, p: crate::ScheduleFire) -> Result<crate::ScheduleFired> {
-    let sql = format!(
-        "UPDATE schedules SET next_fire_at = $3,
-                last_fire_at = COALESCE($4, last_fire_at),
-                buffered_fire_at = COALESCE($6, buffered_fire_at),
-                state = CASE WHEN $3 IS NULL AND state = 'active' THEN 'finished' ELSE state END,
-                locked_until = NULL, locked_by = NULL, updated_at = $5
-         WHERE id = $1 AND next_fire_at {} $2",
-        super::null_eq(run.dialect())
-    );
+    let sql = fire_statement(run.dialect(), p.next_fire_at.is_none());
     let b = binds![
         &p.schedule_id,
         p.expected_next_fire_at,
