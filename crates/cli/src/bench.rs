@@ -346,13 +346,20 @@ impl NoopHandler {
     }
 }
 
-/// The node both benches run: the real engine with `concurrency` handler slots.
-pub(crate) fn engine_config(concurrency: usize) -> EngineConfig {
+/// The node both benches run: the real engine with `concurrency` handler slots, and the claim
+/// cooldown a node on that database has by default.
+pub(crate) fn engine_config(concurrency: usize, postgres: bool) -> EngineConfig {
+    let cooldown = if postgres {
+        kairos_app::config::CLAIM_COOLDOWN_MS_POSTGRES
+    } else {
+        kairos_app::config::CLAIM_COOLDOWN_MS_SQLITE
+    };
     EngineConfig {
         executor: ExecutorConfig {
             concurrency,
             max_batch: 1000,
             poll_interval: Duration::from_millis(50),
+            claim_cooldown: Duration::from_millis(cooldown),
             ..Default::default()
         },
         ..Default::default()
@@ -567,7 +574,7 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
         handler.clone(),
     ));
     let engine = Engine::new(
-        engine_config(args.concurrency),
+        engine_config(args.concurrency, args.database_url.is_some()),
         store.clone(),
         clock.clone(),
         kinds.clone(),

@@ -245,7 +245,7 @@ impl Probe {
 /// a node keeping that much of finished jobs, pruning often enough that the tables hold
 /// about that much.
 pub(crate) fn rate_engine_config(args: &BenchArgs) -> kairos_engine::EngineConfig {
-    let mut config = engine_config(args.concurrency);
+    let mut config = engine_config(args.concurrency, args.database_url.is_some());
     if let Some(keep) = args.keep {
         config.pruner.succeeded = Some(keep);
         config.pruner.dead = Some(keep);
@@ -808,6 +808,10 @@ mod tests {
             kairos_engine::EngineConfig::default().pruner.succeeded,
             "without --keep the default"
         );
+        // The bench's node has the claim cooldown a node on its database has by default.
+        assert_eq!(all.executor.claim_cooldown, Duration::from_millis(1));
+        let pg = rate_engine_config(&args(&["--database-url", "postgres://127.0.0.1/x"]));
+        assert_eq!(pg.executor.claim_cooldown, Duration::from_millis(5));
     }
 
     #[test]

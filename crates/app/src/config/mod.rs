@@ -21,7 +21,7 @@ mod secret;
 mod token;
 mod validate;
 
-pub use database::Database;
+pub use database::{CLAIM_COOLDOWN_MS_POSTGRES, CLAIM_COOLDOWN_MS_SQLITE, Database};
 pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
@@ -185,9 +185,10 @@ pub struct Config {
     /// Longest idle wait between looks for due work (`KAIROS_POLL_INTERVAL_MS`, default 1000).
     pub poll_interval_ms: u64,
     /// After a claim that came back short, the least time before the node claims again
-    /// (`KAIROS_CLAIM_COOLDOWN_MS`, default 5, at most 1000; 0: at once): jobs that arrive
-    /// meanwhile share one claim instead of each making its own.
-    pub claim_cooldown_ms: u64,
+    /// (`KAIROS_CLAIM_COOLDOWN_MS`, at most 1000; 0: at once): jobs that arrive meanwhile
+    /// share one claim instead of each making its own. Unset: by database, 1 ms on SQLite and
+    /// 5 ms on PostgreSQL ([`Database::default_claim_cooldown_ms`]).
+    pub claim_cooldown_ms: Option<u64>,
     /// `text` or `json` (`KAIROS_LOG_FORMAT`, default `text`).
     pub log_format: LogFormat,
     /// The OpenTelemetry collector's base URL (`KAIROS_OTLP_ENDPOINT`, e.g.
@@ -418,7 +419,7 @@ impl Default for Config {
             webhook_timeout_secs: 10,
             shutdown_grace_secs: 30,
             poll_interval_ms: 1000,
-            claim_cooldown_ms: 5,
+            claim_cooldown_ms: None,
             log_format: LogFormat::Text,
             otlp_endpoint: None,
             retention_succeeded: "7d".into(),

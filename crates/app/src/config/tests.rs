@@ -672,3 +672,38 @@ fn a_dead_nodes_schedule_claim_lasts_one_lease() {
         Ok(())
     });
 }
+
+/// The claim cooldown follows the database unless `KAIROS_CLAIM_COOLDOWN_MS` sets it: 1 ms on
+/// SQLite, where a claim is a call on the node's writer thread, 5 ms on PostgreSQL, where it
+/// is a round trip that a held snapshot lengthens; a value over a second is refused by name.
+#[test]
+fn claim_cooldown_defaults_by_database_and_the_environment_overrides_it() {
+    Jail::expect_with(|jail| {
+        let cooldown = || -> Result<std::time::Duration, String> {
+            let c = load().map_err(|e| e.to_string())?;
+            let ec = crate::node::engine_config(&c).map_err(|e| e.to_string())?;
+            Ok(ec.executor.claim_cooldown)
+        };
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(cooldown()?, ms(1), "SQLite");
+        jail.set_env("KAIROS_CLAIM_COOLDOWN_MS", "20");
+        assert_eq!(cooldown()?, ms(20), "set, on SQLite");
+        jail.set_env(
+            "KAIROS_DATABASE_URL",
+            "postgres://kairos@127.0.0.1:5432/kairos",
+        );
+        assert_eq!(cooldown()?, ms(20), "set, on PostgreSQL");
+        jail.set_env("KAIROS_CLAIM_COOLDOWN_MS", "1001");
+        assert_eq!(
+            load().expect_err("over a second").field,
+            "claim_cooldown_ms"
+        );
+        jail.clear_env();
+        jail.set_env(
+            "KAIROS_DATABASE_URL",
+            "postgres://kairos@127.0.0.1:5432/kairos",
+        );
+        assert_eq!(cooldown()?, ms(5), "PostgreSQL");
+        Ok(())
+    });
+}

@@ -196,7 +196,7 @@ impl Config {
                 "must be at most 3600 seconds",
             ));
         }
-        if self.claim_cooldown_ms > 1000 {
+        if self.claim_cooldown_ms.is_some_and(|ms| ms > 1000) {
             return Err(ConfigError::new(
                 "claim_cooldown_ms",
                 "must be at most 1000 milliseconds",

@@ -49,7 +49,11 @@ pub fn engine_config(cfg: &Config) -> Result<EngineConfig, NodeError> {
     ec.executor.lease = lease;
     ec.executor.renew_every = lease / 3;
     ec.executor.poll_interval = poll;
-    ec.executor.claim_cooldown = Duration::from_millis(cfg.claim_cooldown_ms);
+    let cooldown = match cfg.claim_cooldown_ms {
+        Some(ms) => ms,
+        None => cfg.database()?.default_claim_cooldown_ms(),
+    };
+    ec.executor.claim_cooldown = Duration::from_millis(cooldown);
     ec.executor.shutdown_grace = Duration::from_secs(cfg.shutdown_grace_secs);
     ec.scheduler.poll_interval = poll;
     // A schedule's claim is held only between claiming and firing it (a few statements), and
