@@ -12,6 +12,8 @@ use sqlx::{Connection, Row};
 
 mod common;
 
+use common::opcodes;
+
 /// Every column of every job and attempt, as text, in id order.
 async fn dump(conn: &mut sqlx::SqliteConnection) -> Vec<String> {
     let mut out = Vec::new();
@@ -32,16 +34,6 @@ async fn dump(conn: &mut sqlx::SqliteConnection) -> Vec<String> {
         }
     }
     out
-}
-
-/// The opcodes SQLite would run for `sql` (its `EXPLAIN`), on a native connection.
-fn opcodes(path: &std::path::Path, sql: &str) -> Vec<String> {
-    let conn = rusqlite::Connection::open(path).expect("open natively");
-    let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
-    stmt.query_map([], |r| r.get::<_, String>(1))
-        .expect("explain rows")
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .expect("opcodes")
 }
 
 /// The statements of the hot path that set a job's state or insert an attempt.

@@ -2,18 +2,10 @@
 //! schema: a recurring schedule's firing writes no `state`, so the state check (a list of three
 //! names, which SQLite codes as a temporary b-tree) is not evaluated.
 
-use kairos_store::sql::{Dialect, schedules::fire_statement};
+mod common;
 
-/// The opcodes of `sql` compiled on the database at `path`.
-fn opcodes(path: &std::path::Path, sql: &str) -> Vec<String> {
-    let conn = rusqlite::Connection::open(path).expect("open natively");
-    let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
-    let nulls = std::iter::repeat_n(rusqlite::types::Null, stmt.parameter_count());
-    stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(1))
-        .expect("explain rows")
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .expect("opcodes")
-}
+use common::opcodes;
+use kairos_store::sql::{Dialect, schedules::fire_statement};
 
 #[tokio::test]
 async fn recurring_firing_builds_no_temporary_btree() {

@@ -1,5 +1,7 @@
-//! What the migration tests share: a database file migrated up to just before the version
-//! under test, with a connection to fill it as the release before left it.
+//! What the tests of the schema share: a database file migrated up to just before the version
+//! under test, with a connection to fill it as the release before left it; and the program
+//! SQLite compiles for a statement.
+#![allow(dead_code)] // each test binary uses a different part of this module
 
 use kairos_store::sql::Dialect;
 use kairos_store::sql::migrate::migrator_before;
@@ -13,10 +15,6 @@ pub struct Before {
     /// The file.
     pub path: PathBuf,
     /// Its sqlx URL, to connect again after the store migrated it.
-    #[allow(
-        dead_code,
-        reason = "each test binary compiles this module; not all reconnect"
-    )]
     pub url: String,
     /// An open connection on it.
     pub conn: sqlx::SqliteConnection,
@@ -40,4 +38,16 @@ pub async fn before(version: i64) -> Before {
         url,
         conn,
     }
+}
+
+/// The opcodes SQLite would run for `sql` (its `EXPLAIN`) on the database at `path`, on a
+/// native connection; the statement's parameters are bound to NULL.
+pub fn opcodes(path: &std::path::Path, sql: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).expect("open natively");
+    let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).expect("explain");
+    let nulls = std::iter::repeat_n(rusqlite::types::Null, stmt.parameter_count());
+    stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(1))
+        .expect("explain rows")
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .expect("opcodes")
 }
