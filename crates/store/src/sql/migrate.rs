@@ -164,6 +164,20 @@ pub async fn apply<C: Migrate + Send>(
     dialect: Dialect,
     legacy: Vec<i64>,
 ) -> Result<Vec<MigrationFile>> {
+    // Boxed, and the work that does not need the connection's type is in plain functions
+    // (`ran_between`, `log_ran`): this future is compiled once per database and per crate
+    // that instantiates it, and the release binary has a size limit (`scripts/release.sh`).
+    let run: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
+        Box::pin(apply_boxed(conn, dialect, legacy));
+    run.await
+}
+
+/// [`apply`], awaited through its box.
+async fn apply_boxed<C: Migrate + Send>(
+    conn: &mut C,
+    dialect: Dialect,
+    legacy: Vec<i64>,
+) -> Result<Vec<MigrationFile>> {
     let mut migrator = migrator(dialect);
     // One lock around the adoption, the run and the reads of what was recorded before and
     // after it, so that what this call reports as run is what it ran: two nodes starting
@@ -198,21 +212,33 @@ async fn apply_locked<C: Migrate + Send>(
         .await
         .map_err(migrate_err)?;
     let after = applied_versions(conn).await?;
-    let ran: Vec<MigrationFile> = MIGRATIONS
+    let ran = ran_between(&before, &after);
+    log_ran(&ran, started.elapsed());
+    Ok(ran)
+}
+
+/// The migrations recorded in `after` but not in `before`, in order.
+#[inline(never)]
+fn ran_between(before: &[i64], after: &[i64]) -> Vec<MigrationFile> {
+    MIGRATIONS
         .iter()
         .filter(|f| after.contains(&f.version) && !before.contains(&f.version))
         .copied()
-        .collect();
+        .collect()
+}
+
+/// Log the migrations one run applied, if any.
+#[inline(never)]
+fn log_ran(ran: &[MigrationFile], elapsed: std::time::Duration) {
     if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
         tracing::info!(
             migrations = ran.len(),
             from = first.version,
             to = last.version,
-            elapsed_ms = started.elapsed().as_millis() as u64,
+            elapsed_ms = elapsed.as_millis() as u64,
             "applied migrations"
         );
     }
-    Ok(ran)
 }
 
 /// The versions recorded in [`TABLE`].
