@@ -83,25 +83,13 @@ async fn migrate_names_the_migrations_it_applied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_on_postgres_names_the_migrations_it_applied() {
     use kairos_store::sql::{Dialect, migrate::MIGRATIONS, migrate::migrator_before};
-    use kairos_testkit::pg::{SchemaGuard, database_url, reachable};
-    use sqlx::{Connection, Executor};
-    let url = database_url();
-    if !reachable(&url, "This migrate test").await {
+    use kairos_testkit::pg::{fresh_schema, schema_migrated};
+    use sqlx::Connection;
+    let Some(guard) = fresh_schema("kairos_mig_named", "This migrate test").await else {
         return;
-    }
+    };
     let last = MIGRATIONS.last().expect("migrations");
-    let guard = SchemaGuard::new(url.clone(), "kairos_mig_named");
-    let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-    conn.execute(sqlx::AssertSqlSafe(format!(
-        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
-        guard.schema
-    )))
-    .await
-    .expect("schema");
-    migrator_before(Dialect::Postgres, last.version)
-        .run(&mut conn)
-        .await
-        .expect("migrate to the release before");
+    let conn = schema_migrated(&guard, &migrator_before(Dialect::Postgres, last.version)).await;
     conn.close().await.expect("close");
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -109,7 +97,7 @@ async fn migrate_on_postgres_names_the_migrations_it_applied() {
     let mut cmd = common::kairos_cmd();
     cmd.args(["migrate", "--json", "--data-dir"])
         .arg(dir.path())
-        .env("KAIROS_DATABASE_URL", &url)
+        .env("KAIROS_DATABASE_URL", &guard.url)
         .env("KAIROS_DATABASE_SCHEMA", &guard.schema)
         .env("KAIROS_SECRET_KEY", key);
     let out = cmd.output().expect("run kairos migrate");

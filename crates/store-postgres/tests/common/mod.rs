@@ -33,21 +33,9 @@ pub async fn second(guard: &SchemaGuard) -> PostgresStore {
 /// A connection to the schema of `guard`, created and migrated as the release before
 /// migration `version` left it (its `search_path` set to the schema).
 pub async fn schema_before(guard: &SchemaGuard, version: i64) -> sqlx::PgConnection {
-    use sqlx::{Connection, Executor};
-    let mut conn = sqlx::PgConnection::connect(&guard.url)
-        .await
-        .expect("connect");
-    conn.execute(sqlx::AssertSqlSafe(format!(
-        "CREATE SCHEMA \"{0}\"; SET search_path TO \"{0}\"",
-        guard.schema
-    )))
-    .await
-    .expect("schema");
-    kairos_store::sql::migrate::migrator_before(kairos_store::sql::Dialect::Postgres, version)
-        .run(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("migrate to the release before {version}: {e}"));
-    conn
+    let migrator =
+        kairos_store::sql::migrate::migrator_before(kairos_store::sql::Dialect::Postgres, version);
+    kairos_testkit::pg::schema_migrated(guard, &migrator).await
 }
 
 /// Index entries the scans of `index` in `schema` have read, once the store's connections
