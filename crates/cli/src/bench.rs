@@ -259,8 +259,8 @@ pub(crate) enum BenchDb {
 impl BenchDb {
     pub(crate) fn store(&self) -> Arc<dyn Store> {
         match self {
-            BenchDb::Sqlite(s, _) => s.clone(),
-            BenchDb::Postgres(s, _) => s.clone(),
+            BenchDb::Sqlite(s, _) => s.shared(),
+            BenchDb::Postgres(s, _) => s.shared(),
         }
     }
     pub(crate) fn name(&self) -> &'static str {

@@ -10,7 +10,6 @@ use kairos_engine::executor::ExecutorConfig;
 use kairos_engine::handlers::email::EmailConfig;
 use kairos_engine::ops::{NewRecipient, NewSchedule, NewSubscription, NewTopic};
 use kairos_engine::{Engine, EngineConfig, Kairos, KindSettings};
-use kairos_store::Store;
 use kairos_store_sqlite::SqliteStore;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +25,9 @@ pub async fn run(
         return Err("--jobs: must be between 1 and 1000000".into());
     }
     let tmp = tempfile::tempdir()?;
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&tmp.path().join("kairos.db")).await?);
+    let store = SqliteStore::open(&tmp.path().join("kairos.db"))
+        .await?
+        .shared();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     // Every mail job of the run finishes after this instant (a second of margin).
     let started = clock.now() - chrono::Duration::seconds(1);

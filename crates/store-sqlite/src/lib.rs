@@ -149,6 +149,16 @@ impl SqliteStore {
         })
     }
 
+    /// This store as the engine's `Arc<dyn kairos_store::Store>`, sharing its pools. Made
+    /// here, so that the store's methods are compiled once, in this crate: the store's
+    /// methods are generic (written once over `SqlDb`), and a crate that turns the store into
+    /// a trait object compiles its own copy of every one (about a megabyte of the release
+    /// binary per extra crate and database).
+    #[inline(never)]
+    pub fn shared(&self) -> std::sync::Arc<dyn kairos_store::Store> {
+        std::sync::Arc::new(self.clone())
+    }
+
     /// The migrations that opening this store applied, in order: none when the database was
     /// already current (`kairos migrate` says which ran).
     pub fn migrated(&self) -> &[MigrationFile] {

@@ -37,8 +37,8 @@ impl Db {
     /// The store, for the engine and the facade.
     pub fn store(&self) -> Arc<dyn Store> {
         match self {
-            Db::Sqlite(s) => Arc::new(s.clone()),
-            Db::Postgres(s, _) => Arc::new(s.clone()),
+            Db::Sqlite(s) => s.shared(),
+            Db::Postgres(s, _) => s.shared(),
         }
     }
 

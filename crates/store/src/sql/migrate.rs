@@ -12,7 +12,7 @@
 use super::{Dialect, SqlRun};
 use crate::{Error, ErrorKind, MigrationStatus, Result};
 use sqlx::SqlSafeStr;
-use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
+use sqlx::migrate::{AppliedMigration, Migrate, MigrateError, Migration, MigrationType, Migrator};
 use std::collections::HashMap;
 
 /// One migration: its version and name, and its SQL in each dialect.
@@ -159,41 +159,101 @@ pub async fn legacy_versions(run: &mut impl SqlRun) -> Result<Vec<i64>> {
 /// [`legacy_versions`]) when nothing is recorded yet. Returns the migrations this call ran, in
 /// order (none when the database was current), so that `kairos migrate` and the node's log
 /// can say what changed.
-pub async fn apply<C: Migrate + Send>(
-    conn: &mut C,
+///
+/// The connection is taken as a trait object: the run (and sqlx's `Migrator::run_direct`
+/// inside it) is compiled once, not once per database and per crate that calls it — four
+/// copies in the release binary, which has a size limit (`scripts/release.sh`).
+pub async fn apply(
+    conn: &mut (dyn Migrate + Send),
     dialect: Dialect,
     legacy: Vec<i64>,
 ) -> Result<Vec<MigrationFile>> {
-    // Boxed, and the work that does not need the connection's type is in plain functions
-    // (`ran_between`, `log_ran`): this future is compiled once per database and per crate
-    // that instantiates it, and the release binary has a size limit (`scripts/release.sh`).
-    let run: std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>> =
-        Box::pin(apply_boxed(conn, dialect, legacy));
-    run.await
-}
-
-/// [`apply`], awaited through its box.
-async fn apply_boxed<C: Migrate + Send>(
-    conn: &mut C,
-    dialect: Dialect,
-    legacy: Vec<i64>,
-) -> Result<Vec<MigrationFile>> {
+    let mut conn = Erased(conn);
     let mut migrator = migrator(dialect);
     // One lock around the adoption, the run and the reads of what was recorded before and
     // after it, so that what this call reports as run is what it ran: two nodes starting
     // together each read the table while the other cannot be writing it.
     migrator.set_locking(false);
     conn.lock().await.map_err(migrate_err)?;
-    let ran = apply_locked(conn, &migrator, &legacy).await;
+    let ran = apply_locked(&mut conn, &migrator, &legacy).await;
     let unlocked = conn.unlock().await.map_err(migrate_err);
     let ran = ran?;
     unlocked?;
     Ok(ran)
 }
 
+/// What [`Migrate`]'s methods return (`futures_core`'s `BoxFuture`, spelled out).
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// A connection behind `dyn Migrate`, as a sized [`Migrate`] (sqlx's generic functions take
+/// `C: Migrate`, which a trait object itself is not: it is unsized).
+struct Erased<'c>(&'c mut (dyn Migrate + Send));
+
+impl Migrate for Erased<'_> {
+    fn create_schema_if_not_exists<'e>(
+        &'e mut self,
+        schema_name: &'e str,
+    ) -> BoxFuture<'e, std::result::Result<(), MigrateError>> {
+        self.0.create_schema_if_not_exists(schema_name)
+    }
+
+    fn ensure_migrations_table<'e>(
+        &'e mut self,
+        table_name: &'e str,
+    ) -> BoxFuture<'e, std::result::Result<(), MigrateError>> {
+        self.0.ensure_migrations_table(table_name)
+    }
+
+    fn dirty_version<'e>(
+        &'e mut self,
+        table_name: &'e str,
+    ) -> BoxFuture<'e, std::result::Result<Option<i64>, MigrateError>> {
+        self.0.dirty_version(table_name)
+    }
+
+    fn list_applied_migrations<'e>(
+        &'e mut self,
+        table_name: &'e str,
+    ) -> BoxFuture<'e, std::result::Result<Vec<AppliedMigration>, MigrateError>> {
+        self.0.list_applied_migrations(table_name)
+    }
+
+    fn lock(&mut self) -> BoxFuture<'_, std::result::Result<(), MigrateError>> {
+        self.0.lock()
+    }
+
+    fn unlock(&mut self) -> BoxFuture<'_, std::result::Result<(), MigrateError>> {
+        self.0.unlock()
+    }
+
+    fn apply<'e>(
+        &'e mut self,
+        table_name: &'e str,
+        migration: &'e Migration,
+    ) -> BoxFuture<'e, std::result::Result<std::time::Duration, MigrateError>> {
+        self.0.apply(table_name, migration)
+    }
+
+    fn revert<'e>(
+        &'e mut self,
+        table_name: &'e str,
+        migration: &'e Migration,
+    ) -> BoxFuture<'e, std::result::Result<std::time::Duration, MigrateError>> {
+        self.0.revert(table_name, migration)
+    }
+
+    fn skip<'e>(
+        &'e mut self,
+        table_name: &'e str,
+        migration: &'e Migration,
+    ) -> BoxFuture<'e, std::result::Result<(), MigrateError>> {
+        self.0.skip(table_name, migration)
+    }
+}
+
 /// [`apply`] under the migration lock.
-async fn apply_locked<C: Migrate + Send>(
-    conn: &mut C,
+async fn apply_locked(
+    conn: &mut Erased<'_>,
     migrator: &Migrator,
     legacy: &[i64],
 ) -> Result<Vec<MigrationFile>> {
@@ -218,7 +278,6 @@ async fn apply_locked<C: Migrate + Send>(
 }
 
 /// The migrations recorded in `after` but not in `before`, in order.
-#[inline(never)]
 fn ran_between(before: &[i64], after: &[i64]) -> Vec<MigrationFile> {
     MIGRATIONS
         .iter()
@@ -228,7 +287,6 @@ fn ran_between(before: &[i64], after: &[i64]) -> Vec<MigrationFile> {
 }
 
 /// Log the migrations one run applied, if any.
-#[inline(never)]
 fn log_ran(ran: &[MigrationFile], elapsed: std::time::Duration) {
     if let (Some(first), Some(last)) = (ran.first(), ran.last()) {
         tracing::info!(
@@ -242,7 +300,7 @@ fn log_ran(ran: &[MigrationFile], elapsed: std::time::Duration) {
 }
 
 /// The versions recorded in [`TABLE`].
-async fn applied_versions<C: Migrate + Send>(conn: &mut C) -> Result<Vec<i64>> {
+async fn applied_versions(conn: &mut Erased<'_>) -> Result<Vec<i64>> {
     Ok(conn
         .list_applied_migrations(TABLE)
         .await
@@ -254,7 +312,7 @@ async fn applied_versions<C: Migrate + Send>(conn: &mut C) -> Result<Vec<i64>> {
 
 /// Mark `legacy` applied, once: under the lock (the caller's), and only while nothing is
 /// recorded, so that nodes starting together adopt once.
-async fn adopt<C: Migrate + Send>(conn: &mut C, migrator: &Migrator, legacy: &[i64]) -> Result<()> {
+async fn adopt(conn: &mut Erased<'_>, migrator: &Migrator, legacy: &[i64]) -> Result<()> {
     conn.ensure_migrations_table(TABLE)
         .await
         .map_err(migrate_err)?;
