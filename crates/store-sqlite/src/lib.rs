@@ -152,8 +152,8 @@ impl SqliteStore {
     /// This store as the engine's `Arc<dyn kairos_store::Store>`, sharing its pools. Made
     /// here, so that the store's methods are compiled once, in this crate: the store's
     /// methods are generic (written once over `SqlDb`), and a crate that turns the store into
-    /// a trait object compiles its own copy of every one (about a megabyte of the release
-    /// binary per extra crate and database).
+    /// a trait object compiles its own copy of every one (half a megabyte of the release
+    /// binary per database, for each crate beyond the first).
     #[inline(never)]
     pub fn shared(&self) -> std::sync::Arc<dyn kairos_store::Store> {
         std::sync::Arc::new(self.clone())

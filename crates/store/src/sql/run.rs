@@ -135,7 +135,7 @@ pub trait SqlRun: Send + Sync {
     /// error; `what` names it in errors. What a store implements for reading: it is not
     /// generic, so a statement's run (binding, the driver's future, the error mapping) is
     /// compiled once per database, not once per type a row becomes — about a hundred types,
-    /// which made it a tenth of a megabyte of the release binary per database.
+    /// which made it a fifth of a megabyte of the release binary per database.
     async fn fetch_each(
         &mut self,
         what: &str,
