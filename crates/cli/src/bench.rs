@@ -349,11 +349,7 @@ impl NoopHandler {
 /// The node both benches run: the real engine with `concurrency` handler slots, and the claim
 /// cooldown a node on that database has by default.
 pub(crate) fn engine_config(concurrency: usize, postgres: bool) -> EngineConfig {
-    let cooldown = if postgres {
-        kairos_app::config::CLAIM_COOLDOWN_MS_POSTGRES
-    } else {
-        kairos_app::config::CLAIM_COOLDOWN_MS_SQLITE
-    };
+    let cooldown = kairos_app::config::default_claim_cooldown_ms(postgres);
     EngineConfig {
         executor: ExecutorConfig {
             concurrency,

@@ -31,14 +31,22 @@ pub const CLAIM_COOLDOWN_MS_SQLITE: u64 = 1;
 /// before: jobs that arrive within the pause share one claim (`docs/architecture.md`).
 pub const CLAIM_COOLDOWN_MS_POSTGRES: u64 = 5;
 
+/// The claim cooldown a node uses unless one is configured, by the kind of database: the one
+/// rule, for a node's configuration ([`Database::default_claim_cooldown_ms`]) and for `kairos
+/// bench`, which knows only whether it runs on PostgreSQL.
+pub fn default_claim_cooldown_ms(postgres: bool) -> u64 {
+    if postgres {
+        CLAIM_COOLDOWN_MS_POSTGRES
+    } else {
+        CLAIM_COOLDOWN_MS_SQLITE
+    }
+}
+
 impl Database {
     /// The claim cooldown a node on this database uses unless one is configured
     /// ([`CLAIM_COOLDOWN_MS_SQLITE`], [`CLAIM_COOLDOWN_MS_POSTGRES`]).
     pub fn default_claim_cooldown_ms(&self) -> u64 {
-        match self {
-            Database::Sqlite(_) => CLAIM_COOLDOWN_MS_SQLITE,
-            Database::Postgres { .. } => CLAIM_COOLDOWN_MS_POSTGRES,
-        }
+        default_claim_cooldown_ms(matches!(self, Database::Postgres { .. }))
     }
 
     /// A description for logs without credentials: the SQLite path, or

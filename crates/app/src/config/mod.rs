@@ -21,7 +21,9 @@ mod secret;
 mod token;
 mod validate;
 
-pub use database::{CLAIM_COOLDOWN_MS_POSTGRES, CLAIM_COOLDOWN_MS_SQLITE, Database};
+pub use database::{
+    CLAIM_COOLDOWN_MS_POSTGRES, CLAIM_COOLDOWN_MS_SQLITE, Database, default_claim_cooldown_ms,
+};
 pub use dirs::{create_private_dir, open_dir_warning};
 pub use error::ConfigError;
 use error::from_figment;
