@@ -21,6 +21,7 @@ pub mod admin;
 pub mod auth;
 pub mod headers;
 pub mod http;
+pub mod job_counts;
 pub mod maintenance;
 pub mod openapi;
 pub mod otel;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub bearer_limiter: Arc<admin::login_limit::LoginLimiter>,
     /// The database gauges of `/metrics`, read once for scrapes that overlap.
     pub gauges: Arc<routes::metrics::GaugeFlight>,
+    /// Jobs per state and kind, shared by `/metrics` and the admin's overview.
+    pub job_counts: Arc<job_counts::JobCounts>,
 }
 
 impl AppState {
@@ -73,6 +76,7 @@ impl AppState {
             secure_cookies: false,
             bearer_limiter: Arc::new(admin::login_limit::LoginLimiter::bearer()),
             gauges: Arc::default(),
+            job_counts: Arc::default(),
         }
     }
 

@@ -730,3 +730,74 @@ async fn admin_schedule_pages_show_the_overlap_policy() {
         .await;
     assert!(page.body.contains("overlap: buffer_one"), "{}", page.body);
 }
+
+/// The number in the overview's row of `state` (`<td>N</td>` after its link).
+fn overview_count(body: &str, state: &str) -> Option<i64> {
+    let at = body.find(&format!("/admin/jobs?state={state}\""))?;
+    let rest = &body[at..];
+    let start = rest.find("</a></td><td>")? + "</a></td><td>".len();
+    let end = rest[start..].find("</td>")?;
+    rest[start..start + end].trim().parse().ok()
+}
+
+/// Once counting finished jobs is slow, the overview shows the queue as it is and the finished
+/// states as last counted, and says when they were counted.
+#[tokio::test]
+async fn admin_overview_says_when_finished_jobs_were_counted_once_counting_is_slow() {
+    use kairos_server::job_counts::{CountPolicy, JobCounts};
+    let mut ui = Ui::start_with(|mut s| {
+        s.job_counts = std::sync::Arc::new(JobCounts::new(CountPolicy {
+            inline_below: std::time::Duration::ZERO,
+            spacing: u32::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        }));
+        s
+    })
+    .await;
+    ui.login().await;
+    let later = (start_time() + chrono::Duration::hours(1)).to_rfc3339();
+    let enqueue = || kairos_engine::ops::NewJob {
+        webhook: Some(kairos_engine::ops::WebhookTarget {
+            url: ui.receiver.url("/hook"),
+            secret: SECRET.into(),
+        }),
+        run_at: Some(later.clone()),
+        ..Default::default()
+    };
+    let (job, _) = ui.kairos.job_enqueue(enqueue()).await.expect("enqueue");
+    ui.kairos.job_cancel(&job.id, None).await.expect("cancel");
+
+    let page = ui.get("/admin").await;
+    assert_eq!(
+        overview_count(&page.body, "cancelled"),
+        Some(1),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("id=\"counted-at\""),
+        "counted for this page"
+    );
+
+    let (job, _) = ui.kairos.job_enqueue(enqueue()).await.expect("enqueue");
+    ui.kairos.job_cancel(&job.id, None).await.expect("cancel");
+    ui.kairos.job_enqueue(enqueue()).await.expect("enqueue");
+    ui.clock.advance(chrono::Duration::minutes(5));
+    let page = ui.get("/admin").await;
+    assert_eq!(
+        overview_count(&page.body, "available"),
+        Some(1),
+        "the queue, now"
+    );
+    assert_eq!(
+        overview_count(&page.body, "cancelled"),
+        Some(1),
+        "finished states as last counted"
+    );
+    assert!(
+        page.body.contains("id=\"counted-at\"")
+            && page.body.contains("as counted at 2026-11-30T10:00:00.000Z"),
+        "{}",
+        page.body
+    );
+}

@@ -11,6 +11,7 @@ use kairos_engine::KindSettings;
 use kairos_engine::handlers::builtin;
 use kairos_engine::ops::{NewJob, NewSchedule, WebhookTarget};
 use kairos_engine::{Engine, EngineConfig, Kairos};
+use kairos_server::job_counts::{CountPolicy, JobCounts};
 use kairos_server::{ApiToken, AppState, app};
 use kairos_store::{JobBacklog, Store};
 use kairos_store_sqlite::SqliteStore;
@@ -43,6 +44,13 @@ async fn start() -> Node {
 }
 
 async fn start_with(maintenance: kairos_engine::maintenance::Maintenance) -> Node {
+    start_counting(maintenance, CountPolicy::default()).await
+}
+
+async fn start_counting(
+    maintenance: kairos_engine::maintenance::Maintenance,
+    counts: CountPolicy,
+) -> Node {
     init_crypto();
     let dir = tempfile::tempdir().expect("tempdir");
     let store: Arc<dyn Store> = Arc::new(
@@ -69,7 +77,9 @@ async fn start_with(maintenance: kairos_engine::maintenance::Maintenance) -> Nod
     let kairos = Kairos::new(store.clone(), dyn_clock, engine.wake(), kinds)
         .allow_private_targets(true)
         .with_maintenance(maintenance);
-    let router = app(AppState::new(kairos.clone(), ApiToken::new(TOKEN)));
+    let mut state = AppState::new(kairos.clone(), ApiToken::new(TOKEN));
+    state.job_counts = Arc::new(JobCounts::new(counts));
+    let router = app(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -103,7 +113,7 @@ impl Node {
         Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format")
     }
 
-    async fn webhook_job(&self, url: &str, run_at: DateTime<Utc>) {
+    async fn webhook_job(&self, url: &str, run_at: DateTime<Utc>) -> String {
         self.kairos
             .job_enqueue(NewJob {
                 kind: Some("webhook".into()),
@@ -115,7 +125,9 @@ impl Node {
                 ..Default::default()
             })
             .await
-            .expect("enqueue");
+            .expect("enqueue")
+            .0
+            .id
     }
 }
 
@@ -394,4 +406,73 @@ async fn metrics_count_jobs_waiting_for_a_concurrency_key() {
         ),
         waited
     );
+}
+
+/// Once counting the finished jobs is slow, a scrape reads the queue's states now and serves
+/// the finished ones from the last count, with its age; a count runs in the background when
+/// its turn comes, and the next scrapes show it. The policy here makes every count "slow" and
+/// its turn come a minute (of the manual clock) after it began.
+#[tokio::test]
+async fn metrics_count_finished_jobs_in_the_background_once_the_count_is_slow() {
+    let node = start_counting(
+        kairos_engine::maintenance::Maintenance::default(),
+        CountPolicy {
+            inline_below: std::time::Duration::ZERO,
+            spacing: u32::MAX,
+            max_age: std::time::Duration::from_secs(60),
+        },
+    )
+    .await;
+    let url = "http://127.0.0.1:9/hook";
+    let later = t0() + Duration::hours(1);
+    for _ in 0..2 {
+        let id = node.webhook_job(url, later).await;
+        node.kairos.job_cancel(&id, None).await.expect("cancel");
+    }
+    let kind = [("state", "cancelled"), ("kind", "webhook")];
+
+    let m = node.scrape().await;
+    assert_eq!(
+        one(&m, "kairos_jobs", &kind),
+        2.0,
+        "the first scrape counts"
+    );
+    assert_eq!(one(&m, "kairos_jobs_retained_age_seconds", &[]), 0.0);
+
+    let id = node.webhook_job(url, later).await;
+    node.kairos.job_cancel(&id, None).await.expect("cancel");
+    node.webhook_job(url, later).await;
+    node.clock.set(t0() + Duration::seconds(30));
+    let m = node.scrape().await;
+    assert_eq!(
+        one(&m, "kairos_jobs", &kind),
+        2.0,
+        "finished jobs: the last count, not the table"
+    );
+    assert_eq!(
+        one(
+            &m,
+            "kairos_jobs",
+            &[("state", "available"), ("kind", "webhook")]
+        ),
+        1.0,
+        "the queue is read at every scrape"
+    );
+    assert_eq!(one(&m, "kairos_jobs_retained_age_seconds", &[]), 30.0);
+
+    // Its turn: this scrape starts a count and answers from the last one; a later scrape
+    // shows the new count, taken at the clock's time.
+    node.clock.set(t0() + Duration::seconds(61));
+    let m = node.scrape().await;
+    assert_eq!(one(&m, "kairos_jobs_retained_age_seconds", &[]), 61.0);
+    let mut counted = None;
+    for _ in 0..200 {
+        let m = node.scrape().await;
+        if one(&m, "kairos_jobs", &kind) == 3.0 {
+            counted = Some(one(&m, "kairos_jobs_retained_age_seconds", &[]));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(counted, Some(0.0), "the background count landed, fresh");
 }

@@ -231,6 +231,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@slo $factory;
             job_count_by_state_kind_and_backlog,
+            job_count_group_splits_the_queue_from_what_is_retained,
             job_count_finished_counts_final_states_in_window,
             job_finished_series_counts_succeeded_and_dead_per_bucket,
             job_dead_scheduled_lists_latest_death_per_schedule,

@@ -109,6 +109,71 @@ pub async fn job_count_by_state_kind_and_backlog(s: S) {
     assert_eq!(none, Backlog::default(), "nothing due a day earlier");
 }
 
+/// `kairos_jobs` in two reads that cost differently: the queue's states (`available`,
+/// `running`) and the retained ones (every other). Together they are the whole count, each in
+/// state and kind order, and neither holds a state of the other.
+pub async fn job_count_group_splits_the_queue_from_what_is_retained(s: S) {
+    for _ in 0..5 {
+        s.job_insert(job(t0())).await.unwrap();
+    }
+    let mut jobs = s.job_claim(claim(t0(), 4, "n")).await.unwrap();
+    assert_eq!(jobs.len(), 4);
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let at = t0() + Duration::minutes(1);
+    s.job_complete_many(vec![
+        done(&jobs[0], Transition::Succeeded, at),
+        done(&jobs[1], Transition::Dead, at),
+        done(&jobs[2], Transition::Skipped("suppressed".into()), at),
+    ])
+    .await
+    .unwrap();
+    let mut later = job(t0() + Duration::hours(1));
+    later.kind = JobKind("http".into());
+    s.job_insert(later).await.unwrap();
+
+    let queued = s
+        .job_count_group(JobCountGroup {
+            group: JobStateGroup::Queued,
+        })
+        .await
+        .unwrap();
+    let retained = s
+        .job_count_group(JobCountGroup {
+            group: JobStateGroup::Retained,
+        })
+        .await
+        .unwrap();
+    let key = |c: &JobCount| (c.state.clone(), c.kind.clone(), c.count);
+    assert_eq!(
+        queued.iter().map(key).collect::<Vec<_>>(),
+        vec![
+            ("available".into(), "http".into(), 1),
+            ("available".into(), "webhook".into(), 1),
+            ("running".into(), "webhook".into(), 1),
+        ],
+        "the queue's states, a future job included"
+    );
+    assert_eq!(
+        retained.iter().map(key).collect::<Vec<_>>(),
+        vec![
+            ("dead".into(), "webhook".into(), 1),
+            ("skipped".into(), "webhook".into(), 1),
+            ("succeeded".into(), "webhook".into(), 1),
+        ],
+        "the finished states"
+    );
+    let mut both: Vec<_> = queued.iter().chain(&retained).map(key).collect();
+    both.sort();
+    let all: Vec<_> = s
+        .job_count_by_state_kind()
+        .await
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(both, all, "the two groups are the whole count");
+}
+
 /// The failure rate's source: final states per kind in a window, by `finished_at`.
 pub async fn job_count_finished_counts_final_states_in_window(s: S) {
     for _ in 0..4 {

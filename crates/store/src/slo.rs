@@ -14,6 +14,26 @@ pub struct JobCount {
     pub count: i64,
 }
 
+/// Which jobs `job_count_group` counts. The two groups cost differently: the queue costs
+/// what is waiting and running, and is read through the partial indexes that claims use;
+/// what is retained costs what the pruner keeps (days of finished jobs), a read of the whole
+/// job table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobStateGroup {
+    /// `available` and `running`: jobs that leave their state by themselves.
+    Queued,
+    /// Every other state (`succeeded`, `skipped`, `cancelled`, `dead`, and a state this
+    /// version does not know): jobs that stay until the pruner, an erasure or a replay.
+    Retained,
+}
+
+/// `job_count_group`: the jobs of one group, per state and kind.
+#[derive(Debug, Clone, Copy)]
+pub struct JobCountGroup {
+    /// The group to count.
+    pub group: JobStateGroup,
+}
+
 /// `job_backlog`: what is waiting, and what is stuck.
 #[derive(Debug, Clone)]
 pub struct JobBacklog {

@@ -917,6 +917,12 @@ impl InsightStore for CountingStore {
     async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
         self.inner.job_count_by_state_kind().await
     }
+    async fn job_count_group(
+        &self,
+        p: kairos_store::JobCountGroup,
+    ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
+        self.inner.job_count_group(p).await
+    }
     async fn job_waiting(
         &self,
     ) -> kairos_store::Result<Vec<kairos_store::concurrency::JobWaiting>> {

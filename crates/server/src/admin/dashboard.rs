@@ -18,15 +18,24 @@ pub async fn dashboard(
     State(state): State<AppState>,
     Query(r): Query<RefreshQuery>,
 ) -> Response {
-    let counts = match state.kairos.store().job_count_by_state().await {
+    let counts = match state
+        .job_counts
+        .read(state.kairos.store(), state.kairos.clock())
+        .await
+    {
         Ok(c) => c,
         Err(e) => return store_error(&op, &state, e).await,
     };
+    let now = state.kairos.clock().now();
+    // The finished states' count when it was not taken for this page (a large table is
+    // counted in the background, `crate::job_counts`).
+    let counted_at = (now - counts.retained_at >= chrono::Duration::seconds(1))
+        .then(|| fmt_t(counts.retained_at));
     let counts: Vec<_> = counts
+        .by_state()
         .into_iter()
         .map(|(s, n)| context! { state => state_label(&s), raw => s, count => n })
         .collect();
-    let now = state.kairos.clock().now();
     let (slo, slo_error) = match slo_panel(&state, now).await {
         Ok(rows) => (rows, None),
         Err(msg) => (Vec::new(), Some(msg)),
@@ -84,7 +93,7 @@ pub async fn dashboard(
         &state,
         "dashboard.html",
         context! {
-            counts, slo, slo_error, now => fmt_t(now),
+            counts, counted_at, slo, slo_error, now => fmt_t(now),
             hour_svg => minijinja::Value::from_safe_string(hour.svg),
             day_svg => minijinja::Value::from_safe_string(day.svg),
             hour => context! { succeeded => hour.succeeded, dead => hour.dead },

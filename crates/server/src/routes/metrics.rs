@@ -24,8 +24,9 @@ use std::fmt::Write;
 
 /// The database gauges shared by scrapes that overlap: one read at a time, whatever the
 /// scrape rate. `/metrics` carries no token, so without this anyone who reaches the port could
-/// keep the database counting every job (`job_count_by_state_kind` reads the whole table) as
-/// many times at once as they open requests. A scrape is answered from a read that *started
+/// keep the database reading as many times at once as they open requests (the jobs per state
+/// and kind are [`JobCounts`](crate::job_counts::JobCounts), which counts the finished ones
+/// at most once at a time). A scrape is answered from a read that *started
 /// after it arrived* — its own, or one a scrape that arrived with it ran — so a scrape never
 /// sees numbers older than itself; a lone scraper reads the database every time, as before. A
 /// failed read is shared the same way, so scrapes queued behind a database that does not
@@ -88,7 +89,7 @@ fn header_lines(out: &mut String, name: &str, help: &str) {
 async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
     let store = state.kairos.store();
     let now = state.kairos.clock().now();
-    let counts = store.job_count_by_state_kind().await?;
+    let counts = state.job_counts.read(store, state.kairos.clock()).await?;
     let backlog = store
         .job_backlog(JobBacklog {
             now,
@@ -104,7 +105,7 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
         "kairos_jobs",
         "Jobs by state and kind, from the database.",
     );
-    for c in &counts {
+    for c in &counts.jobs {
         let _ = writeln!(
             out,
             "kairos_jobs{{state=\"{}\",kind=\"{}\"}} {}",
@@ -113,6 +114,13 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
             c.count
         );
     }
+    header_lines(
+        &mut out,
+        "kairos_jobs_retained_age_seconds",
+        "How old the counts of finished states (succeeded, skipped, cancelled, dead) in kairos_jobs are: 0 when counted for this scrape.",
+    );
+    let retained_age = ((now - counts.retained_at).num_milliseconds().max(0) as f64) / 1e3;
+    let _ = writeln!(out, "kairos_jobs_retained_age_seconds {retained_age}");
     header_lines(
         &mut out,
         "kairos_queue_depth",

@@ -55,6 +55,17 @@ impl Ui {
         }
     }
 
+    /// [`Ui::start`], with a last say over the app's state.
+    pub async fn start_with(
+        state: impl FnOnce(kairos_server::AppState) -> kairos_server::AppState,
+    ) -> Ui {
+        Ui {
+            app: TestApp::start_with(start_time(), TOKEN, state).await,
+            receiver: TestReceiver::start().await,
+            cookie: None,
+        }
+    }
+
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Page {
         let req = match &self.cookie {
             Some(c) => req.header("cookie", c),

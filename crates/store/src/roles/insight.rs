@@ -12,6 +12,10 @@ pub trait InsightStore: Send + Sync {
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>>;
     /// Number of jobs per state and kind (the `kairos_jobs` gauge).
     async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>>;
+    /// Number of jobs per state and kind in one group of states, ordered by state and kind:
+    /// the queue's states at each `/metrics` scrape, the retained ones when their count is
+    /// due ([`JobStateGroup`]).
+    async fn job_count_group(&self, p: JobCountGroup) -> Result<Vec<JobCount>>;
     /// Jobs put back to wait, per reason (every reason of
     /// [`WAIT_REASONS`](crate::concurrency::WAIT_REASONS), zeros included): the
     /// `kairos_jobs_waiting` and `kairos_job_wait_seconds_total` metrics.

@@ -1,0 +1,229 @@
+//! Jobs per state and kind (`kairos_jobs` on `/metrics`, the admin's overview) at a cost that
+//! follows the queue, not what retention keeps.
+//!
+//! Counting every job at every scrape read the whole job table: with the default retention of
+//! succeeded jobs (7 days) a node running 100 jobs a second keeps about 60 million rows, and
+//! each scrape took seconds of the database — longer than Prometheus waits. So the count is
+//! taken in two parts (`InsightStore::job_count_group`):
+//! - **the queue** (`available`, `running`), read at every call through the partial indexes
+//!   claims use: it costs what is waiting and running, and is always current;
+//! - **what is retained** (`succeeded`, `skipped`, `cancelled`, `dead`): counted at every call
+//!   while that takes under [`CountPolicy::inline_below`] (a small table, exact as before);
+//!   once it takes longer, the last count is served and a new one runs in the background,
+//!   [`CountPolicy::spacing`] times its own duration after the last began (at most
+//!   [`CountPolicy::max_age`]), so that counting takes about a hundredth of one database
+//!   backend however large the table grows.
+//!
+//! The age of the retained part is `kairos_jobs_retained_age_seconds`.
+
+use chrono::{DateTime, Utc};
+use kairos_core::Clock;
+use kairos_store::{JobCount, JobCountGroup, JobStateGroup, Store};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// When the retained states are counted again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountPolicy {
+    /// A count of the retained states that took less than this is taken again at every read.
+    /// Default 100 ms.
+    pub inline_below: Duration,
+    /// A slower one is taken again in the background once this many times its duration has
+    /// passed since it began. Default 100 (about 1 % of one database backend).
+    pub spacing: u32,
+    /// However long a count takes, the next begins at most this long after it. Default 30
+    /// minutes.
+    pub max_age: Duration,
+}
+
+impl Default for CountPolicy {
+    fn default() -> Self {
+        CountPolicy {
+            inline_below: Duration::from_millis(100),
+            spacing: 100,
+            max_age: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl CountPolicy {
+    /// How long after a count that took `took` the next is due.
+    pub fn refresh_after(&self, took: Duration) -> Duration {
+        took.saturating_mul(self.spacing).min(self.max_age)
+    }
+}
+
+/// A count of the retained states.
+#[derive(Debug, Clone)]
+struct Taken {
+    counts: Arc<Vec<JobCount>>,
+    /// When it began, by the node's clock.
+    at: DateTime<Utc>,
+    /// How long it took.
+    took: Duration,
+}
+
+/// Jobs per state and kind, from one read of the queue and the last count of what is retained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts {
+    /// Per state and kind, ordered by state and kind.
+    pub jobs: Vec<JobCount>,
+    /// When the retained states in `jobs` were counted (now, when counted by this read).
+    pub retained_at: DateTime<Utc>,
+}
+
+impl Counts {
+    /// Per state (kinds summed), ordered by state.
+    pub fn by_state(&self) -> Vec<(String, i64)> {
+        let mut out: Vec<(String, i64)> = Vec::new();
+        for c in &self.jobs {
+            match out.last_mut() {
+                Some((s, n)) if *s == c.state => *n += c.count,
+                _ => out.push((c.state.clone(), c.count)),
+            }
+        }
+        out
+    }
+}
+
+/// The counts one application shares: its `/metrics` scrapes and its admin pages.
+#[derive(Debug, Default)]
+pub struct JobCounts {
+    policy: CountPolicy,
+    last: tokio::sync::Mutex<Option<Taken>>,
+    /// A background count is running.
+    refreshing: AtomicBool,
+}
+
+impl JobCounts {
+    /// Counts kept by `policy`.
+    pub fn new(policy: CountPolicy) -> Self {
+        JobCounts {
+            policy,
+            ..Default::default()
+        }
+    }
+
+    /// The queue read now and the retained states as [`CountPolicy`] allows. `Err` when the
+    /// store does not answer (a failed background count keeps the last one and is logged).
+    pub async fn read(
+        self: &Arc<Self>,
+        store: &Arc<dyn Store>,
+        clock: &Arc<dyn Clock>,
+    ) -> kairos_store::Result<Counts> {
+        let queued = store
+            .job_count_group(JobCountGroup {
+                group: JobStateGroup::Queued,
+            })
+            .await?;
+        let (retained, retained_at) = self.retained(store, clock).await?;
+        let mut jobs = queued;
+        jobs.extend(retained.iter().cloned());
+        jobs.sort_by(|a, b| (&a.state, &a.kind).cmp(&(&b.state, &b.kind)));
+        Ok(Counts { jobs, retained_at })
+    }
+
+    async fn retained(
+        self: &Arc<Self>,
+        store: &Arc<dyn Store>,
+        clock: &Arc<dyn Clock>,
+    ) -> kairos_store::Result<(Arc<Vec<JobCount>>, DateTime<Utc>)> {
+        let mut last = self.last.lock().await;
+        let now = clock.now();
+        if let Some(t) = last.as_ref()
+            && t.took >= self.policy.inline_below
+        {
+            let due = (now - t.at)
+                .to_std()
+                .is_ok_and(|since| since >= self.policy.refresh_after(t.took));
+            if due && !self.refreshing.swap(true, Ordering::AcqRel) {
+                let (me, store, clock) = (self.clone(), store.clone(), clock.clone());
+                tokio::spawn(async move {
+                    match count(&store, &clock).await {
+                        Ok(t) => me.keep(t).await,
+                        Err(e) => tracing::warn!(
+                            error = %e,
+                            "counting the retained jobs for /metrics failed; the last count is kept"
+                        ),
+                    }
+                    me.refreshing.store(false, Ordering::Release);
+                });
+            }
+            return Ok((t.counts.clone(), t.at));
+        }
+        // None yet, or a table small enough to count every time.
+        let t = count(store, clock).await?;
+        let out = (t.counts.clone(), t.at);
+        *last = Some(t);
+        Ok(out)
+    }
+
+    /// Keep `t` unless a later count is already kept.
+    async fn keep(&self, t: Taken) {
+        let mut last = self.last.lock().await;
+        if last.as_ref().is_none_or(|l| l.at <= t.at) {
+            *last = Some(t);
+        }
+    }
+}
+
+/// Count the retained states now.
+async fn count(store: &Arc<dyn Store>, clock: &Arc<dyn Clock>) -> kairos_store::Result<Taken> {
+    let at = clock.now();
+    let started = Instant::now();
+    let counts = store
+        .job_count_group(JobCountGroup {
+            group: JobStateGroup::Retained,
+        })
+        .await?;
+    Ok(Taken {
+        counts: Arc::new(counts),
+        at,
+        took: started.elapsed(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_is_due_again_after_a_hundred_times_its_duration_and_at_most_max_age() {
+        let p = CountPolicy::default();
+        assert_eq!(
+            p.refresh_after(Duration::from_millis(400)),
+            Duration::from_secs(40)
+        );
+        assert_eq!(
+            p.refresh_after(Duration::from_secs(12)),
+            Duration::from_secs(1200)
+        );
+        assert_eq!(
+            p.refresh_after(Duration::from_secs(60)),
+            Duration::from_secs(1800),
+            "at most max_age"
+        );
+    }
+
+    #[test]
+    fn by_state_sums_the_kinds() {
+        let c = |state: &str, kind: &str, count| JobCount {
+            state: state.into(),
+            kind: kind.into(),
+            count,
+        };
+        let counts = Counts {
+            jobs: vec![
+                c("available", "email", 2),
+                c("available", "webhook", 3),
+                c("succeeded", "webhook", 7),
+            ],
+            retained_at: DateTime::UNIX_EPOCH,
+        };
+        assert_eq!(
+            counts.by_state(),
+            vec![("available".to_string(), 5), ("succeeded".to_string(), 7)]
+        );
+    }
+}
