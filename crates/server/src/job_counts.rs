@@ -12,7 +12,9 @@
 //!   once it takes longer, the last count is served and a new one runs in the background,
 //!   [`CountPolicy::spacing`] times its own duration after the last began (at most
 //!   [`CountPolicy::max_age`]), so that counting takes about a hundredth of one database
-//!   backend however large the table grows.
+//!   backend however large the table grows. The first count runs in the background too, and
+//!   a read waits for it at most [`CountPolicy::first_wait`], so that the first scrape after
+//!   a restart on a large table is not the one that waits for it.
 //!
 //! The age of the retained part is `kairos_jobs_retained_age_seconds`.
 
@@ -35,6 +37,11 @@ pub struct CountPolicy {
     /// However long a count takes, the next begins at most this long after it. Default 30
     /// minutes.
     pub max_age: Duration,
+    /// How long the first read waits for the first count, which runs in the background:
+    /// after a restart on a large table, a scrape answers within this instead of waiting
+    /// past Prometheus's timeout, and without the finished states until their count lands.
+    /// Default 2 s.
+    pub first_wait: Duration,
 }
 
 impl Default for CountPolicy {
@@ -43,6 +50,7 @@ impl Default for CountPolicy {
             inline_below: Duration::from_millis(100),
             spacing: 100,
             max_age: Duration::from_secs(30 * 60),
+            first_wait: Duration::from_secs(2),
         }
     }
 }
@@ -69,8 +77,9 @@ struct Taken {
 pub struct Counts {
     /// Per state and kind, ordered by state and kind.
     pub jobs: Vec<JobCount>,
-    /// When the retained states in `jobs` were counted (now, when counted by this read).
-    pub retained_at: DateTime<Utc>,
+    /// When the retained states in `jobs` were counted (now, when counted by this read);
+    /// `None` while their first count runs, and `jobs` holds the queue's states only.
+    pub retained_at: Option<DateTime<Utc>>,
 }
 
 impl Counts {
@@ -94,6 +103,8 @@ pub struct JobCounts {
     last: tokio::sync::Mutex<Option<Taken>>,
     /// A background count is running.
     refreshing: AtomicBool,
+    /// Wakes the reads waiting for the first count.
+    landed: tokio::sync::Notify,
 }
 
 impl JobCounts {
@@ -117,46 +128,77 @@ impl JobCounts {
                 group: JobStateGroup::Queued,
             })
             .await?;
-        let (retained, retained_at) = self.retained(store, clock).await?;
+        let retained = self.retained(store, clock).await?;
         let mut jobs = queued;
-        jobs.extend(retained.iter().cloned());
+        let retained_at = retained.map(|(counts, at)| {
+            jobs.extend(counts.iter().cloned());
+            at
+        });
         jobs.sort_by(|a, b| (&a.state, &a.kind).cmp(&(&b.state, &b.kind)));
         Ok(Counts { jobs, retained_at })
     }
 
+    /// The retained states' counts and when they were taken; `None` while the first count
+    /// runs past [`CountPolicy::first_wait`].
     async fn retained(
         self: &Arc<Self>,
         store: &Arc<dyn Store>,
         clock: &Arc<dyn Clock>,
-    ) -> kairos_store::Result<(Arc<Vec<JobCount>>, DateTime<Utc>)> {
+    ) -> kairos_store::Result<Option<(Arc<Vec<JobCount>>, DateTime<Utc>)>> {
         let mut last = self.last.lock().await;
         let now = clock.now();
-        if let Some(t) = last.as_ref()
-            && t.took >= self.policy.inline_below
-        {
-            let due = (now - t.at)
-                .to_std()
-                .is_ok_and(|since| since >= self.policy.refresh_after(t.took));
-            if due && !self.refreshing.swap(true, Ordering::AcqRel) {
-                let (me, store, clock) = (self.clone(), store.clone(), clock.clone());
-                tokio::spawn(async move {
-                    match count(&store, &clock).await {
-                        Ok(t) => me.keep(t).await,
-                        Err(e) => tracing::warn!(
-                            error = %e,
-                            "counting the retained jobs for /metrics failed; the last count is kept"
-                        ),
-                    }
-                    me.refreshing.store(false, Ordering::Release);
-                });
+        match last.as_ref() {
+            // A table small enough to count every time.
+            Some(t) if t.took < self.policy.inline_below => {
+                let t = count(store, clock).await?;
+                let out = (t.counts.clone(), t.at);
+                *last = Some(t);
+                Ok(Some(out))
             }
-            return Ok((t.counts.clone(), t.at));
+            Some(t) => {
+                let due = (now - t.at)
+                    .to_std()
+                    .is_ok_and(|since| since >= self.policy.refresh_after(t.took));
+                if due {
+                    self.refresh(store, clock);
+                }
+                Ok(Some((t.counts.clone(), t.at)))
+            }
+            // The first count: in the background, waited for a moment.
+            None => {
+                let landed = self.landed.notified();
+                tokio::pin!(landed);
+                landed.as_mut().enable();
+                self.refresh(store, clock);
+                drop(last);
+                let _ = tokio::time::timeout(self.policy.first_wait, landed).await;
+                Ok(self
+                    .last
+                    .lock()
+                    .await
+                    .as_ref()
+                    .map(|t| (t.counts.clone(), t.at)))
+            }
         }
-        // None yet, or a table small enough to count every time.
-        let t = count(store, clock).await?;
-        let out = (t.counts.clone(), t.at);
-        *last = Some(t);
-        Ok(out)
+    }
+
+    /// Count in the background unless a count runs already.
+    fn refresh(self: &Arc<Self>, store: &Arc<dyn Store>, clock: &Arc<dyn Clock>) {
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (me, store, clock) = (self.clone(), store.clone(), clock.clone());
+        tokio::spawn(async move {
+            match count(&store, &clock).await {
+                Ok(t) => me.keep(t).await,
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "counting the finished jobs for /metrics failed; the last count is kept"
+                ),
+            }
+            me.refreshing.store(false, Ordering::Release);
+            me.landed.notify_waiters();
+        });
     }
 
     /// Keep `t` unless a later count is already kept.
@@ -219,7 +261,7 @@ mod tests {
                 c("available", "webhook", 3),
                 c("succeeded", "webhook", 7),
             ],
-            retained_at: DateTime::UNIX_EPOCH,
+            retained_at: Some(DateTime::UNIX_EPOCH),
         };
         assert_eq!(
             counts.by_state(),

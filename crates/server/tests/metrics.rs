@@ -420,6 +420,7 @@ async fn metrics_count_finished_jobs_in_the_background_once_the_count_is_slow() 
             inline_below: std::time::Duration::ZERO,
             spacing: u32::MAX,
             max_age: std::time::Duration::from_secs(60),
+            ..CountPolicy::default()
         },
     )
     .await;
@@ -475,4 +476,59 @@ async fn metrics_count_finished_jobs_in_the_background_once_the_count_is_slow() 
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert_eq!(counted, Some(0.0), "the background count landed, fresh");
+}
+
+/// The first count of the finished jobs runs in the background, and a scrape waits for it only
+/// `first_wait`: on a large table the first scrape after a restart answers in time, with the
+/// queue's states and without the finished ones (nor their age) until their count lands.
+#[tokio::test]
+async fn metrics_answer_before_the_first_count_of_finished_jobs_lands() {
+    let node = start_counting(
+        kairos_engine::maintenance::Maintenance::default(),
+        CountPolicy {
+            first_wait: std::time::Duration::ZERO,
+            ..CountPolicy::default()
+        },
+    )
+    .await;
+    let url = "http://127.0.0.1:9/hook";
+    let later = t0() + Duration::hours(1);
+    let id = node.webhook_job(url, later).await;
+    node.kairos.job_cancel(&id, None).await.expect("cancel");
+    node.webhook_job(url, later).await;
+
+    let m = node.scrape().await;
+    assert_eq!(
+        one(
+            &m,
+            "kairos_jobs",
+            &[("state", "available"), ("kind", "webhook")]
+        ),
+        1.0
+    );
+    assert!(
+        samples(&m, "kairos_jobs")
+            .iter()
+            .all(|s| s.labels.get("state") != Some("cancelled")),
+        "not counted yet"
+    );
+    assert!(samples(&m, "kairos_jobs_retained_age_seconds").is_empty());
+    let mut landed = false;
+    for _ in 0..200 {
+        let m = node.scrape().await;
+        if !samples(&m, "kairos_jobs_retained_age_seconds").is_empty() {
+            assert_eq!(
+                one(
+                    &m,
+                    "kairos_jobs",
+                    &[("state", "cancelled"), ("kind", "webhook")]
+                ),
+                1.0
+            );
+            landed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(landed, "the first count landed");
 }

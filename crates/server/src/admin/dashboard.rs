@@ -27,10 +27,13 @@ pub async fn dashboard(
         Err(e) => return store_error(&op, &state, e).await,
     };
     let now = state.kairos.clock().now();
-    // The finished states' count when it was not taken for this page (a large table is
-    // counted in the background, `crate::job_counts`).
-    let counted_at = (now - counts.retained_at >= chrono::Duration::seconds(1))
-        .then(|| fmt_t(counts.retained_at));
+    // When the finished states were counted, if not for this page; empty while their first
+    // count runs (a large table is counted in the background, `crate::job_counts`).
+    let counted_at = match counts.retained_at {
+        Some(at) if now - at >= chrono::Duration::seconds(1) => Some(fmt_t(at)),
+        Some(_) => None,
+        None => Some(String::new()),
+    };
     let counts: Vec<_> = counts
         .by_state()
         .into_iter()

@@ -117,10 +117,14 @@ async fn store_gauges(state: &AppState) -> Result<String, kairos_store::Error> {
     header_lines(
         &mut out,
         "kairos_jobs_retained_age_seconds",
-        "How old the counts of finished states (succeeded, skipped, cancelled, dead) in kairos_jobs are: 0 when counted for this scrape.",
+        "How old the counts of finished states (succeeded, skipped, cancelled, dead) in kairos_jobs are: 0 when counted for this scrape; no sample while their first count runs.",
     );
-    let retained_age = ((now - counts.retained_at).num_milliseconds().max(0) as f64) / 1e3;
-    let _ = writeln!(out, "kairos_jobs_retained_age_seconds {retained_age}");
+    // No sample while the first count runs (the finished states are missing from
+    // `kairos_jobs` then too).
+    if let Some(at) = counts.retained_at {
+        let age = ((now - at).num_milliseconds().max(0) as f64) / 1e3;
+        let _ = writeln!(out, "kairos_jobs_retained_age_seconds {age}");
+    }
     header_lines(
         &mut out,
         "kairos_queue_depth",
