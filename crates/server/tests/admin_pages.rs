@@ -648,3 +648,37 @@ async fn admin_overview_draws_succeeded_and_dead_over_the_last_hour_and_day_as_s
         page.body
     );
 }
+
+/// The throughput charts take a minute the sampler recorded from its sample, not from the job
+/// table, and count the job table for the minutes without one: a success committed after its
+/// minute's sample (from a node whose clock runs behind) is not in the chart once that minute
+/// is more than two minutes old.
+#[tokio::test]
+async fn admin_throughput_charts_take_sampled_minutes_from_their_samples() {
+    let mut ui = Ui::start().await;
+    ui.job(200).await;
+    ui.job(200).await;
+    let sample = ui
+        .kairos
+        .store()
+        .queue_sample_record(kairos_store::QueueSampleRecord {
+            minute: common::admin_ui::start_time(),
+            now: common::admin_ui::start_time() + chrono::Duration::seconds(65),
+        })
+        .await
+        .expect("sample")
+        .expect("the minute's sample");
+    assert_eq!((sample.succeeded, sample.dead), (Some(2), Some(0)));
+    ui.job(200).await;
+    ui.clock.advance(chrono::Duration::minutes(5));
+    ui.job(400).await;
+    ui.login().await;
+    let body = ui.get("/admin").await.body;
+    for chart in ["hour", "day"] {
+        assert!(
+            body.contains(&format!("id=\"{chart}-succeeded\">2<"))
+                && body.contains(&format!("id=\"{chart}-dead\">1<")),
+            "{chart}: two successes from the sample, the dead job from the table: {body}"
+        );
+    }
+}

@@ -244,6 +244,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@timeline $factory;
             queue_sample_record_measures_depth_running_and_lateness_once_per_minute,
+            queue_sample_counts_the_jobs_finished_in_its_minute,
             node_heartbeat_upserts_one_leader_and_lists_running_jobs,
         );
     };

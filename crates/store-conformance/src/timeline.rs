@@ -112,6 +112,54 @@ pub async fn queue_sample_record_measures_depth_running_and_lateness_once_per_mi
     assert_eq!(left, vec![next]);
 }
 
+/// A sample counts the jobs that succeeded and ended dead in its minute (by `finished_at`),
+/// not those of the minutes around it, and its list returns them (the overview's throughput
+/// charts sum them).
+pub async fn queue_sample_counts_the_jobs_finished_in_its_minute(s: S) {
+    let m = t0() + Duration::hours(1);
+    let sec = |n: i64| m + Duration::seconds(n);
+    let batch: Vec<JobInsert> = (0..6)
+        .map(|i| job(sec(-60) + Duration::milliseconds(i)))
+        .collect();
+    s.job_insert_many(batch).await.unwrap();
+    let mut claimed = s.job_claim(claim(sec(-50), 10, "n1")).await.unwrap();
+    assert_eq!(claimed.len(), 6);
+    claimed.sort_by(|a, b| a.id.cmp(&b.id));
+    let at = |j: &Job, t: DateTime<Utc>, transition: Transition| {
+        let mut c = complete(j, transition);
+        c.attempt.started_at = sec(-50);
+        c.attempt.finished_at = t;
+        c
+    };
+    s.job_complete_many(vec![
+        at(&claimed[0], sec(-1), Transition::Succeeded),
+        at(&claimed[1], sec(0), Transition::Succeeded),
+        at(&claimed[2], sec(30), Transition::Succeeded),
+        at(&claimed[3], sec(59), Transition::Succeeded),
+        at(&claimed[4], sec(45), Transition::Dead),
+        at(&claimed[5], sec(60), Transition::Dead),
+    ])
+    .await
+    .unwrap();
+    let got = s
+        .queue_sample_record(QueueSampleRecord {
+            minute: m,
+            now: sec(65),
+        })
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!((got.succeeded, got.dead), (Some(3), Some(1)));
+    let listed = s
+        .queue_sample_list(QueueSampleList {
+            since: m,
+            until: sec(60),
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed, vec![got]);
+}
+
 fn beat(id: &str, started: DateTime<Utc>, at: DateTime<Utc>, leader: bool) -> NodeHeartbeat {
     NodeHeartbeat {
         id: id.into(),

@@ -35,6 +35,11 @@ pub struct QueueSample {
     pub lateness_p99_ms: Option<i64>,
     /// When the sample was measured.
     pub recorded_at: DateTime<Utc>,
+    /// Jobs that succeeded in the minute (`finished_at` in it), counted when it was sampled;
+    /// `None` in samples taken before the database had the column (migration 0036).
+    pub succeeded: Option<i64>,
+    /// Jobs that ended dead in the minute, likewise.
+    pub dead: Option<i64>,
 }
 
 /// `queue_sample_list`: the samples of the minutes in `[since, until)`, oldest first.

@@ -5,7 +5,7 @@
 use crate::AppState;
 use crate::admin::views::fmt_t;
 use chrono::{DateTime, Duration, Utc};
-use kairos_store::{FinishedBucket, JobFinishedSeries};
+use kairos_store::{FinishedBucket, JobFinishedSeries, QueueSample, QueueSampleList, minute_of};
 use std::fmt::Write as _;
 
 /// A chart's size in CSS pixels (it scales down with the page).
@@ -118,7 +118,23 @@ pub struct Chart {
     pub dead: i64,
 }
 
+/// The minutes the job table is counted for, however they were sampled: the last two, whose
+/// samples were taken within seconds of their end (a completion committed after that, from a
+/// node whose clock runs behind, would be missing from the sample).
+const RECOUNT: i64 = 2;
+
+/// At most this many ranges of the job table are counted for one chart; more gaps between the
+/// samples are counted as one range (its sampled minutes are still taken from the samples).
+const MAX_SPANS: usize = 8;
+
 /// The chart of the `n` buckets of `width` up to `now`.
+///
+/// A day holds millions of finished jobs on a busy node, and counting them at every page load
+/// (with live refresh, every few seconds) kept a database backend busy. The sampler counts each
+/// minute's succeeded and dead jobs once, when it records the minute; the chart sums those
+/// samples and counts from the job table only the minutes they do not hold ([`Plan`]): the
+/// gaps (no leader sampled them, or the samples predate migration 0036) and the last
+/// [`RECOUNT`] minutes.
 pub async fn chart(
     state: &AppState,
     id: &str,
@@ -129,21 +145,98 @@ pub async fn chart(
 ) -> Result<Chart, kairos_store::Error> {
     let w = width.num_milliseconds().max(1);
     let first = now.timestamp_millis().div_euclid(w) * w - w * (n as i64 - 1);
-    let rows = state
-        .kairos
-        .store()
-        .job_finished_series(JobFinishedSeries {
-            since: DateTime::from_timestamp_millis(first).unwrap_or_default(),
-            until: now + Duration::milliseconds(1),
-            bucket_secs: width.num_seconds().max(1),
-        })
+    let since = DateTime::from_timestamp_millis(first).unwrap_or_default();
+    let store = state.kairos.store();
+    let samples = store
+        .queue_sample_list(QueueSampleList { since, until: now })
         .await?;
+    let plan = Plan::of(&samples, since, now);
+    let mut rows = plan.rows;
+    for (from, until) in plan.spans {
+        let counted = store
+            .job_finished_series(JobFinishedSeries {
+                since: from,
+                until,
+                bucket_secs: 60,
+            })
+            .await?;
+        rows.extend(
+            counted
+                .into_iter()
+                .filter(|r| !plan.sampled.contains(&r.start)),
+        );
+    }
     let bars = bars(&rows, now, width, n);
     Ok(Chart {
         succeeded: bars.iter().map(|b| b.succeeded).sum(),
         dead: bars.iter().map(|b| b.dead).sum(),
         svg: svg(id, title, &bars),
     })
+}
+
+/// Where a chart's finished jobs come from: per-minute rows from the samples, and the ranges
+/// of the job table to count for the minutes they do not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The samples' succeeded and dead jobs, one row per minute and state.
+    pub rows: Vec<FinishedBucket>,
+    /// The minutes those rows cover (a count of the job table keeps none of them).
+    pub sampled: std::collections::HashSet<DateTime<Utc>>,
+    /// The ranges `[from, until)` of the job table to count per minute, oldest first; the last
+    /// ends just after `now`.
+    pub spans: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl Plan {
+    /// The plan for the minutes from `since` (a minute's start) to `now`.
+    pub fn of(samples: &[QueueSample], since: DateTime<Utc>, now: DateTime<Utc>) -> Plan {
+        let minute = Duration::minutes(1);
+        let recount = (minute_of(now) - Duration::minutes(RECOUNT - 1)).max(since);
+        let usable: Vec<&QueueSample> = samples
+            .iter()
+            .filter(|s| s.minute >= since && s.minute < recount)
+            .filter(|s| s.succeeded.is_some() && s.dead.is_some())
+            .collect();
+        let sampled: std::collections::HashSet<_> = usable.iter().map(|s| s.minute).collect();
+        let rows = usable
+            .iter()
+            .flat_map(|s| {
+                [
+                    ("succeeded", s.succeeded.unwrap_or(0)),
+                    ("dead", s.dead.unwrap_or(0)),
+                ]
+                .map(|(state, count)| FinishedBucket {
+                    start: s.minute,
+                    state: state.into(),
+                    count,
+                })
+            })
+            .collect();
+        let mut spans = Vec::new();
+        let mut open: Option<DateTime<Utc>> = None;
+        let mut m = since;
+        while m < recount {
+            match (sampled.contains(&m), open) {
+                (true, Some(from)) => {
+                    spans.push((from, m));
+                    open = None;
+                }
+                (false, None) => open = Some(m),
+                _ => {}
+            }
+            m += minute;
+        }
+        spans.push((open.unwrap_or(recount), now + Duration::milliseconds(1)));
+        while spans.len() > MAX_SPANS {
+            spans[1].0 = spans[0].0;
+            spans.remove(0);
+        }
+        Plan {
+            rows,
+            sampled,
+            spans,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +281,82 @@ mod tests {
             svg.contains("2026-12-05T10:01:00.000Z: 0 succeeded, 2 dead"),
             "{svg}"
         );
+    }
+
+    fn sample(minute: &str, finished: Option<(i64, i64)>) -> QueueSample {
+        QueueSample {
+            minute: t(minute),
+            due: 0,
+            available: 0,
+            running: 0,
+            started: 0,
+            lateness_p99_ms: None,
+            recorded_at: t(minute) + Duration::seconds(65),
+            succeeded: finished.map(|f| f.0),
+            dead: finished.map(|f| f.1),
+        }
+    }
+
+    #[test]
+    fn a_chart_counts_the_job_table_only_for_the_gaps_and_the_last_minutes() {
+        let since = t("2026-12-05T10:00:00Z");
+        let now = t("2026-12-05T10:07:30Z");
+        let samples = vec![
+            sample("2026-12-05T10:00:00Z", Some((5, 1))),
+            // 10:01 has no sample (no leader), 10:02 predates the columns.
+            sample("2026-12-05T10:02:00Z", None),
+            sample("2026-12-05T10:03:00Z", Some((7, 0))),
+            sample("2026-12-05T10:04:00Z", Some((2, 2))),
+            sample("2026-12-05T10:05:00Z", Some((1, 0))),
+            // 10:06 is sampled but recent: counted again from the job table.
+            sample("2026-12-05T10:06:00Z", Some((9, 9))),
+        ];
+        let p = Plan::of(&samples, since, now);
+        assert_eq!(
+            p.spans,
+            vec![
+                (t("2026-12-05T10:01:00Z"), t("2026-12-05T10:03:00Z")),
+                (t("2026-12-05T10:06:00Z"), now + Duration::milliseconds(1)),
+            ]
+        );
+        let minutes: std::collections::BTreeSet<_> = p.sampled.iter().copied().collect();
+        assert_eq!(
+            minutes.into_iter().collect::<Vec<_>>(),
+            ["10:00", "10:03", "10:04", "10:05"]
+                .map(|m| t(&format!("2026-12-05T{m}:00Z")))
+                .to_vec()
+        );
+        let b = bars(&p.rows, now, Duration::minutes(1), 8);
+        assert_eq!(b.iter().map(|x| x.succeeded).sum::<i64>(), 15);
+        assert_eq!(b.iter().map(|x| x.dead).sum::<i64>(), 3);
+    }
+
+    #[test]
+    fn many_gaps_are_counted_as_at_most_eight_ranges() {
+        let since = t("2026-12-05T10:00:00Z");
+        let now = t("2026-12-05T11:00:00Z");
+        // Every other minute sampled: 30 gaps.
+        let samples: Vec<_> = (0..60)
+            .step_by(2)
+            .map(|i| sample(&(since + Duration::minutes(i)).to_rfc3339(), Some((1, 0))))
+            .collect();
+        let p = Plan::of(&samples, since, now);
+        assert_eq!(p.spans.len(), 8);
+        assert_eq!(
+            p.spans[0].0,
+            t("2026-12-05T10:01:00Z"),
+            "from the first gap"
+        );
+        assert_eq!(p.spans[7].1, now + Duration::milliseconds(1));
+        assert_eq!(p.sampled.len(), 30);
+    }
+
+    #[test]
+    fn without_samples_the_whole_window_is_counted_from_the_job_table() {
+        let since = t("2026-12-05T10:00:00Z");
+        let now = t("2026-12-05T10:59:10Z");
+        let p = Plan::of(&[], since, now);
+        assert_eq!(p.spans, vec![(since, now + Duration::milliseconds(1))]);
+        assert!(p.rows.is_empty() && p.sampled.is_empty());
     }
 }

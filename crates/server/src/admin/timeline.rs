@@ -191,6 +191,8 @@ mod tests {
             started: 0,
             lateness_p99_ms: late,
             recorded_at: t(minute),
+            succeeded: None,
+            dead: None,
         }
     }
 

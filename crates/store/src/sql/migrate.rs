@@ -71,6 +71,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0033 "keyed_due",
     0034 "jobs_fillfactor",
     0035 "inline_checks",
+    0036 "sample_finished",
 ];
 
 /// The table sqlx records applied migrations in.

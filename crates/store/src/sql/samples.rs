@@ -4,7 +4,8 @@
 //! A sample reads only what the hot path indexes: the due and running counts come from the
 //! partial indexes of `available` and `running` jobs (`jobs_due`, `jobs_lease`), and the jobs
 //! started in the minute from the jobs that finished since it began (`jobs_finished`) and
-//! those still running — never a scan of the finished history.
+//! those still running, and the minute's succeeded and dead jobs from one minute of
+//! `jobs_finished` — never a scan of the finished history.
 
 use super::{Dialect, SqlRun};
 use crate::binds;
@@ -12,7 +13,8 @@ use crate::{QueueSample, QueueSampleList, QueueSamplePrune, QueueSampleRecord, R
 use chrono::Duration;
 
 /// The columns `sample` reads.
-const COLS: &str = "minute, due, available, running, started, lateness_p99_ms, recorded_at";
+const COLS: &str =
+    "minute, due, available, running, started, lateness_p99_ms, recorded_at, succeeded, dead";
 
 fn sample(r: &dyn super::RowRead) -> Result<QueueSample> {
     Ok(QueueSample {
@@ -23,6 +25,8 @@ fn sample(r: &dyn super::RowRead) -> Result<QueueSample> {
         started: r.int("started")?,
         lateness_p99_ms: r.opt_int("lateness_p99_ms")?,
         recorded_at: r.ts("recorded_at")?,
+        succeeded: r.opt_int("succeeded")?,
+        dead: r.opt_int("dead")?,
     })
 }
 
@@ -99,6 +103,19 @@ pub async fn queue_sample_record(
         )
         .await?
     };
+    // The minute's finished jobs: a range of `jobs_finished`, one minute long.
+    let (succeeded, dead) = read
+        .fetch_one(
+            "queue sample finished",
+            "SELECT
+                (SELECT COUNT(*) FROM jobs WHERE finished_at >= $1 AND finished_at < $2
+                   AND state = 'succeeded') AS succeeded,
+                (SELECT COUNT(*) FROM jobs WHERE finished_at >= $1 AND finished_at < $2
+                   AND state = 'dead') AS dead",
+            binds![minute, end],
+            &|r| Ok((r.int("succeeded")?, r.int("dead")?)),
+        )
+        .await?;
     let s = QueueSample {
         minute,
         due,
@@ -107,13 +124,15 @@ pub async fn queue_sample_record(
         started,
         lateness_p99_ms,
         recorded_at: p.now,
+        succeeded: Some(succeeded),
+        dead: Some(dead),
     };
     let n = write
         .execute(
             "queue sample record",
             "INSERT INTO queue_samples (minute, due, available, running, started,
-                                        lateness_p99_ms, recorded_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (minute) DO NOTHING",
+                                        lateness_p99_ms, recorded_at, succeeded, dead)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (minute) DO NOTHING",
             binds![
                 s.minute,
                 s.due,
@@ -121,7 +140,9 @@ pub async fn queue_sample_record(
                 s.running,
                 s.started,
                 s.lateness_p99_ms,
-                s.recorded_at
+                s.recorded_at,
+                s.succeeded,
+                s.dead
             ],
         )
         .await?;
