@@ -51,6 +51,7 @@ mod checks;
 mod deliverability;
 mod endpoints;
 mod horizon;
+mod last_pass;
 mod runs;
 mod stale;
 
@@ -62,7 +63,7 @@ use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_store::Store;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -275,7 +276,7 @@ impl MonitorConfig {
 }
 
 /// The status of one check on one subject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckStatus {
     /// Within the objective.
@@ -289,7 +290,7 @@ pub enum CheckStatus {
 }
 
 /// One check's result on one subject (a kind, a schedule) or on the whole engine.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
     /// The check (`failure_rate`, `stuck_due`, …).
     pub check: String,
@@ -588,6 +589,17 @@ impl Monitor {
     /// The report also carries the last completed pass and the `monitor_stale` check.
     pub async fn report(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
         let mut report = self.evaluate(now).await?;
+        self.annotate(&mut report, now).await?;
+        Ok(report)
+    }
+
+    /// Each warning's `since` from the stored alert state, the last completed pass and the
+    /// `monitor_stale` check: what a report shows beside the checks' results.
+    async fn annotate(
+        &self,
+        report: &mut SloReport,
+        now: DateTime<Utc>,
+    ) -> Result<(), kairos_store::Error> {
         let stored = self.store.slo_alert_list().await?;
         for c in &mut report.checks {
             let key = c.key();
@@ -596,8 +608,8 @@ impl Monitor {
                 .find(|a| a.key == key && a.active && c.status == CheckStatus::Warning)
                 .map(|a| a.since);
         }
-        stale::add(&self.cfg, self.store.as_ref(), now, &mut report).await;
-        Ok(report)
+        stale::add(&self.cfg, self.store.as_ref(), now, report).await;
+        Ok(())
     }
 
     /// One run at `now`: evaluate, record transitions, alert, and record the completed pass
@@ -606,8 +618,13 @@ impl Monitor {
         let slo = self.evaluate(now).await?;
         let alerts =
             alerts::reconcile(self.store.as_ref(), self.sink.as_ref(), &slo.checks, now).await?;
+        // What the pass found goes with it: the admin's overview shows it (`report_last`)
+        // instead of evaluating every check at each page load.
         self.store
-            .monitor_pass_record(kairos_store::MonitorPassRecord { at: now })
+            .monitor_pass_record(kairos_store::MonitorPassRecord {
+                at: now,
+                report: serde_json::to_string(&slo.checks).ok(),
+            })
             .await?;
         Ok(MonitorReport { slo, alerts })
     }

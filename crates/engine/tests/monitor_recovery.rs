@@ -334,3 +334,62 @@ async fn failure_rate_warning_recovers_when_the_rate_falls_s3_15() {
     let run = m.run_once(t0 + mins(4)).await.unwrap();
     assert_eq!(run.alerts.cleared, vec!["failure_rate:mail".to_string()]);
 }
+
+/// A completed pass records what it found; `report_last` reads it back as a report of that
+/// pass (its instant, each warning's `since`), so a page can show it without evaluating the
+/// checks again — and gives nothing before the first pass and once the monitor is stale
+/// (S3-17).
+#[tokio::test]
+async fn report_last_reads_back_the_last_pass_until_the_monitor_is_stale_s3_17() {
+    let fixed = Arc::new(AtomicBool::new(false));
+    let (h, key, _job) = dying_daily(fixed).await;
+    let m = monitor(&h, MonitorConfig::default());
+    let pass = t("2026-11-29T06:30:00Z");
+    assert_eq!(m.report_last(pass).await.unwrap(), None, "no pass yet");
+
+    let run = m.run_once(pass).await.unwrap();
+    let warned: Vec<String> = run
+        .slo
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Warning)
+        .map(CheckResult::key)
+        .collect();
+    assert_eq!(warned, vec![key.clone()]);
+
+    let read = m
+        .report_last(pass + chrono::Duration::seconds(30))
+        .await
+        .unwrap()
+        .expect("the pass's findings");
+    assert_eq!(read.at, pass, "as of the pass, not of the read");
+    assert_eq!(read.monitor_last_pass_at, Some(pass));
+    let dead = read
+        .checks
+        .iter()
+        .find(|c| c.key() == key)
+        .expect("the dead run");
+    assert_eq!(dead.status, CheckStatus::Warning);
+    assert_eq!(dead.since, Some(pass), "since, from the stored alert");
+    let without_stale: Vec<_> = read
+        .checks
+        .iter()
+        .filter(|c| c.check != names::MONITOR_STALE)
+        .map(|c| CheckResult {
+            since: None,
+            ..c.clone()
+        })
+        .collect();
+    assert_eq!(
+        without_stale, run.slo.checks,
+        "what the pass found, as found"
+    );
+
+    assert_eq!(
+        m.report_last(pass + chrono::Duration::seconds(181))
+            .await
+            .unwrap(),
+        None,
+        "a stale monitor's findings are not shown as the state now"
+    );
+}

@@ -290,16 +290,7 @@ async fn admin_shows_slo_panel_and_a_banner_while_a_warning_is_active() {
     ui.login().await;
     // A job due now that nobody claims: after the stuck threshold (1 h by default) the
     // `stuck_due` check warns.
-    ui.kairos
-        .job_enqueue(kairos_engine::ops::NewJob {
-            webhook: Some(kairos_engine::ops::WebhookTarget {
-                url: ui.receiver.url("/hook"),
-                secret: SECRET.into(),
-            }),
-            ..Default::default()
-        })
-        .await
-        .expect("enqueue");
+    ui.enqueue_due().await;
     let page = ui.get("/admin").await;
     assert!(page.body.contains("id=\"slo\""), "{}", page.body);
     assert!(!page.body.contains("id=\"slo-banner\""), "no warning yet");
@@ -798,6 +789,53 @@ async fn admin_overview_says_when_finished_jobs_were_counted_once_counting_is_sl
     assert!(
         page.body.contains("id=\"counted-at\"")
             && page.body.contains("as counted at 2026-11-30T10:00:00.000Z"),
+        "{}",
+        page.body
+    );
+}
+
+/// The overview's SLO panel shows what the background monitor's last pass found, as of that
+/// pass, rather than evaluating every check at each load; before the first pass and once the
+/// monitor is stale it evaluates them for the page.
+#[tokio::test]
+async fn admin_slo_panel_shows_the_monitors_last_pass_until_it_is_stale() {
+    let mut ui = Ui::start().await;
+    ui.login().await;
+    ui.receiver.respond_with(vec![Reply::ok()]);
+    ui.enqueue_due().await;
+    ui.clock.advance(chrono::Duration::hours(2));
+    let pass = ui.clock.now();
+    let store = ui.kairos.store().clone();
+    let monitor = kairos_engine::monitor::Monitor::new(Default::default(), store).expect("monitor");
+    monitor.run_once(pass).await.expect("monitor run");
+    // The stuck job runs after the pass: evaluated now, `stuck_due` would be ok.
+    let run = ui.engine.executor().run_once(pass).await.expect("executor");
+    assert_eq!(run.succeeded, 1);
+
+    let page = ui.get("/admin").await;
+    assert!(
+        page.body
+            .contains("As of 2026-11-30T12:00:00.000Z, the monitor's last pass"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<td>stuck_due</td>") && page.body.contains(">warning</span>"),
+        "what the pass found: {}",
+        page.body
+    );
+
+    // Three intervals without a pass: the panel evaluates for the page.
+    ui.clock.advance(chrono::Duration::minutes(4));
+    let page = ui.get("/admin").await;
+    assert!(
+        page.body.contains("As of 2026-11-30T12:04:00.000Z.")
+            && !page.body.contains("the monitor's last pass"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<td>monitor_stale</td>"),
         "{}",
         page.body
     );

@@ -423,17 +423,7 @@ async fn admin_running_page_lists_running_jobs_by_node_with_their_leases() {
     ui.login().await;
     let none = ui.get("/admin/running").await;
     assert!(none.body.contains("id=\"no-nodes\""), "{}", none.body);
-    let (job, _) = ui
-        .kairos
-        .job_enqueue(kairos_engine::ops::NewJob {
-            webhook: Some(kairos_engine::ops::WebhookTarget {
-                url: ui.receiver.url("/hook"),
-                secret: SECRET.into(),
-            }),
-            ..Default::default()
-        })
-        .await
-        .expect("enqueue");
+    let job = ui.enqueue_due().await;
     let now = ui.clock.now();
     let claimed = ui
         .store

@@ -679,19 +679,41 @@ pub async fn slo_alert_ack_recovers_an_active_alert_once_s3_17(s: S) {
 }
 
 /// The background monitor's last completed pass: none before the first, then the latest
-/// recorded (S3-17).
+/// recorded with what it found (S3-17).
 pub async fn monitor_pass_record_keeps_the_latest_pass_s3_17(s: S) {
     assert_eq!(s.monitor_pass_last().await.unwrap(), None);
+    assert_eq!(s.monitor_pass_get().await.unwrap(), None);
     let first = t0() + Duration::milliseconds(123);
-    s.monitor_pass_record(MonitorPassRecord { at: first })
-        .await
-        .unwrap();
+    s.monitor_pass_record(MonitorPassRecord {
+        at: first,
+        report: Some("[{\"check\":\"stuck_due\"}]".into()),
+    })
+    .await
+    .unwrap();
     assert_eq!(s.monitor_pass_last().await.unwrap(), Some(first));
     let second = first + Duration::seconds(60);
-    s.monitor_pass_record(MonitorPassRecord { at: second })
-        .await
-        .unwrap();
+    s.monitor_pass_record(MonitorPassRecord {
+        at: second,
+        report: Some("[]".into()),
+    })
+    .await
+    .unwrap();
     assert_eq!(s.monitor_pass_last().await.unwrap(), Some(second));
+    assert_eq!(
+        s.monitor_pass_get().await.unwrap(),
+        Some(MonitorPass {
+            at: second,
+            report: Some("[]".into())
+        }),
+        "the latest pass and its own report"
+    );
+    s.monitor_pass_record(MonitorPassRecord {
+        at: second + Duration::seconds(60),
+        report: None,
+    })
+    .await
+    .unwrap();
+    assert_eq!(s.monitor_pass_get().await.unwrap().unwrap().report, None);
 }
 
 /// Readiness: a migrated store has no pending migration.

@@ -153,6 +153,19 @@ pub struct SloAlertAck {
 pub struct MonitorPassRecord {
     /// The pass's instant.
     pub at: DateTime<Utc>,
+    /// What the pass found, as JSON (the monitor's check results), for readers that show the
+    /// last pass instead of evaluating the checks again.
+    pub report: Option<String>,
+}
+
+/// `monitor_pass_get`: the background monitor's last completed pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorPass {
+    /// The pass's instant.
+    pub at: DateTime<Utc>,
+    /// What it found, as recorded; `None` for a pass recorded without it (before migration
+    /// 0037).
+    pub report: Option<String>,
 }
 
 /// `slo_alert_put`: write an alert's state (insert or replace by key).

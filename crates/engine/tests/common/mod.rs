@@ -985,6 +985,9 @@ impl InsightStore for CountingStore {
     async fn monitor_pass_last(&self) -> kairos_store::Result<Option<DateTime<Utc>>> {
         self.inner.monitor_pass_last().await
     }
+    async fn monitor_pass_get(&self) -> kairos_store::Result<Option<kairos_store::MonitorPass>> {
+        self.inner.monitor_pass_get().await
+    }
     async fn queue_sample_record(
         &self,
         p: kairos_store::QueueSampleRecord,

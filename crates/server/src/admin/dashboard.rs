@@ -39,9 +39,9 @@ pub async fn dashboard(
         .into_iter()
         .map(|(s, n)| context! { state => state_label(&s), raw => s, count => n })
         .collect();
-    let (slo, slo_error) = match slo_panel(&state, now).await {
-        Ok(rows) => (rows, None),
-        Err(msg) => (Vec::new(), Some(msg)),
+    let (slo, slo_at, slo_error) = match slo_panel(&state, now).await {
+        Ok(panel) => (panel.rows, panel.at, None),
+        Err(msg) => (Vec::new(), None, Some(msg)),
     };
     let hour = charts::chart(
         &state,
@@ -96,7 +96,7 @@ pub async fn dashboard(
         &state,
         "dashboard.html",
         context! {
-            counts, counted_at, slo, slo_error, now => fmt_t(now),
+            counts, counted_at, slo, slo_at, slo_error, now => fmt_t(now),
             hour_svg => minijinja::Value::from_safe_string(hour.svg),
             day_svg => minijinja::Value::from_safe_string(day.svg),
             hour => context! { succeeded => hour.succeeded, dead => hour.dead },
@@ -113,18 +113,34 @@ pub async fn dashboard(
     .await
 }
 
-/// Every SLO check's result now (the same evaluation as `GET /v1/slo` and `kairos slo`).
-async fn slo_panel(state: &AppState, now: DateTime<Utc>) -> Result<Vec<minijinja::Value>, String> {
+/// The SLO panel: its rows, and when they were found if by the monitor's last pass (`None`:
+/// evaluated for this page).
+struct SloPanel {
+    rows: Vec<minijinja::Value>,
+    at: Option<String>,
+}
+
+/// Every SLO check's result: the background monitor's last pass (at most a minute old by
+/// default), or, before its first pass and while it is stale, an evaluation now (the same as
+/// `GET /v1/slo` and `kairos slo`).
+async fn slo_panel(state: &AppState, now: DateTime<Utc>) -> Result<SloPanel, String> {
     use kairos_engine::monitor::{CheckStatus, Monitor};
     let k = &state.kairos;
     let monitor = Monitor::new(state.monitor.as_ref().clone(), k.store().clone())
         .map_err(|e| format!("the monitor's configuration is invalid: {e}"))?
         .with_kinds(k.kinds().clone());
-    let report = monitor.report(now).await.map_err(|e| {
+    let failed = |e: kairos_store::Error| {
         tracing::warn!(error = %e, "admin: SLO report failed");
         "the SLO report could not be computed; the server log has the reason".to_string()
-    })?;
-    Ok(report
+    };
+    let (report, at) = match monitor.report_last(now).await.map_err(failed)? {
+        Some(r) => {
+            let at = fmt_t(r.at);
+            (r, Some(at))
+        }
+        None => (monitor.report(now).await.map_err(failed)?, None),
+    };
+    let rows = report
         .checks
         .iter()
         .map(|c| {
@@ -142,7 +158,8 @@ async fn slo_panel(state: &AppState, now: DateTime<Utc>) -> Result<Vec<minijinja
                 since => c.since.map(fmt_t),
             }
         })
-        .collect())
+        .collect();
+    Ok(SloPanel { rows, at })
 }
 
 /// The page shown when the store cannot be read (the reason goes to the log, not the page).

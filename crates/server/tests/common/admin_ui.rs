@@ -137,6 +137,21 @@ impl Ui {
         self.job_replying(Reply::status(500), 0).await
     }
 
+    /// Enqueue a webhook job due now to the receiver, and leave it to wait.
+    pub async fn enqueue_due(&self) -> kairos_core::Job {
+        self.kairos
+            .job_enqueue(kairos_engine::ops::NewJob {
+                webhook: Some(kairos_engine::ops::WebhookTarget {
+                    url: self.receiver.url("/hook"),
+                    secret: SECRET.into(),
+                }),
+                ..Default::default()
+            })
+            .await
+            .expect("enqueue")
+            .0
+    }
+
     /// Enqueue a webhook job with `max_attempts` (0: the kind's default retries) and run it
     /// once against `reply`.
     pub async fn job_replying(&self, reply: Reply, max_attempts: u32) -> String {

@@ -49,6 +49,9 @@ pub trait InsightStore: Send + Sync {
     async fn monitor_pass_record(&self, p: MonitorPassRecord) -> Result<()>;
     /// When the background monitor last completed a pass; `None` before its first.
     async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>>;
+    /// The background monitor's last completed pass with what it found; `None` before its
+    /// first.
+    async fn monitor_pass_get(&self) -> Result<Option<MonitorPass>>;
     /// Measure the queue and store it as a minute's sample (see [`QueueSampleRecord`]); the
     /// sample stored, `None` when the minute had one already.
     async fn queue_sample_record(&self, p: QueueSampleRecord) -> Result<Option<QueueSample>>;

@@ -372,9 +372,10 @@ const MONITOR_SERVICE: &str = "monitor";
 pub async fn monitor_pass_record(run: &mut impl SqlRun, p: MonitorPassRecord) -> Result<()> {
     run.execute(
         "monitor pass record",
-        "INSERT INTO monitor_passes (service, last_pass_at) VALUES ($1, $2)
-         ON CONFLICT (service) DO UPDATE SET last_pass_at = excluded.last_pass_at",
-        binds![MONITOR_SERVICE, p.at],
+        "INSERT INTO monitor_passes (service, last_pass_at, report) VALUES ($1, $2, $3)
+         ON CONFLICT (service) DO UPDATE
+         SET last_pass_at = excluded.last_pass_at, report = excluded.report",
+        binds![MONITOR_SERVICE, p.at, p.report],
     )
     .await?;
     Ok(())
@@ -387,6 +388,22 @@ pub async fn monitor_pass_last(run: &mut impl SqlRun) -> Result<Option<DateTime<
         "SELECT last_pass_at FROM monitor_passes WHERE service = $1",
         binds![MONITOR_SERVICE],
         &|r| r.ts("last_pass_at"),
+    )
+    .await
+}
+
+/// The last completed monitor pass, with what it found.
+pub async fn monitor_pass_get(run: &mut impl SqlRun) -> Result<Option<crate::MonitorPass>> {
+    run.fetch_optional(
+        "monitor pass get",
+        "SELECT last_pass_at, report FROM monitor_passes WHERE service = $1",
+        binds![MONITOR_SERVICE],
+        &|r| {
+            Ok(crate::MonitorPass {
+                at: r.ts("last_pass_at")?,
+                report: r.opt_text("report")?,
+            })
+        },
     )
     .await
 }
@@ -451,6 +468,10 @@ impl<D: super::SqlDb> crate::InsightStore for D {
 
     async fn monitor_pass_last(&self) -> Result<Option<DateTime<Utc>>> {
         monitor_pass_last(&mut self.reader()).await
+    }
+
+    async fn monitor_pass_get(&self) -> Result<Option<crate::MonitorPass>> {
+        monitor_pass_get(&mut self.reader()).await
     }
 
     async fn queue_sample_record(

@@ -72,6 +72,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0034 "jobs_fillfactor",
     0035 "inline_checks",
     0036 "sample_finished",
+    0037 "pass_report",
 ];
 
 /// The table sqlx records applied migrations in.
