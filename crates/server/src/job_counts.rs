@@ -40,7 +40,7 @@ pub struct CountPolicy {
     /// How long the first read waits for the first count, which runs in the background:
     /// after a restart on a large table, a scrape answers within this instead of waiting
     /// past Prometheus's timeout, and without the finished states until their count lands.
-    /// Default 2 s.
+    /// Zero: the first read does not wait. Default 2 s.
     pub first_wait: Duration,
 }
 
@@ -164,7 +164,12 @@ impl JobCounts {
                 }
                 Ok(Some((t.counts.clone(), t.at)))
             }
-            // The first count: in the background, waited for a moment.
+            // The first count: in the background, waited for a moment (not at all when
+            // `first_wait` is zero: a timer of zero still yields, and the count may land).
+            None if self.policy.first_wait.is_zero() => {
+                self.refresh(store, clock);
+                Ok(None)
+            }
             None => {
                 let landed = self.landed.notified();
                 tokio::pin!(landed);
