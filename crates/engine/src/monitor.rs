@@ -589,17 +589,13 @@ impl Monitor {
     /// The report also carries the last completed pass and the `monitor_stale` check.
     pub async fn report(&self, now: DateTime<Utc>) -> Result<SloReport, kairos_store::Error> {
         let mut report = self.evaluate(now).await?;
-        self.annotate(&mut report, now).await?;
+        self.since(&mut report).await?;
+        stale::add(&self.cfg, self.store.as_ref(), now, &mut report).await;
         Ok(report)
     }
 
-    /// Each warning's `since` from the stored alert state, the last completed pass and the
-    /// `monitor_stale` check: what a report shows beside the checks' results.
-    async fn annotate(
-        &self,
-        report: &mut SloReport,
-        now: DateTime<Utc>,
-    ) -> Result<(), kairos_store::Error> {
+    /// Each warning's `since`, from the stored alert state.
+    async fn since(&self, report: &mut SloReport) -> Result<(), kairos_store::Error> {
         let stored = self.store.slo_alert_list().await?;
         for c in &mut report.checks {
             let key = c.key();
@@ -608,7 +604,6 @@ impl Monitor {
                 .find(|a| a.key == key && a.active && c.status == CheckStatus::Warning)
                 .map(|a| a.since);
         }
-        stale::add(&self.cfg, self.store.as_ref(), now, report).await;
         Ok(())
     }
 

@@ -160,6 +160,47 @@ pub async fn queue_sample_counts_the_jobs_finished_in_its_minute(s: S) {
     assert_eq!(listed, vec![got]);
 }
 
+/// After migrations 0036 and 0037, on a store whose database held, before them, a sample of
+/// `t0()` (due 3, available 5, running 2, started 7, lateness p99 120 ms) and a monitor pass at
+/// `t0() + 30 s`: both are kept, and what they lack reads as unknown; a new sample has its
+/// minute's finished jobs. Each store's migration test writes the rows its own way, then calls
+/// this (not part of the suite: it needs a database of the release before).
+pub async fn samples_and_pass_of_the_release_before_after_0037(store: &dyn Store) {
+    let later = t0() + Duration::minutes(1);
+    store
+        .queue_sample_record(QueueSampleRecord {
+            minute: later,
+            now: later + Duration::seconds(65),
+        })
+        .await
+        .expect("record")
+        .expect("a new minute");
+    let samples = store
+        .queue_sample_list(QueueSampleList {
+            since: t0(),
+            until: t0() + Duration::minutes(2),
+        })
+        .await
+        .expect("list");
+    assert_eq!(samples.len(), 2);
+    let old = &samples[0];
+    assert_eq!(
+        (
+            old.due,
+            old.available,
+            old.running,
+            old.started,
+            old.lateness_p99_ms
+        ),
+        (3, 5, 2, 7, Some(120))
+    );
+    assert_eq!((old.succeeded, old.dead), (None, None));
+    assert_eq!((samples[1].succeeded, samples[1].dead), (Some(0), Some(0)));
+    let pass = store.monitor_pass_get().await.expect("pass").expect("kept");
+    assert_eq!(pass.at, t0() + Duration::seconds(30));
+    assert_eq!(pass.report, None);
+}
+
 fn beat(id: &str, started: DateTime<Utc>, at: DateTime<Utc>, leader: bool) -> NodeHeartbeat {
     NodeHeartbeat {
         id: id.into(),

@@ -32,7 +32,8 @@ impl Monitor {
             return Ok(None);
         };
         let mut report = SloReport::new(pass.at, checks);
-        self.annotate(&mut report, now).await?;
+        self.since(&mut report).await?;
+        stale::add_last(&self.cfg, Some(pass.at), now, &mut report);
         Ok(Some(report))
     }
 }

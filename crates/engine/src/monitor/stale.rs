@@ -29,6 +29,16 @@ pub(super) async fn add(
             return;
         }
     };
+    add_last(cfg, last, now, report);
+}
+
+/// [`add`], with the last completed pass already read (`last`).
+pub(super) fn add_last(
+    cfg: &MonitorConfig,
+    last: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    report: &mut SloReport,
+) {
     report.monitor_last_pass_at = last;
     if cfg.enabled(names::MONITOR_STALE) {
         report.checks.push(result(cfg, last, now));

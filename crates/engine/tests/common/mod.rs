@@ -914,9 +914,6 @@ impl InsightStore for CountingStore {
     async fn job_count_by_state(&self) -> kairos_store::Result<Vec<(String, i64)>> {
         self.inner.job_count_by_state().await
     }
-    async fn job_count_by_state_kind(&self) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
-        self.inner.job_count_by_state_kind().await
-    }
     async fn job_count_group(
         &self,
         p: kairos_store::JobCountGroup,

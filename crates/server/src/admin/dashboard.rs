@@ -27,13 +27,13 @@ pub async fn dashboard(
         Err(e) => return store_error(&op, &state, e).await,
     };
     let now = state.kairos.clock().now();
-    // When the finished states were counted, if not for this page; empty while their first
-    // count runs (a large table is counted in the background, `crate::job_counts`).
-    let counted_at = match counts.retained_at {
-        Some(at) if now - at >= chrono::Duration::seconds(1) => Some(fmt_t(at)),
-        Some(_) => None,
-        None => Some(String::new()),
-    };
+    // When the finished states were counted, if not for this page, or that their first count
+    // is still running (a large table is counted in the background, `crate::job_counts`).
+    let counting = counts.retained_at.is_none();
+    let counted_at = counts
+        .retained_at
+        .filter(|at| now - *at >= chrono::Duration::seconds(1))
+        .map(fmt_t);
     let counts: Vec<_> = counts
         .by_state()
         .into_iter()
@@ -96,7 +96,7 @@ pub async fn dashboard(
         &state,
         "dashboard.html",
         context! {
-            counts, counted_at, slo, slo_at, slo_error, now => fmt_t(now),
+            counts, counted_at, counting, slo, slo_at, slo_error, now => fmt_t(now),
             hour_svg => minijinja::Value::from_safe_string(hour.svg),
             day_svg => minijinja::Value::from_safe_string(day.svg),
             hour => context! { succeeded => hour.succeeded, dead => hour.dead },

@@ -10,11 +10,9 @@ use chrono::{DateTime, Utc};
 pub trait InsightStore: Send + Sync {
     /// Number of jobs per state.
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>>;
-    /// Number of jobs per state and kind (the `kairos_jobs` gauge).
-    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>>;
-    /// Number of jobs per state and kind in one group of states, ordered by state and kind:
-    /// the queue's states at each `/metrics` scrape, the retained ones when their count is
-    /// due ([`JobStateGroup`]).
+    /// Number of jobs per state and kind in one group of states, ordered by state and kind
+    /// (the `kairos_jobs` gauge): the queue's states at each `/metrics` scrape, the retained
+    /// ones when their count is due ([`JobStateGroup`]).
     async fn job_count_group(&self, p: JobCountGroup) -> Result<Vec<JobCount>>;
     /// Jobs put back to wait, per reason (every reason of
     /// [`WAIT_REASONS`](crate::concurrency::WAIT_REASONS), zeros included): the

@@ -21,17 +21,6 @@ pub async fn job_count_by_state(run: &mut impl SqlRun) -> Result<Vec<(String, i6
     .await
 }
 
-/// Jobs by state and kind.
-pub async fn job_count_by_state_kind(run: &mut impl SqlRun) -> Result<Vec<JobCount>> {
-    run.fetch(
-        "job count by state and kind",
-        "SELECT state, kind, COUNT(*) AS n FROM jobs GROUP BY state, kind ORDER BY state, kind",
-        vec![],
-        &|r| rows::job_count(r),
-    )
-    .await
-}
-
 /// Jobs by state and kind in one group of states. The queue's states are counted one state
 /// at a time, so that each read is a scan of the partial index of its state (`jobs_due`,
 /// `jobs_lease`) and costs what the queue holds, not what the table retains; the retained
@@ -412,10 +401,6 @@ pub async fn monitor_pass_get(run: &mut impl SqlRun) -> Result<Option<crate::Mon
 impl<D: super::SqlDb> crate::InsightStore for D {
     async fn job_count_by_state(&self) -> Result<Vec<(String, i64)>> {
         job_count_by_state(&mut self.reader()).await
-    }
-
-    async fn job_count_by_state_kind(&self) -> Result<Vec<JobCount>> {
-        job_count_by_state_kind(&mut self.reader()).await
     }
 
     async fn job_count_group(&self, p: JobCountGroup) -> Result<Vec<JobCount>> {
