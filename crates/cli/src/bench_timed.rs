@@ -494,12 +494,6 @@ impl InboundStore for TimedStore {
     ) -> kairos_store::Result<u64> {
         self.inner.inbound_event_prune(p).await
     }
-    async fn sent_mail_count(
-        &self,
-        p: kairos_store::SentMailCount,
-    ) -> kairos_store::Result<Vec<kairos_store::MailOutcomeCount>> {
-        self.inner.sent_mail_count(p).await
-    }
     async fn exposure_outcome_count(
         &self,
         p: kairos_store::ExposureOutcomeCount,
@@ -607,6 +601,30 @@ impl InsightStore for TimedStore {
         p: kairos_store::QueueSamplePrune,
     ) -> kairos_store::Result<u64> {
         self.inner.queue_sample_prune(p).await
+    }
+    async fn topic_count_record(
+        &self,
+        p: kairos_store::TopicCountRecord,
+    ) -> kairos_store::Result<bool> {
+        self.inner.topic_count_record(p).await
+    }
+    async fn topic_count_list(
+        &self,
+        p: kairos_store::TopicCountList,
+    ) -> kairos_store::Result<kairos_store::TopicCounts> {
+        self.inner.topic_count_list(p).await
+    }
+    async fn topic_count_range(
+        &self,
+        p: kairos_store::TopicCountRange,
+    ) -> kairos_store::Result<Vec<kairos_store::TopicCount>> {
+        self.inner.topic_count_range(p).await
+    }
+    async fn topic_count_prune(
+        &self,
+        p: kairos_store::TopicCountPrune,
+    ) -> kairos_store::Result<u64> {
+        self.inner.topic_count_prune(p).await
     }
 }
 

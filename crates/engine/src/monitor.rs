@@ -53,6 +53,7 @@ mod endpoints;
 mod horizon;
 mod last_pass;
 mod runs;
+pub mod sent;
 mod stale;
 
 pub use alerts::{AckError, AlertChanges, AlertSink, ack};

@@ -180,6 +180,69 @@ async fn complaint_rate_over_point_three_percent_warns_and_recovers_when_it_fall
     assert!(!alert_active(&h, "complaint_rate:weekly").await);
 }
 
+/// A pass reads the mails sent from the sampler's quarter-hour topic counts, and counts from
+/// the job table only what they do not cover: the window's start up to its first quarter, the
+/// quarters not counted yet, and the quarter in progress. Mails in a gap or in the current
+/// quarter count once, and the result is the one a count of the whole window gives.
+#[tokio::test]
+async fn bounce_rate_sums_the_counted_quarters_and_reads_only_the_rest_of_the_window() {
+    let t0 = t("2026-11-29T08:00:00Z");
+    let mut cfg = kairos_engine::EngineConfig::default();
+    cfg.monitor.deliverability_window = std::time::Duration::from_secs(2 * 3600);
+    let h = Harness::with_config(t0, cfg.clone(), &[("email", provider())]).await;
+    // 30 mails at 08:20 (a quarter the first sampler run leaves uncounted), 170 at 09:01,
+    // 11 of them bounced, and 40 at 10:05 (the quarter in progress at 10:10).
+    send(&h, "weekly", 0, 30, t0 + mins(20)).await;
+    send(&h, "weekly", 30, 200, t0 + mins(61)).await;
+    for i in 0..11 {
+        let pid = format!("weekly-{}", i * 3);
+        receive(&h, &format!("b-{i}"), bounce(&pid), t0 + mins(65)).await;
+    }
+    send(&h, "weekly", 200, 240, t0 + mins(125)).await;
+    let now = t0 + mins(130);
+    let r = h.engine.sampler().run_once(now).await.unwrap();
+    assert_eq!(r.topic_quarters, 5, "09:45, then 09:30 back to 08:45");
+
+    let counting = CountingStore::new(h.store.clone());
+    let m = Monitor::new(cfg.monitor.clone(), counting.clone())
+        .expect("monitor config")
+        .with_kinds(h.engine.kinds());
+    let expect = |r: &SloReport| {
+        let b = find(r, names::BOUNCE_RATE, Some("weekly"));
+        assert_eq!(b.status, CheckStatus::Ok, "{b:?}");
+        assert_eq!(b.sample, Some(240), "every mail once: {b:?}");
+        assert_eq!(b.value, Some(11.0 / 240.0));
+    };
+    expect(&m.evaluate(now).await.unwrap());
+    let until = now + ms(1);
+    assert_eq!(
+        std::mem::take(&mut *counting.topic_ranges.lock().unwrap()),
+        vec![(now - mins(120), t0 + mins(45)), (t0 + mins(120), until)],
+        "the window's start and the uncounted 08:00-08:45, and the quarter in progress"
+    );
+
+    let r = h.engine.sampler().run_once(now + secs(10)).await.unwrap();
+    assert_eq!(r.topic_quarters, 3, "the gaps 08:30, 08:15, 08:00");
+    expect(&m.evaluate(now).await.unwrap());
+    assert_eq!(
+        std::mem::take(&mut *counting.topic_ranges.lock().unwrap()),
+        vec![(now - mins(120), t0 + mins(15)), (t0 + mins(120), until)],
+        "five minutes before the first quarter, and the quarter in progress"
+    );
+    // A bounce recorded after its quarter was counted is added to it.
+    receive(&h, "b-late", bounce("weekly-100"), now).await;
+    let r = m.evaluate(now).await.unwrap();
+    let b = find(&r, names::BOUNCE_RATE, Some("weekly"));
+    assert_eq!(b.value, Some(12.0 / 240.0), "{b:?}");
+    // The mails at 08:20 leave the window: counted in their quarter no more.
+    let later = t0 + mins(160);
+    let r = m.evaluate(later).await.unwrap();
+    assert_eq!(
+        find(&r, names::BOUNCE_RATE, Some("weekly")).sample,
+        Some(210)
+    );
+}
+
 /// An event kairos stores without acting on — an unknown type, no type at all, a bounce
 /// without a bounce type (its address is not suppressed) — is an `inbound_unknown` warning
 /// for its source naming the types and counts; events kairos acts on are not. Once the

@@ -11,7 +11,7 @@ use kairos_engine::EngineConfig;
 use kairos_engine::heartbeat::HeartbeatConfig;
 use kairos_engine::sampler::SamplerConfig;
 use kairos_engine::service::Service;
-use kairos_store::{Leader, NodeList, QueueSampleList};
+use kairos_store::{Leader, NodeList, QueueSampleList, TopicCount, TopicCountList};
 
 #[tokio::test]
 async fn sampler_stores_the_minute_that_ended_once_and_prunes_after_its_retention() {
@@ -53,6 +53,74 @@ async fn sampler_stores_the_minute_that_ended_once_and_prunes_after_its_retentio
         .expect("list");
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].minute, later - Duration::minutes(1));
+}
+
+/// The sampler counts the last quarter hour that ended two minutes ago once, counts the
+/// quarters of the monitor's deliverability window it has no count for four at a time, newest
+/// first, and deletes the counts that left that window.
+#[tokio::test]
+async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverability_window() {
+    let start = t("2026-12-01T08:00:00Z");
+    let mut cfg = EngineConfig::default();
+    cfg.monitor.deliverability_window = std::time::Duration::from_secs(3600);
+    let h = Harness::with_config(start, cfg, &[("test", TestHandler::ok())]).await;
+    h.enqueue(
+        "test",
+        serde_json::json!({"topic": "weekly"}),
+        Some(start + Duration::minutes(50)),
+        None,
+    )
+    .await;
+    h.exec(start + Duration::minutes(50)).await;
+    let sampler = h.engine.sampler();
+    let taken = |at| {
+        let store = h.store.clone();
+        async move {
+            store
+                .topic_count_list(TopicCountList {
+                    since: start - Duration::days(1),
+                    until: at,
+                })
+                .await
+                .expect("list")
+        }
+    };
+    // 09:01: 08:45 ended less than two minutes ago; 08:30 is the last settled quarter.
+    let at = start + Duration::minutes(61);
+    let r = sampler.run_once(at).await.expect("run");
+    assert_eq!(
+        r.topic_quarters, 3,
+        "08:30, then 08:15 and 08:00 (within the hour)"
+    );
+    let q = |m| start + Duration::minutes(m);
+    assert_eq!(taken(at).await.taken, vec![q(0), q(15), q(30)]);
+    let r = sampler
+        .run_once(at + Duration::seconds(10))
+        .await
+        .expect("run");
+    assert_eq!(r.topic_quarters, 0, "nothing new, no gap");
+    let at = start + Duration::minutes(62);
+    let r = sampler.run_once(at).await.expect("run");
+    assert_eq!(r.topic_quarters, 1, "08:45 has settled");
+    let listed = taken(at).await;
+    assert_eq!(
+        listed.counts,
+        vec![(
+            q(45),
+            TopicCount {
+                kind: "test".into(),
+                topic: "weekly".into(),
+                succeeded: 1,
+                ..TopicCount::default()
+            }
+        )]
+    );
+    // Two hours later: the counts before 09:45 (the hour's first quarter, 10:47 - 1 h) are
+    // deleted, and the gaps since are filled.
+    let at = start + Duration::minutes(167);
+    let r = sampler.run_once(at).await.expect("run");
+    assert_eq!(r.topic_quarters, 4, "10:30, then 10:15, 10:00 and 09:45");
+    assert_eq!(taken(at).await.taken, vec![q(105), q(120), q(135), q(150)]);
 }
 
 #[tokio::test]

@@ -74,11 +74,22 @@ fn row(key: &str, counts: [i64; 6]) -> MailOutcomeCount {
     }
 }
 
-/// Per topic: the mail jobs that succeeded in the window, and how many of those mails each
-/// outcome reached, counted once per mail (two opens of one mail are one opened mail). Jobs of
-/// other kinds, outside the window or without a topic are not counted, and an event whose
-/// message id matches no attempt counts toward no topic.
-pub async fn sent_mail_count_counts_mails_per_topic_with_their_outcomes(s: S) {
+fn topic(kind: &str, topic: &str, counts: [i64; 3]) -> TopicCount {
+    let [succeeded, bounced, complained] = counts;
+    TopicCount {
+        kind: kind.into(),
+        topic: topic.into(),
+        succeeded,
+        bounced,
+        complained,
+    }
+}
+
+/// The jobs with a topic that succeeded in a window, per kind and topic, with how many of them
+/// have a bounce and a complaint, counted once per mail (two bounces of one mail are one
+/// bounced mail). Jobs outside the window or without a topic are not counted, and an event
+/// whose message id matches no attempt counts toward no topic.
+pub async fn topic_count_range_counts_mails_per_topic_with_their_bounces_and_complaints(s: S) {
     let mail = |topic: &str| json!({"topic": topic, "recipient_id": "r"});
     let t = t0();
     sent(&s, "email", mail("weekly"), "m1", t, false).await;
@@ -167,40 +178,171 @@ pub async fn sent_mail_count_counts_mails_per_topic_with_their_outcomes(s: S) {
     event(&s, "e10", mail_event::BOUNCED, Some("m0"), r, later).await;
     event(&s, "e11", mail_event::BOUNCED, Some("nobody"), r, later).await;
     event(&s, "e12", mail_event::BOUNCED, None, r, later).await;
-    let counts = s
-        .sent_mail_count(SentMailCount {
-            since: t - Duration::hours(1),
-            until: t + Duration::hours(1),
-            mail_kinds: vec!["email".into()],
+    event(&s, "e13", mail_event::BOUNCED, Some("m3"), r, later).await;
+    let range = |since, until| TopicCountRange { since, until };
+    assert_eq!(
+        s.topic_count_range(range(t - Duration::hours(1), t + Duration::hours(1)))
+            .await
+            .unwrap(),
+        vec![
+            topic("email", "daily", [1, 1, 0]),
+            topic("email", "weekly", [3, 1, 1]),
+            topic("webhook", "weekly", [1, 1, 0]),
+        ]
+    );
+    // The window's end is exclusive; the mail before the window has its own.
+    assert_eq!(
+        s.topic_count_range(range(t - Duration::hours(1), t))
+            .await
+            .unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        s.topic_count_range(range(t - Duration::hours(3), t - Duration::hours(1)))
+            .await
+            .unwrap(),
+        vec![topic("email", "weekly", [1, 1, 0])]
+    );
+}
+
+/// A quarter hour's succeeded jobs with a topic are counted once, per kind and topic, and
+/// marked counted even without any; the list gives the quarters counted with their counts, and
+/// the prune deletes the quarters before an instant, counts and marks.
+pub async fn topic_count_record_counts_a_quarter_once_and_lists_what_was_counted(s: S) {
+    let q = quarter_of(t0());
+    let mail = |topic: &str| json!({"topic": topic, "recipient_id": "r"});
+    let m = Duration::minutes;
+    sent(&s, "email", mail("weekly"), "m1", q, false).await;
+    sent(&s, "email", mail("weekly"), "m2", q + m(14), false).await;
+    sent(&s, "email", mail("daily"), "m3", q + m(3), false).await;
+    sent(&s, "webhook", mail("weekly"), "w1", q + m(4), false).await;
+    sent(&s, "email", json!({"n": 1}), "m4", q + m(5), false).await;
+    // The next quarter's job, and one in the quarter before.
+    sent(&s, "email", mail("weekly"), "m5", q + m(15), false).await;
+    sent(&s, "email", mail("weekly"), "m6", q - m(1), false).await;
+    let now = q + m(40);
+    let record = |start| TopicCountRecord { start, now };
+    assert!(
+        s.topic_count_record(record(q + m(7))).await.unwrap(),
+        "any instant of the quarter names it"
+    );
+    assert!(!s.topic_count_record(record(q)).await.unwrap(), "once");
+    let empty = q + Duration::hours(1);
+    assert!(
+        s.topic_count_record(record(empty)).await.unwrap(),
+        "a quarter without such jobs is counted too"
+    );
+    let list = |since, until| TopicCountList { since, until };
+    let listed = s
+        .topic_count_list(list(q - TOPIC_COUNT_SPAN, q + Duration::hours(2)))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.taken,
+        vec![q, empty],
+        "the quarters before and after were not counted"
+    );
+    let expected = vec![
+        topic("email", "daily", [1, 0, 0]),
+        topic("email", "weekly", [2, 0, 0]),
+        topic("webhook", "weekly", [1, 0, 0]),
+    ];
+    assert_eq!(
+        listed.counts,
+        expected.iter().map(|c| (q, c.clone())).collect::<Vec<_>>()
+    );
+    let later = s
+        .topic_count_list(list(q + TOPIC_COUNT_SPAN, q + Duration::hours(2)))
+        .await
+        .unwrap();
+    assert_eq!((later.taken, later.counts), (vec![empty], vec![]));
+    let pruned = s
+        .topic_count_prune(TopicCountPrune {
+            before: q + TOPIC_COUNT_SPAN,
+        })
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1);
+    let left = s
+        .topic_count_list(list(q - Duration::hours(1), q + Duration::hours(2)))
+        .await
+        .unwrap();
+    assert_eq!((left.taken, left.counts), (vec![empty], vec![]));
+    assert!(
+        s.topic_count_record(record(q)).await.unwrap(),
+        "a pruned quarter can be counted again"
+    );
+    let again = s.topic_count_list(list(q, q + m(1))).await.unwrap();
+    assert_eq!(
+        again.counts,
+        expected.into_iter().map(|c| (q, c)).collect::<Vec<_>>()
+    );
+}
+
+/// A recorded bounce or complaint about a job with a topic is added to the quarter its mail
+/// was sent in, once per mail and type (a second bounce of one mail, or the same event again,
+/// adds nothing), before the quarter is counted as after; the count keeps it. Other event
+/// types and events matching no mail add nothing.
+pub async fn inbound_events_add_each_mails_first_bounce_and_complaint_to_its_quarter(s: S) {
+    let q = quarter_of(t0());
+    let m = Duration::minutes;
+    let mail = json!({"topic": "weekly", "recipient_id": "r"});
+    sent(&s, "email", mail.clone(), "m1", q + m(1), false).await;
+    sent(&s, "email", mail.clone(), "m2", q + m(2), false).await;
+    sent(&s, "email", mail.clone(), "m3", q + m(20), false).await;
+    let at = q + m(16);
+    let r = action::RECORDED;
+    event(
+        &s,
+        "e1",
+        mail_event::BOUNCED,
+        Some("m1"),
+        action::SUPPRESSED,
+        at,
+    )
+    .await;
+    event(&s, "e2", mail_event::BOUNCED, Some("m1"), r, at).await;
+    event(&s, "e1", mail_event::BOUNCED, Some("m1"), r, at).await;
+    event(&s, "e3", mail_event::COMPLAINED, Some("m2"), r, at).await;
+    event(&s, "e4", mail_event::DELIVERED, Some("m2"), r, at).await;
+    event(&s, "e5", mail_event::BOUNCED, Some("nobody"), r, at).await;
+    event(&s, "e6", mail_event::BOUNCED, Some("m3"), r, q + m(25)).await;
+    assert!(
+        s.topic_count_record(TopicCountRecord { start: q, now: at })
+            .await
+            .unwrap()
+    );
+    let listed = s
+        .topic_count_list(TopicCountList {
+            since: q,
+            until: q + m(30),
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.taken, vec![q], "the next quarter is not counted yet");
+    assert_eq!(
+        listed.counts,
+        vec![(q, topic("email", "weekly", [2, 1, 1]))]
+    );
+    assert!(
+        s.topic_count_record(TopicCountRecord {
+            start: q + TOPIC_COUNT_SPAN,
+            now: q + m(35),
+        })
+        .await
+        .unwrap()
+    );
+    let next = s
+        .topic_count_list(TopicCountList {
+            since: q + TOPIC_COUNT_SPAN,
+            until: q + m(30),
         })
         .await
         .unwrap();
     assert_eq!(
-        counts,
-        vec![
-            row("daily", [1, 0, 0, 0, 1, 0]),
-            row("weekly", [3, 2, 1, 1, 1, 1]),
-        ]
+        next.counts,
+        vec![(q + TOPIC_COUNT_SPAN, topic("email", "weekly", [1, 1, 0]))]
     );
-    // The window's end is exclusive, and no mail kind counts nothing.
-    let none = s
-        .sent_mail_count(SentMailCount {
-            since: t - Duration::hours(1),
-            until: t,
-            mail_kinds: vec!["email".into()],
-        })
-        .await
-        .unwrap();
-    assert_eq!(none, vec![]);
-    let other = s
-        .sent_mail_count(SentMailCount {
-            since: t - Duration::hours(1),
-            until: t + Duration::hours(1),
-            mail_kinds: vec!["sms".into()],
-        })
-        .await
-        .unwrap();
-    assert_eq!(other, vec![]);
 }
 
 /// Per A/B variant of a topic: its exposures (successful sends whose completion recorded
@@ -308,4 +450,50 @@ pub async fn inbound_event_count_groups_one_action_by_source_and_type(s: S) {
         .await
         .unwrap();
     assert_eq!(recorded, vec![tally("resend", mail_event::DELIVERED, 1)]);
+}
+
+/// The mails each store's migration test writes into a database of the release before 0038:
+/// id, topic, minutes after `t0()` it succeeded (all `email`). j1 and j2 are of topic `weekly`,
+/// j3 has none.
+pub const BEFORE_0038_JOBS: [(&str, Option<&str>, i64); 3] = [
+    ("j1", Some("weekly"), 1),
+    ("j2", Some("weekly"), 2),
+    ("j3", None, 3),
+];
+/// Their events: id, type, job. j1 bounced twice, j2 was complained about and delivered, j3
+/// bounced.
+pub const BEFORE_0038_EVENTS: [(&str, &str, &str); 5] = [
+    ("b1", mail_event::BOUNCED, "j1"),
+    ("b2", mail_event::BOUNCED, "j1"),
+    ("c1", mail_event::COMPLAINED, "j2"),
+    ("d1", mail_event::DELIVERED, "j2"),
+    ("b3", mail_event::BOUNCED, "j3"),
+];
+
+/// After migration 0038 on a database holding [`BEFORE_0038_JOBS`] and their events, the
+/// bounces and complaints recorded before are in their mails' quarter, each mail once; once
+/// the sampler counts the quarter, its topic reads 2 sent, 1 bounced, 1 complained about.
+pub async fn bounces_of_the_release_before_after_0038(store: &dyn Store) {
+    let q = quarter_of(t0());
+    assert!(
+        store
+            .topic_count_record(TopicCountRecord {
+                start: q,
+                now: q + Duration::minutes(20),
+            })
+            .await
+            .unwrap()
+    );
+    let listed = store
+        .topic_count_list(TopicCountList {
+            since: q,
+            until: q + TOPIC_COUNT_SPAN,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.taken, vec![q]);
+    assert_eq!(
+        listed.counts,
+        vec![(q, topic("email", "weekly", [2, 1, 1]))]
+    );
 }

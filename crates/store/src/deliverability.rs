@@ -29,7 +29,7 @@ pub mod mail_event {
 /// Mails of one group (a topic, a variant) and how many of them each outcome reached.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MailOutcomeCount {
-    /// The group: the topic (`sent_mail_count`) or the variant (`exposure_outcome_count`).
+    /// The group: the variant (`exposure_outcome_count`).
     pub key: String,
     /// Mails sent: succeeded mail jobs, or A/B exposures.
     pub sent: i64,
@@ -43,20 +43,6 @@ pub struct MailOutcomeCount {
     pub bounced: i64,
     /// Mails with an `email.complained` event.
     pub complained: i64,
-}
-
-/// `sent_mail_count`: per topic, the mail jobs that succeeded in `[since, until)` and how many
-/// of those mails each provider event reached (the `bounce_rate` and `complaint_rate`
-/// checks). The topic is the job's `payload.topic`; jobs of other kinds, or without a topic,
-/// are not counted.
-#[derive(Debug, Clone)]
-pub struct SentMailCount {
-    /// Jobs finished at or after this instant.
-    pub since: DateTime<Utc>,
-    /// Jobs finished before this instant.
-    pub until: DateTime<Utc>,
-    /// The job kinds that send mail (the engine's: `email`). The store names no kind.
-    pub mail_kinds: Vec<String>,
 }
 
 /// `exposure_outcome_count`: per A/B variant of a topic, its exposures (successful sends) and

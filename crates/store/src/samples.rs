@@ -63,3 +63,79 @@ pub fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
     let ms = t.timestamp_millis().div_euclid(60_000) * 60_000;
     DateTime::from_timestamp_millis(ms).unwrap_or(t)
 }
+
+/// The span of one topic count: a quarter hour.
+pub const TOPIC_COUNT_SPAN: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
+
+/// The start of the quarter hour holding `t` (a [`TOPIC_COUNT_SPAN`]).
+pub fn quarter_of(t: DateTime<Utc>) -> DateTime<Utc> {
+    let span = TOPIC_COUNT_SPAN.num_milliseconds();
+    let ms = t.timestamp_millis().div_euclid(span) * span;
+    DateTime::from_timestamp_millis(ms).unwrap_or(t)
+}
+
+/// `topic_count_record`: count the jobs with a topic that succeeded in the quarter hour
+/// starting at `start`, per kind and topic, and store the counts with a mark that the quarter
+/// was counted, unless it was (the first writer wins, as for [`QueueSampleRecord`]). The
+/// bounced and complained mails of a quarter are not counted here: they are added as each
+/// mail's first event of that type is recorded (`inbound_event_record`).
+#[derive(Debug, Clone)]
+pub struct TopicCountRecord {
+    /// The quarter's start (a later instant is rounded down to its quarter).
+    pub start: DateTime<Utc>,
+    /// When it is counted (recorded as the mark's time).
+    pub now: DateTime<Utc>,
+}
+
+/// Jobs of one kind and topic that succeeded in a span, and how many of them have an
+/// `email.bounced` and an `email.complained` event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicCount {
+    /// The kind.
+    pub kind: String,
+    /// The topic.
+    pub topic: String,
+    /// Jobs that succeeded.
+    pub succeeded: i64,
+    /// Of those, jobs with an `email.bounced` event (each counted once).
+    pub bounced: i64,
+    /// Of those, jobs with an `email.complained` event (each counted once).
+    pub complained: i64,
+}
+
+/// `topic_count_list`: the stored counts of the quarters starting in `[since, until)`.
+#[derive(Debug, Clone)]
+pub struct TopicCountList {
+    /// First quarter start (inclusive).
+    pub since: DateTime<Utc>,
+    /// End (exclusive).
+    pub until: DateTime<Utc>,
+}
+
+/// What [`TopicCountList`] reads: the quarters counted, and their counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicCounts {
+    /// The starts of the quarters counted, oldest first (a quarter without jobs of a topic is
+    /// counted too, with no counts).
+    pub taken: Vec<DateTime<Utc>>,
+    /// Each quarter's counts with its start, oldest first, then by kind and topic.
+    pub counts: Vec<(DateTime<Utc>, TopicCount)>,
+}
+
+/// `topic_count_range`: the jobs with a topic that succeeded in `[since, until)`, per kind and
+/// topic, with their bounced and complained mails, counted from the job table (the spans the
+/// stored quarters do not cover).
+#[derive(Debug, Clone)]
+pub struct TopicCountRange {
+    /// Start (inclusive).
+    pub since: DateTime<Utc>,
+    /// End (exclusive).
+    pub until: DateTime<Utc>,
+}
+
+/// `topic_count_prune`: delete the counts of the quarters starting before `before`.
+#[derive(Debug, Clone)]
+pub struct TopicCountPrune {
+    /// Counts of earlier quarters are deleted.
+    pub before: DateTime<Utc>,
+}

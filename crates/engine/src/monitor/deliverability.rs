@@ -10,8 +10,12 @@
 //!   Events are attributed to a mail by its provider message id (Resend's `data.email_id`),
 //!   matched when the event is received against the provider ids the send attempts
 //!   recorded: an event no attempt matches (a mail sent by something else, an attempt already
-//!   pruned) counts toward no topic. Succeeded jobs are pruned after
-//!   `KAIROS_RETENTION_SUCCEEDED` (7 days by default): a longer window sees only what is kept.
+//!   pruned) counts toward no topic. The mails sent and their bounces and complaints come
+//!   from the quarter-hour topic counts the sampler and the inbound path keep
+//!   ([`super::sent`]), so a pass reads a week of those rows and a few minutes of jobs, not a
+//!   week of mail; the counts outlive the succeeded jobs (pruned after
+//!   `KAIROS_RETENTION_SUCCEEDED`, 7 days by default) for the window, but a quarter never
+//!   counted before its jobs were pruned counts only what is kept.
 //! - `inbound_unknown`, per source over `inbound_unknown_window` (default 24 h): provider
 //!   events kairos stored and acknowledged without acting on them — an unknown type, no type,
 //!   or an `email.bounced` whose bounce type is missing or not one kairos knows (its address
@@ -19,9 +23,10 @@
 //!   clears once none arrived in the window.
 
 use super::checks::{dur, human};
+use super::sent::Sent;
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
-use kairos_store::{InboundEventCount, MailOutcomeCount, SentMailCount, Store, action};
+use kairos_store::{InboundEventCount, Store, action};
 use std::collections::BTreeMap;
 
 /// The end of a window that includes `now`.
@@ -32,7 +37,7 @@ fn until(now: DateTime<Utc>) -> DateTime<Utc> {
 /// One rate check: its name, the outcome it counts, its threshold and the words for people.
 struct Rate {
     check: &'static str,
-    count: fn(&MailOutcomeCount) -> i64,
+    count: fn(&Sent) -> i64,
     threshold: f64,
     what: &'static str,
 }
@@ -65,13 +70,12 @@ pub(super) async fn rates(
         return Ok(Vec::new());
     }
     let window = human(cfg.deliverability_window);
-    let topics = store
-        .sent_mail_count(SentMailCount {
-            since: now - dur(cfg.deliverability_window),
-            until: until(now),
-            mail_kinds: kinds.mail_kinds(),
-        })
-        .await?;
+    let since = now - dur(cfg.deliverability_window);
+    let topics: Vec<(String, Sent)> =
+        super::sent::sent_per_topic(store, &kinds.mail_kinds(), since, until(now))
+            .await?
+            .into_iter()
+            .collect();
     let mut out = Vec::new();
     for rate in &checks {
         if topics.is_empty() {
@@ -83,7 +87,7 @@ pub(super) async fn rates(
             ));
             continue;
         }
-        for t in &topics {
+        for (key, t) in &topics {
             let n = (rate.count)(t);
             let value = if t.sent > 0 {
                 n as f64 / t.sent as f64
@@ -100,7 +104,7 @@ pub(super) async fn rates(
             let mut text = format!(
                 "{n} of {} mails of topic {:?} sent in the last {window} {} ({:.2}%; threshold {:.2}%)",
                 t.sent,
-                t.key,
+                key,
                 rate.what,
                 value * 100.0,
                 rate.threshold * 100.0
@@ -111,7 +115,7 @@ pub(super) async fn rates(
                     cfg.deliverability_min_sent
                 ));
             }
-            let mut r = CheckResult::new(rate.check, Some(t.key.clone()), status, text);
+            let mut r = CheckResult::new(rate.check, Some(key.clone()), status, text);
             r.value = Some(value);
             r.threshold = Some(rate.threshold);
             r.sample = Some(t.sent);

@@ -401,6 +401,8 @@ pub struct CountingStore {
     pub prune_delay: std::sync::Mutex<std::time::Duration>,
     pub prune_limits: std::sync::Mutex<Vec<i64>>,
     pub endpoint_upserts: AtomicUsize,
+    /// The ranges of the job table `topic_count_range` counted, in order.
+    pub topic_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 impl CountingStore {
@@ -418,6 +420,7 @@ impl CountingStore {
             prune_delay: Default::default(),
             prune_limits: Default::default(),
             endpoint_upserts: AtomicUsize::new(0),
+            topic_ranges: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -889,12 +892,6 @@ impl InboundStore for CountingStore {
     ) -> kairos_store::Result<u64> {
         self.inner.inbound_event_prune(p).await
     }
-    async fn sent_mail_count(
-        &self,
-        p: kairos_store::SentMailCount,
-    ) -> kairos_store::Result<Vec<kairos_store::MailOutcomeCount>> {
-        self.inner.sent_mail_count(p).await
-    }
     async fn exposure_outcome_count(
         &self,
         p: kairos_store::ExposureOutcomeCount,
@@ -1002,6 +999,31 @@ impl InsightStore for CountingStore {
         p: kairos_store::QueueSamplePrune,
     ) -> kairos_store::Result<u64> {
         self.inner.queue_sample_prune(p).await
+    }
+    async fn topic_count_record(
+        &self,
+        p: kairos_store::TopicCountRecord,
+    ) -> kairos_store::Result<bool> {
+        self.inner.topic_count_record(p).await
+    }
+    async fn topic_count_list(
+        &self,
+        p: kairos_store::TopicCountList,
+    ) -> kairos_store::Result<kairos_store::TopicCounts> {
+        self.inner.topic_count_list(p).await
+    }
+    async fn topic_count_range(
+        &self,
+        p: kairos_store::TopicCountRange,
+    ) -> kairos_store::Result<Vec<kairos_store::TopicCount>> {
+        self.topic_ranges.lock().unwrap().push((p.since, p.until));
+        self.inner.topic_count_range(p).await
+    }
+    async fn topic_count_prune(
+        &self,
+        p: kairos_store::TopicCountPrune,
+    ) -> kairos_store::Result<u64> {
+        self.inner.topic_count_prune(p).await
     }
 }
 

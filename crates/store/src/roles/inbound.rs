@@ -16,10 +16,6 @@ pub trait InboundStore: Send + Sync {
     /// Delete inbound events received before a time, oldest first, at most `limit`; returns
     /// how many (the pruner's retention of events).
     async fn inbound_event_prune(&self, p: InboundEventPrune) -> Result<u64>;
-    /// Per topic, the mail jobs that succeeded in a window and how many of those mails each
-    /// provider outcome (delivered, opened, clicked, bounced, complained) reached, by the
-    /// events attributed to their jobs (the `bounce_rate` and `complaint_rate` checks).
-    async fn sent_mail_count(&self, p: SentMailCount) -> Result<Vec<MailOutcomeCount>>;
     /// Per A/B variant of a topic, its exposures and how many of those mails each provider
     /// outcome reached (variant stats).
     async fn exposure_outcome_count(

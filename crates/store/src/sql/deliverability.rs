@@ -1,11 +1,11 @@
 //! The deliverability reads (of [`crate::InboundStore`]), written once over [`SqlRun`]:
 //! mails and the provider events attributed to them, and the inbound events by action.
 
-use super::{Bind, Dialect, SqlRun};
+use super::SqlRun;
 use crate::binds;
 use crate::{
     ExposureOutcomeCount, InboundEventCount, InboundEventTally, MailOutcomeCount, Result,
-    SentMailCount, mail_event,
+    mail_event,
 };
 
 /// The outcome columns of a row set `m` with a job id column `job_id`: for each event type,
@@ -41,45 +41,6 @@ fn mail_outcome_count<R: super::RowRead + ?Sized>(r: &R) -> Result<MailOutcomeCo
         bounced: r.int("bounced")?,
         complained: r.int("complained")?,
     })
-}
-
-/// A mail job's topic: its `topic` column.
-fn payload_topic(_dialect: Dialect) -> &'static str {
-    "topic"
-}
-
-/// `kind` is one of the list bound as `$3`.
-fn kind_in_list(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => "kind IN (SELECT value FROM json_each($3))",
-        Dialect::Postgres => "kind = ANY($3)",
-    }
-}
-
-/// Mail jobs that succeeded in a window, per topic, with their outcomes.
-pub async fn sent_mail_count(
-    run: &mut impl SqlRun,
-    p: SentMailCount,
-) -> Result<Vec<MailOutcomeCount>> {
-    // The window reads the jobs_finished index, like the failure rate.
-    let sql = format!(
-        "SELECT m.topic AS k, COUNT(*) AS sent,
-                {}
-         FROM (
-            SELECT id AS job_id, {} AS topic FROM jobs
-            WHERE finished_at >= $1 AND finished_at < $2
-              AND state = 'succeeded' AND {}
-         ) m
-         WHERE m.topic IS NOT NULL
-         GROUP BY m.topic ORDER BY m.topic",
-        outcome_columns(),
-        payload_topic(run.dialect()),
-        kind_in_list(run.dialect()),
-    );
-    let mut b = binds![p.since, p.until];
-    b.push(Bind::TextList(p.mail_kinds));
-    run.fetch("sent mail count", &sql, b, &|r| mail_outcome_count(r))
-        .await
 }
 
 /// A topic's A/B exposures per variant, with their outcomes.

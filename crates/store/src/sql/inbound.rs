@@ -132,6 +132,9 @@ pub async fn event_record(
     let Some(job_id) = inserted else {
         return Ok(None);
     };
+    if let Some(job) = &job_id {
+        super::topic_counts::topic_outcome_add(run, job, &p.event_type, &p.source, &p.id).await?;
+    }
     let mut out = InboundEventRecorded {
         created: true,
         job_id,
@@ -194,13 +197,6 @@ impl<D: super::SqlDb> crate::InboundStore for D {
     // On the writer: an event recorded a moment ago is seen (SQLite's read pool may lag).
     async fn inbound_event_get(&self, source: &str, id: &str) -> Result<Option<InboundEvent>> {
         event_get(&mut self.writer(), source, id).await
-    }
-
-    async fn sent_mail_count(
-        &self,
-        p: crate::SentMailCount,
-    ) -> Result<Vec<crate::MailOutcomeCount>> {
-        super::deliverability::sent_mail_count(&mut self.reader(), p).await
     }
 
     async fn exposure_outcome_count(

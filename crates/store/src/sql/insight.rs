@@ -476,4 +476,33 @@ impl<D: super::SqlDb> crate::InsightStore for D {
     async fn queue_sample_prune(&self, p: crate::QueueSamplePrune) -> Result<u64> {
         super::samples::queue_sample_prune(&mut self.writer(), p).await
     }
+
+    async fn topic_count_record(&self, p: crate::TopicCountRecord) -> Result<bool> {
+        use super::topic_counts as tc;
+        let start = crate::quarter_of(p.start);
+        if tc::topic_count_taken(&mut self.reader(), start).await? {
+            return Ok(false);
+        }
+        let counts = tc::topic_count_quarter(&mut self.reader(), start).await?;
+        let mut tx = self.begin("topic count record").await?;
+        let stored =
+            tc::topic_count_store(&mut Self::in_tx(&mut tx), start, p.now, &counts).await?;
+        self.commit(tx, "topic count record").await?;
+        Ok(stored)
+    }
+
+    async fn topic_count_list(&self, p: crate::TopicCountList) -> Result<crate::TopicCounts> {
+        super::topic_counts::topic_count_list(&mut self.reader(), p).await
+    }
+
+    async fn topic_count_range(&self, p: crate::TopicCountRange) -> Result<Vec<crate::TopicCount>> {
+        super::topic_counts::topic_count_range(&mut self.reader(), p).await
+    }
+
+    async fn topic_count_prune(&self, p: crate::TopicCountPrune) -> Result<u64> {
+        let mut tx = self.begin("topic count prune").await?;
+        let n = super::topic_counts::topic_count_prune(&mut Self::in_tx(&mut tx), p).await?;
+        self.commit(tx, "topic count prune").await?;
+        Ok(n)
+    }
 }

@@ -30,6 +30,7 @@ pub mod samples;
 pub mod schedules;
 pub mod secrets;
 mod statements;
+pub mod topic_counts;
 
 pub use db::SqlDb;
 pub use jobs::*;

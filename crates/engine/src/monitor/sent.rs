@@ -1,0 +1,209 @@
+//! Mails sent per topic over the deliverability window, from the sampler's quarter-hour topic
+//! counts (migration 0038) and the job table only where they do not reach.
+//!
+//! A week of mail at 100 a second is sixty million jobs: reading them at every pass (once a
+//! minute) kept a database backend busy. The sampler counts each quarter hour's succeeded jobs
+//! per kind and topic once; a pass sums the counted quarters of its window and counts from the
+//! job table only the rest ([`Plan`]): the part of the window before its first whole quarter,
+//! the quarter in progress (and the last one until the sampler counts it), and quarters without
+//! a count — at most [`MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
+//! kept current by the inbound path as each mail's first event of the type is recorded.
+
+use chrono::{DateTime, Duration, Utc};
+use kairos_store::{
+    Store, TOPIC_COUNT_SPAN, TopicCount, TopicCountList, TopicCountRange, quarter_of,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// At most this many ranges of the job table are counted for one window; more gaps between
+/// the counted quarters are counted as one range from the window's start.
+pub const MAX_SPANS: usize = 8;
+
+/// Where a window's sent mails come from: the counted quarters to sum, and the ranges of the
+/// job table to count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The starts of the counted quarters whose counts are summed (none inside a span).
+    pub quarters: BTreeSet<DateTime<Utc>>,
+    /// The ranges `[from, until)` of the job table to count, oldest first; the last ends at
+    /// the window's end.
+    pub spans: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+impl Plan {
+    /// The plan for the window `[since, until)`, given the quarters counted (`taken`).
+    pub fn of(taken: &[DateTime<Utc>], since: DateTime<Utc>, until: DateTime<Utc>) -> Plan {
+        let first = if quarter_of(since) == since {
+            since
+        } else {
+            quarter_of(since) + TOPIC_COUNT_SPAN
+        };
+        // Only whole quarters that ended by the window's end can be summed.
+        let end = quarter_of(until).max(first);
+        let taken: BTreeSet<_> = taken.iter().copied().collect();
+        let mut quarters = BTreeSet::new();
+        let mut spans = Vec::new();
+        let mut open = (since < first).then_some(since);
+        let mut q = first;
+        while q < end {
+            if taken.contains(&q) {
+                if let Some(from) = open.take() {
+                    spans.push((from, q));
+                }
+                quarters.insert(q);
+            } else if open.is_none() {
+                open = Some(q);
+            }
+            q += TOPIC_COUNT_SPAN;
+        }
+        spans.push((open.unwrap_or(end).min(until), until));
+        spans.retain(|(from, to)| from < to);
+        while spans.len() > MAX_SPANS {
+            spans[1].0 = spans[0].0;
+            spans.remove(0);
+        }
+        if let Some((from, to)) = spans.first().copied() {
+            quarters.retain(|q| *q < from || *q >= to);
+        }
+        Plan { quarters, spans }
+    }
+}
+
+/// One topic's mails sent in a window, and of those the bounced and the complained about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Mail jobs that succeeded.
+    pub sent: i64,
+    /// Of those, mails with an `email.bounced` event.
+    pub bounced: i64,
+    /// Of those, mails with an `email.complained` event.
+    pub complained: i64,
+}
+
+/// Mail jobs (`mail_kinds`) with a topic that succeeded in `[since, until)`, per topic (only
+/// topics with at least one), with their bounced and complained mails, ordered by topic.
+pub async fn sent_per_topic(
+    store: &dyn Store,
+    mail_kinds: &[String],
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<BTreeMap<String, Sent>, kairos_store::Error> {
+    let listed = store
+        .topic_count_list(TopicCountList {
+            since: quarter_of(since),
+            until,
+        })
+        .await?;
+    let plan = Plan::of(&listed.taken, since, until);
+    let mut sent: BTreeMap<String, Sent> = BTreeMap::new();
+    let mut add = |c: TopicCount| {
+        if mail_kinds.contains(&c.kind) {
+            let s = sent.entry(c.topic).or_default();
+            s.sent += c.succeeded;
+            s.bounced += c.bounced;
+            s.complained += c.complained;
+        }
+    };
+    for (start, c) in listed.counts {
+        if plan.quarters.contains(&start) {
+            add(c);
+        }
+    }
+    for (from, to) in plan.spans {
+        for c in store
+            .topic_count_range(TopicCountRange {
+                since: from,
+                until: to,
+            })
+            .await?
+        {
+            add(c);
+        }
+    }
+    // A quarter's bounces can come before its count (no mail sent counted yet): not a topic
+    // that sent mail.
+    sent.retain(|_, s| s.sent > 0);
+    Ok(sent)
+}
+
+/// The length of the job table a plan counts (for tests and the docs' figures).
+pub fn counted(plan: &Plan) -> Duration {
+    plan.spans
+        .iter()
+        .map(|(from, to)| *to - *from)
+        .fold(Duration::zero(), |a, b| a + b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).expect("instant").to_utc()
+    }
+
+    fn q(hm: &str) -> DateTime<Utc> {
+        t(&format!("2026-12-05T{hm}:00Z"))
+    }
+
+    #[test]
+    fn a_window_sums_its_counted_quarters_and_counts_the_edges_and_gaps() {
+        let since = t("2026-12-05T10:07:30Z");
+        let until = t("2026-12-05T11:20:00.001Z");
+        // 10:15, 10:30 and 11:00 counted; 10:45 not (no leader); 11:15 is in progress.
+        let taken = [q("10:00"), q("10:15"), q("10:30"), q("11:00")];
+        let p = Plan::of(&taken, since, until);
+        assert_eq!(
+            p.spans,
+            vec![
+                (since, q("10:15")),
+                (q("10:45"), q("11:00")),
+                (q("11:15"), until),
+            ]
+        );
+        assert_eq!(
+            p.quarters.into_iter().collect::<Vec<_>>(),
+            vec![q("10:15"), q("10:30"), q("11:00")],
+            "10:00 starts before the window: its part is counted from the job table"
+        );
+    }
+
+    #[test]
+    fn a_window_starting_on_a_quarter_counts_nothing_before_it() {
+        let p = Plan::of(&[q("10:00"), q("10:15")], q("10:00"), q("10:30"));
+        assert!(p.spans.is_empty(), "{p:?}");
+        assert_eq!(p.quarters.len(), 2);
+    }
+
+    #[test]
+    fn without_counts_the_whole_window_is_one_range() {
+        let since = t("2026-12-05T10:07:30Z");
+        let until = t("2026-12-05T12:00:00Z");
+        let p = Plan::of(&[], since, until);
+        assert_eq!(p.spans, vec![(since, until)]);
+        assert!(p.quarters.is_empty());
+    }
+
+    #[test]
+    fn many_gaps_are_counted_as_at_most_eight_ranges_without_summing_inside_them() {
+        let since = q("00:00");
+        let until = q("06:00");
+        // Every other quarter counted: 12 gaps.
+        let taken: Vec<_> = (0..24)
+            .step_by(2)
+            .map(|i| since + TOPIC_COUNT_SPAN * i)
+            .collect();
+        let p = Plan::of(&taken, since, until);
+        assert_eq!(p.spans.len(), MAX_SPANS);
+        assert_eq!(p.spans[0].0, since + TOPIC_COUNT_SPAN, "from the first gap");
+        assert_eq!(p.spans[MAX_SPANS - 1].1, until);
+        let (from, to) = p.spans[0];
+        assert!(
+            p.quarters.iter().all(|q| *q < from || *q >= to),
+            "a quarter inside the first range would be counted twice: {p:?}"
+        );
+        // Every minute of the window is counted exactly once: summed quarters plus ranges.
+        let summed = TOPIC_COUNT_SPAN * p.quarters.len() as i32;
+        assert_eq!(summed + counted(&p), until - since);
+    }
+}
