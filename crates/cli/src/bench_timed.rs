@@ -602,17 +602,17 @@ impl InsightStore for TimedStore {
     ) -> kairos_store::Result<u64> {
         self.inner.queue_sample_prune(p).await
     }
-    async fn topic_count_record(
+    async fn quarter_count_record(
         &self,
-        p: kairos_store::TopicCountRecord,
+        p: kairos_store::QuarterCountRecord,
     ) -> kairos_store::Result<bool> {
-        self.inner.topic_count_record(p).await
+        self.inner.quarter_count_record(p).await
     }
-    async fn topic_count_list(
+    async fn quarter_count_list(
         &self,
-        p: kairos_store::TopicCountList,
-    ) -> kairos_store::Result<kairos_store::TopicCounts> {
-        self.inner.topic_count_list(p).await
+        p: kairos_store::QuarterCountList,
+    ) -> kairos_store::Result<kairos_store::QuarterCounts> {
+        self.inner.quarter_count_list(p).await
     }
     async fn topic_count_range(
         &self,
@@ -620,11 +620,11 @@ impl InsightStore for TimedStore {
     ) -> kairos_store::Result<Vec<kairos_store::TopicCount>> {
         self.inner.topic_count_range(p).await
     }
-    async fn topic_count_prune(
+    async fn quarter_count_prune(
         &self,
-        p: kairos_store::TopicCountPrune,
+        p: kairos_store::QuarterCountPrune,
     ) -> kairos_store::Result<u64> {
-        self.inner.topic_count_prune(p).await
+        self.inner.quarter_count_prune(p).await
     }
 }
 

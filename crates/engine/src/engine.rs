@@ -113,8 +113,11 @@ impl Engine {
             pruner: Pruner::new(cfg.pruner, store.clone())?,
             endpoint_health: EndpointHealthService::new(cfg.endpoint_health, store.clone())?
                 .with_kinds(&kinds),
-            sampler: Sampler::new(cfg.sampler, store.clone())?
-                .keep_topic_counts_for(cfg.monitor.deliverability_window),
+            sampler: Sampler::new(cfg.sampler, store.clone())?.keep_counts_for(
+                cfg.monitor
+                    .deliverability_window
+                    .max(cfg.monitor.skip_window),
+            ),
             heartbeat: Heartbeat::new(cfg.heartbeat, store.clone())?,
             monitor: Monitor::new(cfg.monitor, store)?.with_kinds(kinds.clone()),
             wake: Arc::new(Notify::new()),

@@ -52,8 +52,8 @@ mod deliverability;
 mod endpoints;
 mod horizon;
 mod last_pass;
+pub mod quarters;
 mod runs;
-pub mod sent;
 mod stale;
 
 pub use alerts::{AckError, AlertChanges, AlertSink, ack};

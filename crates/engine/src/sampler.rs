@@ -9,9 +9,11 @@
 //! one sample, not two. A run samples the minute that ended last; a minute in which no node
 //! led (or the node was down) has no sample, and the charts show a gap there.
 //!
-//! It also counts, once per quarter hour, the jobs with a topic that succeeded in it, per kind
-//! and topic (migration 0038): the monitor's `bounce_rate` and `complaint_rate` sum those
-//! counts over their week instead of reading a week of mails at every pass. A quarter is
+//! It also counts each quarter hour once (migration 0038, [`kairos_store::quarters`]): the jobs
+//! with a topic that succeeded in it per kind and topic, and the jobs decided in it per
+//! schedule or topic, state and skip reason; the monitor's `bounce_rate`, `complaint_rate` and
+//! `skip_rate` sum those counts over their week or day instead of reading every job of it at
+//! every pass. A quarter is
 //! counted [`SETTLE`] after its end; quarters of the kept window without a count (no leader,
 //! a restart, before the migration) are counted [`BACKFILL_PER_RUN`] at a time, newest first,
 //! and counts older than the monitor's deliverability window are deleted.
@@ -20,8 +22,8 @@ use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kairos_store::{
-    QueueSamplePrune, QueueSampleRecord, Store, TOPIC_COUNT_SPAN, TopicCountList, TopicCountPrune,
-    TopicCountRecord, minute_of, quarter_of,
+    QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune, QuarterCountRecord,
+    QueueSamplePrune, QueueSampleRecord, Store, minute_of, quarter_of,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,9 +34,9 @@ use std::time::Duration;
 pub const SETTLE: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
 /// Most quarters without a count that one run counts (each reads a quarter of finished jobs).
 pub const BACKFILL_PER_RUN: usize = 4;
-/// How long topic counts are kept unless the engine says otherwise: the monitor's default
+/// How long quarter counts are kept unless the engine says otherwise: the monitor's default
 /// deliverability window.
-const KEEP_TOPIC_COUNTS: Duration = Duration::from_secs(7 * 24 * 3600);
+const KEEP_COUNTS: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Sampler settings.
 #[derive(Debug, Clone)]
@@ -91,8 +93,8 @@ pub struct SamplerReport {
     pub sample: Option<kairos_store::QueueSample>,
     /// Old samples deleted.
     pub pruned: u64,
-    /// Quarter hours whose topic counts this run stored.
-    pub topic_quarters: u64,
+    /// Quarter hours this run counted.
+    pub quarters: u64,
 }
 
 /// The queue sampler.
@@ -100,7 +102,7 @@ pub struct SamplerReport {
 pub struct Sampler {
     cfg: SamplerConfig,
     store: Arc<dyn Store>,
-    keep_topic_counts: Duration,
+    keep_counts: Duration,
     /// Whether the kept window may hold quarters without a count (so the next run looks).
     gaps: Arc<AtomicBool>,
 }
@@ -120,15 +122,15 @@ impl Sampler {
         Ok(Sampler {
             cfg,
             store,
-            keep_topic_counts: KEEP_TOPIC_COUNTS,
+            keep_counts: KEEP_COUNTS,
             gaps: Arc::new(AtomicBool::new(true)),
         })
     }
 
-    /// Keep the topic counts for `keep` (the monitor's deliverability window, which sums
+    /// Keep the quarter counts for `keep` (the longest window of the monitor's that sums
     /// them); 7 days unless set.
-    pub fn keep_topic_counts_for(mut self, keep: Duration) -> Self {
-        self.keep_topic_counts = keep;
+    pub fn keep_counts_for(mut self, keep: Duration) -> Self {
+        self.keep_counts = keep;
         self
     }
 
@@ -155,34 +157,34 @@ impl Sampler {
             }
             None => 0,
         };
-        let topic_quarters = self.count_topics(now).await?;
+        let quarters = self.count_quarters(now).await?;
         Ok(SamplerReport {
             sample,
             pruned,
-            topic_quarters,
+            quarters,
         })
     }
 
     /// Count the last settled quarter, and up to [`BACKFILL_PER_RUN`] quarters of the kept
     /// window without a count while there are any; delete counts past the window. How many
     /// quarters were stored.
-    async fn count_topics(&self, now: DateTime<Utc>) -> Result<u64, kairos_store::Error> {
-        let settled = quarter_of(now - SETTLE) - TOPIC_COUNT_SPAN;
+    async fn count_quarters(&self, now: DateTime<Utc>) -> Result<u64, kairos_store::Error> {
+        let settled = quarter_of(now - SETTLE) - QUARTER;
         let fresh = self
             .store
-            .topic_count_record(TopicCountRecord {
+            .quarter_count_record(QuarterCountRecord {
                 start: settled,
                 now,
             })
             .await?;
-        let keep = chrono::Duration::from_std(self.keep_topic_counts)
+        let keep = chrono::Duration::from_std(self.keep_counts)
             .unwrap_or_else(|_| chrono::Duration::days(7));
         let Some(oldest) = now.checked_sub_signed(keep).map(quarter_of) else {
             return Ok(u64::from(fresh));
         };
         if fresh {
             self.store
-                .topic_count_prune(TopicCountPrune { before: oldest })
+                .quarter_count_prune(QuarterCountPrune { before: oldest })
                 .await?;
         }
         if !fresh && !self.gaps.load(Ordering::Relaxed) {
@@ -190,22 +192,23 @@ impl Sampler {
         }
         let taken: std::collections::HashSet<_> = self
             .store
-            .topic_count_list(TopicCountList {
+            .quarter_count_list(QuarterCountList {
                 since: oldest,
-                until: settled + TOPIC_COUNT_SPAN,
+                until: settled + QUARTER,
+                of: QuarterCountOf::Marks,
             })
             .await?
             .taken
             .into_iter()
             .collect();
-        let mut missing = std::iter::successors(Some(settled), |q| Some(*q - TOPIC_COUNT_SPAN))
+        let mut missing = std::iter::successors(Some(settled), |q| Some(*q - QUARTER))
             .take_while(|q| *q >= oldest)
             .filter(|q| !taken.contains(q));
         let mut stored = u64::from(fresh);
         for q in missing.by_ref().take(BACKFILL_PER_RUN) {
             let done = self
                 .store
-                .topic_count_record(TopicCountRecord { start: q, now })
+                .quarter_count_record(QuarterCountRecord { start: q, now })
                 .await?;
             stored += u64::from(done);
         }

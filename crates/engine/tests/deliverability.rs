@@ -201,7 +201,7 @@ async fn bounce_rate_sums_the_counted_quarters_and_reads_only_the_rest_of_the_wi
     send(&h, "weekly", 200, 240, t0 + mins(125)).await;
     let now = t0 + mins(130);
     let r = h.engine.sampler().run_once(now).await.unwrap();
-    assert_eq!(r.topic_quarters, 5, "09:45, then 09:30 back to 08:45");
+    assert_eq!(r.quarters, 5, "09:45, then 09:30 back to 08:45");
 
     let counting = CountingStore::new(h.store.clone());
     let m = Monitor::new(cfg.monitor.clone(), counting.clone())
@@ -222,7 +222,10 @@ async fn bounce_rate_sums_the_counted_quarters_and_reads_only_the_rest_of_the_wi
     );
 
     let r = h.engine.sampler().run_once(now + secs(10)).await.unwrap();
-    assert_eq!(r.topic_quarters, 3, "the gaps 08:30, 08:15, 08:00");
+    assert_eq!(
+        r.quarters, 4,
+        "the gaps 08:30, 08:15, 08:00, and 07:45 of the skip rate's day"
+    );
     expect(&m.evaluate(now).await.unwrap());
     assert_eq!(
         std::mem::take(&mut *counting.topic_ranges.lock().unwrap()),

@@ -686,6 +686,52 @@ async fn skip_rate_warns_when_most_decided_jobs_of_a_topic_skip_for_one_reason()
     assert!(later.checks.iter().all(|c| c.check != names::SKIP_RATE));
 }
 
+/// A pass reads the jobs decided in the skip-rate window from the sampler's quarter-hour
+/// counts, and the job table only for the window's start up to its first counted quarter and
+/// for the quarter in progress; it finds what a count of the whole window finds.
+#[tokio::test]
+async fn skip_rate_sums_the_counted_quarters_and_finds_what_the_job_table_holds() {
+    let t0 = t("2026-11-29T08:00:00Z");
+    let mut cfg = kairos_engine::EngineConfig::default();
+    cfg.monitor.skip_window = StdDuration::from_secs(2 * 3600);
+    let h = Harness::with_config(t0, cfg.clone(), &[("email", skipping())]).await;
+    // 08:20: 3 of "weekly" skipped as not_entitled, 4 sent; 09:05: 3 more skipped; 10:05
+    // (the quarter in progress at 10:10): 1 sent.
+    enqueue_n(&h, 3, json!({"topic": "weekly", "skip": "not_entitled"})).await;
+    enqueue_n(&h, 4, json!({"topic": "weekly"})).await;
+    h.exec(t0 + mins(20)).await;
+    enqueue_n(&h, 3, json!({"topic": "weekly", "skip": "not_entitled"})).await;
+    h.exec(t0 + mins(65)).await;
+    enqueue_n(&h, 1, json!({"topic": "weekly"})).await;
+    h.exec(t0 + mins(125)).await;
+    let now = t0 + mins(130);
+    let counting = CountingStore::new(h.store.clone());
+    let m = Monitor::new(cfg.monitor.clone(), counting.clone())
+        .expect("monitor config")
+        .with_kinds(h.engine.kinds());
+    let expect = |r: &SloReport| {
+        let w = find(r, names::SKIP_RATE, Some("weekly"));
+        assert_eq!(w.status, CheckStatus::Warning, "{w:?}");
+        assert_eq!((w.sample, w.value), (Some(11), Some(6.0 / 11.0)), "{w:?}");
+    };
+    // No quarter counted yet: the whole window from the job table.
+    expect(&m.evaluate(now).await.unwrap());
+    let until = now + ms(1);
+    assert_eq!(
+        std::mem::take(&mut *counting.decided_ranges.lock().unwrap()),
+        vec![(now - mins(120), until)]
+    );
+    for i in 0..2 {
+        h.engine.sampler().run_once(now + secs(i)).await.unwrap();
+    }
+    expect(&m.evaluate(now).await.unwrap());
+    assert_eq!(
+        std::mem::take(&mut *counting.decided_ranges.lock().unwrap()),
+        vec![(now - mins(120), t0 + mins(15)), (t0 + mins(120), until)],
+        "five minutes before the first quarter, and the quarter in progress"
+    );
+}
+
 /// A schedule whose runs are mostly skipped for one reason warns with the schedule as the
 /// subject and its name in the message.
 #[tokio::test]

@@ -11,7 +11,9 @@ use kairos_engine::EngineConfig;
 use kairos_engine::heartbeat::HeartbeatConfig;
 use kairos_engine::sampler::SamplerConfig;
 use kairos_engine::service::Service;
-use kairos_store::{Leader, NodeList, QueueSampleList, TopicCount, TopicCountList};
+use kairos_store::{
+    Leader, NodeList, QuarterCountList, QuarterCountOf, QueueSampleList, TopicCount,
+};
 
 #[tokio::test]
 async fn sampler_stores_the_minute_that_ended_once_and_prunes_after_its_retention() {
@@ -56,13 +58,14 @@ async fn sampler_stores_the_minute_that_ended_once_and_prunes_after_its_retentio
 }
 
 /// The sampler counts the last quarter hour that ended two minutes ago once, counts the
-/// quarters of the monitor's deliverability window it has no count for four at a time, newest
-/// first, and deletes the counts that left that window.
+/// quarters of the monitor's longer window (deliverability or skip rate) it has no count for
+/// four at a time, newest first, and deletes the counts that left that window.
 #[tokio::test]
 async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverability_window() {
     let start = t("2026-12-01T08:00:00Z");
     let mut cfg = EngineConfig::default();
     cfg.monitor.deliverability_window = std::time::Duration::from_secs(3600);
+    cfg.monitor.skip_window = std::time::Duration::from_secs(1800);
     let h = Harness::with_config(start, cfg, &[("test", TestHandler::ok())]).await;
     h.enqueue(
         "test",
@@ -77,9 +80,10 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
         let store = h.store.clone();
         async move {
             store
-                .topic_count_list(TopicCountList {
+                .quarter_count_list(QuarterCountList {
                     since: start - Duration::days(1),
                     until: at,
+                    of: QuarterCountOf::Topics,
                 })
                 .await
                 .expect("list")
@@ -89,7 +93,7 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
     let at = start + Duration::minutes(61);
     let r = sampler.run_once(at).await.expect("run");
     assert_eq!(
-        r.topic_quarters, 3,
+        r.quarters, 3,
         "08:30, then 08:15 and 08:00 (within the hour)"
     );
     let q = |m| start + Duration::minutes(m);
@@ -98,13 +102,13 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
         .run_once(at + Duration::seconds(10))
         .await
         .expect("run");
-    assert_eq!(r.topic_quarters, 0, "nothing new, no gap");
+    assert_eq!(r.quarters, 0, "nothing new, no gap");
     let at = start + Duration::minutes(62);
     let r = sampler.run_once(at).await.expect("run");
-    assert_eq!(r.topic_quarters, 1, "08:45 has settled");
+    assert_eq!(r.quarters, 1, "08:45 has settled");
     let listed = taken(at).await;
     assert_eq!(
-        listed.counts,
+        listed.topics,
         vec![(
             q(45),
             TopicCount {
@@ -119,7 +123,7 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
     // deleted, and the gaps since are filled.
     let at = start + Duration::minutes(167);
     let r = sampler.run_once(at).await.expect("run");
-    assert_eq!(r.topic_quarters, 4, "10:30, then 10:15, 10:00 and 09:45");
+    assert_eq!(r.quarters, 4, "10:30, then 10:15, 10:00 and 09:45");
     assert_eq!(taken(at).await.taken, vec![q(105), q(120), q(135), q(150)]);
 }
 

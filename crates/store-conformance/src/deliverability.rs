@@ -208,7 +208,7 @@ pub async fn topic_count_range_counts_mails_per_topic_with_their_bounces_and_com
 /// A quarter hour's succeeded jobs with a topic are counted once, per kind and topic, and
 /// marked counted even without any; the list gives the quarters counted with their counts, and
 /// the prune deletes the quarters before an instant, counts and marks.
-pub async fn topic_count_record_counts_a_quarter_once_and_lists_what_was_counted(s: S) {
+pub async fn quarter_count_record_counts_a_quarter_once_and_lists_what_was_counted(s: S) {
     let q = quarter_of(t0());
     let mail = |topic: &str| json!({"topic": topic, "recipient_id": "r"});
     let m = Duration::minutes;
@@ -221,20 +221,24 @@ pub async fn topic_count_record_counts_a_quarter_once_and_lists_what_was_counted
     sent(&s, "email", mail("weekly"), "m5", q + m(15), false).await;
     sent(&s, "email", mail("weekly"), "m6", q - m(1), false).await;
     let now = q + m(40);
-    let record = |start| TopicCountRecord { start, now };
+    let record = |start| QuarterCountRecord { start, now };
     assert!(
-        s.topic_count_record(record(q + m(7))).await.unwrap(),
+        s.quarter_count_record(record(q + m(7))).await.unwrap(),
         "any instant of the quarter names it"
     );
-    assert!(!s.topic_count_record(record(q)).await.unwrap(), "once");
+    assert!(!s.quarter_count_record(record(q)).await.unwrap(), "once");
     let empty = q + Duration::hours(1);
     assert!(
-        s.topic_count_record(record(empty)).await.unwrap(),
+        s.quarter_count_record(record(empty)).await.unwrap(),
         "a quarter without such jobs is counted too"
     );
-    let list = |since, until| TopicCountList { since, until };
+    let list = |since, until| QuarterCountList {
+        since,
+        until,
+        of: QuarterCountOf::Topics,
+    };
     let listed = s
-        .topic_count_list(list(q - TOPIC_COUNT_SPAN, q + Duration::hours(2)))
+        .quarter_count_list(list(q - QUARTER, q + Duration::hours(2)))
         .await
         .unwrap();
     assert_eq!(
@@ -248,33 +252,33 @@ pub async fn topic_count_record_counts_a_quarter_once_and_lists_what_was_counted
         topic("webhook", "weekly", [1, 0, 0]),
     ];
     assert_eq!(
-        listed.counts,
+        listed.topics,
         expected.iter().map(|c| (q, c.clone())).collect::<Vec<_>>()
     );
     let later = s
-        .topic_count_list(list(q + TOPIC_COUNT_SPAN, q + Duration::hours(2)))
+        .quarter_count_list(list(q + QUARTER, q + Duration::hours(2)))
         .await
         .unwrap();
-    assert_eq!((later.taken, later.counts), (vec![empty], vec![]));
+    assert_eq!((later.taken, later.topics), (vec![empty], vec![]));
     let pruned = s
-        .topic_count_prune(TopicCountPrune {
-            before: q + TOPIC_COUNT_SPAN,
+        .quarter_count_prune(QuarterCountPrune {
+            before: q + QUARTER,
         })
         .await
         .unwrap();
     assert_eq!(pruned, 1);
     let left = s
-        .topic_count_list(list(q - Duration::hours(1), q + Duration::hours(2)))
+        .quarter_count_list(list(q - Duration::hours(1), q + Duration::hours(2)))
         .await
         .unwrap();
-    assert_eq!((left.taken, left.counts), (vec![empty], vec![]));
+    assert_eq!((left.taken, left.topics), (vec![empty], vec![]));
     assert!(
-        s.topic_count_record(record(q)).await.unwrap(),
+        s.quarter_count_record(record(q)).await.unwrap(),
         "a pruned quarter can be counted again"
     );
-    let again = s.topic_count_list(list(q, q + m(1))).await.unwrap();
+    let again = s.quarter_count_list(list(q, q + m(1))).await.unwrap();
     assert_eq!(
-        again.counts,
+        again.topics,
         expected.into_iter().map(|c| (q, c)).collect::<Vec<_>>()
     );
 }
@@ -308,40 +312,42 @@ pub async fn inbound_events_add_each_mails_first_bounce_and_complaint_to_its_qua
     event(&s, "e5", mail_event::BOUNCED, Some("nobody"), r, at).await;
     event(&s, "e6", mail_event::BOUNCED, Some("m3"), r, q + m(25)).await;
     assert!(
-        s.topic_count_record(TopicCountRecord { start: q, now: at })
+        s.quarter_count_record(QuarterCountRecord { start: q, now: at })
             .await
             .unwrap()
     );
     let listed = s
-        .topic_count_list(TopicCountList {
+        .quarter_count_list(QuarterCountList {
             since: q,
             until: q + m(30),
+            of: QuarterCountOf::Topics,
         })
         .await
         .unwrap();
     assert_eq!(listed.taken, vec![q], "the next quarter is not counted yet");
     assert_eq!(
-        listed.counts,
+        listed.topics,
         vec![(q, topic("email", "weekly", [2, 1, 1]))]
     );
     assert!(
-        s.topic_count_record(TopicCountRecord {
-            start: q + TOPIC_COUNT_SPAN,
+        s.quarter_count_record(QuarterCountRecord {
+            start: q + QUARTER,
             now: q + m(35),
         })
         .await
         .unwrap()
     );
     let next = s
-        .topic_count_list(TopicCountList {
-            since: q + TOPIC_COUNT_SPAN,
+        .quarter_count_list(QuarterCountList {
+            since: q + QUARTER,
             until: q + m(30),
+            of: QuarterCountOf::Topics,
         })
         .await
         .unwrap();
     assert_eq!(
-        next.counts,
-        vec![(q + TOPIC_COUNT_SPAN, topic("email", "weekly", [1, 1, 0]))]
+        next.topics,
+        vec![(q + QUARTER, topic("email", "weekly", [1, 1, 0]))]
     );
 }
 
@@ -477,7 +483,7 @@ pub async fn bounces_of_the_release_before_after_0038(store: &dyn Store) {
     let q = quarter_of(t0());
     assert!(
         store
-            .topic_count_record(TopicCountRecord {
+            .quarter_count_record(QuarterCountRecord {
                 start: q,
                 now: q + Duration::minutes(20),
             })
@@ -485,15 +491,16 @@ pub async fn bounces_of_the_release_before_after_0038(store: &dyn Store) {
             .unwrap()
     );
     let listed = store
-        .topic_count_list(TopicCountList {
+        .quarter_count_list(QuarterCountList {
             since: q,
-            until: q + TOPIC_COUNT_SPAN,
+            until: q + QUARTER,
+            of: QuarterCountOf::Topics,
         })
         .await
         .unwrap();
     assert_eq!(listed.taken, vec![q]);
     assert_eq!(
-        listed.counts,
+        listed.topics,
         vec![(q, topic("email", "weekly", [2, 1, 1]))]
     );
 }

@@ -386,7 +386,7 @@ pub async fn job_dead_scheduled_lists_latest_death_per_schedule(s: S) {
 /// The `skip_rate` check's source: decided jobs (succeeded, skipped, dead) finished in the
 /// window, per schedule — or per `payload.topic` for `email` jobs without a schedule — state
 /// and skip reason. Jobs with neither, cancelled and pending jobs and jobs outside the window are not
-/// counted.
+/// counted. The sampler's count of the quarter (`quarter_count_record`) holds the same jobs.
 pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     let mk = |schedule: Option<&str>, payload: serde_json::Value| {
         let mut p = job(t0());
@@ -531,6 +531,94 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         ]
     );
     assert_eq!(count(Vec::new()).await, vec![]);
+
+    // The sampler's quarter count holds the same jobs, with the kind of those without a
+    // schedule (the engine picks the kinds whose topic counts); the late skip is in its own
+    // quarter.
+    let q = quarter_of(at);
+    assert!(
+        s.quarter_count_record(QuarterCountRecord {
+            start: q,
+            now: q + Duration::minutes(20),
+        })
+        .await
+        .unwrap()
+    );
+    let mut listed = s
+        .quarter_count_list(QuarterCountList {
+            since: q,
+            until: q + Duration::hours(4),
+            of: QuarterCountOf::Decided,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.taken, vec![q]);
+    assert!(listed.topics.is_empty(), "only what was asked for");
+    listed.decided.sort_by(|a, b| {
+        let key = |d: &DecidedQuarterCount| {
+            (
+                d.schedule_id.clone(),
+                d.kind.clone(),
+                d.topic.clone(),
+                d.state.clone(),
+                d.reason.clone(),
+            )
+        };
+        key(&a.1).cmp(&key(&b.1))
+    });
+    let quarter = |schedule: Option<&str>,
+                   kind_topic: Option<(&str, &str)>,
+                   state: &str,
+                   reason: Option<&str>,
+                   count: i64| {
+        (
+            q,
+            DecidedQuarterCount {
+                schedule_id: schedule.map(str::to_string),
+                kind: kind_topic.map(|(k, _)| k.to_string()),
+                topic: kind_topic.map(|(_, t)| t.to_string()),
+                state: state.to_string(),
+                reason: reason.map(str::to_string),
+                count,
+            },
+        )
+    };
+    assert_eq!(
+        listed.decided,
+        vec![
+            quarter(
+                None,
+                Some(("email", "weekly")),
+                "skipped",
+                Some("suppressed"),
+                2
+            ),
+            quarter(None, Some(("email", "weekly")), "succeeded", None, 1),
+            quarter(
+                None,
+                Some(("webhook", "orders")),
+                "skipped",
+                Some("endpoint_disabled"),
+                1
+            ),
+            quarter(Some("sch_a"), None, "dead", None, 1),
+            quarter(Some("sch_a"), None, "skipped", Some("not_entitled"), 3),
+            quarter(Some("sch_a"), None, "skipped", Some("suppressed"), 1),
+            quarter(Some("sch_a"), None, "succeeded", None, 1),
+        ]
+    );
+    let marks = s
+        .quarter_count_list(QuarterCountList {
+            since: q,
+            until: q + Duration::hours(4),
+            of: QuarterCountOf::Marks,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (marks.taken, marks.topics.len(), marks.decided.len()),
+        (vec![q], 0, 0)
+    );
 }
 
 /// Missed firings' source: distinct materialized firings of one schedule in a window.

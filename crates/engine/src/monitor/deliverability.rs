@@ -12,7 +12,7 @@
 //!   recorded: an event no attempt matches (a mail sent by something else, an attempt already
 //!   pruned) counts toward no topic. The mails sent and their bounces and complaints come
 //!   from the quarter-hour topic counts the sampler and the inbound path keep
-//!   ([`super::sent`]), so a pass reads a week of those rows and a few minutes of jobs, not a
+//!   ([`super::quarters`]), so a pass reads a week of those rows and a few minutes of jobs, not a
 //!   week of mail; the counts outlive the succeeded jobs (pruned after
 //!   `KAIROS_RETENTION_SUCCEEDED`, 7 days by default) for the window, but a quarter never
 //!   counted before its jobs were pruned counts only what is kept.
@@ -23,7 +23,7 @@
 //!   clears once none arrived in the window.
 
 use super::checks::{dur, human};
-use super::sent::Sent;
+use super::quarters::Sent;
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
 use kairos_store::{InboundEventCount, Store, action};
@@ -72,7 +72,7 @@ pub(super) async fn rates(
     let window = human(cfg.deliverability_window);
     let since = now - dur(cfg.deliverability_window);
     let topics: Vec<(String, Sent)> =
-        super::sent::sent_per_topic(store, &kinds.mail_kinds(), since, until(now))
+        super::quarters::sent_per_topic(store, &kinds.mail_kinds(), since, until(now))
             .await?
             .into_iter()
             .collect();

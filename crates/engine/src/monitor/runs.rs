@@ -19,7 +19,7 @@ use super::alerts::{lookback, stored_of};
 use super::checks::{dur, human};
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::{DateTime, Utc};
-use kairos_store::{JobCountDecided, JobDeadScheduled, Store};
+use kairos_store::{JobDeadScheduled, Store};
 use std::collections::BTreeMap;
 
 /// Longest last error quoted in a message.
@@ -118,13 +118,13 @@ pub(super) async fn skip_rate(
     kinds: &crate::kinds::Kinds,
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
-    let rows = store
-        .job_count_decided(JobCountDecided {
-            since: now - dur(cfg.skip_window),
-            until: now + chrono::Duration::milliseconds(1),
-            topic_kinds: kinds.topic_kinds(),
-        })
-        .await?;
+    let rows = super::quarters::decided(
+        store,
+        &kinds.topic_kinds(),
+        now - dur(cfg.skip_window),
+        now + chrono::Duration::milliseconds(1),
+    )
+    .await?;
     // (is a schedule, subject) -> counts
     let mut by_subject: BTreeMap<(bool, String), Decided> = BTreeMap::new();
     for r in rows {

@@ -403,6 +403,8 @@ pub struct CountingStore {
     pub endpoint_upserts: AtomicUsize,
     /// The ranges of the job table `topic_count_range` counted, in order.
     pub topic_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+    /// The ranges of the job table `job_count_decided` counted, in order.
+    pub decided_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 impl CountingStore {
@@ -421,6 +423,7 @@ impl CountingStore {
             prune_limits: Default::default(),
             endpoint_upserts: AtomicUsize::new(0),
             topic_ranges: std::sync::Mutex::new(Vec::new()),
+            decided_ranges: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -950,6 +953,7 @@ impl InsightStore for CountingStore {
         &self,
         p: kairos_store::JobCountDecided,
     ) -> kairos_store::Result<Vec<kairos_store::DecidedCount>> {
+        self.decided_ranges.lock().unwrap().push((p.since, p.until));
         self.inner.job_count_decided(p).await
     }
     async fn schedule_fire_times(
@@ -1000,17 +1004,17 @@ impl InsightStore for CountingStore {
     ) -> kairos_store::Result<u64> {
         self.inner.queue_sample_prune(p).await
     }
-    async fn topic_count_record(
+    async fn quarter_count_record(
         &self,
-        p: kairos_store::TopicCountRecord,
+        p: kairos_store::QuarterCountRecord,
     ) -> kairos_store::Result<bool> {
-        self.inner.topic_count_record(p).await
+        self.inner.quarter_count_record(p).await
     }
-    async fn topic_count_list(
+    async fn quarter_count_list(
         &self,
-        p: kairos_store::TopicCountList,
-    ) -> kairos_store::Result<kairos_store::TopicCounts> {
-        self.inner.topic_count_list(p).await
+        p: kairos_store::QuarterCountList,
+    ) -> kairos_store::Result<kairos_store::QuarterCounts> {
+        self.inner.quarter_count_list(p).await
     }
     async fn topic_count_range(
         &self,
@@ -1019,11 +1023,11 @@ impl InsightStore for CountingStore {
         self.topic_ranges.lock().unwrap().push((p.since, p.until));
         self.inner.topic_count_range(p).await
     }
-    async fn topic_count_prune(
+    async fn quarter_count_prune(
         &self,
-        p: kairos_store::TopicCountPrune,
+        p: kairos_store::QuarterCountPrune,
     ) -> kairos_store::Result<u64> {
-        self.inner.topic_count_prune(p).await
+        self.inner.quarter_count_prune(p).await
     }
 }
 

@@ -57,14 +57,14 @@ pub trait InsightStore: Send + Sync {
     async fn queue_sample_list(&self, p: QueueSampleList) -> Result<Vec<QueueSample>>;
     /// Delete the samples older than a minute; how many.
     async fn queue_sample_prune(&self, p: QueueSamplePrune) -> Result<u64>;
-    /// Count a quarter hour's succeeded jobs with a topic, per kind and topic, and store the
-    /// counts (see [`TopicCountRecord`]); false when the quarter was counted already.
-    async fn topic_count_record(&self, p: TopicCountRecord) -> Result<bool>;
-    /// The quarters counted in a window, and their counts summed per kind and topic.
-    async fn topic_count_list(&self, p: TopicCountList) -> Result<TopicCounts>;
-    /// The succeeded jobs with a topic in a window, per kind and topic, counted from the job
-    /// table (what the stored quarters do not cover).
+    /// Count a quarter hour's succeeded jobs with a topic and its decided jobs, and store the
+    /// counts (see [`QuarterCountRecord`]); false when the quarter was counted already.
+    async fn quarter_count_record(&self, p: QuarterCountRecord) -> Result<bool>;
+    /// The quarters counted in a window, with their counts of one kind ([`QuarterCountOf`]).
+    async fn quarter_count_list(&self, p: QuarterCountList) -> Result<QuarterCounts>;
+    /// The succeeded jobs with a topic in a window, per kind and topic, with their bounced and
+    /// complained mails, counted from the job table (what the counted quarters do not cover).
     async fn topic_count_range(&self, p: TopicCountRange) -> Result<Vec<TopicCount>>;
     /// Delete the counts of the quarters before an instant; how many quarters.
-    async fn topic_count_prune(&self, p: TopicCountPrune) -> Result<u64>;
+    async fn quarter_count_prune(&self, p: QuarterCountPrune) -> Result<u64>;
 }

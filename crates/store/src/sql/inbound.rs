@@ -133,7 +133,7 @@ pub async fn event_record(
         return Ok(None);
     };
     if let Some(job) = &job_id {
-        super::topic_counts::topic_outcome_add(run, job, &p.event_type, &p.source, &p.id).await?;
+        super::quarter_counts::topic_outcome_add(run, job, &p.event_type, &p.source, &p.id).await?;
     }
     let mut out = InboundEventRecorded {
         created: true,

@@ -477,31 +477,33 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         super::samples::queue_sample_prune(&mut self.writer(), p).await
     }
 
-    async fn topic_count_record(&self, p: crate::TopicCountRecord) -> Result<bool> {
-        use super::topic_counts as tc;
+    async fn quarter_count_record(&self, p: crate::QuarterCountRecord) -> Result<bool> {
+        use super::quarter_counts as qc;
         let start = crate::quarter_of(p.start);
-        if tc::topic_count_taken(&mut self.reader(), start).await? {
+        if qc::quarter_counted(&mut self.reader(), start).await? {
             return Ok(false);
         }
-        let counts = tc::topic_count_quarter(&mut self.reader(), start).await?;
-        let mut tx = self.begin("topic count record").await?;
+        let counts = qc::quarter_topic_count(&mut self.reader(), start).await?;
+        let decided = qc::quarter_decided_count(&mut self.reader(), start).await?;
+        let mut tx = self.begin("quarter count record").await?;
         let stored =
-            tc::topic_count_store(&mut Self::in_tx(&mut tx), start, p.now, &counts).await?;
-        self.commit(tx, "topic count record").await?;
+            qc::quarter_count_store(&mut Self::in_tx(&mut tx), start, p.now, &counts, &decided)
+                .await?;
+        self.commit(tx, "quarter count record").await?;
         Ok(stored)
     }
 
-    async fn topic_count_list(&self, p: crate::TopicCountList) -> Result<crate::TopicCounts> {
-        super::topic_counts::topic_count_list(&mut self.reader(), p).await
+    async fn quarter_count_list(&self, p: crate::QuarterCountList) -> Result<crate::QuarterCounts> {
+        super::quarter_counts::quarter_count_list(&mut self.reader(), p).await
     }
 
     async fn topic_count_range(&self, p: crate::TopicCountRange) -> Result<Vec<crate::TopicCount>> {
-        super::topic_counts::topic_count_range(&mut self.reader(), p).await
+        super::quarter_counts::topic_count_range(&mut self.reader(), p).await
     }
 
-    async fn topic_count_prune(&self, p: crate::TopicCountPrune) -> Result<u64> {
+    async fn quarter_count_prune(&self, p: crate::QuarterCountPrune) -> Result<u64> {
         let mut tx = self.begin("topic count prune").await?;
-        let n = super::topic_counts::topic_count_prune(&mut Self::in_tx(&mut tx), p).await?;
+        let n = super::quarter_counts::quarter_count_prune(&mut Self::in_tx(&mut tx), p).await?;
         self.commit(tx, "topic count prune").await?;
         Ok(n)
     }

@@ -73,7 +73,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0035 "inline_checks",
     0036 "sample_finished",
     0037 "pass_report",
-    0038 "topic_counts",
+    0038 "quarter_counts",
 ];
 
 /// The table sqlx records applied migrations in.

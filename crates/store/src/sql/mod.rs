@@ -24,13 +24,13 @@ mod jobs;
 pub mod limits;
 pub mod migrate;
 pub mod nodes;
+pub mod quarter_counts;
 pub mod rows;
 mod run;
 pub mod samples;
 pub mod schedules;
 pub mod secrets;
 mod statements;
-pub mod topic_counts;
 
 pub use db::SqlDb;
 pub use jobs::*;

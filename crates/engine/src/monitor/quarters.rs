@@ -1,17 +1,21 @@
-//! Mails sent per topic over the deliverability window, from the sampler's quarter-hour topic
-//! counts (migration 0038) and the job table only where they do not reach.
+//! The windows of the week- and day-long checks from the sampler's quarter-hour counts
+//! (migration 0038, [`kairos_store::quarters`]), and the job table only where they do not
+//! reach: the mails sent per topic with their bounces and complaints over the deliverability
+//! window ([`sent_per_topic`]), and the jobs decided per schedule or topic over the skip-rate
+//! window ([`decided`]).
 //!
-//! A week of mail at 100 a second is sixty million jobs: reading them at every pass (once a
-//! minute) kept a database backend busy. The sampler counts each quarter hour's succeeded jobs
-//! per kind and topic once; a pass sums the counted quarters of its window and counts from the
-//! job table only the rest ([`Plan`]): the part of the window before its first whole quarter,
-//! the quarter in progress (and the last one until the sampler counts it), and quarters without
-//! a count — at most [`MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
+//! A week of mail at 100 a second is sixty million jobs, a day of jobs eight million: reading
+//! them at every pass (once a minute) kept a database backend busy. The sampler counts each
+//! quarter hour once; a pass sums the counted quarters of its window and counts from the job
+//! table only the rest ([`Plan`]): the part of the window before its first whole quarter, the
+//! quarter in progress (and the last one until the sampler counts it), and quarters without a
+//! count — at most [`MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
 //! kept current by the inbound path as each mail's first event of the type is recorded.
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_store::{
-    Store, TOPIC_COUNT_SPAN, TopicCount, TopicCountList, TopicCountRange, quarter_of,
+    DecidedCount, JobCountDecided, QUARTER, QuarterCountList, QuarterCountOf, Store, TopicCount,
+    TopicCountRange, quarter_of,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +40,7 @@ impl Plan {
         let first = if quarter_of(since) == since {
             since
         } else {
-            quarter_of(since) + TOPIC_COUNT_SPAN
+            quarter_of(since) + QUARTER
         };
         // Only whole quarters that ended by the window's end can be summed.
         let end = quarter_of(until).max(first);
@@ -54,7 +58,7 @@ impl Plan {
             } else if open.is_none() {
                 open = Some(q);
             }
-            q += TOPIC_COUNT_SPAN;
+            q += QUARTER;
         }
         spans.push((open.unwrap_or(end).min(until), until));
         spans.retain(|(from, to)| from < to);
@@ -89,9 +93,10 @@ pub async fn sent_per_topic(
     until: DateTime<Utc>,
 ) -> Result<BTreeMap<String, Sent>, kairos_store::Error> {
     let listed = store
-        .topic_count_list(TopicCountList {
+        .quarter_count_list(QuarterCountList {
             since: quarter_of(since),
             until,
+            of: QuarterCountOf::Topics,
         })
         .await?;
     let plan = Plan::of(&listed.taken, since, until);
@@ -104,7 +109,7 @@ pub async fn sent_per_topic(
             s.complained += c.complained;
         }
     };
-    for (start, c) in listed.counts {
+    for (start, c) in listed.topics {
         if plan.quarters.contains(&start) {
             add(c);
         }
@@ -124,6 +129,58 @@ pub async fn sent_per_topic(
     // that sent mail.
     sent.retain(|_, s| s.sent > 0);
     Ok(sent)
+}
+
+/// The jobs decided (succeeded, skipped, dead) in `[since, until)` per schedule, or per topic
+/// for jobs of `topic_kinds` without a schedule, state and skip reason, as
+/// [`kairos_store::InsightStore::job_count_decided`] counts them (rows of counted quarters
+/// and of the ranges counted from the job table are not summed with each other).
+pub async fn decided(
+    store: &dyn Store,
+    topic_kinds: &[String],
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Vec<DecidedCount>, kairos_store::Error> {
+    let listed = store
+        .quarter_count_list(QuarterCountList {
+            since: quarter_of(since),
+            until,
+            of: QuarterCountOf::Decided,
+        })
+        .await?;
+    let plan = Plan::of(&listed.taken, since, until);
+    let mut out = Vec::new();
+    for (start, d) in listed.decided {
+        if !plan.quarters.contains(&start) {
+            continue;
+        }
+        // A job without a schedule counts by its topic when its kind's topic is an audience
+        // topic; a schedule's jobs by their schedule.
+        let topic = match (&d.schedule_id, &d.kind) {
+            (Some(_), _) => None,
+            (None, Some(kind)) if topic_kinds.contains(kind) && d.topic.is_some() => d.topic,
+            (None, _) => continue,
+        };
+        out.push(DecidedCount {
+            schedule_id: d.schedule_id,
+            topic,
+            state: d.state,
+            reason: d.reason,
+            count: d.count,
+        });
+    }
+    for (from, to) in plan.spans {
+        out.extend(
+            store
+                .job_count_decided(JobCountDecided {
+                    since: from,
+                    until: to,
+                    topic_kinds: topic_kinds.to_vec(),
+                })
+                .await?,
+        );
+    }
+    Ok(out)
 }
 
 /// The length of the job table a plan counts (for tests and the docs' figures).
@@ -189,13 +246,10 @@ mod tests {
         let since = q("00:00");
         let until = q("06:00");
         // Every other quarter counted: 12 gaps.
-        let taken: Vec<_> = (0..24)
-            .step_by(2)
-            .map(|i| since + TOPIC_COUNT_SPAN * i)
-            .collect();
+        let taken: Vec<_> = (0..24).step_by(2).map(|i| since + QUARTER * i).collect();
         let p = Plan::of(&taken, since, until);
         assert_eq!(p.spans.len(), MAX_SPANS);
-        assert_eq!(p.spans[0].0, since + TOPIC_COUNT_SPAN, "from the first gap");
+        assert_eq!(p.spans[0].0, since + QUARTER, "from the first gap");
         assert_eq!(p.spans[MAX_SPANS - 1].1, until);
         let (from, to) = p.spans[0];
         assert!(
@@ -203,7 +257,7 @@ mod tests {
             "a quarter inside the first range would be counted twice: {p:?}"
         );
         // Every minute of the window is counted exactly once: summed quarters plus ranges.
-        let summed = TOPIC_COUNT_SPAN * p.quarters.len() as i32;
+        let summed = QUARTER * p.quarters.len() as i32;
         assert_eq!(summed + counted(&p), until - since);
     }
 }

@@ -1,0 +1,340 @@
+//! The quarter-hour counts of [`crate::quarters`] ([`crate::InsightStore::quarter_count_record`]
+//! and its list and prune, `topic_count_range`; the bounces and complaints added by
+//! `inbound_event_record`), written once over [`SqlRun`] (migration 0038).
+//!
+//! A quarter's succeeded jobs per topic and its decided jobs are counted once, from a quarter
+//! of `jobs_finished`, and marked counted in `counted_quarters` in the same transaction: a
+//! quarter is counted whole or not at all, and one marked without a row had no such jobs. Its
+//! bounced and complained mails are added one by one as each mail's first event of that type
+//! is recorded, in the event's transaction, so they are current whether the quarter was
+//! counted yet or not.
+
+use super::{Dialect, SqlRun};
+use crate::binds;
+use crate::{
+    DecidedQuarterCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
+    QuarterCounts, Result, TopicCount, TopicCountRange, mail_event,
+};
+use chrono::{DateTime, Utc};
+
+/// `COUNT` of the jobs `j` with at least one event of `event_type` (the `inbound_events_job`
+/// index of migration 0025).
+fn with_event(event_type: &str) -> String {
+    format!(
+        "COUNT(CASE WHEN EXISTS (SELECT 1 FROM inbound_events e
+             WHERE e.job_id = j.id AND e.type = '{event_type}') THEN 1 END)"
+    )
+}
+
+/// The jobs with a topic that succeeded in `[since, until)`, per kind and topic, with those
+/// of them that bounced and were complained about: a range of `jobs_finished`, and two index
+/// probes per job.
+pub async fn topic_count_range(
+    run: &mut impl SqlRun,
+    p: TopicCountRange,
+) -> Result<Vec<TopicCount>> {
+    let sql = format!(
+        "SELECT j.kind, j.topic, COUNT(*) AS n, {} AS bounced, {} AS complained FROM jobs j
+         WHERE j.finished_at >= $1 AND j.finished_at < $2
+           AND j.state = 'succeeded' AND j.topic IS NOT NULL
+         GROUP BY j.kind, j.topic ORDER BY j.kind, j.topic",
+        with_event(mail_event::BOUNCED),
+        with_event(mail_event::COMPLAINED),
+    );
+    run.fetch("topic count range", &sql, binds![p.since, p.until], &|r| {
+        Ok(TopicCount {
+            kind: r.text("kind")?,
+            topic: r.text("topic")?,
+            succeeded: r.int("n")?,
+            bounced: r.int("bounced")?,
+            complained: r.int("complained")?,
+        })
+    })
+    .await
+}
+
+/// Whether the quarter starting at `start` is marked counted.
+pub async fn quarter_counted(run: &mut impl SqlRun, start: DateTime<Utc>) -> Result<bool> {
+    Ok(run
+        .fetch_optional(
+            "topic count taken",
+            "SELECT start FROM counted_quarters WHERE start = $1",
+            binds![start],
+            &|r| r.ts("start"),
+        )
+        .await?
+        .is_some())
+}
+
+/// The jobs with a topic that succeeded in the quarter starting at `start`, per kind and
+/// topic (`bounced` and `complained` left zero: the events add those).
+pub async fn quarter_topic_count(
+    read: &mut impl SqlRun,
+    start: DateTime<Utc>,
+) -> Result<Vec<TopicCount>> {
+    read.fetch(
+        "topic count quarter",
+        "SELECT kind, topic, COUNT(*) AS n FROM jobs
+         WHERE finished_at >= $1 AND finished_at < $2
+           AND state = 'succeeded' AND topic IS NOT NULL
+         GROUP BY kind, topic ORDER BY kind, topic",
+        binds![start, start + QUARTER],
+        &|r| {
+            Ok(TopicCount {
+                kind: r.text("kind")?,
+                topic: r.text("topic")?,
+                succeeded: r.int("n")?,
+                ..TopicCount::default()
+            })
+        },
+    )
+    .await
+}
+
+/// `''` for none in `decided_counts`' key columns, and back.
+fn some(v: String) -> Option<String> {
+    (!v.is_empty()).then_some(v)
+}
+
+/// The jobs decided in the quarter starting at `start`, per schedule (or kind and topic for
+/// jobs without one), state and skip reason: what `job_count_decided` reads for a window,
+/// with the kind kept so that the engine picks the kinds whose topics count.
+pub async fn quarter_decided_count(
+    read: &mut impl SqlRun,
+    start: DateTime<Utc>,
+) -> Result<Vec<DecidedQuarterCount>> {
+    read.fetch(
+        "decided count quarter",
+        "SELECT schedule_id, CASE WHEN schedule_id IS NULL THEN kind END AS kind,
+                CASE WHEN schedule_id IS NULL THEN topic END AS topic, state,
+                CASE WHEN state = 'skipped' THEN reason END AS reason, COUNT(*) AS n
+         FROM jobs
+         WHERE finished_at >= $1 AND finished_at < $2
+           AND state IN ('succeeded', 'skipped', 'dead')
+           AND (schedule_id IS NOT NULL OR topic IS NOT NULL)
+         GROUP BY schedule_id, CASE WHEN schedule_id IS NULL THEN kind END,
+                  CASE WHEN schedule_id IS NULL THEN topic END, state,
+                  CASE WHEN state = 'skipped' THEN reason END",
+        binds![start, start + QUARTER],
+        &|r| {
+            Ok(DecidedQuarterCount {
+                schedule_id: r.opt_text("schedule_id")?,
+                kind: r.opt_text("kind")?,
+                topic: r.opt_text("topic")?,
+                state: r.text("state")?,
+                reason: r.opt_text("reason")?,
+                count: r.int("n")?,
+            })
+        },
+    )
+    .await
+}
+
+/// Store `counts` as the quarter `start`'s succeeded jobs per topic and `decided` as its
+/// decided jobs, and mark it counted at `now`, on `run` (a write transaction's). False when another writer marked it first (its counts are
+/// kept). A row the events created first (a bounce before the count) keeps its outcomes.
+pub async fn quarter_count_store(
+    run: &mut impl SqlRun,
+    start: DateTime<Utc>,
+    now: DateTime<Utc>,
+    counts: &[TopicCount],
+    decided: &[DecidedQuarterCount],
+) -> Result<bool> {
+    let marked = run
+        .execute(
+            "topic count mark",
+            "INSERT INTO counted_quarters (start, counted_at) VALUES ($1, $2)
+             ON CONFLICT (start) DO NOTHING",
+            binds![start, now],
+        )
+        .await?;
+    if marked == 0 {
+        return Ok(false);
+    }
+    for d in decided {
+        let none = |v: &Option<String>| v.clone().unwrap_or_default();
+        run.execute(
+            "decided count store",
+            "INSERT INTO decided_counts (start, schedule_id, kind, topic, state, reason, n)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            binds![
+                start,
+                none(&d.schedule_id),
+                none(&d.kind),
+                none(&d.topic),
+                d.state.clone(),
+                none(&d.reason),
+                d.count
+            ],
+        )
+        .await?;
+    }
+    for c in counts {
+        run.execute(
+            "topic count store",
+            "INSERT INTO topic_counts (start, kind, topic, succeeded) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (start, kind, topic) DO UPDATE SET succeeded = excluded.succeeded",
+            binds![start, c.kind.clone(), c.topic.clone(), c.succeeded],
+        )
+        .await?;
+    }
+    Ok(true)
+}
+
+/// The quarter (its start) of the job column `col`, in SQL.
+fn quarter_sql(d: Dialect, col: &str) -> String {
+    let secs = QUARTER.num_seconds();
+    match d {
+        Dialect::Sqlite => format!("({col} / {ms}) * {ms}", ms = secs * 1000),
+        Dialect::Postgres => {
+            format!("to_timestamp(floor(extract(epoch FROM {col}) / {secs}) * {secs})")
+        }
+    }
+}
+
+/// Add the event `(source, id)` just recorded to its mail's quarter when it is a bounce or a
+/// complaint about a job with a topic that succeeded, and the job's first event of that type
+/// (a mail counts once however many bounces it gets), on the event's transaction.
+pub async fn topic_outcome_add(
+    run: &mut impl SqlRun,
+    job_id: &str,
+    event_type: &str,
+    source: &str,
+    id: &str,
+) -> Result<()> {
+    let (bounced, complained) = match event_type {
+        mail_event::BOUNCED => (1_i64, 0_i64),
+        mail_event::COMPLAINED => (0, 1),
+        _ => return Ok(()),
+    };
+    let sql = format!(
+        "INSERT INTO topic_counts (start, kind, topic, bounced, complained)
+         SELECT {}, j.kind, j.topic, $2, $3 FROM jobs j
+         WHERE j.id = $1 AND j.state = 'succeeded' AND j.topic IS NOT NULL
+           AND j.finished_at IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM inbound_events e
+                           WHERE e.job_id = $1 AND e.type = $4
+                             AND NOT (e.source = $5 AND e.id = $6))
+         ON CONFLICT (start, kind, topic) DO UPDATE
+         SET bounced = topic_counts.bounced + excluded.bounced,
+             complained = topic_counts.complained + excluded.complained",
+        quarter_sql(run.dialect(), "j.finished_at")
+    );
+    run.execute(
+        "topic outcome add",
+        &sql,
+        binds![job_id, bounced, complained, event_type, source, id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The quarters counted in `[since, until)` and one kind of their counts, read in one
+/// statement (one snapshot): a quarter stored while it runs is in both or in neither.
+pub async fn quarter_count_list(
+    run: &mut impl SqlRun,
+    p: QuarterCountList,
+) -> Result<QuarterCounts> {
+    let mut out = QuarterCounts::default();
+    match p.of {
+        QuarterCountOf::Marks => {
+            out.taken = run
+                .fetch(
+                    "counted quarter list",
+                    "SELECT start FROM counted_quarters WHERE start >= $1 AND start < $2
+                     ORDER BY start",
+                    binds![p.since, p.until],
+                    &|r| r.ts("start"),
+                )
+                .await?;
+        }
+        QuarterCountOf::Topics => {
+            let rows = run
+                .fetch(
+                    "topic count list",
+                    "SELECT t.start, c.kind, c.topic, c.succeeded, c.bounced, c.complained
+                     FROM counted_quarters t
+                     LEFT JOIN topic_counts c ON c.start = t.start
+                     WHERE t.start >= $1 AND t.start < $2
+                     ORDER BY t.start, c.kind, c.topic",
+                    binds![p.since, p.until],
+                    &|r| {
+                        let count = match r.opt_text("kind")? {
+                            Some(kind) => Some(TopicCount {
+                                kind,
+                                topic: r.text("topic")?,
+                                succeeded: r.int("succeeded")?,
+                                bounced: r.int("bounced")?,
+                                complained: r.int("complained")?,
+                            }),
+                            None => None,
+                        };
+                        Ok((r.ts("start")?, count))
+                    },
+                )
+                .await?;
+            for (start, count) in rows {
+                if out.taken.last() != Some(&start) {
+                    out.taken.push(start);
+                }
+                out.topics.extend(count.map(|c| (start, c)));
+            }
+        }
+        QuarterCountOf::Decided => {
+            let rows = run
+                .fetch(
+                    "decided count list",
+                    "SELECT t.start, d.schedule_id, d.kind, d.topic, d.state, d.reason, d.n
+                     FROM counted_quarters t
+                     LEFT JOIN decided_counts d ON d.start = t.start
+                     WHERE t.start >= $1 AND t.start < $2
+                     ORDER BY t.start",
+                    binds![p.since, p.until],
+                    &|r| {
+                        let count = match r.opt_text("state")? {
+                            Some(state) => Some(DecidedQuarterCount {
+                                schedule_id: some(r.text("schedule_id")?),
+                                kind: some(r.text("kind")?),
+                                topic: some(r.text("topic")?),
+                                state,
+                                reason: some(r.text("reason")?),
+                                count: r.int("n")?,
+                            }),
+                            None => None,
+                        };
+                        Ok((r.ts("start")?, count))
+                    },
+                )
+                .await?;
+            for (start, count) in rows {
+                if out.taken.last() != Some(&start) {
+                    out.taken.push(start);
+                }
+                out.decided.extend(count.map(|c| (start, c)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Delete the counts and marks of the quarters starting before `p.before`; how many quarters.
+pub async fn quarter_count_prune(run: &mut impl SqlRun, p: QuarterCountPrune) -> Result<u64> {
+    for (what, sql) in [
+        (
+            "topic count prune",
+            "DELETE FROM topic_counts WHERE start < $1",
+        ),
+        (
+            "decided count prune",
+            "DELETE FROM decided_counts WHERE start < $1",
+        ),
+    ] {
+        run.execute(what, sql, binds![p.before]).await?;
+    }
+    run.execute(
+        "counted quarter prune",
+        "DELETE FROM counted_quarters WHERE start < $1",
+        binds![p.before],
+    )
+    .await
+}
