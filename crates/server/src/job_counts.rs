@@ -16,7 +16,10 @@
 //!   a read waits for it at most [`CountPolicy::first_wait`], so that the first scrape after
 //!   a restart on a large table is not the one that waits for it.
 //!
-//! The age of the retained part is `kairos_jobs_retained_age_seconds`.
+//! The age of the retained part is `kairos_jobs_retained_age_seconds`. A background count that
+//! fails (a database that cancels it at its `statement_timeout`) keeps the last count and is
+//! not tried again before [`CountPolicy::retry_at`]: as long as a count of its duration would
+//! wait, and at least ten seconds.
 
 use chrono::{DateTime, Utc};
 use kairos_core::Clock;
@@ -60,7 +63,20 @@ impl CountPolicy {
     pub fn refresh_after(&self, took: Duration) -> Duration {
         took.saturating_mul(self.spacing).min(self.max_age)
     }
+
+    /// When a background count that began at `at` and failed after `took` may be tried
+    /// again: as long after as a count of that duration would be (a database that cancels a
+    /// count at its `statement_timeout` would otherwise be asked again at every scrape, each
+    /// time for the whole timeout), and at least [`MIN_RETRY`] after.
+    pub fn retry_at(&self, at: DateTime<Utc>, took: Duration) -> DateTime<Utc> {
+        let wait = self.refresh_after(took).max(MIN_RETRY);
+        at + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX)
+    }
 }
+
+/// The shortest wait before a failed background count is tried again (a database that
+/// refuses at once is not asked at every scrape either).
+pub const MIN_RETRY: Duration = Duration::from_secs(10);
 
 /// A count of the retained states.
 #[derive(Debug, Clone)]
@@ -103,6 +119,8 @@ pub struct JobCounts {
     last: tokio::sync::Mutex<Option<Taken>>,
     /// A background count is running.
     refreshing: AtomicBool,
+    /// After a background count failed: not before then again ([`CountPolicy::retry_at`]).
+    retry_at: std::sync::Mutex<Option<DateTime<Utc>>>,
     /// Wakes the reads waiting for the first count.
     landed: tokio::sync::Notify,
 }
@@ -187,23 +205,51 @@ impl JobCounts {
         }
     }
 
-    /// Count in the background unless a count runs already.
+    /// Count in the background unless a count runs already, or the last failed too recently.
     fn refresh(self: &Arc<Self>, store: &Arc<dyn Store>, clock: &Arc<dyn Clock>) {
-        if self.refreshing.swap(true, Ordering::AcqRel) {
+        if self.backing_off(clock.now()) || self.refreshing.swap(true, Ordering::AcqRel) {
             return;
         }
         let (me, store, clock) = (self.clone(), store.clone(), clock.clone());
         tokio::spawn(async move {
+            let at = clock.now();
+            let started = Instant::now();
             match count(&store, &clock).await {
-                Ok(t) => me.keep(t).await,
-                Err(e) => tracing::warn!(
-                    error = %e,
-                    "counting the finished jobs for /metrics failed; the last count is kept"
-                ),
+                Ok(t) => {
+                    me.set_retry_at(None);
+                    me.keep(t).await
+                }
+                Err(e) => {
+                    let retry_at = me.policy.retry_at(at, started.elapsed());
+                    me.set_retry_at(Some(retry_at));
+                    tracing::warn!(
+                        error = %e,
+                        retry_at = %retry_at.to_rfc3339(),
+                        "counting the finished jobs for /metrics failed; the last count is kept"
+                    )
+                }
             }
             me.refreshing.store(false, Ordering::Release);
             me.landed.notify_waiters();
         });
+    }
+
+    /// When the last background count failed to be tried again, by the node's clock; `None`
+    /// when it succeeded (or none failed yet).
+    pub fn retry_at(&self) -> Option<DateTime<Utc>> {
+        *self.retry_at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a failed count is not to be tried again yet at `now`.
+    fn backing_off(&self, now: DateTime<Utc>) -> bool {
+        self.retry_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|r| now < r)
+    }
+
+    fn set_retry_at(&self, at: Option<DateTime<Utc>>) {
+        *self.retry_at.lock().unwrap_or_else(|e| e.into_inner()) = at;
     }
 
     /// Keep `t` unless a later count is already kept.
@@ -250,6 +296,26 @@ mod tests {
             p.refresh_after(Duration::from_secs(60)),
             Duration::from_secs(1800),
             "at most max_age"
+        );
+    }
+
+    #[test]
+    fn a_failed_count_is_tried_again_after_a_hundred_times_its_duration_and_at_least_ten_seconds() {
+        let p = CountPolicy::default();
+        let at = DateTime::UNIX_EPOCH;
+        // Cancelled by a 30 s statement_timeout: not before 30 minutes (max_age).
+        assert_eq!(
+            p.retry_at(at, Duration::from_secs(30)),
+            at + chrono::Duration::minutes(30)
+        );
+        assert_eq!(
+            p.retry_at(at, Duration::from_millis(500)),
+            at + chrono::Duration::seconds(50)
+        );
+        // Refused at once: still ten seconds.
+        assert_eq!(
+            p.retry_at(at, Duration::from_millis(2)),
+            at + chrono::Duration::seconds(10)
         );
     }
 

@@ -535,3 +535,77 @@ async fn metrics_answer_before_the_first_count_of_finished_jobs_lands() {
     }
     assert!(landed, "the first count landed");
 }
+
+/// A background count of the finished jobs that fails is not tried again at every read: not
+/// before its retry time (ten seconds after a count that failed at once), and then it is, and
+/// lands. The failure is real: a finished job whose kind SQLite stores as a blob cannot be read
+/// back as text, so the count of the finished states fails while the queue's still reads.
+#[tokio::test]
+async fn a_failed_background_count_is_tried_again_only_after_its_retry_time() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("kairos.db");
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.expect("open store"));
+    let clock = Arc::new(ManualClock::new(t0()));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .expect("a second connection");
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at)
+         VALUES ('unreadable', X'FF', 'succeeded', '{}', 1, 0, 0, 0)",
+    )
+    .execute(&mut raw)
+    .await
+    .expect("an unreadable finished job");
+    let counts = Arc::new(JobCounts::new(CountPolicy {
+        first_wait: std::time::Duration::ZERO,
+        ..CountPolicy::default()
+    }));
+    let first = counts
+        .read(&store, &dyn_clock)
+        .await
+        .expect("the queue reads");
+    assert_eq!(first.retained_at, None);
+    let mut failed = None;
+    for _ in 0..400 {
+        failed = counts.retry_at();
+        if failed.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(failed, Some(t0() + Duration::seconds(10)), "failed at once");
+    sqlx::query("DELETE FROM jobs WHERE id = 'unreadable'")
+        .execute(&mut raw)
+        .await
+        .expect("the job removed");
+
+    // Before the retry time no count runs: reads keep answering without the finished states.
+    clock.set(t0() + Duration::seconds(5));
+    for _ in 0..20 {
+        let c = counts.read(&store, &dyn_clock).await.expect("read");
+        assert_eq!(c.retained_at, None, "not counted again yet");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    // After it, the next read counts again, and the count lands.
+    clock.set(t0() + Duration::seconds(11));
+    let mut landed = None;
+    for _ in 0..400 {
+        landed = counts
+            .read(&store, &dyn_clock)
+            .await
+            .expect("read")
+            .retained_at;
+        if landed.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(landed, Some(t0() + Duration::seconds(11)));
+    assert_eq!(
+        counts.retry_at(),
+        None,
+        "a count that succeeds clears the retry"
+    );
+}
