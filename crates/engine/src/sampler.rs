@@ -13,10 +13,10 @@
 //! with a topic that succeeded in it per kind and topic, and the jobs decided in it per
 //! schedule or topic, state and skip reason; the monitor's `bounce_rate`, `complaint_rate` and
 //! `skip_rate` sum those counts over their week or day instead of reading every job of it at
-//! every pass. A quarter is
-//! counted [`SETTLE`] after its end; quarters of the kept window without a count (no leader,
-//! a restart, before the migration) are counted [`BACKFILL_PER_RUN`] at a time, newest first,
-//! and counts older than the monitor's deliverability window are deleted.
+//! every pass. A quarter is counted [`SETTLE`] after its end; quarters of the kept window
+//! without a count (no leader, a restart, before the migration) are counted
+//! [`BACKFILL_PER_RUN`] at a time, newest first, and counts older than the longest of those
+//! windows are deleted.
 
 use crate::service::{Service, ServiceConfig};
 use async_trait::async_trait;

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// the counted quarters are counted as one range from the window's start.
 pub const MAX_SPANS: usize = 8;
 
-/// Where a window's sent mails come from: the counted quarters to sum, and the ranges of the
+/// Where a window's counts come from: the counted quarters to sum, and the ranges of the
 /// job table to count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {

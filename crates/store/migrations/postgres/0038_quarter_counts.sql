@@ -1,8 +1,8 @@
 -- What the monitor's week- and day-long checks sum per quarter hour instead of reading every
 -- finished job of their window at every pass. `counted_quarters` marks a quarter counted by
 -- the leader's sampler (two minutes after it ends), whether or not it had jobs; a quarter
--- without a mark (no leader, or before this migration) is counted from the job table. Mirrors the SQLite
--- tables with timestamptz.
+-- without a mark (no leader, or before this migration) is counted from the job table. Mirrors
+-- the SQLite tables with timestamptz.
 CREATE TABLE counted_quarters (
     start      timestamptz PRIMARY KEY,
     counted_at timestamptz NOT NULL
