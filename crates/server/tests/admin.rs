@@ -731,6 +731,62 @@ fn overview_count(body: &str, state: &str) -> Option<i64> {
     rest[start..start + end].trim().parse().ok()
 }
 
+/// When the background count of the finished states fails, the overview says so and when it
+/// is tried again, instead of "being counted" (the failure is real: a finished job whose kind
+/// SQLite stores as a blob cannot be read back as text).
+#[tokio::test]
+async fn admin_overview_says_when_the_count_of_finished_jobs_failed_and_is_tried_again() {
+    use kairos_server::job_counts::{CountPolicy, JobCounts};
+    use sqlx::Connection;
+    let counts = std::sync::Arc::new(JobCounts::new(CountPolicy {
+        first_wait: std::time::Duration::ZERO,
+        ..CountPolicy::default()
+    }));
+    let shared = counts.clone();
+    let mut ui = Ui::start_with(move |mut s| {
+        s.job_counts = shared;
+        s
+    })
+    .await;
+    ui.login().await;
+    let mut raw = sqlx::SqliteConnection::connect(&format!(
+        "sqlite://{}",
+        ui.dir().join("kairos.db").display()
+    ))
+    .await
+    .expect("a second connection");
+    sqlx::query(
+        "INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at)
+         VALUES ('unreadable', X'FF', 'succeeded', '{}', 1, 0, 0, 0)",
+    )
+    .execute(&mut raw)
+    .await
+    .expect("an unreadable finished job");
+    let page = ui.get("/admin").await;
+    assert!(page.body.contains("are being counted"), "{}", page.body);
+    let mut failed = None;
+    for _ in 0..400 {
+        failed = counts.retry_at();
+        if failed.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let retry = failed.expect("the count failed");
+    let page = ui.get("/admin").await;
+    assert!(
+        page.body.contains("id=\"count-failed\"")
+            && page.body.contains("failed: they are not shown")
+            && page.body.contains(&format!(
+                "tried again at {}",
+                retry.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            ))
+            && !page.body.contains("are being counted"),
+        "{}",
+        page.body
+    );
+}
+
 /// Once counting finished jobs is slow, the overview shows the queue as it is and the finished
 /// states as last counted, and says when they were counted.
 #[tokio::test]

@@ -29,6 +29,7 @@ pub async fn dashboard(
     let now = state.kairos.clock().now();
     // When the finished states were counted, if not for this page, or that their first count
     // is still running (a large table is counted in the background, `crate::job_counts`).
+    let count_retry = state.job_counts.retry_at().map(fmt_t);
     let counting = counts.retained_at.is_none();
     let counted_at = counts
         .retained_at
@@ -96,7 +97,7 @@ pub async fn dashboard(
         &state,
         "dashboard.html",
         context! {
-            counts, counted_at, counting, slo, slo_at, slo_error, now => fmt_t(now),
+            counts, counted_at, counting, count_retry, slo, slo_at, slo_error, now => fmt_t(now),
             hour_svg => minijinja::Value::from_safe_string(hour.svg),
             day_svg => minijinja::Value::from_safe_string(day.svg),
             hour => context! { succeeded => hour.succeeded, dead => hour.dead },
