@@ -737,7 +737,6 @@ fn overview_count(body: &str, state: &str) -> Option<i64> {
 #[tokio::test]
 async fn admin_overview_says_when_the_count_of_finished_jobs_failed_and_is_tried_again() {
     use kairos_server::job_counts::{CountPolicy, JobCounts};
-    use sqlx::Connection;
     let counts = std::sync::Arc::new(JobCounts::new(CountPolicy {
         first_wait: std::time::Duration::ZERO,
         ..CountPolicy::default()
@@ -749,30 +748,10 @@ async fn admin_overview_says_when_the_count_of_finished_jobs_failed_and_is_tried
     })
     .await;
     ui.login().await;
-    let mut raw = sqlx::SqliteConnection::connect(&format!(
-        "sqlite://{}",
-        ui.dir().join("kairos.db").display()
-    ))
-    .await
-    .expect("a second connection");
-    sqlx::query(
-        "INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at)
-         VALUES ('unreadable', X'FF', 'succeeded', '{}', 1, 0, 0, 0)",
-    )
-    .execute(&mut raw)
-    .await
-    .expect("an unreadable finished job");
+    let _raw = common::unreadable::unreadable_finished_job(&ui.dir().join("kairos.db")).await;
     let page = ui.get("/admin").await;
     assert!(page.body.contains("are being counted"), "{}", page.body);
-    let mut failed = None;
-    for _ in 0..400 {
-        failed = counts.retry_at();
-        if failed.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    let retry = failed.expect("the count failed");
+    let retry = common::unreadable::count_failure(&counts).await;
     let page = ui.get("/admin").await;
     assert!(
         page.body.contains("id=\"count-failed\"")

@@ -20,6 +20,9 @@ use prometheus_parse::{Sample, Scrape, Value};
 use std::sync::Arc;
 use tempfile::TempDir;
 
+#[path = "common/unreadable.rs"]
+mod unreadable;
+
 const TOKEN: &str = "test-token-of-at-least-thirty-two-chars";
 /// A webhook URL the tests' jobs never reach (they are due later, or cancelled).
 const UNREACHED: &str = "http://127.0.0.1:9/hook";
@@ -542,22 +545,12 @@ async fn metrics_answer_before_the_first_count_of_finished_jobs_lands() {
 /// back as text, so the count of the finished states fails while the queue's still reads.
 #[tokio::test]
 async fn a_failed_background_count_is_tried_again_only_after_its_retry_time() {
-    use sqlx::Connection;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("kairos.db");
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.expect("open store"));
     let clock = Arc::new(ManualClock::new(t0()));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
-        .await
-        .expect("a second connection");
-    sqlx::query(
-        "INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at)
-         VALUES ('unreadable', X'FF', 'succeeded', '{}', 1, 0, 0, 0)",
-    )
-    .execute(&mut raw)
-    .await
-    .expect("an unreadable finished job");
+    let mut raw = unreadable::unreadable_finished_job(&path).await;
     let counts = Arc::new(JobCounts::new(CountPolicy {
         first_wait: std::time::Duration::ZERO,
         ..CountPolicy::default()
@@ -567,15 +560,11 @@ async fn a_failed_background_count_is_tried_again_only_after_its_retry_time() {
         .await
         .expect("the queue reads");
     assert_eq!(first.retained_at, None);
-    let mut failed = None;
-    for _ in 0..400 {
-        failed = counts.retry_at();
-        if failed.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    assert_eq!(failed, Some(t0() + Duration::seconds(10)), "failed at once");
+    assert_eq!(
+        unreadable::count_failure(&counts).await,
+        t0() + Duration::seconds(10),
+        "failed at once"
+    );
     sqlx::query("DELETE FROM jobs WHERE id = 'unreadable'")
         .execute(&mut raw)
         .await

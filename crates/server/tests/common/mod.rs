@@ -18,6 +18,7 @@ use tempfile::TempDir;
 
 pub mod admin_ui;
 pub mod pg;
+pub mod unreadable;
 
 /// A running app and the parts tests reach into.
 pub struct TestApp {

@@ -229,6 +229,22 @@ pub async fn topic_outcome_add(
     Ok(())
 }
 
+/// The rows of a list joined to its marks (`None`: a quarter counted without a row): each
+/// quarter's start once into `taken`, and the counts with their start.
+fn split<T>(
+    rows: Vec<(DateTime<Utc>, Option<T>)>,
+    taken: &mut Vec<DateTime<Utc>>,
+) -> Vec<(DateTime<Utc>, T)> {
+    let mut out = Vec::new();
+    for (start, count) in rows {
+        if taken.last() != Some(&start) {
+            taken.push(start);
+        }
+        out.extend(count.map(|c| (start, c)));
+    }
+    out
+}
+
 /// The quarters counted in `[since, until)` and one kind of their counts, read in one
 /// statement (one snapshot): a quarter stored while it runs is in both or in neither.
 pub async fn quarter_count_list(
@@ -273,12 +289,7 @@ pub async fn quarter_count_list(
                     },
                 )
                 .await?;
-            for (start, count) in rows {
-                if out.taken.last() != Some(&start) {
-                    out.taken.push(start);
-                }
-                out.topics.extend(count.map(|c| (start, c)));
-            }
+            out.topics = split(rows, &mut out.taken);
         }
         QuarterCountOf::Decided => {
             let rows = run
@@ -306,12 +317,7 @@ pub async fn quarter_count_list(
                     },
                 )
                 .await?;
-            for (start, count) in rows {
-                if out.taken.last() != Some(&start) {
-                    out.taken.push(start);
-                }
-                out.decided.extend(count.map(|c| (start, c)));
-            }
+            out.decided = split(rows, &mut out.taken);
         }
     }
     Ok(out)
