@@ -458,6 +458,64 @@ pub async fn inbound_event_count_groups_one_action_by_source_and_type(s: S) {
     assert_eq!(recorded, vec![tally("resend", mail_event::DELIVERED, 1)]);
 }
 
+/// Two bounces of one mail recorded at the same moment, in two transactions, still count that
+/// mail once: the second waits for the first (PostgreSQL locks the mail's job row; SQLite has
+/// one writer) and then sees its bounce.
+pub async fn concurrent_bounces_of_one_mail_count_it_once(s: S) {
+    let q = quarter_of(t0());
+    let mail = json!({"topic": "weekly", "recipient_id": "r"});
+    const MAILS: usize = 20;
+    for i in 0..MAILS {
+        sent(
+            &s,
+            "email",
+            mail.clone(),
+            &format!("m{i}"),
+            q + Duration::minutes(1),
+            false,
+        )
+        .await;
+    }
+    let at = q + Duration::minutes(5);
+    let mut tasks = Vec::new();
+    for i in 0..MAILS {
+        for copy in ["a", "b"] {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                event(
+                    &s,
+                    &format!("b{i}{copy}"),
+                    mail_event::BOUNCED,
+                    Some(&format!("m{i}")),
+                    action::RECORDED,
+                    at,
+                )
+                .await;
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.expect("a bounce recorded");
+    }
+    assert!(
+        s.quarter_count_record(QuarterCountRecord { start: q, now: at })
+            .await
+            .unwrap()
+    );
+    let listed = s
+        .quarter_count_list(QuarterCountList {
+            since: q,
+            until: q + QUARTER,
+            of: QuarterCountOf::Topics,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.topics,
+        vec![(q, topic("email", "weekly", [MAILS as i64, MAILS as i64, 0]))]
+    );
+}
+
 /// The mails each store's migration test writes into a database of the release before 0038:
 /// id, topic, minutes after `t0()` it succeeded (all `email`). j1 and j2 are of topic `weekly`,
 /// j3 has none.

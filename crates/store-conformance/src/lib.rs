@@ -219,6 +219,7 @@ macro_rules! store_conformance {
             topic_count_range_counts_mails_per_topic_with_their_bounces_and_complaints,
             quarter_count_record_counts_a_quarter_once_and_lists_what_was_counted,
             inbound_events_add_each_mails_first_bounce_and_complaint_to_its_quarter,
+            concurrent_bounces_of_one_mail_count_it_once,
             exposure_outcome_count_counts_variants_with_their_outcomes,
             inbound_event_count_groups_one_action_by_source_and_type,
         );

@@ -194,7 +194,8 @@ fn quarter_sql(d: Dialect, col: &str) -> String {
 
 /// Add the event `(source, id)` just recorded to its mail's quarter when it is a bounce or a
 /// complaint about a job with a topic that succeeded, and the job's first event of that type
-/// (a mail counts once however many bounces it gets), on the event's transaction.
+/// (a mail counts once however many bounces it gets, even two recorded at the same moment), on
+/// the event's transaction.
 pub async fn topic_outcome_add(
     run: &mut impl SqlRun,
     job_id: &str,
@@ -207,6 +208,18 @@ pub async fn topic_outcome_add(
         mail_event::COMPLAINED => (0, 1),
         _ => return Ok(()),
     };
+    // Two events about one mail recorded at once must not both find no earlier one: on
+    // PostgreSQL the second waits here for the first to commit, and its check below (a new
+    // statement, a new snapshot) then sees it. SQLite has one writer at a time already.
+    if run.dialect() == Dialect::Postgres {
+        run.fetch_optional(
+            "topic outcome lock",
+            "SELECT id FROM jobs WHERE id = $1 FOR UPDATE",
+            binds![job_id],
+            &|r| r.text("id"),
+        )
+        .await?;
+    }
     let sql = format!(
         "INSERT INTO topic_counts (start, kind, topic, bounced, complained)
          SELECT {}, j.kind, j.topic, $2, $3 FROM jobs j
