@@ -70,7 +70,10 @@ impl CountPolicy {
     /// time for the whole timeout), and at least [`MIN_RETRY`] after.
     pub fn retry_at(&self, at: DateTime<Utc>, took: Duration) -> DateTime<Utc> {
         let wait = self.refresh_after(took).max(MIN_RETRY);
-        at + chrono::Duration::from_std(wait).unwrap_or(chrono::Duration::MAX)
+        chrono::Duration::from_std(wait)
+            .ok()
+            .and_then(|w| at.checked_add_signed(w))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
 

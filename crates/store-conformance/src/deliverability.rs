@@ -260,6 +260,13 @@ pub async fn quarter_count_record_counts_a_quarter_once_and_lists_what_was_count
         .await
         .unwrap();
     assert_eq!((later.taken, later.topics), (vec![empty], vec![]));
+    let decided = |since, until| QuarterCountList {
+        since,
+        until,
+        of: QuarterCountOf::Decided,
+    };
+    let before = s.quarter_count_list(decided(q, q + m(1))).await.unwrap();
+    assert!(!before.decided.is_empty(), "the quarter's decided jobs");
     let pruned = s
         .quarter_count_prune(QuarterCountPrune {
             before: q + QUARTER,
@@ -272,6 +279,15 @@ pub async fn quarter_count_record_counts_a_quarter_once_and_lists_what_was_count
         .await
         .unwrap();
     assert_eq!((left.taken, left.topics), (vec![empty], vec![]));
+    let left = s
+        .quarter_count_list(decided(q - Duration::hours(1), q + Duration::hours(2)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (left.taken, left.decided),
+        (vec![empty], vec![]),
+        "the decided counts are pruned too"
+    );
     assert!(
         s.quarter_count_record(record(q)).await.unwrap(),
         "a pruned quarter can be counted again"
@@ -329,22 +345,7 @@ pub async fn inbound_events_add_each_mails_first_bounce_and_complaint_to_its_qua
         listed.topics,
         vec![(q, topic("email", "weekly", [2, 1, 1]))]
     );
-    assert!(
-        s.quarter_count_record(QuarterCountRecord {
-            start: q + QUARTER,
-            now: q + m(35),
-        })
-        .await
-        .unwrap()
-    );
-    let next = s
-        .quarter_count_list(QuarterCountList {
-            since: q + QUARTER,
-            until: q + m(30),
-            of: QuarterCountOf::Topics,
-        })
-        .await
-        .unwrap();
+    let next = count_and_list(&*s, q + QUARTER, q + m(35)).await;
     assert_eq!(
         next.topics,
         vec![(q + QUARTER, topic("email", "weekly", [1, 1, 0]))]
@@ -458,6 +459,23 @@ pub async fn inbound_event_count_groups_one_action_by_source_and_type(s: S) {
     assert_eq!(recorded, vec![tally("resend", mail_event::DELIVERED, 1)]);
 }
 
+/// Count the quarter `q` (at `now`) and list its mail counts.
+async fn count_and_list(s: &dyn Store, q: DateTime<Utc>, now: DateTime<Utc>) -> QuarterCounts {
+    assert!(
+        s.quarter_count_record(QuarterCountRecord { start: q, now })
+            .await
+            .unwrap(),
+        "the quarter was not counted yet"
+    );
+    s.quarter_count_list(QuarterCountList {
+        since: q,
+        until: q + QUARTER,
+        of: QuarterCountOf::Topics,
+    })
+    .await
+    .unwrap()
+}
+
 /// Two bounces of one mail recorded at the same moment, in two transactions, still count that
 /// mail once: the second waits for the first (PostgreSQL locks the mail's job row; SQLite has
 /// one writer) and then sees its bounce.
@@ -497,19 +515,7 @@ pub async fn concurrent_bounces_of_one_mail_count_it_once(s: S) {
     for t in tasks {
         t.await.expect("a bounce recorded");
     }
-    assert!(
-        s.quarter_count_record(QuarterCountRecord { start: q, now: at })
-            .await
-            .unwrap()
-    );
-    let listed = s
-        .quarter_count_list(QuarterCountList {
-            since: q,
-            until: q + QUARTER,
-            of: QuarterCountOf::Topics,
-        })
-        .await
-        .unwrap();
+    let listed = count_and_list(&*s, q, at).await;
     assert_eq!(
         listed.topics,
         vec![(q, topic("email", "weekly", [MAILS as i64, MAILS as i64, 0]))]
@@ -539,23 +545,7 @@ pub const BEFORE_0038_EVENTS: [(&str, &str, &str); 5] = [
 /// the sampler counts the quarter, its topic reads 2 sent, 1 bounced, 1 complained about.
 pub async fn bounces_of_the_release_before_after_0038(store: &dyn Store) {
     let q = quarter_of(t0());
-    assert!(
-        store
-            .quarter_count_record(QuarterCountRecord {
-                start: q,
-                now: q + Duration::minutes(20),
-            })
-            .await
-            .unwrap()
-    );
-    let listed = store
-        .quarter_count_list(QuarterCountList {
-            since: q,
-            until: q + QUARTER,
-            of: QuarterCountOf::Topics,
-        })
-        .await
-        .unwrap();
+    let listed = count_and_list(store, q, q + Duration::minutes(20)).await;
     assert_eq!(listed.taken, vec![q]);
     assert_eq!(
         listed.topics,

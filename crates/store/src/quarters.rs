@@ -12,9 +12,7 @@ pub const QUARTER: chrono::TimeDelta = chrono::TimeDelta::minutes(15);
 
 /// The start of the quarter hour holding `t`.
 pub fn quarter_of(t: DateTime<Utc>) -> DateTime<Utc> {
-    let span = QUARTER.num_milliseconds();
-    let ms = t.timestamp_millis().div_euclid(span) * span;
-    DateTime::from_timestamp_millis(ms).unwrap_or(t)
+    crate::samples::start_of(t, QUARTER)
 }
 
 /// `quarter_count_record`: count the quarter hour starting at `start` — its succeeded jobs

@@ -60,6 +60,12 @@ pub struct QueueSamplePrune {
 
 /// The start of the minute holding `t`.
 pub fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
-    let ms = t.timestamp_millis().div_euclid(60_000) * 60_000;
+    start_of(t, chrono::TimeDelta::minutes(1))
+}
+
+/// The start of the span of length `span` (counted from the Unix epoch) holding `t`.
+pub(crate) fn start_of(t: DateTime<Utc>, span: chrono::TimeDelta) -> DateTime<Utc> {
+    let w = span.num_milliseconds().max(1);
+    let ms = t.timestamp_millis().div_euclid(w) * w;
     DateTime::from_timestamp_millis(ms).unwrap_or(t)
 }
