@@ -1,11 +1,13 @@
--- What the monitor's week- and day-long checks cost, before and after the quarter-hour counts
--- of migration 0038 (docs/operations.md, "SLO monitor"). Run on an empty schema that
+-- What the monitor's week-, day- and hour-long checks cost, before and after the quarter-hour
+-- counts of migrations 0038 and 0039 (docs/operations.md, "SLO monitor"). Run on an empty schema that
 -- `kairos migrate` created, with that schema first on the search path:
 --   PGOPTIONS="-c search_path=<schema>" psql -h 127.0.0.1 -U postgres postgres -f scripts/monitor-window-costs.sql
 -- It seeds 2,000,000 succeeded mails over 7 days in 20 topics (2 % bounced, 0.1 % complained,
--- half delivered), counts the quarters as the sampler would, and times the old reads (the
--- whole window) against the new ones (the counted quarters, and half an hour of jobs for the
--- window's edges). It writes about 1 GB; drop the schema afterwards.
+-- half delivered) and 360,000 webhook jobs in the last hour (100 a second, 2 % dead), counts
+-- the quarters as the sampler would, and times the old reads (the whole window) against the
+-- new ones (the counted quarters, and the job table for the window's edges: half an hour, the
+-- most, for the week and the day; 15 and 30 minutes for the hour). It writes about 1.2 GB;
+-- drop the schema afterwards.
 \set ON_ERROR_STOP on
 INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at, topic)
 SELECT 'j' || g, 'email', 'succeeded', '{}'::jsonb, 3,
@@ -21,6 +23,11 @@ FROM generate_series(7, 2000000, 1000) g;
 INSERT INTO inbound_events (source, id, type, provider_message_id, job_id, action, payload, received_at)
 SELECT 'resend', 'd' || g, 'email.delivered', 'p' || g, 'j' || g, 'recorded', '{}'::jsonb, now() - (g * interval '302 milliseconds') + interval '1 minute'
 FROM generate_series(1, 2000000, 2) g;
+INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at)
+SELECT 'w' || g, 'webhook', CASE WHEN g % 50 = 0 THEN 'dead' ELSE 'succeeded' END, '{}'::jsonb, 3,
+       now() - (g * interval '10 milliseconds'), now() - (g * interval '10 milliseconds'),
+       now() - (g * interval '10 milliseconds')
+FROM generate_series(1, 360000) g;
 VACUUM ANALYZE jobs; VACUUM ANALYZE inbound_events;
 \echo migration 0038: the bounces and complaints recorded before, into their quarters
 \timing on
@@ -37,7 +44,15 @@ GROUP BY 1, j.kind, j.topic;
 INSERT INTO counted_quarters SELECT s, now() FROM generate_series(date_bin('15 minutes', now() - interval '7 days', 'epoch'), date_bin('15 minutes', now(), 'epoch') - interval '15 minutes', interval '15 minutes') s ON CONFLICT DO NOTHING;
 INSERT INTO topic_counts (start, kind, topic, succeeded) SELECT date_bin('15 minutes', finished_at, 'epoch'), kind, topic, COUNT(*) FROM jobs WHERE state='succeeded' AND topic IS NOT NULL AND finished_at >= now() - interval '7 days' AND finished_at < date_bin('15 minutes', now(), 'epoch') GROUP BY 1,2,3 ON CONFLICT (start, kind, topic) DO UPDATE SET succeeded = excluded.succeeded;
 INSERT INTO decided_counts SELECT date_bin('15 minutes', finished_at, 'epoch'), COALESCE(schedule_id, ''), CASE WHEN schedule_id IS NULL THEN kind ELSE '' END, CASE WHEN schedule_id IS NULL THEN topic ELSE '' END, state, CASE WHEN state = 'skipped' THEN COALESCE(reason, '') ELSE '' END, COUNT(*) FROM jobs WHERE state IN ('succeeded','skipped','dead') AND (schedule_id IS NOT NULL OR topic IS NOT NULL) AND finished_at >= now() - interval '7 days' AND finished_at < date_bin('15 minutes', now(), 'epoch') GROUP BY 1,2,3,4,5,6 ON CONFLICT DO NOTHING;
-VACUUM ANALYZE topic_counts; VACUUM ANALYZE decided_counts; VACUUM ANALYZE counted_quarters;
+\echo migration 0039: the finished jobs per kind of the quarters counted before
+\timing on
+INSERT INTO kind_counts (start, kind, state, n)
+SELECT q.start, j.kind, j.state, COUNT(*)
+FROM counted_quarters q
+JOIN jobs j ON j.finished_at >= q.start AND j.finished_at < q.start + interval '15 minutes'
+GROUP BY q.start, j.kind, j.state;
+\timing off
+VACUUM ANALYZE topic_counts; VACUUM ANALYZE decided_counts; VACUUM ANALYZE counted_quarters; VACUUM ANALYZE kind_counts;
 \timing on
 \echo NEW list (a week of quarters)
 SELECT count(*) FROM (SELECT t.start, c.kind, c.topic, c.succeeded, c.bounced, c.complained FROM counted_quarters t LEFT JOIN topic_counts c ON c.start = t.start WHERE t.start >= date_bin('15 minutes', now() - interval '7 days', 'epoch') AND t.start < now() ORDER BY t.start, c.kind, c.topic) x;
@@ -76,3 +91,11 @@ SELECT count(*) FROM (SELECT schedule_id, topic, state, reason, COUNT(*) AS n FR
   SELECT schedule_id, CASE WHEN schedule_id IS NULL AND kind = ANY(ARRAY['email']) THEN topic END AS topic, state, CASE WHEN state = 'skipped' THEN reason END AS reason
   FROM jobs WHERE finished_at >= now() - interval '30 minutes' AND finished_at < now() AND state IN ('succeeded', 'skipped', 'dead')) d
   WHERE schedule_id IS NOT NULL OR topic IS NOT NULL GROUP BY schedule_id, topic, state, reason) x;
+\echo OLD job_count_finished (an hour)
+SELECT count(*) FROM (SELECT state, kind, COUNT(*) AS n FROM jobs WHERE finished_at >= now() - interval '1 hour' AND finished_at < now() GROUP BY state, kind) x;
+\echo NEW kind list (an hour of quarters)
+SELECT count(*) FROM (SELECT t.start, k.kind, k.state, k.n FROM counted_quarters t LEFT JOIN kind_counts k ON k.start = t.start WHERE t.start >= date_bin('15 minutes', now() - interval '1 hour', 'epoch') AND t.start < now() ORDER BY t.start, k.kind, k.state) x;
+\echo NEW finished range (15 min, the mean of the edges)
+SELECT count(*) FROM (SELECT state, kind, COUNT(*) AS n FROM jobs WHERE finished_at >= now() - interval '15 minutes' AND finished_at < now() GROUP BY state, kind) x;
+\echo NEW finished range (30 min, the most)
+SELECT count(*) FROM (SELECT state, kind, COUNT(*) AS n FROM jobs WHERE finished_at >= now() - interval '30 minutes' AND finished_at < now() GROUP BY state, kind) x;

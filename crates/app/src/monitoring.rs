@@ -94,7 +94,9 @@ pub fn monitor_config(cfg: &Config) -> Result<MonitorConfig, ConfigError> {
             "monitor.window" => "slo_window_secs",
             "monitor.failure_rate" => "slo_failure_rate",
             "monitor.stuck_after" => "slo_stuck_secs",
+            "monitor.lease_grace" => "slo_lease_grace_secs",
             "monitor.missed_window" => "slo_missed_window_secs",
+            "monitor.missed_grace" => "slo_missed_grace_secs",
             "monitor.dead_runs_window" => "slo_dead_runs_window",
             "monitor.skip_window" => "slo_skip_rate_window",
             "monitor.skip_min" => "slo_skip_rate_min",
@@ -203,6 +205,27 @@ mod tests {
                     ..Config::default()
                 },
                 "slo_window_secs",
+            ),
+            (
+                Config {
+                    slo_window_secs: u64::MAX,
+                    ..Config::default()
+                },
+                "slo_window_secs",
+            ),
+            (
+                Config {
+                    slo_stuck_secs: 367 * 86_400,
+                    ..Config::default()
+                },
+                "slo_stuck_secs",
+            ),
+            (
+                Config {
+                    slo_lease_grace_secs: u64::MAX,
+                    ..Config::default()
+                },
+                "slo_lease_grace_secs",
             ),
         ] {
             assert_eq!(monitor_config(&bad).unwrap_err().field, field);

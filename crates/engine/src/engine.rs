@@ -116,7 +116,8 @@ impl Engine {
             sampler: Sampler::new(cfg.sampler, store.clone())?.keep_counts_for(
                 cfg.monitor
                     .deliverability_window
-                    .max(cfg.monitor.skip_window),
+                    .max(cfg.monitor.skip_window)
+                    .max(cfg.monitor.window),
             ),
             heartbeat: Heartbeat::new(cfg.heartbeat, store.clone())?,
             monitor: Monitor::new(cfg.monitor, store)?.with_kinds(kinds.clone()),

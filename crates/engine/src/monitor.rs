@@ -121,6 +121,10 @@ pub mod names {
     ];
 }
 
+/// The longest window or threshold of time a check takes (366 days, as the environment's
+/// windows).
+pub const MAX_WINDOW: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// Monitor settings. Every threshold has an environment variable in `kairos serve`
 /// (`KAIROS_SLO_…`, see docs/operations.md).
 #[derive(Debug, Clone)]
@@ -231,6 +235,19 @@ impl MonitorConfig {
         ] {
             if d.is_zero() {
                 return Err(Error::invalid(field, "must be more than 0"));
+            }
+            // A window reaches back from now: one longer than any calendar holds would
+            // overflow the instant it starts at.
+            if d > MAX_WINDOW {
+                return Err(Error::invalid(field, "must be at most 366 days"));
+            }
+        }
+        for (field, d) in [
+            ("monitor.lease_grace", self.lease_grace),
+            ("monitor.missed_grace", self.missed_grace),
+        ] {
+            if d > MAX_WINDOW {
+                return Err(Error::invalid(field, "must be at most 366 days"));
             }
         }
         for (field, rate) in [

@@ -10,10 +10,10 @@
 //! led (or the node was down) has no sample, and the charts show a gap there.
 //!
 //! It also counts each quarter hour once (migration 0038, [`kairos_store::quarters`]): the jobs
-//! with a topic that succeeded in it per kind and topic, and the jobs decided in it per
-//! schedule or topic, state and skip reason; the monitor's `bounce_rate`, `complaint_rate` and
-//! `skip_rate` sum those counts over their week or day instead of reading every job of it at
-//! every pass. A quarter is counted [`SETTLE`] after its end; quarters of the kept window
+//! with a topic that succeeded in it per kind and topic, the jobs decided in it per schedule or
+//! topic, state and skip reason, and the jobs finished in it per kind and state (migration
+//! 0039); the monitor's `bounce_rate`, `complaint_rate`, `skip_rate` and `failure_rate` sum
+//! those counts over their week, day or hour instead of reading every job of it at every pass. A quarter is counted [`SETTLE`] after its end; quarters of the kept window
 //! without a count (no leader, a restart, before the migration) are counted
 //! [`BACKFILL_PER_RUN`] at a time, newest first, and counts older than the longest of those
 //! windows are deleted.

@@ -96,6 +96,93 @@ async fn failure_rate_excludes_skipped_and_pending_jobs() {
     assert_eq!(rate.status, CheckStatus::InsufficientData);
 }
 
+/// A pass reads the failure rate's hour from the sampler's quarter counts of finished jobs
+/// per kind and state, and the job table only for the window's start up to its first counted
+/// quarter and for the quarters not counted yet; it finds what a count of the whole window
+/// finds, and a quarter leaving the window stops counting.
+#[tokio::test]
+async fn failure_rate_sums_the_counted_quarters_and_reads_only_the_rest_of_the_window() {
+    let t0 = t("2026-11-29T08:00:00Z");
+    let h = Harness::new(t0, &[("mail", scripted())]).await;
+    let run = |at, results: &'static [&'static str]| {
+        let h = &h;
+        async move {
+            for r in results {
+                h.enqueue("mail", json!({ "r": r }), Some(at), Some(max_attempts(1)))
+                    .await;
+            }
+            h.exec(at).await
+        }
+    };
+    // 08:10: 3 ok, 1 fail; 08:40: 4 fail (the quarter in progress at 08:50); 09:05: 2 ok,
+    // 2 skipped (not decided).
+    run(t0 + mins(10), &["ok", "ok", "ok", "fail"]).await;
+    run(t0 + mins(40), &["fail", "fail", "fail", "fail"]).await;
+    let cfg = MonitorConfig {
+        failure_rate: 0.3,
+        min_sample: 4,
+        ..Default::default()
+    };
+    let counting = CountingStore::new(h.store.clone());
+    let m = Monitor::new(cfg, counting.clone()).expect("monitor config");
+    let now = t0 + mins(50);
+    let until = now + ms(1);
+    let expect = |r: &SloReport, failed: i64, decided: i64| {
+        let f = find(r, names::FAILURE_RATE, Some("mail"));
+        assert_eq!(f.sample, Some(decided), "{f:?}");
+        assert_eq!(f.value, Some(failed as f64 / decided as f64), "{f:?}");
+    };
+    // No quarter counted yet: the whole hour from the job table.
+    expect(&m.evaluate(now).await.unwrap(), 5, 8);
+    assert_eq!(
+        std::mem::take(&mut *counting.finished_ranges.lock().unwrap()),
+        vec![(now - mins(60), until)]
+    );
+    // The sampler counts 08:30 (ended five minutes ago) and the gaps back to 07:30.
+    h.engine.sampler().run_once(now).await.unwrap();
+    expect(&m.evaluate(now).await.unwrap(), 5, 8);
+    assert_eq!(
+        std::mem::take(&mut *counting.finished_ranges.lock().unwrap()),
+        vec![(now - mins(60), t0), (t0 + mins(45), until)],
+        "ten minutes before the first quarter, and 08:45, in progress"
+    );
+    run(t0 + mins(65), &["ok", "ok", "skip", "skip"]).await;
+    // At 09:12 the 08:00 quarter starts before the window: its jobs (at 08:10) are read from
+    // the job table and are out; 08:30 is counted by then.
+    let later = t0 + mins(72);
+    h.engine.sampler().run_once(later).await.unwrap();
+    expect(&m.evaluate(later).await.unwrap(), 4, 6);
+    assert_eq!(
+        std::mem::take(&mut *counting.finished_ranges.lock().unwrap()),
+        vec![
+            (later - mins(60), t0 + mins(15)),
+            (t0 + mins(60), later + ms(1))
+        ],
+        "08:12 to 08:15, and 09:00, in progress"
+    );
+    // The dead jobs replayed leave their counted quarters at once: the rate falls (0 of the 2
+    // decided); when they die again they count in the quarter they die in, once.
+    let replayed = h
+        .store
+        .job_bulk_retry(kairos_store::JobBulkRetry {
+            select: kairos_store::JobSelect {
+                filter: kairos_store::JobFilter {
+                    state: Some("dead".into()),
+                    ..Default::default()
+                },
+                limit: 100,
+                ..Default::default()
+            },
+            now: later,
+        })
+        .await
+        .unwrap();
+    assert_eq!(replayed.count, 5);
+    expect(&m.evaluate(later).await.unwrap(), 0, 2);
+    h.exec(later).await;
+    expect(&m.evaluate(later).await.unwrap(), 5, 7);
+}
+
 /// a job due and not claimed is stuck after the threshold, not before.
 #[tokio::test]
 async fn stuck_job_is_detected_after_the_threshold_and_not_before() {

@@ -223,6 +223,99 @@ pub async fn job_count_finished_counts_final_states_in_window(s: S) {
     assert!(empty.is_empty(), "the window's end is exclusive: {empty:?}");
 }
 
+/// The sampler's quarter count holds what `job_count_finished` reads for the quarter: the
+/// finished jobs per kind and final state, of that quarter only; the prune deletes them.
+pub async fn quarter_count_record_counts_the_finished_jobs_per_kind_and_state(s: S) {
+    let q = quarter_of(t0()) + QUARTER;
+    let mut mail = job(q);
+    mail.kind = JobKind::new("email");
+    for j in [job(q), job(q), job(q), mail, job(q), job(q)] {
+        s.job_insert(j).await.unwrap();
+    }
+    let mut jobs = s.job_claim(claim(q, 10, "n")).await.unwrap();
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let m = Duration::minutes;
+    let (webhooks, mail): (Vec<_>, Vec<_>) =
+        jobs.iter().partition(|j| j.kind.as_str() == "webhook");
+    s.job_complete_many(vec![
+        done(webhooks[0], Transition::Succeeded, q),
+        done(webhooks[1], Transition::Succeeded, q + m(14)),
+        done(webhooks[2], Transition::Dead, q + m(7)),
+        done(
+            webhooks[3],
+            Transition::Skipped("suppressed".into()),
+            q + m(3),
+        ),
+        done(mail[0], Transition::Dead, q + m(1)),
+        // The next quarter's.
+        done(webhooks[4], Transition::Succeeded, q + QUARTER),
+    ])
+    .await
+    .unwrap();
+    assert!(
+        s.quarter_count_record(QuarterCountRecord {
+            start: q,
+            now: q + m(20),
+        })
+        .await
+        .unwrap()
+    );
+    let list = || QuarterCountList {
+        since: q - QUARTER,
+        until: q + Duration::hours(1),
+        of: QuarterCountOf::Kinds,
+    };
+    let listed = s.quarter_count_list(list()).await.unwrap();
+    assert_eq!(listed.taken, vec![q]);
+    assert!(
+        listed.decided.is_empty() && listed.topics.is_empty(),
+        "only what was asked for"
+    );
+    let c = |kind: &str, state: &str, count| {
+        (
+            q,
+            JobCount {
+                kind: kind.into(),
+                state: state.into(),
+                count,
+            },
+        )
+    };
+    assert_eq!(
+        listed.kinds,
+        vec![
+            c("email", "dead", 1),
+            c("webhook", "dead", 1),
+            c("webhook", "skipped", 1),
+            c("webhook", "succeeded", 2),
+        ]
+    );
+    let mut read = s
+        .job_count_finished(JobCountFinished {
+            since: q,
+            until: q + QUARTER,
+        })
+        .await
+        .unwrap();
+    read.sort_by(|a, b| (&a.kind, &a.state).cmp(&(&b.kind, &b.state)));
+    assert_eq!(
+        read,
+        listed
+            .kinds
+            .iter()
+            .map(|(_, k)| k.clone())
+            .collect::<Vec<_>>(),
+        "the same as reading the job table"
+    );
+    s.quarter_count_prune(QuarterCountPrune {
+        before: q + QUARTER,
+    })
+    .await
+    .unwrap();
+    let left = s.quarter_count_list(list()).await.unwrap();
+    assert_eq!((left.taken, left.kinds), (vec![], vec![]), "pruned");
+}
+
 /// The admin's throughput series: succeeded and dead jobs per bucket aligned on the epoch
 /// (a job finished at 59.999 s is in the first minute), other states and jobs outside the
 /// window left out, empty buckets absent.
@@ -820,4 +913,213 @@ pub async fn migration_pending_is_empty_after_migrate(s: S) {
     assert_eq!(s.migration_pending().await.unwrap(), Vec::<i64>::new());
     s.migrate().await.unwrap();
     assert_eq!(s.migration_pending().await.unwrap(), Vec::<i64>::new());
+}
+
+/// Jobs of the topic `weekly` that finished five minutes into a quarter (the one after
+/// [`t0`]'s), one per transition in that order (sorted by id), and the quarter counted.
+async fn finished_in_a_counted_quarter(
+    s: &S,
+    transitions: Vec<Transition>,
+) -> (chrono::DateTime<chrono::Utc>, Vec<Job>) {
+    let q = quarter_of(t0()) + QUARTER;
+    for _ in &transitions {
+        let mut j = job(q);
+        j.payload = serde_json::json!({"topic": "weekly", "recipient_id": "r"});
+        j.audience = kairos_core::JobAudience::of_payload(&j.payload);
+        s.job_insert(j).await.unwrap();
+    }
+    let mut jobs = s
+        .job_claim(claim(q, transitions.len() as i64, "n"))
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), transitions.len());
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let at = q + Duration::minutes(5);
+    s.job_complete_many(
+        jobs.iter()
+            .zip(transitions)
+            .map(|(j, t)| done(j, t, at))
+            .collect(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        s.quarter_count_record(QuarterCountRecord {
+            start: q,
+            now: q + Duration::minutes(20),
+        })
+        .await
+        .unwrap()
+    );
+    (q, jobs)
+}
+
+/// The quarter `q`'s (dead, skipped, succeeded) jobs in its kind counts, and in its decided
+/// counts of the topic `weekly`.
+async fn counts_of_quarter(s: &S, q: chrono::DateTime<chrono::Utc>) -> ([i64; 3], [i64; 3]) {
+    let list = |of| QuarterCountList {
+        since: q,
+        until: q + QUARTER,
+        of,
+    };
+    let kinds = s
+        .quarter_count_list(list(QuarterCountOf::Kinds))
+        .await
+        .unwrap();
+    let decided = s
+        .quarter_count_list(list(QuarterCountOf::Decided))
+        .await
+        .unwrap();
+    let of_kinds = |state: &str| {
+        kinds
+            .kinds
+            .iter()
+            .filter(|(_, k)| k.state == state)
+            .map(|(_, k)| k.count)
+            .sum()
+    };
+    let of_decided = |state: &str| {
+        decided
+            .decided
+            .iter()
+            .filter(|(_, d)| d.state == state && d.topic.as_deref() == Some("weekly"))
+            .map(|(_, d)| d.count)
+            .sum()
+    };
+    (
+        [of_kinds("dead"), of_kinds("skipped"), of_kinds("succeeded")],
+        [
+            of_decided("dead"),
+            of_decided("skipped"),
+            of_decided("succeeded"),
+        ],
+    )
+}
+
+/// A finished job sent back to the queue (`job_retry`, `job_bulk_retry`) leaves its counted
+/// quarter's finished and decided counts in the retry's transaction, once however often it is
+/// retried, so that it is counted where it finishes next and not in both; a succeeded job's
+/// counts stay.
+pub async fn a_retried_job_leaves_the_counts_of_its_quarter(s: S) {
+    let (q, jobs) = finished_in_a_counted_quarter(
+        &s,
+        vec![
+            Transition::Dead,
+            Transition::Dead,
+            Transition::Dead,
+            Transition::Skipped("suppressed".into()),
+            Transition::Succeeded,
+        ],
+    )
+    .await;
+    let counts = || counts_of_quarter(&s, q);
+    assert_eq!(counts().await, ([3, 1, 1], [3, 1, 1]));
+    let later = q + Duration::minutes(25);
+    let retry = |id: &str| JobRetry {
+        id: id.into(),
+        now: later,
+    };
+    assert!(s.job_retry(retry(&jobs[0].id)).await.unwrap().is_some());
+    assert_eq!(
+        counts().await,
+        ([2, 1, 1], [2, 1, 1]),
+        "one dead job retried"
+    );
+    s.job_retry(retry(&jobs[0].id)).await.unwrap();
+    assert_eq!(counts().await, ([2, 1, 1], [2, 1, 1]), "taken once");
+    s.job_retry(retry(&jobs[3].id)).await.unwrap();
+    s.job_retry(retry(&jobs[4].id)).await.unwrap();
+    assert_eq!(
+        counts().await,
+        ([2, 0, 1], [2, 0, 1]),
+        "the skipped job retried; a succeeded one is not retried"
+    );
+    let done = s
+        .job_bulk_retry(JobBulkRetry {
+            select: JobSelect {
+                ids: Some(vec![jobs[1].id.clone(), jobs[2].id.clone()]),
+                filter: JobFilter::default(),
+                after_id: None,
+                limit: 10,
+            },
+            now: later,
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.count, 2);
+    assert_eq!(counts().await, ([0, 0, 1], [0, 0, 1]), "retried in bulk");
+}
+
+/// Two retries of one dead job at the same moment take it out of its quarter's counts once.
+pub async fn concurrent_retries_of_one_job_take_it_out_of_its_quarter_once(s: S) {
+    let (q, jobs) = finished_in_a_counted_quarter(&s, vec![Transition::Dead; 20]).await;
+    assert_eq!(counts_of_quarter(&s, q).await, ([20, 0, 0], [20, 0, 0]));
+    let mut tasks = Vec::new();
+    for j in &jobs {
+        for _ in 0..2 {
+            let (s, id) = (s.clone(), j.id.clone());
+            tasks.push(tokio::spawn(async move {
+                s.job_retry(JobRetry {
+                    id,
+                    now: q + Duration::minutes(25),
+                })
+                .await
+                .expect("a retry");
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.expect("a retry ran");
+    }
+    assert_eq!(counts_of_quarter(&s, q).await, ([0, 0, 0], [0, 0, 0]));
+}
+
+/// Finished jobs of the release before migration 0039: id, kind, state, minutes after the
+/// quarter of [`t0`] that they finished.
+pub const BEFORE_0039_JOBS: [(&str, &str, &str, i64); 6] = [
+    ("j1", "webhook", "succeeded", 1),
+    ("j2", "webhook", "dead", 2),
+    ("j3", "email", "succeeded", 14),
+    ("j4", "webhook", "succeeded", 16),
+    ("j5", "webhook", "dead", 31),
+    ("j6", "webhook", "succeeded", -1),
+];
+/// The quarters the sampler had counted before migration 0039, in minutes after the quarter of
+/// [`t0`]: the first two (the third and the one before were not counted).
+pub const COUNTED_BEFORE_0039: [i64; 2] = [0, 15];
+
+/// After migration 0039 on a database holding [`BEFORE_0039_JOBS`] with the quarters
+/// [`COUNTED_BEFORE_0039`] marked counted, those quarters have their finished jobs per kind
+/// and state, and the others none (the monitor reads them from the job table until the
+/// sampler counts them).
+pub async fn kind_counts_of_the_release_before_after_0039(store: &dyn Store) {
+    let q = quarter_of(t0());
+    let listed = store
+        .quarter_count_list(QuarterCountList {
+            since: q - Duration::hours(1),
+            until: q + Duration::hours(1),
+            of: QuarterCountOf::Kinds,
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.taken, vec![q, q + QUARTER]);
+    let c = |start, kind: &str, state: &str| {
+        (
+            start,
+            JobCount {
+                kind: kind.into(),
+                state: state.into(),
+                count: 1,
+            },
+        )
+    };
+    assert_eq!(
+        listed.kinds,
+        vec![
+            c(q, "email", "succeeded"),
+            c(q, "webhook", "dead"),
+            c(q, "webhook", "succeeded"),
+            c(q + QUARTER, "webhook", "succeeded"),
+        ]
+    );
 }

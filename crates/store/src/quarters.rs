@@ -1,7 +1,8 @@
 //! What the monitor's week- and day-long checks sum per quarter hour (migration 0038) instead
 //! of reading every finished job of their window at every pass: per kind and topic, the mails
 //! sent and how many bounced or were complained about (`bounce_rate`, `complaint_rate`), and
-//! per schedule (or kind and topic) the jobs decided per state and skip reason (`skip_rate`).
+//! per schedule (or kind and topic) the jobs decided per state and skip reason (`skip_rate`);
+//! per kind the jobs finished in each final state (`failure_rate`, migration 0039).
 //! The leader's sampler counts each quarter once after it ends; the inbound path adds each
 //! mail's first bounce and complaint to its send quarter as it is recorded.
 
@@ -16,7 +17,8 @@ pub fn quarter_of(t: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// `quarter_count_record`: count the quarter hour starting at `start` — its succeeded jobs
-/// with a topic per kind and topic, its decided jobs per schedule or topic, state and reason —
+/// with a topic per kind and topic, its decided jobs per schedule or topic, state and reason,
+/// its finished jobs per kind and state —
 /// and store the counts with a mark that the quarter was counted, unless it was (the first
 /// writer wins, as for [`crate::QueueSampleRecord`]). A quarter's bounced and complained
 /// mails are not counted here: they are added as each mail's first event of that type is
@@ -73,6 +75,8 @@ pub enum QuarterCountOf {
     Topics,
     /// The decided jobs ([`QuarterCounts::decided`]).
     Decided,
+    /// The finished jobs per kind and state ([`QuarterCounts::kinds`]).
+    Kinds,
 }
 
 /// `quarter_count_list`: the quarters counted in `[since, until)` (by their start), with one
@@ -99,6 +103,9 @@ pub struct QuarterCounts {
     pub topics: Vec<(DateTime<Utc>, TopicCount)>,
     /// With [`QuarterCountOf::Decided`]: each quarter's counts with its start, oldest first.
     pub decided: Vec<(DateTime<Utc>, DecidedQuarterCount)>,
+    /// With [`QuarterCountOf::Kinds`]: each quarter's finished jobs per kind and state (as
+    /// `job_count_finished` counts them) with its start, oldest first, then by kind and state.
+    pub kinds: Vec<(DateTime<Utc>, crate::JobCount)>,
 }
 
 /// `topic_count_range`: the jobs with a topic that succeeded in `[since, until)`, per kind and

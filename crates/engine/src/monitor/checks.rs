@@ -3,7 +3,7 @@
 use super::{CheckResult, CheckStatus, MonitorConfig, names};
 use chrono::SecondsFormat;
 use chrono::{DateTime, Utc};
-use kairos_store::{JobBacklog, JobCountFinished, ScheduleGapList, ScheduleList, Store};
+use kairos_store::{JobBacklog, ScheduleGapList, ScheduleList, Store};
 use std::collections::{BTreeMap, HashMap};
 
 /// Most expected firings counted per schedule and window: an every-second schedule over a day
@@ -30,12 +30,8 @@ pub(super) async fn failure_rate(
     now: DateTime<Utc>,
 ) -> Result<Vec<CheckResult>, kairos_store::Error> {
     let since = now - dur(cfg.window);
-    let counts = store
-        .job_count_finished(JobCountFinished {
-            since,
-            until: now + chrono::Duration::milliseconds(1),
-        })
-        .await?;
+    let counts =
+        super::quarters::finished(store, since, now + chrono::Duration::milliseconds(1)).await?;
     // kind -> (succeeded, failed)
     let mut by_kind: BTreeMap<String, (i64, i64)> = BTreeMap::new();
     for c in counts {

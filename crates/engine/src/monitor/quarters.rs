@@ -1,11 +1,12 @@
 //! The windows of the week- and day-long checks from the sampler's quarter-hour counts
 //! (migration 0038, [`kairos_store::quarters`]), and the job table only where they do not
 //! reach: the mails sent per topic with their bounces and complaints over the deliverability
-//! window ([`sent_per_topic`]), and the jobs decided per schedule or topic over the skip-rate
-//! window ([`decided`]).
+//! window ([`sent_per_topic`]), the jobs decided per schedule or topic over the skip-rate
+//! window ([`decided`]), and the jobs finished per kind and state over the failure-rate window
+//! ([`finished`]).
 //!
-//! A week of mail at 100 a second is sixty million jobs, a day of jobs eight million: reading
-//! them at every pass (once a minute) kept a database backend busy. The sampler counts each
+//! A week of mail at 100 a second is sixty million jobs, a day of jobs eight million, an hour
+//! 360,000: reading them at every pass (once a minute) kept a database backend busy. The sampler counts each
 //! quarter hour once; a pass sums the counted quarters of its window and counts from the job
 //! table only the rest ([`Plan`]): the part of the window before its first whole quarter, the
 //! quarter in progress (and the last one until the sampler counts it), and quarters without a
@@ -14,8 +15,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use kairos_store::{
-    DecidedCount, JobCountDecided, QUARTER, QuarterCountList, QuarterCountOf, Store, TopicCount,
-    TopicCountRange, quarter_of,
+    DecidedCount, JobCount, JobCountDecided, JobCountFinished, QUARTER, QuarterCountList,
+    QuarterCountOf, Store, TopicCount, TopicCountRange, quarter_of,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -176,6 +177,42 @@ pub async fn decided(
                     since: from,
                     until: to,
                     topic_kinds: topic_kinds.to_vec(),
+                })
+                .await?,
+        );
+    }
+    Ok(out)
+}
+
+/// The jobs finished in `[since, until)` per kind and state, as
+/// [`kairos_store::InsightStore::job_count_finished`] counts them (one row per kind and state
+/// of each counted quarter and of each range counted from the job table, not summed with each
+/// other).
+pub async fn finished(
+    store: &dyn Store,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Vec<JobCount>, kairos_store::Error> {
+    let listed = store
+        .quarter_count_list(QuarterCountList {
+            since: quarter_of(since),
+            until,
+            of: QuarterCountOf::Kinds,
+        })
+        .await?;
+    let plan = Plan::of(&listed.taken, since, until);
+    let mut out: Vec<JobCount> = listed
+        .kinds
+        .into_iter()
+        .filter(|(start, _)| plan.quarters.contains(start))
+        .map(|(_, k)| k)
+        .collect();
+    for (from, to) in plan.spans {
+        out.extend(
+            store
+                .job_count_finished(JobCountFinished {
+                    since: from,
+                    until: to,
                 })
                 .await?,
         );

@@ -405,6 +405,8 @@ pub struct CountingStore {
     pub topic_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
     /// The ranges of the job table `job_count_decided` counted, in order.
     pub decided_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+    /// The ranges of the job table `job_count_finished` counted, in order.
+    pub finished_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 impl CountingStore {
@@ -424,6 +426,7 @@ impl CountingStore {
             endpoint_upserts: AtomicUsize::new(0),
             topic_ranges: std::sync::Mutex::new(Vec::new()),
             decided_ranges: std::sync::Mutex::new(Vec::new()),
+            finished_ranges: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -935,6 +938,10 @@ impl InsightStore for CountingStore {
         &self,
         p: kairos_store::JobCountFinished,
     ) -> kairos_store::Result<Vec<kairos_store::JobCount>> {
+        self.finished_ranges
+            .lock()
+            .unwrap()
+            .push((p.since, p.until));
         self.inner.job_count_finished(p).await
     }
     async fn job_finished_series(

@@ -483,12 +483,21 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         if qc::quarter_counted(&mut self.reader(), start).await? {
             return Ok(false);
         }
-        let counts = qc::quarter_topic_count(&mut self.reader(), start).await?;
-        let decided = qc::quarter_decided_count(&mut self.reader(), start).await?;
+        let tally = qc::QuarterTally {
+            topics: qc::quarter_topic_count(&mut self.reader(), start).await?,
+            decided: qc::quarter_decided_count(&mut self.reader(), start).await?,
+            kinds: job_count_finished(
+                &mut self.reader(),
+                JobCountFinished {
+                    since: start,
+                    until: start + crate::QUARTER,
+                },
+            )
+            .await?,
+        };
         let mut tx = self.begin("quarter count record").await?;
         let stored =
-            qc::quarter_count_store(&mut Self::in_tx(&mut tx), start, p.now, &counts, &decided)
-                .await?;
+            qc::quarter_count_store(&mut Self::in_tx(&mut tx), start, p.now, &tally).await?;
         self.commit(tx, "quarter count record").await?;
         Ok(stored)
     }

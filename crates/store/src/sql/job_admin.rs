@@ -255,6 +255,7 @@ impl<D: SqlDb> crate::JobAdminStore for D {
         let mut tx = self.begin("job retry").await?;
         let mut r = D::in_tx(&mut tx);
         let run = &mut r;
+        super::quarter_counts::quarter_counts_forget(run, "id = $1", p.id.as_str().into()).await?;
         let sql = RETRY
             .replace("{ids}", "id = $1")
             .replace("{states}", "'available', 'dead', 'cancelled', 'skipped'");
@@ -297,8 +298,11 @@ impl<D: SqlDb> crate::JobAdminStore for D {
         let count = if ids.is_empty() {
             0
         } else {
+            let list = in_list(run.dialect(), "id", "$1");
+            let b = crate::sql::Bind::TextList(ids.clone());
+            super::quarter_counts::quarter_counts_forget(run, &list, b).await?;
             let sql = RETRY
-                .replace("{ids}", &in_list(run.dialect(), "id", "$1"))
+                .replace("{ids}", &list)
                 .replace("{states}", "'dead', 'cancelled'");
             let b = vec![crate::sql::Bind::TextList(ids.clone()), p.now.into()];
             run.execute("job bulk retry", &sql, b).await?

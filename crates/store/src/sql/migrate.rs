@@ -74,6 +74,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0036 "sample_finished",
     0037 "pass_report",
     0038 "quarter_counts",
+    0039 "kind_counts",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -1,9 +1,10 @@
 //! The quarter-hour counts of [`crate::quarters`] ([`crate::InsightStore::quarter_count_record`]
 //! and its list and prune, `topic_count_range`; the bounces and complaints added by
-//! `inbound_event_record`), written once over [`SqlRun`] (migration 0038).
+//! `inbound_event_record`; the retried jobs taken out by `job_retry`), written once over
+//! [`SqlRun`] (migrations 0038 and 0039).
 //!
-//! A quarter's succeeded jobs per topic and its decided jobs are counted once, from a quarter
-//! of `jobs_finished`, and marked counted in `counted_quarters` in the same transaction: a
+//! A quarter's succeeded jobs per topic, its decided jobs and its finished jobs per kind
+//! (migration 0039) are counted once, from a quarter of `jobs_finished`, and marked counted in `counted_quarters` in the same transaction: a
 //! quarter is counted whole or not at all, and one marked without a row had no such jobs. Its
 //! bounced and complained mails are added one by one as each mail's first event of that type
 //! is recorded, in the event's transaction, so they are current whether the quarter was
@@ -12,7 +13,7 @@
 use super::{Dialect, SqlRun};
 use crate::binds;
 use crate::{
-    DecidedQuarterCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
+    DecidedQuarterCount, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
     QuarterCounts, Result, TopicCount, TopicCountRange, mail_event,
 };
 use chrono::{DateTime, Utc};
@@ -130,15 +131,25 @@ pub async fn quarter_decided_count(
     .await
 }
 
-/// Store `counts` as the quarter `start`'s succeeded jobs per topic and `decided` as its
-/// decided jobs, and mark it counted at `now`, on `run` (a write transaction's). False when another writer marked it first (its counts are
-/// kept). A row the events created first (a bounce before the count) keeps its outcomes.
+/// What one quarter holds, counted from the job table before it is stored.
+#[derive(Debug, Default)]
+pub struct QuarterTally {
+    /// Succeeded jobs with a topic, per kind and topic.
+    pub topics: Vec<TopicCount>,
+    /// Decided jobs per schedule or topic, state and reason.
+    pub decided: Vec<DecidedQuarterCount>,
+    /// Finished jobs per kind and state.
+    pub kinds: Vec<JobCount>,
+}
+
+/// Store `tally` as the quarter `start`'s counts and mark it counted at `now`, on `run` (a
+/// write transaction's). False when another writer marked it first (its counts are kept). A
+/// row the events created first (a bounce before the count) keeps its outcomes.
 pub async fn quarter_count_store(
     run: &mut impl SqlRun,
     start: DateTime<Utc>,
     now: DateTime<Utc>,
-    counts: &[TopicCount],
-    decided: &[DecidedQuarterCount],
+    tally: &QuarterTally,
 ) -> Result<bool> {
     let marked = run
         .execute(
@@ -151,7 +162,7 @@ pub async fn quarter_count_store(
     if marked == 0 {
         return Ok(false);
     }
-    for d in decided {
+    for d in &tally.decided {
         let none = |v: &Option<String>| v.clone().unwrap_or_default();
         run.execute(
             "decided count store",
@@ -169,7 +180,16 @@ pub async fn quarter_count_store(
         )
         .await?;
     }
-    for c in counts {
+    for k in &tally.kinds {
+        run.execute(
+            "kind count store",
+            "INSERT INTO kind_counts (start, kind, state, n) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING",
+            binds![start, k.kind.clone(), k.state.clone(), k.count],
+        )
+        .await?;
+    }
+    for c in &tally.topics {
         run.execute(
             "topic count store",
             "INSERT INTO topic_counts (start, kind, topic, succeeded) VALUES ($1, $2, $3, $4)
@@ -239,6 +259,64 @@ pub async fn topic_outcome_add(
         binds![job_id, bounced, complained, event_type, source, id],
     )
     .await?;
+    Ok(())
+}
+
+/// Take the finished jobs that `ids` (a condition on `jobs`, `$1` its one parameter, `ids`
+/// bound to it) selects out of their quarters' finished and decided counts, on the transaction
+/// of the retry that sends them back to the queue: a job replayed is counted in the quarter it
+/// finishes in next, not in both, and a rate falls as soon as its dead jobs are replayed, as
+/// when the job table was read. A quarter not counted yet has no row to take from (its count
+/// will not see the job). Only `dead`, `skipped` and `cancelled` jobs can be retried; a
+/// succeeded mail's `topic_counts` are never taken from.
+pub async fn quarter_counts_forget(
+    run: &mut impl SqlRun,
+    ids_sql: &str,
+    ids: crate::sql::Bind,
+) -> Result<()> {
+    let finished = format!(
+        "{ids_sql} AND state IN ('dead', 'skipped', 'cancelled') AND finished_at IS NOT NULL"
+    );
+    // Two retries of one job at once must not both take it: on PostgreSQL the second waits
+    // here for the first to commit, and its statements below (new snapshots) find the job
+    // back in the queue. SQLite has one writer at a time already.
+    if run.dialect() == Dialect::Postgres {
+        run.fetch(
+            "quarter counts forget lock",
+            &format!("SELECT id FROM jobs WHERE {finished} FOR UPDATE"),
+            vec![ids.clone()],
+            &|r| r.text("id"),
+        )
+        .await?;
+    }
+    let q = quarter_sql(run.dialect(), "finished_at");
+    let kinds = format!(
+        "UPDATE kind_counts SET n = kind_counts.n - d.c
+         FROM (SELECT {q} AS start, kind, state, COUNT(*) AS c FROM jobs WHERE {finished}
+               GROUP BY {q}, kind, state) d
+         WHERE kind_counts.start = d.start AND kind_counts.kind = d.kind
+           AND kind_counts.state = d.state"
+    );
+    run.execute("kind counts forget", &kinds, vec![ids.clone()])
+        .await?;
+    // The key `quarter_decided_count` counts under, with '' for none.
+    let key = "COALESCE(schedule_id, '') AS schedule_id,
+               CASE WHEN schedule_id IS NULL THEN kind ELSE '' END AS kind,
+               CASE WHEN schedule_id IS NULL THEN COALESCE(topic, '') ELSE '' END AS topic,
+               state, CASE WHEN state = 'skipped' THEN COALESCE(reason, '') ELSE '' END AS reason";
+    let decided = format!(
+        "UPDATE decided_counts SET n = decided_counts.n - d.c
+         FROM (SELECT start, schedule_id, kind, topic, state, reason, COUNT(*) AS c
+               FROM (SELECT {q} AS start, {key} FROM jobs
+                     WHERE {finished} AND state IN ('skipped', 'dead')
+                       AND (schedule_id IS NOT NULL OR topic IS NOT NULL)) j
+               GROUP BY start, schedule_id, kind, topic, state, reason) d
+         WHERE decided_counts.start = d.start AND decided_counts.schedule_id = d.schedule_id
+           AND decided_counts.kind = d.kind AND decided_counts.topic = d.topic
+           AND decided_counts.state = d.state AND decided_counts.reason = d.reason"
+    );
+    run.execute("decided counts forget", &decided, vec![ids])
+        .await?;
     Ok(())
 }
 
@@ -332,6 +410,31 @@ pub async fn quarter_count_list(
                 .await?;
             out.decided = split(rows, &mut out.taken);
         }
+        QuarterCountOf::Kinds => {
+            let rows = run
+                .fetch(
+                    "kind count list",
+                    "SELECT t.start, k.kind, k.state, k.n
+                     FROM counted_quarters t
+                     LEFT JOIN kind_counts k ON k.start = t.start
+                     WHERE t.start >= $1 AND t.start < $2
+                     ORDER BY t.start, k.kind, k.state",
+                    binds![p.since, p.until],
+                    &|r| {
+                        let count = match r.opt_text("kind")? {
+                            Some(kind) => Some(JobCount {
+                                kind,
+                                state: r.text("state")?,
+                                count: r.int("n")?,
+                            }),
+                            None => None,
+                        };
+                        Ok((r.ts("start")?, count))
+                    },
+                )
+                .await?;
+            out.kinds = split(rows, &mut out.taken);
+        }
     }
     Ok(out)
 }
@@ -346,6 +449,10 @@ pub async fn quarter_count_prune(run: &mut impl SqlRun, p: QuarterCountPrune) ->
         (
             "decided count prune",
             "DELETE FROM decided_counts WHERE start < $1",
+        ),
+        (
+            "kind count prune",
+            "DELETE FROM kind_counts WHERE start < $1",
         ),
     ] {
         run.execute(what, sql, binds![p.before]).await?;
