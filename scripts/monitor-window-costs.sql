@@ -6,8 +6,9 @@
 -- half delivered) and 360,000 webhook jobs in the last hour (100 a second, 2 % dead), counts
 -- the quarters as the sampler would, and times the old reads (the whole window) against the
 -- new ones (the counted quarters, and the job table for the window's edges: half an hour, the
--- most, for the week and the day; 15 and 30 minutes for the hour). It writes about 1.2 GB;
--- drop the schema afterwards.
+-- most, for the week and the day; 15 and 30 minutes for the hour). Last, it adds the decided
+-- counts of 1,000 schedules firing every quarter for a day and times reading them per quarter
+-- against summing them in the database. It writes about 1.2 GB; drop the schema afterwards.
 \set ON_ERROR_STOP on
 INSERT INTO jobs (id, kind, state, payload, max_attempts, run_at, created_at, finished_at, topic)
 SELECT 'j' || g, 'email', 'succeeded', '{}'::jsonb, 3,
@@ -99,3 +100,17 @@ SELECT count(*) FROM (SELECT t.start, k.kind, k.state, k.n FROM counted_quarters
 SELECT count(*) FROM (SELECT state, kind, COUNT(*) AS n FROM jobs WHERE finished_at >= now() - interval '15 minutes' AND finished_at < now() GROUP BY state, kind) x;
 \echo NEW finished range (30 min, the most)
 SELECT count(*) FROM (SELECT state, kind, COUNT(*) AS n FROM jobs WHERE finished_at >= now() - interval '30 minutes' AND finished_at < now() GROUP BY state, kind) x;
+\timing off
+INSERT INTO decided_counts
+SELECT q.start, 'sch_' || g, '', '', CASE WHEN g % 10 = 0 THEN 'skipped' ELSE 'succeeded' END,
+       CASE WHEN g % 10 = 0 THEN 'not_entitled' ELSE '' END, 1
+FROM counted_quarters q, generate_series(1, 1000) g
+WHERE q.start >= date_bin('15 minutes', now() - interval '1 day', 'epoch') ON CONFLICT DO NOTHING;
+VACUUM ANALYZE decided_counts;
+\timing on
+\echo OLD decided list (a day of quarters, 1,000 schedules: a row per schedule and quarter)
+SELECT count(*) FROM (SELECT t.start, d.schedule_id, d.kind, d.topic, d.state, d.reason, d.n FROM counted_quarters t LEFT JOIN decided_counts d ON d.start = t.start WHERE t.start >= date_bin('15 minutes', now() - interval '1 day', 'epoch') AND t.start < now() ORDER BY t.start) x;
+\echo NEW decided sum (the same day summed in the database: a row per schedule)
+SELECT count(*) FROM (SELECT schedule_id, kind, topic, state, reason, CAST(SUM(n) AS BIGINT) AS n FROM decided_counts WHERE start >= date_bin('15 minutes', now() - interval '1 day', 'epoch') + interval '15 minutes' AND start < date_bin('15 minutes', now(), 'epoch') GROUP BY schedule_id, kind, topic, state, reason ORDER BY schedule_id, kind, topic, state, reason) x;
+\echo NEW topic sum (a week summed in the database)
+SELECT count(*) FROM (SELECT kind, topic, CAST(SUM(succeeded) AS BIGINT), CAST(SUM(bounced) AS BIGINT), CAST(SUM(complained) AS BIGINT) FROM topic_counts WHERE start >= date_bin('15 minutes', now() - interval '7 days', 'epoch') + interval '15 minutes' AND start < date_bin('15 minutes', now(), 'epoch') GROUP BY kind, topic ORDER BY kind, topic) x;

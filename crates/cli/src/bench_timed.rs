@@ -614,6 +614,12 @@ impl InsightStore for TimedStore {
     ) -> kairos_store::Result<kairos_store::QuarterCounts> {
         self.inner.quarter_count_list(p).await
     }
+    async fn quarter_count_sum(
+        &self,
+        p: kairos_store::QuarterCountSum,
+    ) -> kairos_store::Result<kairos_store::QuarterSums> {
+        self.inner.quarter_count_sum(p).await
+    }
     async fn topic_count_range(
         &self,
         p: kairos_store::TopicCountRange,

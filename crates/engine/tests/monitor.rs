@@ -146,6 +146,16 @@ async fn failure_rate_sums_the_counted_quarters_and_reads_only_the_rest_of_the_w
         vec![(now - mins(60), t0), (t0 + mins(45), until)],
         "ten minutes before the first quarter, and 08:45, in progress"
     );
+    assert_eq!(
+        std::mem::take(&mut *counting.sum_ranges.lock().unwrap()),
+        vec![
+            (t0, t0 + mins(45)),
+            (t0 - mins(30), t0 + mins(45)),
+            (t0 - mins(30), t0 + mins(45))
+        ],
+        "the failure rate's three quarters summed by the database in one range; the skip and \
+         bounce rates' day and week, all five quarters counted"
+    );
     run(t0 + mins(65), &["ok", "ok", "skip", "skip"]).await;
     // At 09:12 the 08:00 quarter starts before the window: its jobs (at 08:10) are read from
     // the job table and are out; 08:30 is counted by then.

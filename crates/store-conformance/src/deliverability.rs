@@ -459,6 +459,96 @@ pub async fn inbound_event_count_groups_one_action_by_source_and_type(s: S) {
     assert_eq!(recorded, vec![tally("resend", mail_event::DELIVERED, 1)]);
 }
 
+/// The counts of the quarters of a range summed per key, each kind of count: over two
+/// counted quarters the mails, bounces, decided and finished jobs of both, over one only its
+/// own, over none nothing.
+pub async fn quarter_count_sum_adds_the_counts_of_a_range_of_quarters_per_key(s: S) {
+    let q = quarter_of(t0());
+    let m = Duration::minutes;
+    let mail = |topic: &str| json!({"topic": topic, "recipient_id": "r"});
+    sent(&s, "email", mail("weekly"), "m1", q + m(1), false).await;
+    sent(&s, "email", mail("daily"), "m2", q + m(2), false).await;
+    sent(&s, "email", mail("weekly"), "m3", q + m(16), false).await;
+    sent(&s, "email", mail("weekly"), "m4", q + m(17), false).await;
+    let at = q + m(20);
+    event(
+        &s,
+        "b1",
+        mail_event::BOUNCED,
+        Some("m1"),
+        action::RECORDED,
+        at,
+    )
+    .await;
+    event(
+        &s,
+        "b3",
+        mail_event::BOUNCED,
+        Some("m3"),
+        action::RECORDED,
+        at,
+    )
+    .await;
+    for start in [q, q + QUARTER] {
+        assert!(
+            s.quarter_count_record(QuarterCountRecord {
+                start,
+                now: q + m(40)
+            })
+            .await
+            .unwrap()
+        );
+    }
+    let sum = |since, until, of| {
+        let s = s.clone();
+        async move {
+            s.quarter_count_sum(QuarterCountSum { since, until, of })
+                .await
+                .unwrap()
+        }
+    };
+    let both = sum(q, q + QUARTER * 2, QuarterCountOf::Topics).await;
+    assert_eq!(
+        both.topics,
+        vec![
+            topic("email", "daily", [1, 0, 0]),
+            topic("email", "weekly", [3, 2, 0])
+        ]
+    );
+    assert!(
+        both.decided.is_empty() && both.kinds.is_empty(),
+        "only what was asked for"
+    );
+    let second = sum(q + QUARTER, q + QUARTER * 2, QuarterCountOf::Topics).await;
+    assert_eq!(second.topics, vec![topic("email", "weekly", [2, 1, 0])]);
+    let kinds = sum(q, q + QUARTER * 2, QuarterCountOf::Kinds).await;
+    assert_eq!(
+        kinds.kinds,
+        vec![JobCount {
+            kind: "email".into(),
+            state: "succeeded".into(),
+            count: 4
+        }]
+    );
+    let decided = sum(q, q + QUARTER * 2, QuarterCountOf::Decided).await;
+    let weekly: i64 = decided
+        .decided
+        .iter()
+        .filter(|d| d.topic.as_deref() == Some("weekly") && d.kind.as_deref() == Some("email"))
+        .map(|d| d.count)
+        .sum();
+    assert_eq!((weekly, decided.decided.len()), (3, 2), "{decided:?}");
+    assert_eq!(
+        sum(q + QUARTER * 2, q + QUARTER * 4, QuarterCountOf::Topics).await,
+        QuarterSums::default(),
+        "no quarter of the range was counted"
+    );
+    assert_eq!(
+        sum(q, q + QUARTER * 2, QuarterCountOf::Marks).await,
+        QuarterSums::default()
+    );
+}
+
 /// Count the quarter `q` (at `now`) and list its mail counts.
 async fn count_and_list(s: &dyn Store, q: DateTime<Utc>, now: DateTime<Utc>) -> QuarterCounts {
     assert!(

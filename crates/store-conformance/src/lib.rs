@@ -217,6 +217,7 @@ macro_rules! store_conformance {
         );
         $crate::store_conformance!(@deliverability $factory;
             topic_count_range_counts_mails_per_topic_with_their_bounces_and_complaints,
+            quarter_count_sum_adds_the_counts_of_a_range_of_quarters_per_key,
             quarter_count_record_counts_a_quarter_once_and_lists_what_was_counted,
             inbound_events_add_each_mails_first_bounce_and_complaint_to_its_quarter,
             concurrent_bounces_of_one_mail_count_it_once,

@@ -108,6 +108,33 @@ pub struct QuarterCounts {
     pub kinds: Vec<(DateTime<Utc>, crate::JobCount)>,
 }
 
+/// `quarter_count_sum`: the counts of one kind summed over the quarters starting in
+/// `[since, until)`, one row per key (kind and topic; schedule or kind and topic, state and
+/// reason; kind and state). The caller names a range of quarters it found counted
+/// ([`QuarterCountOf::Marks`]): rows of a quarter not counted (the bounces recorded before its
+/// count) are summed too, and a quarter counted after the caller's list is read, if inside
+/// the range, would be summed as well as counted from the job table.
+#[derive(Debug, Clone)]
+pub struct QuarterCountSum {
+    /// First quarter start (inclusive).
+    pub since: DateTime<Utc>,
+    /// End (exclusive).
+    pub until: DateTime<Utc>,
+    /// Which counts ([`QuarterCountOf::Marks`] sums nothing).
+    pub of: QuarterCountOf,
+}
+
+/// What [`QuarterCountSum`] reads: the sums of one kind of counts, ordered by their key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuarterSums {
+    /// With [`QuarterCountOf::Topics`]: per kind and topic.
+    pub topics: Vec<TopicCount>,
+    /// With [`QuarterCountOf::Decided`]: per schedule, or kind and topic, state and reason.
+    pub decided: Vec<DecidedQuarterCount>,
+    /// With [`QuarterCountOf::Kinds`]: per kind and state.
+    pub kinds: Vec<crate::JobCount>,
+}
+
 /// `topic_count_range`: the jobs with a topic that succeeded in `[since, until)`, per kind and
 /// topic, with their bounced and complained mails, counted from the job table (the spans the
 /// counted quarters do not cover).

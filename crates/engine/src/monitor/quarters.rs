@@ -16,7 +16,7 @@
 use chrono::{DateTime, Duration, Utc};
 use kairos_store::{
     DecidedCount, JobCount, JobCountDecided, JobCountFinished, QUARTER, QuarterCountList,
-    QuarterCountOf, Store, TopicCount, TopicCountRange, quarter_of,
+    QuarterCountOf, QuarterCountSum, QuarterSums, Store, TopicCount, TopicCountRange, quarter_of,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -72,6 +72,52 @@ impl Plan {
         }
         Plan { quarters, spans }
     }
+
+    /// The runs `[from, to)` of consecutive quarters the plan sums, oldest first: at most one
+    /// more than the spans between them.
+    pub fn runs(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+        let mut out: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
+        for q in &self.quarters {
+            match out.last_mut() {
+                Some((_, to)) if to == q => *to = *q + QUARTER,
+                _ => out.push((*q, *q + QUARTER)),
+            }
+        }
+        out
+    }
+}
+
+/// The plan of `[since, until)` from the quarters counted, and the counts `of` one kind summed
+/// over its runs by the database: a pass reads a row per key (topic, schedule, kind) and run,
+/// not per key and quarter.
+async fn summed(
+    store: &dyn Store,
+    of: QuarterCountOf,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<(Plan, QuarterSums), kairos_store::Error> {
+    let marks = store
+        .quarter_count_list(QuarterCountList {
+            since: quarter_of(since),
+            until,
+            of: QuarterCountOf::Marks,
+        })
+        .await?;
+    let plan = Plan::of(&marks.taken, since, until);
+    let mut sums = QuarterSums::default();
+    for (from, to) in plan.runs() {
+        let s = store
+            .quarter_count_sum(QuarterCountSum {
+                since: from,
+                until: to,
+                of,
+            })
+            .await?;
+        sums.topics.extend(s.topics);
+        sums.decided.extend(s.decided);
+        sums.kinds.extend(s.kinds);
+    }
+    Ok((plan, sums))
 }
 
 /// One topic's mails sent in a window, and of those the bounced and the complained about.
@@ -93,14 +139,7 @@ pub async fn sent_per_topic(
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Result<BTreeMap<String, Sent>, kairos_store::Error> {
-    let listed = store
-        .quarter_count_list(QuarterCountList {
-            since: quarter_of(since),
-            until,
-            of: QuarterCountOf::Topics,
-        })
-        .await?;
-    let plan = Plan::of(&listed.taken, since, until);
+    let (plan, sums) = summed(store, QuarterCountOf::Topics, since, until).await?;
     let mut sent: BTreeMap<String, Sent> = BTreeMap::new();
     let mut add = |c: TopicCount| {
         if mail_kinds.contains(&c.kind) {
@@ -110,11 +149,7 @@ pub async fn sent_per_topic(
             s.complained += c.complained;
         }
     };
-    for (start, c) in listed.topics {
-        if plan.quarters.contains(&start) {
-            add(c);
-        }
-    }
+    sums.topics.into_iter().for_each(&mut add);
     for (from, to) in plan.spans {
         for c in store
             .topic_count_range(TopicCountRange {
@@ -142,19 +177,9 @@ pub async fn decided(
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Result<Vec<DecidedCount>, kairos_store::Error> {
-    let listed = store
-        .quarter_count_list(QuarterCountList {
-            since: quarter_of(since),
-            until,
-            of: QuarterCountOf::Decided,
-        })
-        .await?;
-    let plan = Plan::of(&listed.taken, since, until);
+    let (plan, sums) = summed(store, QuarterCountOf::Decided, since, until).await?;
     let mut out = Vec::new();
-    for (start, d) in listed.decided {
-        if !plan.quarters.contains(&start) {
-            continue;
-        }
+    for d in sums.decided {
         // A job without a schedule counts by its topic when its kind's topic is an audience
         // topic; a schedule's jobs by their schedule.
         let topic = match (&d.schedule_id, &d.kind) {
@@ -193,20 +218,8 @@ pub async fn finished(
     since: DateTime<Utc>,
     until: DateTime<Utc>,
 ) -> Result<Vec<JobCount>, kairos_store::Error> {
-    let listed = store
-        .quarter_count_list(QuarterCountList {
-            since: quarter_of(since),
-            until,
-            of: QuarterCountOf::Kinds,
-        })
-        .await?;
-    let plan = Plan::of(&listed.taken, since, until);
-    let mut out: Vec<JobCount> = listed
-        .kinds
-        .into_iter()
-        .filter(|(start, _)| plan.quarters.contains(start))
-        .map(|(_, k)| k)
-        .collect();
+    let (plan, sums) = summed(store, QuarterCountOf::Kinds, since, until).await?;
+    let mut out = sums.kinds;
     for (from, to) in plan.spans {
         out.extend(
             store
@@ -256,9 +269,14 @@ mod tests {
             ]
         );
         assert_eq!(
-            p.quarters.into_iter().collect::<Vec<_>>(),
+            p.quarters.iter().copied().collect::<Vec<_>>(),
             vec![q("10:15"), q("10:30"), q("11:00")],
             "10:00 starts before the window: its part is counted from the job table"
+        );
+        assert_eq!(
+            p.runs(),
+            vec![(q("10:15"), q("10:45")), (q("11:00"), q("11:15"))],
+            "the quarters summed, in runs between the gaps"
         );
     }
 
@@ -292,6 +310,11 @@ mod tests {
         assert!(
             p.quarters.iter().all(|q| *q < from || *q >= to),
             "a quarter inside the first range would be counted twice: {p:?}"
+        );
+        assert!(
+            p.runs().len() <= MAX_SPANS + 1,
+            "a run between two spans at most: {:?}",
+            p.runs()
         );
         // Every minute of the window is counted exactly once: summed quarters plus ranges.
         let summed = QUARTER * p.quarters.len() as i32;

@@ -407,6 +407,8 @@ pub struct CountingStore {
     pub decided_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
     /// The ranges of the job table `job_count_finished` counted, in order.
     pub finished_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
+    /// The ranges of quarters `quarter_count_sum` summed, in order.
+    pub sum_ranges: std::sync::Mutex<Vec<(DateTime<Utc>, DateTime<Utc>)>>,
 }
 
 impl CountingStore {
@@ -427,6 +429,7 @@ impl CountingStore {
             topic_ranges: std::sync::Mutex::new(Vec::new()),
             decided_ranges: std::sync::Mutex::new(Vec::new()),
             finished_ranges: std::sync::Mutex::new(Vec::new()),
+            sum_ranges: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -1022,6 +1025,13 @@ impl InsightStore for CountingStore {
         p: kairos_store::QuarterCountList,
     ) -> kairos_store::Result<kairos_store::QuarterCounts> {
         self.inner.quarter_count_list(p).await
+    }
+    async fn quarter_count_sum(
+        &self,
+        p: kairos_store::QuarterCountSum,
+    ) -> kairos_store::Result<kairos_store::QuarterSums> {
+        self.sum_ranges.lock().unwrap().push((p.since, p.until));
+        self.inner.quarter_count_sum(p).await
     }
     async fn topic_count_range(
         &self,

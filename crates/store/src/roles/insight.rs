@@ -57,11 +57,15 @@ pub trait InsightStore: Send + Sync {
     async fn queue_sample_list(&self, p: QueueSampleList) -> Result<Vec<QueueSample>>;
     /// Delete the samples older than a minute; how many.
     async fn queue_sample_prune(&self, p: QueueSamplePrune) -> Result<u64>;
-    /// Count a quarter hour's succeeded jobs with a topic and its decided jobs, and store the
-    /// counts (see [`QuarterCountRecord`]); false when the quarter was counted already.
+    /// Count a quarter hour's succeeded jobs with a topic, its decided jobs and its finished
+    /// jobs per kind, and store the counts (see [`QuarterCountRecord`]); false when the quarter
+    /// was counted already.
     async fn quarter_count_record(&self, p: QuarterCountRecord) -> Result<bool>;
     /// The quarters counted in a window, with their counts of one kind ([`QuarterCountOf`]).
     async fn quarter_count_list(&self, p: QuarterCountList) -> Result<QuarterCounts>;
+    /// One kind of counts summed over the quarters of a range, per key (see
+    /// [`QuarterCountSum`]).
+    async fn quarter_count_sum(&self, p: QuarterCountSum) -> Result<QuarterSums>;
     /// The succeeded jobs with a topic in a window, per kind and topic, with their bounced and
     /// complained mails, counted from the job table (what the counted quarters do not cover).
     async fn topic_count_range(&self, p: TopicCountRange) -> Result<Vec<TopicCount>>;

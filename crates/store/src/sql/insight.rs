@@ -506,6 +506,10 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         super::quarter_counts::quarter_count_list(&mut self.reader(), p).await
     }
 
+    async fn quarter_count_sum(&self, p: crate::QuarterCountSum) -> Result<crate::QuarterSums> {
+        super::quarter_counts::quarter_count_sum(&mut self.reader(), p).await
+    }
+
     async fn topic_count_range(&self, p: crate::TopicCountRange) -> Result<Vec<crate::TopicCount>> {
         super::quarter_counts::topic_count_range(&mut self.reader(), p).await
     }

@@ -14,7 +14,7 @@ use super::{Dialect, SqlRun};
 use crate::binds;
 use crate::{
     DecidedQuarterCount, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
-    QuarterCounts, Result, TopicCount, TopicCountRange, mail_event,
+    QuarterCountSum, QuarterCounts, QuarterSums, Result, TopicCount, TopicCountRange, mail_event,
 };
 use chrono::{DateTime, Utc};
 
@@ -434,6 +434,79 @@ pub async fn quarter_count_list(
                 )
                 .await?;
             out.kinds = split(rows, &mut out.taken);
+        }
+    }
+    Ok(out)
+}
+
+/// The counts of one kind summed over the quarters starting in `[p.since, p.until)`, per key:
+/// a range of each table's primary key, one row per key out.
+pub async fn quarter_count_sum(run: &mut impl SqlRun, p: QuarterCountSum) -> Result<QuarterSums> {
+    let mut out = QuarterSums::default();
+    let range = binds![p.since, p.until];
+    match p.of {
+        QuarterCountOf::Marks => {}
+        QuarterCountOf::Topics => {
+            out.topics = run
+                .fetch(
+                    "topic count sum",
+                    "SELECT kind, topic, CAST(SUM(succeeded) AS BIGINT) AS succeeded,
+                            CAST(SUM(bounced) AS BIGINT) AS bounced,
+                            CAST(SUM(complained) AS BIGINT) AS complained
+                     FROM topic_counts WHERE start >= $1 AND start < $2
+                     GROUP BY kind, topic ORDER BY kind, topic",
+                    range,
+                    &|r| {
+                        Ok(TopicCount {
+                            kind: r.text("kind")?,
+                            topic: r.text("topic")?,
+                            succeeded: r.int("succeeded")?,
+                            bounced: r.int("bounced")?,
+                            complained: r.int("complained")?,
+                        })
+                    },
+                )
+                .await?;
+        }
+        QuarterCountOf::Decided => {
+            out.decided = run
+                .fetch(
+                    "decided count sum",
+                    "SELECT schedule_id, kind, topic, state, reason, CAST(SUM(n) AS BIGINT) AS n
+                     FROM decided_counts WHERE start >= $1 AND start < $2
+                     GROUP BY schedule_id, kind, topic, state, reason
+                     ORDER BY schedule_id, kind, topic, state, reason",
+                    range,
+                    &|r| {
+                        Ok(DecidedQuarterCount {
+                            schedule_id: some(r.text("schedule_id")?),
+                            kind: some(r.text("kind")?),
+                            topic: some(r.text("topic")?),
+                            state: r.text("state")?,
+                            reason: some(r.text("reason")?),
+                            count: r.int("n")?,
+                        })
+                    },
+                )
+                .await?;
+        }
+        QuarterCountOf::Kinds => {
+            out.kinds = run
+                .fetch(
+                    "kind count sum",
+                    "SELECT kind, state, CAST(SUM(n) AS BIGINT) AS n
+                     FROM kind_counts WHERE start >= $1 AND start < $2
+                     GROUP BY kind, state ORDER BY kind, state",
+                    range,
+                    &|r| {
+                        Ok(JobCount {
+                            kind: r.text("kind")?,
+                            state: r.text("state")?,
+                            count: r.int("n")?,
+                        })
+                    },
+                )
+                .await?;
         }
     }
     Ok(out)
