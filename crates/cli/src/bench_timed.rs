@@ -551,7 +551,7 @@ impl InsightStore for TimedStore {
     async fn job_count_decided(
         &self,
         p: kairos_store::JobCountDecided,
-    ) -> kairos_store::Result<Vec<kairos_store::DecidedCount>> {
+    ) -> kairos_store::Result<Vec<kairos_store::DecidedGroup>> {
         self.inner.job_count_decided(p).await
     }
     async fn schedule_fire_times(

@@ -47,10 +47,12 @@ pub struct TopicCount {
     pub complained: i64,
 }
 
-/// Jobs decided in a quarter (`succeeded`, `skipped`, `dead`) of one schedule, or of one kind
-/// and topic without a schedule, in one state and skip reason.
+/// Jobs decided (`succeeded`, `skipped`, `dead`) in a quarter or a range of the job table, of
+/// one schedule, or of one kind and topic without a schedule, in one state and skip reason:
+/// what `job_count_decided` reads and a quarter's count stores. Which of them the `skip_rate`
+/// check counts, and under which subject, is [`DecidedGroup::subject`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DecidedQuarterCount {
+pub struct DecidedGroup {
     /// The schedule that created them; `None` for jobs enqueued directly.
     pub schedule_id: Option<String>,
     /// The kind of jobs without a schedule (which kinds' topics count is the engine's call);
@@ -64,6 +66,27 @@ pub struct DecidedQuarterCount {
     pub reason: Option<String>,
     /// How many.
     pub count: i64,
+}
+
+impl DecidedGroup {
+    /// The group as the `skip_rate` check counts it: a schedule's jobs under their schedule;
+    /// jobs without one under their topic when their kind is one of `topic_kinds` (the kinds
+    /// whose payload `topic` names an audience topic; any other job's `topic` is the caller's
+    /// data); `None` for the rest.
+    pub fn subject(self, topic_kinds: &[String]) -> Option<crate::DecidedCount> {
+        let topic = match (&self.schedule_id, &self.kind) {
+            (Some(_), _) => None,
+            (None, Some(kind)) if topic_kinds.contains(kind) && self.topic.is_some() => self.topic,
+            (None, _) => return None,
+        };
+        Some(crate::DecidedCount {
+            schedule_id: self.schedule_id,
+            topic,
+            state: self.state,
+            reason: self.reason,
+            count: self.count,
+        })
+    }
 }
 
 /// Which counts [`QuarterCountList`] reads.
@@ -102,7 +125,7 @@ pub struct QuarterCounts {
     /// then by kind and topic.
     pub topics: Vec<(DateTime<Utc>, TopicCount)>,
     /// With [`QuarterCountOf::Decided`]: each quarter's counts with its start, oldest first.
-    pub decided: Vec<(DateTime<Utc>, DecidedQuarterCount)>,
+    pub decided: Vec<(DateTime<Utc>, DecidedGroup)>,
     /// With [`QuarterCountOf::Kinds`]: each quarter's finished jobs per kind and state (as
     /// `job_count_finished` counts them) with its start, oldest first, then by kind and state.
     pub kinds: Vec<(DateTime<Utc>, crate::JobCount)>,
@@ -130,7 +153,7 @@ pub struct QuarterSums {
     /// With [`QuarterCountOf::Topics`]: per kind and topic.
     pub topics: Vec<TopicCount>,
     /// With [`QuarterCountOf::Decided`]: per schedule, or kind and topic, state and reason.
-    pub decided: Vec<DecidedQuarterCount>,
+    pub decided: Vec<DecidedGroup>,
     /// With [`QuarterCountOf::Kinds`]: per kind and state.
     pub kinds: Vec<crate::JobCount>,
 }

@@ -211,26 +211,24 @@ pub struct DeadScheduledRun {
 }
 
 /// `job_count_decided`: jobs of schedules or topics that reached `succeeded`, `skipped` or
-/// `dead` in `[since, until)`, counted per schedule (or, for jobs without a schedule of the
-/// `topic_kinds`, per `payload.topic`), state and skip reason (the `skip_rate` check).
+/// `dead` in `[since, until)`, counted per schedule (or, for jobs without a schedule, per kind
+/// and topic), state and skip reason ([`crate::DecidedGroup`]; the `skip_rate` check).
 #[derive(Debug, Clone)]
 pub struct JobCountDecided {
     /// Start of the window (inclusive), by `finished_at`.
     pub since: DateTime<Utc>,
     /// End of the window (exclusive).
     pub until: DateTime<Utc>,
-    /// The kinds whose payload `topic` names an audience topic (the engine's kind layer says
-    /// which); any other job's `topic` is the caller's data and is not read.
-    pub topic_kinds: Vec<String>,
 }
 
-/// A number of decided jobs of one schedule or topic in one state (and skip reason).
+/// A number of decided jobs of one schedule or topic in one state (and skip reason), as the
+/// `skip_rate` check counts them ([`crate::DecidedGroup::subject`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecidedCount {
     /// The schedule that created them; `None` for jobs enqueued directly.
     pub schedule_id: Option<String>,
-    /// `payload.topic` of `email` jobs without a schedule; `None` for jobs of a schedule and
-    /// jobs of other kinds.
+    /// `payload.topic` of jobs of an audience kind without a schedule; `None` for jobs of a
+    /// schedule.
     pub topic: Option<String>,
     /// `succeeded`, `skipped` or `dead`.
     pub state: String,

@@ -168,9 +168,10 @@ pub async fn sent_per_topic(
 }
 
 /// The jobs decided (succeeded, skipped, dead) in `[since, until)` per schedule, or per topic
-/// for jobs of `topic_kinds` without a schedule, state and skip reason, as
-/// [`kairos_store::InsightStore::job_count_decided`] counts them (rows of counted quarters
-/// and of the ranges counted from the job table are not summed with each other).
+/// for jobs of `topic_kinds` without a schedule, state and skip reason: the counted quarters'
+/// groups and the job table's ([`kairos_store::InsightStore::job_count_decided`]) under one
+/// rule, [`kairos_store::DecidedGroup::subject`] (rows of the sums and of the ranges are not
+/// added to each other).
 pub async fn decided(
     store: &dyn Store,
     topic_kinds: &[String],
@@ -178,33 +179,19 @@ pub async fn decided(
     until: DateTime<Utc>,
 ) -> Result<Vec<DecidedCount>, kairos_store::Error> {
     let (plan, sums) = summed(store, QuarterCountOf::Decided, since, until).await?;
-    let mut out = Vec::new();
-    for d in sums.decided {
-        // A job without a schedule counts by its topic when its kind's topic is an audience
-        // topic; a schedule's jobs by their schedule.
-        let topic = match (&d.schedule_id, &d.kind) {
-            (Some(_), _) => None,
-            (None, Some(kind)) if topic_kinds.contains(kind) && d.topic.is_some() => d.topic,
-            (None, _) => continue,
-        };
-        out.push(DecidedCount {
-            schedule_id: d.schedule_id,
-            topic,
-            state: d.state,
-            reason: d.reason,
-            count: d.count,
-        });
-    }
+    let mut out: Vec<DecidedCount> = sums
+        .decided
+        .into_iter()
+        .filter_map(|g| g.subject(topic_kinds))
+        .collect();
     for (from, to) in plan.spans {
-        out.extend(
-            store
-                .job_count_decided(JobCountDecided {
-                    since: from,
-                    until: to,
-                    topic_kinds: topic_kinds.to_vec(),
-                })
-                .await?,
-        );
+        let groups = store
+            .job_count_decided(JobCountDecided {
+                since: from,
+                until: to,
+            })
+            .await?;
+        out.extend(groups.into_iter().filter_map(|g| g.subject(topic_kinds)));
     }
     Ok(out)
 }

@@ -962,7 +962,7 @@ impl InsightStore for CountingStore {
     async fn job_count_decided(
         &self,
         p: kairos_store::JobCountDecided,
-    ) -> kairos_store::Result<Vec<kairos_store::DecidedCount>> {
+    ) -> kairos_store::Result<Vec<kairos_store::DecidedGroup>> {
         self.decided_ranges.lock().unwrap().push((p.since, p.until));
         self.inner.job_count_decided(p).await
     }

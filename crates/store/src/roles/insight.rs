@@ -32,7 +32,7 @@ pub trait InsightStore: Send + Sync {
     /// Jobs that reached `succeeded`, `skipped` or `dead` in a window, per schedule (or
     /// `payload.topic` of `email` jobs without a schedule), state and skip reason (the
     /// `skip_rate` check). Jobs with neither are not counted.
-    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>>;
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedGroup>>;
     /// The distinct `fire_at` of a schedule's jobs and audience expansions in a window,
     /// ascending: the firings materialized (missed firings).
     async fn schedule_fire_times(&self, p: ScheduleFireTimes) -> Result<Vec<DateTime<Utc>>>;

@@ -4,7 +4,7 @@
 use super::{Bind, Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
-    Backlog, DeadScheduledRun, DecidedCount, FinishedBucket, JobBacklog, JobCount, JobCountDecided,
+    Backlog, DeadScheduledRun, FinishedBucket, JobBacklog, JobCount, JobCountDecided,
     JobCountFinished, JobCountGroup, JobDeadScheduled, JobFinishedSeries, JobStateGroup,
     MonitorPassRecord, Result, ScheduleFireTimes, SloAlert, SloAlertAck, SloAlertPut,
 };
@@ -232,42 +232,38 @@ pub async fn job_dead_scheduled(
     .await
 }
 
-/// The topic of a decided job: the `topic` column of jobs of the topic kinds without a
-/// schedule only (another job's topic is the caller's data).
-fn decided_topic(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Sqlite => {
-            "CASE WHEN schedule_id IS NOT NULL THEN NULL
-                  WHEN kind NOT IN (SELECT value FROM json_each($3)) THEN NULL
-                  ELSE topic END"
-        }
-        Dialect::Postgres => "CASE WHEN schedule_id IS NULL AND kind = ANY($3) THEN topic END",
-    }
-}
-
-/// Jobs decided in a window, by schedule or topic, state and skip reason.
+/// Jobs decided in a window, by schedule (or kind and topic for jobs without one), state and
+/// skip reason: a range of `jobs_finished`, as the failure rate reads it.
 pub async fn job_count_decided(
     run: &mut impl SqlRun,
     p: JobCountDecided,
-) -> Result<Vec<DecidedCount>> {
-    // The window reads the jobs_finished index, like the failure rate.
-    let sql = format!(
-        "SELECT schedule_id, topic, state, reason, COUNT(*) AS n FROM (
-            SELECT schedule_id, {} AS topic, state,
-                   CASE WHEN state = 'skipped' THEN reason END AS reason
-            FROM jobs
-            WHERE finished_at >= $1 AND finished_at < $2
-              AND state IN ('succeeded', 'skipped', 'dead')
-         ) d
-         WHERE schedule_id IS NOT NULL OR topic IS NOT NULL
-         GROUP BY schedule_id, topic, state, reason
-         ORDER BY schedule_id, topic, state, reason",
-        decided_topic(run.dialect())
-    );
-    let mut b = binds![p.since, p.until];
-    b.push(super::Bind::TextList(p.topic_kinds));
-    run.fetch("job count decided", &sql, b, &|r| rows::decided_count(r))
-        .await
+) -> Result<Vec<crate::DecidedGroup>> {
+    run.fetch(
+        "job count decided",
+        "SELECT schedule_id, CASE WHEN schedule_id IS NULL THEN kind END AS kind,
+                CASE WHEN schedule_id IS NULL THEN topic END AS topic, state,
+                CASE WHEN state = 'skipped' THEN reason END AS reason, COUNT(*) AS n
+         FROM jobs
+         WHERE finished_at >= $1 AND finished_at < $2
+           AND state IN ('succeeded', 'skipped', 'dead')
+           AND (schedule_id IS NOT NULL OR topic IS NOT NULL)
+         GROUP BY schedule_id, CASE WHEN schedule_id IS NULL THEN kind END,
+                  CASE WHEN schedule_id IS NULL THEN topic END, state,
+                  CASE WHEN state = 'skipped' THEN reason END
+         ORDER BY 1, 2, 3, 4, 5",
+        binds![p.since, p.until],
+        &|r| {
+            Ok(crate::DecidedGroup {
+                schedule_id: r.opt_text("schedule_id")?,
+                kind: r.opt_text("kind")?,
+                topic: r.opt_text("topic")?,
+                state: r.text("state")?,
+                reason: r.opt_text("reason")?,
+                count: r.int("n")?,
+            })
+        },
+    )
+    .await
 }
 
 /// The instants a schedule fired at in a window.
@@ -427,7 +423,7 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         job_dead_scheduled(&mut self.reader(), p).await
     }
 
-    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<DecidedCount>> {
+    async fn job_count_decided(&self, p: JobCountDecided) -> Result<Vec<crate::DecidedGroup>> {
         job_count_decided(&mut self.reader(), p).await
     }
 
@@ -485,7 +481,14 @@ impl<D: super::SqlDb> crate::InsightStore for D {
         }
         let tally = qc::QuarterTally {
             topics: qc::quarter_topic_count(&mut self.reader(), start).await?,
-            decided: qc::quarter_decided_count(&mut self.reader(), start).await?,
+            decided: job_count_decided(
+                &mut self.reader(),
+                JobCountDecided {
+                    since: start,
+                    until: start + crate::QUARTER,
+                },
+            )
+            .await?,
             kinds: job_count_finished(
                 &mut self.reader(),
                 JobCountFinished {

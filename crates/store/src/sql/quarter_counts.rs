@@ -13,7 +13,7 @@
 use super::{Dialect, SqlRun};
 use crate::binds;
 use crate::{
-    DecidedQuarterCount, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
+    DecidedGroup, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
     QuarterCountSum, QuarterCounts, QuarterSums, Result, TopicCount, TopicCountRange, mail_event,
 };
 use chrono::{DateTime, Utc};
@@ -97,47 +97,13 @@ fn some(v: String) -> Option<String> {
     (!v.is_empty()).then_some(v)
 }
 
-/// The jobs decided in the quarter starting at `start`, per schedule (or kind and topic for
-/// jobs without one), state and skip reason: what `job_count_decided` reads for a window,
-/// with the kind kept so that the engine picks the kinds whose topics count.
-pub async fn quarter_decided_count(
-    read: &mut impl SqlRun,
-    start: DateTime<Utc>,
-) -> Result<Vec<DecidedQuarterCount>> {
-    read.fetch(
-        "decided count quarter",
-        "SELECT schedule_id, CASE WHEN schedule_id IS NULL THEN kind END AS kind,
-                CASE WHEN schedule_id IS NULL THEN topic END AS topic, state,
-                CASE WHEN state = 'skipped' THEN reason END AS reason, COUNT(*) AS n
-         FROM jobs
-         WHERE finished_at >= $1 AND finished_at < $2
-           AND state IN ('succeeded', 'skipped', 'dead')
-           AND (schedule_id IS NOT NULL OR topic IS NOT NULL)
-         GROUP BY schedule_id, CASE WHEN schedule_id IS NULL THEN kind END,
-                  CASE WHEN schedule_id IS NULL THEN topic END, state,
-                  CASE WHEN state = 'skipped' THEN reason END",
-        binds![start, start + QUARTER],
-        &|r| {
-            Ok(DecidedQuarterCount {
-                schedule_id: r.opt_text("schedule_id")?,
-                kind: r.opt_text("kind")?,
-                topic: r.opt_text("topic")?,
-                state: r.text("state")?,
-                reason: r.opt_text("reason")?,
-                count: r.int("n")?,
-            })
-        },
-    )
-    .await
-}
-
 /// What one quarter holds, counted from the job table before it is stored.
 #[derive(Debug, Default)]
 pub struct QuarterTally {
     /// Succeeded jobs with a topic, per kind and topic.
     pub topics: Vec<TopicCount>,
     /// Decided jobs per schedule or topic, state and reason.
-    pub decided: Vec<DecidedQuarterCount>,
+    pub decided: Vec<DecidedGroup>,
     /// Finished jobs per kind and state.
     pub kinds: Vec<JobCount>,
 }
@@ -299,7 +265,8 @@ pub async fn quarter_counts_forget(
     );
     run.execute("kind counts forget", &kinds, vec![ids.clone()])
         .await?;
-    // The key `quarter_decided_count` counts under, with '' for none.
+    // The key a quarter's decided groups are stored under (`job_count_decided`), with '' for
+    // none.
     let key = "COALESCE(schedule_id, '') AS schedule_id,
                CASE WHEN schedule_id IS NULL THEN kind ELSE '' END AS kind,
                CASE WHEN schedule_id IS NULL THEN COALESCE(topic, '') ELSE '' END AS topic,
@@ -394,7 +361,7 @@ pub async fn quarter_count_list(
                     binds![p.since, p.until],
                     &|r| {
                         let count = match r.opt_text("state")? {
-                            Some(state) => Some(DecidedQuarterCount {
+                            Some(state) => Some(DecidedGroup {
                                 schedule_id: some(r.text("schedule_id")?),
                                 kind: some(r.text("kind")?),
                                 topic: some(r.text("topic")?),
@@ -478,7 +445,7 @@ pub async fn quarter_count_sum(run: &mut impl SqlRun, p: QuarterCountSum) -> Res
                      ORDER BY schedule_id, kind, topic, state, reason",
                     range,
                     &|r| {
-                        Ok(DecidedQuarterCount {
+                        Ok(DecidedGroup {
                             schedule_id: some(r.text("schedule_id")?),
                             kind: some(r.text("kind")?),
                             topic: some(r.text("topic")?),

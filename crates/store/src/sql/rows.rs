@@ -352,17 +352,6 @@ pub fn dead_scheduled_run<R: RowRead + ?Sized>(r: &R) -> Result<DeadScheduledRun
     })
 }
 
-/// Decided jobs (`n`) per schedule or topic, state and reason.
-pub fn decided_count<R: RowRead + ?Sized>(r: &R) -> Result<DecidedCount> {
-    Ok(DecidedCount {
-        schedule_id: r.opt_text("schedule_id")?,
-        topic: r.opt_text("topic")?,
-        state: r.text("state")?,
-        reason: r.opt_text("reason")?,
-        count: r.int("n")?,
-    })
-}
-
 /// Jobs (`n`) of an occurrence per channel and state.
 pub fn occurrence_count<R: RowRead + ?Sized>(r: &R) -> Result<OccurrenceCount> {
     Ok(OccurrenceCount {
