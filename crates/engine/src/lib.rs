@@ -26,6 +26,8 @@
 //!   admin's charts (kept 2 days); leader-only.
 //! - [`heartbeat`]: every node's row in `nodes` (last heartbeat, start, leader) for the
 //!   admin's nodes page.
+//! - [`buckets`]: which part of a window comes from stored per-bucket counts (the monitor's
+//!   quarter hours, the admin's minutes) and which from the job table.
 //! - [`telemetry`]: one log line and the metrics per attempt and per scheduler firing.
 //! - [`kinds`]: the kind layer — per job kind its request validation, retry default,
 //!   deadline, handler, after-success behaviour and product checks; [`Kinds`] is the set a
@@ -40,6 +42,7 @@
 #![deny(missing_docs)]
 
 pub mod audience;
+pub mod buckets;
 pub mod catch_up;
 pub mod concurrency;
 pub mod endpoint_health;

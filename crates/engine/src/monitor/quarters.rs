@@ -10,82 +10,16 @@
 //! quarter hour once; a pass sums the counted quarters of its window and counts from the job
 //! table only the rest ([`Plan`]): the part of the window before its first whole quarter, the
 //! quarter in progress (and the last one until the sampler counts it), and quarters without a
-//! count — at most [`MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
+//! count — at most [`crate::buckets::MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
 //! kept current by the inbound path as each mail's first event of the type is recorded.
 
-use chrono::{DateTime, Duration, Utc};
+use crate::buckets::Plan;
+use chrono::{DateTime, Utc};
 use kairos_store::{
     DecidedCount, JobCount, JobCountDecided, JobCountFinished, QUARTER, QuarterCountList,
     QuarterCountOf, QuarterCountSum, QuarterSums, Store, TopicCount, TopicCountRange, quarter_of,
 };
-use std::collections::{BTreeMap, BTreeSet};
-
-/// At most this many ranges of the job table are counted for one window; more gaps between
-/// the counted quarters are counted as one range from the window's start.
-pub const MAX_SPANS: usize = 8;
-
-/// Where a window's counts come from: the counted quarters to sum, and the ranges of the
-/// job table to count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// The starts of the counted quarters whose counts are summed (none inside a span).
-    pub quarters: BTreeSet<DateTime<Utc>>,
-    /// The ranges `[from, until)` of the job table to count, oldest first; the last ends at
-    /// the window's end.
-    pub spans: Vec<(DateTime<Utc>, DateTime<Utc>)>,
-}
-
-impl Plan {
-    /// The plan for the window `[since, until)`, given the quarters counted (`taken`).
-    pub fn of(taken: &[DateTime<Utc>], since: DateTime<Utc>, until: DateTime<Utc>) -> Plan {
-        let first = if quarter_of(since) == since {
-            since
-        } else {
-            quarter_of(since) + QUARTER
-        };
-        // Only whole quarters that ended by the window's end can be summed.
-        let end = quarter_of(until).max(first);
-        let taken: BTreeSet<_> = taken.iter().copied().collect();
-        let mut quarters = BTreeSet::new();
-        let mut spans = Vec::new();
-        let mut open = (since < first).then_some(since);
-        let mut q = first;
-        while q < end {
-            if taken.contains(&q) {
-                if let Some(from) = open.take() {
-                    spans.push((from, q));
-                }
-                quarters.insert(q);
-            } else if open.is_none() {
-                open = Some(q);
-            }
-            q += QUARTER;
-        }
-        spans.push((open.unwrap_or(end).min(until), until));
-        spans.retain(|(from, to)| from < to);
-        while spans.len() > MAX_SPANS {
-            spans[1].0 = spans[0].0;
-            spans.remove(0);
-        }
-        if let Some((from, to)) = spans.first().copied() {
-            quarters.retain(|q| *q < from || *q >= to);
-        }
-        Plan { quarters, spans }
-    }
-
-    /// The runs `[from, to)` of consecutive quarters the plan sums, oldest first: at most one
-    /// more than the spans between them.
-    pub fn runs(&self) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
-        let mut out: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
-        for q in &self.quarters {
-            match out.last_mut() {
-                Some((_, to)) if to == q => *to = *q + QUARTER,
-                _ => out.push((*q, *q + QUARTER)),
-            }
-        }
-        out
-    }
-}
+use std::collections::BTreeMap;
 
 /// The plan of `[since, until)` from the quarters counted, and the counts `of` one kind summed
 /// over its runs by the database: a pass reads a row per key (topic, schedule, kind) and run,
@@ -103,7 +37,7 @@ async fn summed(
             of: QuarterCountOf::Marks,
         })
         .await?;
-    let plan = Plan::of(&marks.taken, since, until);
+    let plan = Plan::of(&marks.taken, since, until, until, QUARTER);
     let mut sums = QuarterSums::default();
     for (from, to) in plan.runs() {
         let s = store
@@ -218,93 +152,4 @@ pub async fn finished(
         );
     }
     Ok(out)
-}
-
-/// The length of the job table a plan counts (for tests and the docs' figures).
-pub fn counted(plan: &Plan) -> Duration {
-    plan.spans
-        .iter()
-        .map(|(from, to)| *to - *from)
-        .fold(Duration::zero(), |a, b| a + b)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).expect("instant").to_utc()
-    }
-
-    fn q(hm: &str) -> DateTime<Utc> {
-        t(&format!("2026-12-05T{hm}:00Z"))
-    }
-
-    #[test]
-    fn a_window_sums_its_counted_quarters_and_counts_the_edges_and_gaps() {
-        let since = t("2026-12-05T10:07:30Z");
-        let until = t("2026-12-05T11:20:00.001Z");
-        // 10:15, 10:30 and 11:00 counted; 10:45 not (no leader); 11:15 is in progress.
-        let taken = [q("10:00"), q("10:15"), q("10:30"), q("11:00")];
-        let p = Plan::of(&taken, since, until);
-        assert_eq!(
-            p.spans,
-            vec![
-                (since, q("10:15")),
-                (q("10:45"), q("11:00")),
-                (q("11:15"), until),
-            ]
-        );
-        assert_eq!(
-            p.quarters.iter().copied().collect::<Vec<_>>(),
-            vec![q("10:15"), q("10:30"), q("11:00")],
-            "10:00 starts before the window: its part is counted from the job table"
-        );
-        assert_eq!(
-            p.runs(),
-            vec![(q("10:15"), q("10:45")), (q("11:00"), q("11:15"))],
-            "the quarters summed, in runs between the gaps"
-        );
-    }
-
-    #[test]
-    fn a_window_starting_on_a_quarter_counts_nothing_before_it() {
-        let p = Plan::of(&[q("10:00"), q("10:15")], q("10:00"), q("10:30"));
-        assert!(p.spans.is_empty(), "{p:?}");
-        assert_eq!(p.quarters.len(), 2);
-    }
-
-    #[test]
-    fn without_counts_the_whole_window_is_one_range() {
-        let since = t("2026-12-05T10:07:30Z");
-        let until = t("2026-12-05T12:00:00Z");
-        let p = Plan::of(&[], since, until);
-        assert_eq!(p.spans, vec![(since, until)]);
-        assert!(p.quarters.is_empty());
-    }
-
-    #[test]
-    fn many_gaps_are_counted_as_at_most_eight_ranges_without_summing_inside_them() {
-        let since = q("00:00");
-        let until = q("06:00");
-        // Every other quarter counted: 12 gaps.
-        let taken: Vec<_> = (0..24).step_by(2).map(|i| since + QUARTER * i).collect();
-        let p = Plan::of(&taken, since, until);
-        assert_eq!(p.spans.len(), MAX_SPANS);
-        assert_eq!(p.spans[0].0, since + QUARTER, "from the first gap");
-        assert_eq!(p.spans[MAX_SPANS - 1].1, until);
-        let (from, to) = p.spans[0];
-        assert!(
-            p.quarters.iter().all(|q| *q < from || *q >= to),
-            "a quarter inside the first range would be counted twice: {p:?}"
-        );
-        assert!(
-            p.runs().len() <= MAX_SPANS + 1,
-            "a run between two spans at most: {:?}",
-            p.runs()
-        );
-        // Every minute of the window is counted exactly once: summed quarters plus ranges.
-        let summed = QUARTER * p.quarters.len() as i32;
-        assert_eq!(summed + counted(&p), until - since);
-    }
 }

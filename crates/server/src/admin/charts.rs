@@ -5,6 +5,7 @@
 use crate::AppState;
 use crate::admin::views::fmt_t;
 use chrono::{DateTime, Duration, Utc};
+use kairos_engine::buckets::Plan;
 use kairos_store::{FinishedBucket, JobFinishedSeries, QueueSample, QueueSampleList, minute_of};
 use std::fmt::Write as _;
 
@@ -123,18 +124,14 @@ pub struct Chart {
 /// node whose clock runs behind, would be missing from the sample).
 const RECOUNT: i64 = 2;
 
-/// At most this many ranges of the job table are counted for one chart; more gaps between the
-/// samples are counted as one range (its sampled minutes are still taken from the samples).
-const MAX_SPANS: usize = 8;
-
 /// The chart of the `n` buckets of `width` up to `now`.
 ///
 /// A day holds millions of finished jobs on a busy node, and counting them at every page load
 /// (with live refresh, every few seconds) kept a database backend busy. The sampler counts each
 /// minute's succeeded and dead jobs once, when it records the minute; the chart sums those
-/// samples and counts from the job table only the minutes they do not hold ([`Plan`]): the
-/// gaps (no leader sampled them, or the samples predate migration 0036) and the last
-/// [`RECOUNT`] minutes.
+/// samples and counts from the job table only the minutes they do not hold (the engine's
+/// [`Plan`], as for the monitor's quarter counts): the gaps (no leader sampled them, or the
+/// samples predate migration 0036) and the last [`RECOUNT`] minutes.
 pub async fn chart(
     state: &AppState,
     id: &str,
@@ -150,20 +147,16 @@ pub async fn chart(
     let samples = store
         .queue_sample_list(QueueSampleList { since, until: now })
         .await?;
-    let plan = Plan::of(&samples, since, now);
-    let mut rows = plan.rows;
+    let (plan, mut rows) = plan(&samples, since, now);
     for (from, until) in plan.spans {
-        let counted = store
-            .job_finished_series(JobFinishedSeries {
-                since: from,
-                until,
-                bucket_secs: 60,
-            })
-            .await?;
         rows.extend(
-            counted
-                .into_iter()
-                .filter(|r| !plan.sampled.contains(&r.start)),
+            store
+                .job_finished_series(JobFinishedSeries {
+                    since: from,
+                    until,
+                    bucket_secs: 60,
+                })
+                .await?,
         );
     }
     let bars = bars(&rows, now, width, n);
@@ -174,69 +167,38 @@ pub async fn chart(
     })
 }
 
-/// Where a chart's finished jobs come from: per-minute rows from the samples, and the ranges
-/// of the job table to count for the minutes they do not hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// The samples' succeeded and dead jobs, one row per minute and state.
-    pub rows: Vec<FinishedBucket>,
-    /// The minutes those rows cover (a count of the job table keeps none of them).
-    pub sampled: std::collections::HashSet<DateTime<Utc>>,
-    /// The ranges `[from, until)` of the job table to count per minute, oldest first; the last
-    /// ends just after `now`.
-    pub spans: Vec<(DateTime<Utc>, DateTime<Utc>)>,
-}
-
-impl Plan {
-    /// The plan for the minutes from `since` (a minute's start) to `now`.
-    pub fn of(samples: &[QueueSample], since: DateTime<Utc>, now: DateTime<Utc>) -> Plan {
-        let minute = Duration::minutes(1);
-        let recount = (minute_of(now) - Duration::minutes(RECOUNT - 1)).max(since);
-        let usable: Vec<&QueueSample> = samples
-            .iter()
-            .filter(|s| s.minute >= since && s.minute < recount)
-            .filter(|s| s.succeeded.is_some() && s.dead.is_some())
-            .collect();
-        let sampled: std::collections::HashSet<_> = usable.iter().map(|s| s.minute).collect();
-        let rows = usable
-            .iter()
-            .flat_map(|s| {
-                [
-                    ("succeeded", s.succeeded.unwrap_or(0)),
-                    ("dead", s.dead.unwrap_or(0)),
-                ]
-                .map(|(state, count)| FinishedBucket {
-                    start: s.minute,
-                    state: state.into(),
-                    count,
-                })
+/// Where the finished jobs of the minutes from `since` (a minute's start) to `now` come from:
+/// the plan, and the rows of the samples it sums (succeeded and dead, per minute). A sample
+/// taken before migration 0036 holds no finished jobs and counts as a gap.
+pub fn plan(
+    samples: &[QueueSample],
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (Plan, Vec<FinishedBucket>) {
+    let sampled: Vec<DateTime<Utc>> = samples
+        .iter()
+        .filter(|s| s.succeeded.is_some() && s.dead.is_some())
+        .map(|s| s.minute)
+        .collect();
+    let recount = (minute_of(now) - Duration::minutes(RECOUNT - 1)).max(since);
+    let until = now + Duration::milliseconds(1);
+    let plan = Plan::of(&sampled, since, recount, until, Duration::minutes(1));
+    let rows = samples
+        .iter()
+        .filter(|s| plan.buckets.contains(&s.minute))
+        .flat_map(|s| {
+            [
+                ("succeeded", s.succeeded.unwrap_or(0)),
+                ("dead", s.dead.unwrap_or(0)),
+            ]
+            .map(|(state, count)| FinishedBucket {
+                start: s.minute,
+                state: state.into(),
+                count,
             })
-            .collect();
-        let mut spans = Vec::new();
-        let mut open: Option<DateTime<Utc>> = None;
-        let mut m = since;
-        while m < recount {
-            match (sampled.contains(&m), open) {
-                (true, Some(from)) => {
-                    spans.push((from, m));
-                    open = None;
-                }
-                (false, None) => open = Some(m),
-                _ => {}
-            }
-            m += minute;
-        }
-        spans.push((open.unwrap_or(recount), now + Duration::milliseconds(1)));
-        while spans.len() > MAX_SPANS {
-            spans[1].0 = spans[0].0;
-            spans.remove(0);
-        }
-        Plan {
-            rows,
-            sampled,
-            spans,
-        }
-    }
+        })
+        .collect();
+    (plan, rows)
 }
 
 #[cfg(test)]
@@ -311,7 +273,7 @@ mod tests {
             // 10:06 is sampled but recent: counted again from the job table.
             sample("2026-12-05T10:06:00Z", Some((9, 9))),
         ];
-        let p = Plan::of(&samples, since, now);
+        let (p, rows) = plan(&samples, since, now);
         assert_eq!(
             p.spans,
             vec![
@@ -319,14 +281,13 @@ mod tests {
                 (t("2026-12-05T10:06:00Z"), now + Duration::milliseconds(1)),
             ]
         );
-        let minutes: std::collections::BTreeSet<_> = p.sampled.iter().copied().collect();
         assert_eq!(
-            minutes.into_iter().collect::<Vec<_>>(),
+            p.buckets.iter().copied().collect::<Vec<_>>(),
             ["10:00", "10:03", "10:04", "10:05"]
                 .map(|m| t(&format!("2026-12-05T{m}:00Z")))
                 .to_vec()
         );
-        let b = bars(&p.rows, now, Duration::minutes(1), 8);
+        let b = bars(&rows, now, Duration::minutes(1), 8);
         assert_eq!(b.iter().map(|x| x.succeeded).sum::<i64>(), 15);
         assert_eq!(b.iter().map(|x| x.dead).sum::<i64>(), 3);
     }
@@ -340,7 +301,7 @@ mod tests {
             .step_by(2)
             .map(|i| sample(&(since + Duration::minutes(i)).to_rfc3339(), Some((1, 0))))
             .collect();
-        let p = Plan::of(&samples, since, now);
+        let (p, rows) = plan(&samples, since, now);
         assert_eq!(p.spans.len(), 8);
         assert_eq!(
             p.spans[0].0,
@@ -348,15 +309,20 @@ mod tests {
             "from the first gap"
         );
         assert_eq!(p.spans[7].1, now + Duration::milliseconds(1));
-        assert_eq!(p.sampled.len(), 30);
+        let (from, to) = p.spans[0];
+        assert!(
+            rows.iter().all(|r| r.start < from || r.start >= to),
+            "no sample inside the first range, which the job table counts: {p:?}"
+        );
+        assert_eq!(rows.len(), 2 * p.buckets.len());
     }
 
     #[test]
     fn without_samples_the_whole_window_is_counted_from_the_job_table() {
         let since = t("2026-12-05T10:00:00Z");
         let now = t("2026-12-05T10:59:10Z");
-        let p = Plan::of(&[], since, now);
+        let (p, rows) = plan(&[], since, now);
         assert_eq!(p.spans, vec![(since, now + Duration::milliseconds(1))]);
-        assert!(p.rows.is_empty() && p.sampled.is_empty());
+        assert!(rows.is_empty() && p.buckets.is_empty());
     }
 }
