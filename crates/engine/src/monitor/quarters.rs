@@ -1,17 +1,19 @@
-//! The windows of the week- and day-long checks from the sampler's quarter-hour counts
-//! (migration 0038, [`kairos_store::quarters`]), and the job table only where they do not
-//! reach: the mails sent per topic with their bounces and complaints over the deliverability
-//! window ([`sent_per_topic`]), the jobs decided per schedule or topic over the skip-rate
-//! window ([`decided`]), and the jobs finished per kind and state over the failure-rate window
-//! ([`finished`]).
+//! The windows of the week-, day- and hour-long checks from the sampler's quarter-hour counts
+//! (migrations 0038 and 0039, [`kairos_store::quarters`]), and the job table only where they
+//! do not reach: the mails sent per topic with their bounces and complaints over the
+//! deliverability window ([`sent_per_topic`]), the jobs decided per schedule or topic over the
+//! skip-rate window ([`decided`]), and the jobs finished per kind and state over the
+//! failure-rate window ([`finished`]).
 //!
 //! A week of mail at 100 a second is sixty million jobs, a day of jobs eight million, an hour
-//! 360,000: reading them at every pass (once a minute) kept a database backend busy. The sampler counts each
-//! quarter hour once; a pass sums the counted quarters of its window and counts from the job
+//! 360,000: reading them at every pass (once a minute) kept a database backend busy. The
+//! sampler counts each quarter hour once; a pass has the database sum the counted quarters of
+//! its window (one row per key for each run of consecutive quarters) and counts from the job
 //! table only the rest ([`Plan`]): the part of the window before its first whole quarter, the
 //! quarter in progress (and the last one until the sampler counts it), and quarters without a
-//! count — at most [`crate::buckets::MAX_SPANS`] ranges. A counted quarter's bounced and complained mails are
-//! kept current by the inbound path as each mail's first event of the type is recorded.
+//! count — at most [`crate::buckets::MAX_SPANS`] ranges. A counted quarter's bounced and
+//! complained mails are kept current by the inbound path as each mail's first event of the
+//! type is recorded, and a job retried leaves its quarter's counts.
 
 use crate::buckets::Plan;
 use chrono::{DateTime, Utc};

@@ -4,11 +4,12 @@
 //! [`SqlRun`] (migrations 0038 and 0039).
 //!
 //! A quarter's succeeded jobs per topic, its decided jobs and its finished jobs per kind
-//! (migration 0039) are counted once, from a quarter of `jobs_finished`, and marked counted in `counted_quarters` in the same transaction: a
-//! quarter is counted whole or not at all, and one marked without a row had no such jobs. Its
-//! bounced and complained mails are added one by one as each mail's first event of that type
-//! is recorded, in the event's transaction, so they are current whether the quarter was
-//! counted yet or not.
+//! (migration 0039) are counted once, from a quarter of `jobs_finished`, and marked counted in
+//! `counted_quarters` in the same transaction: a quarter is counted whole or not at all, and
+//! one marked without a row had no such jobs. Its bounced and complained mails are added one by
+//! one as each mail's first event of that type is recorded, in the event's transaction, so
+//! they are current whether the quarter was counted yet or not; a finished job sent back to
+//! the queue is taken out in the retry's transaction.
 
 use super::{Dialect, SqlRun};
 use crate::binds;
