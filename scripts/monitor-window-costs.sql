@@ -1,7 +1,10 @@
 -- What the monitor's week-, day- and hour-long checks cost, before and after the quarter-hour
--- counts of migrations 0038 and 0039 (docs/operations.md, "SLO monitor"). Run on an empty schema that
--- `kairos migrate` created, with that schema first on the search path:
---   PGOPTIONS="-c search_path=<schema>" psql -h 127.0.0.1 -U postgres postgres -f scripts/monitor-window-costs.sql
+-- counts of migrations 0038 and 0039 (docs/operations.md, "SLO monitor"). From the project
+-- root, on an empty schema that `kairos migrate` creates, first on the search path:
+--   export KAIROS_SECRET_KEY=$(cargo run -q -p kairos -- key generate | tail -1)
+--   KAIROS_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres KAIROS_DATABASE_SCHEMA=costs cargo run -q -p kairos -- migrate
+--   PGOPTIONS="-c search_path=costs" psql -h 127.0.0.1 -U postgres postgres -f scripts/monitor-window-costs.sql
+--   psql -h 127.0.0.1 -U postgres postgres -c "DROP SCHEMA costs CASCADE"
 -- It seeds 2,000,000 succeeded mails over 7 days in 20 topics (2 % bounced, 0.1 % complained,
 -- half delivered) and 360,000 webhook jobs in the last hour (100 a second, 2 % dead), counts
 -- the quarters as the sampler would, and times the old reads (the whole window) against the

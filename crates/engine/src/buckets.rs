@@ -37,7 +37,8 @@ fn start_of(t: DateTime<Utc>, width: TimeDelta) -> DateTime<Utc> {
 
 impl Plan {
     /// The plan for the window `[since, until)` with buckets of `width`, given the buckets
-    /// counted (`taken`, by their start): those wholly in `[since, end)` are summed.
+    /// counted (`taken`, by their start): those wholly in `[since, end)` are summed. A width
+    /// that is not positive sums nothing.
     pub fn of(
         taken: &[DateTime<Utc>],
         since: DateTime<Utc>,
@@ -45,6 +46,17 @@ impl Plan {
         until: DateTime<Utc>,
         width: TimeDelta,
     ) -> Plan {
+        if width <= TimeDelta::zero() {
+            // No buckets to sum: the whole window from the job table.
+            return Plan {
+                buckets: BTreeSet::new(),
+                spans: vec![(since, until)]
+                    .into_iter()
+                    .filter(|(a, b)| a < b)
+                    .collect(),
+                width,
+            };
+        }
         let first = if start_of(since, width) == since {
             since
         } else {
@@ -190,6 +202,14 @@ mod tests {
         // Every minute of the window is counted exactly once: summed buckets plus ranges.
         let summed = QUARTER * p.buckets.len() as i32;
         assert_eq!(summed + p.counted(), until - since);
+    }
+
+    #[test]
+    fn a_width_of_zero_counts_the_whole_window_and_does_not_loop() {
+        let (since, until) = (at("10:00"), at("11:00"));
+        let p = Plan::of(&[at("10:00")], since, until, until, TimeDelta::zero());
+        assert_eq!(p.spans, vec![(since, until)]);
+        assert!(p.buckets.is_empty() && p.runs().is_empty());
     }
 
     /// Minutes with an `end` before the window's end: the last minutes are counted again even

@@ -127,6 +127,36 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
     assert_eq!(taken(at).await.taken, vec![q(105), q(120), q(135), q(150)]);
 }
 
+/// The counts are kept for the failure rate's window when it is the monitor's longest: its
+/// hour of quarters is counted and kept, though the deliverability and skip windows are half
+/// an hour.
+#[tokio::test]
+async fn sampler_keeps_the_counts_for_the_failure_rate_window_when_it_is_the_longest() {
+    let start = t("2026-12-01T08:00:00Z");
+    let mut cfg = EngineConfig::default();
+    cfg.monitor.deliverability_window = std::time::Duration::from_secs(1800);
+    cfg.monitor.skip_window = std::time::Duration::from_secs(1800);
+    cfg.monitor.window = std::time::Duration::from_secs(3600);
+    let h = Harness::with_config(start, cfg, &[("test", TestHandler::ok())]).await;
+    let at = start + Duration::minutes(61);
+    let r = h.engine.sampler().run_once(at).await.expect("run");
+    assert_eq!(
+        r.quarters, 3,
+        "08:30, then 08:15 and 08:00 (within the hour)"
+    );
+    let listed = h
+        .store
+        .quarter_count_list(QuarterCountList {
+            since: start - Duration::days(1),
+            until: at,
+            of: QuarterCountOf::Marks,
+        })
+        .await
+        .expect("list");
+    let q = |m| start + Duration::minutes(m);
+    assert_eq!(listed.taken, vec![q(0), q(15), q(30)]);
+}
+
 #[tokio::test]
 async fn heartbeat_writes_the_nodes_start_leadership_and_last_beat() {
     let start = t("2026-12-01T08:00:00Z");

@@ -476,6 +476,17 @@ pub async fn job_dead_scheduled_lists_latest_death_per_schedule(s: S) {
     assert!(v.iter().all(|r| r.schedule_id != "sch_gone"), "{v:?}");
 }
 
+/// The order the decided-groups assertions compare in (the stores order NULLs differently).
+fn group_key(d: &DecidedGroup) -> [Option<String>; 5] {
+    [
+        d.schedule_id.clone(),
+        d.kind.clone(),
+        d.topic.clone(),
+        Some(d.state.clone()),
+        d.reason.clone(),
+    ]
+}
+
 /// The `skip_rate` check's source: decided jobs (succeeded, skipped, dead) finished in the
 /// window, per schedule — or per kind and `payload.topic` for jobs without a schedule — state
 /// and skip reason; counted under their schedule, or under their topic for the audience kinds
@@ -648,18 +659,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         .unwrap();
     assert_eq!(listed.taken, vec![q]);
     assert!(listed.topics.is_empty(), "only what was asked for");
-    listed.decided.sort_by(|a, b| {
-        let key = |d: &DecidedGroup| {
-            (
-                d.schedule_id.clone(),
-                d.kind.clone(),
-                d.topic.clone(),
-                d.state.clone(),
-                d.reason.clone(),
-            )
-        };
-        key(&a.1).cmp(&key(&b.1))
-    });
+    listed.decided.sort_by_key(|(_, d)| group_key(d));
     let quarter = |schedule: Option<&str>,
                    kind_topic: Option<(&str, &str)>,
                    state: &str,
@@ -709,15 +709,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
         })
         .await
         .unwrap();
-    read.sort_by_key(|d| {
-        (
-            d.schedule_id.clone(),
-            d.kind.clone(),
-            d.topic.clone(),
-            d.state.clone(),
-            d.reason.clone(),
-        )
-    });
+    read.sort_by_key(group_key);
     assert_eq!(
         read,
         listed

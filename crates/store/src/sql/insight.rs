@@ -252,16 +252,7 @@ pub async fn job_count_decided(
                   CASE WHEN state = 'skipped' THEN reason END
          ORDER BY 1, 2, 3, 4, 5",
         binds![p.since, p.until],
-        &|r| {
-            Ok(crate::DecidedGroup {
-                schedule_id: r.opt_text("schedule_id")?,
-                kind: r.opt_text("kind")?,
-                topic: r.opt_text("topic")?,
-                state: r.text("state")?,
-                reason: r.opt_text("reason")?,
-                count: r.int("n")?,
-            })
-        },
+        &|r| rows::decided_group(r),
     )
     .await
 }

@@ -11,7 +11,7 @@
 //! they are current whether the quarter was counted yet or not; a finished job sent back to
 //! the queue is taken out in the retry's transaction.
 
-use super::{Dialect, SqlRun};
+use super::{Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
     DecidedGroup, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
@@ -36,7 +36,8 @@ pub async fn topic_count_range(
     p: TopicCountRange,
 ) -> Result<Vec<TopicCount>> {
     let sql = format!(
-        "SELECT j.kind, j.topic, COUNT(*) AS n, {} AS bounced, {} AS complained FROM jobs j
+        "SELECT j.kind, j.topic, COUNT(*) AS succeeded, {} AS bounced, {} AS complained
+         FROM jobs j
          WHERE j.finished_at >= $1 AND j.finished_at < $2
            AND j.state = 'succeeded' AND j.topic IS NOT NULL
          GROUP BY j.kind, j.topic ORDER BY j.kind, j.topic",
@@ -44,13 +45,7 @@ pub async fn topic_count_range(
         with_event(mail_event::COMPLAINED),
     );
     run.fetch("topic count range", &sql, binds![p.since, p.until], &|r| {
-        Ok(TopicCount {
-            kind: r.text("kind")?,
-            topic: r.text("topic")?,
-            succeeded: r.int("n")?,
-            bounced: r.int("bounced")?,
-            complained: r.int("complained")?,
-        })
+        rows::topic_count(r)
     })
     .await
 }
@@ -76,26 +71,14 @@ pub async fn quarter_topic_count(
 ) -> Result<Vec<TopicCount>> {
     read.fetch(
         "topic count quarter",
-        "SELECT kind, topic, COUNT(*) AS n FROM jobs
+        "SELECT kind, topic, COUNT(*) AS succeeded, 0 AS bounced, 0 AS complained FROM jobs
          WHERE finished_at >= $1 AND finished_at < $2
            AND state = 'succeeded' AND topic IS NOT NULL
          GROUP BY kind, topic ORDER BY kind, topic",
         binds![start, start + QUARTER],
-        &|r| {
-            Ok(TopicCount {
-                kind: r.text("kind")?,
-                topic: r.text("topic")?,
-                succeeded: r.int("n")?,
-                ..TopicCount::default()
-            })
-        },
+        &|r| rows::topic_count(r),
     )
     .await
-}
-
-/// `''` for none in `decided_counts`' key columns, and back.
-fn some(v: String) -> Option<String> {
-    (!v.is_empty()).then_some(v)
 }
 
 /// What one quarter holds, counted from the job table before it is stored.
@@ -324,7 +307,7 @@ pub async fn quarter_count_list(
                 .await?;
         }
         QuarterCountOf::Topics => {
-            let rows = run
+            let listed = run
                 .fetch(
                     "topic count list",
                     "SELECT t.start, c.kind, c.topic, c.succeeded, c.bounced, c.complained
@@ -335,23 +318,17 @@ pub async fn quarter_count_list(
                     binds![p.since, p.until],
                     &|r| {
                         let count = match r.opt_text("kind")? {
-                            Some(kind) => Some(TopicCount {
-                                kind,
-                                topic: r.text("topic")?,
-                                succeeded: r.int("succeeded")?,
-                                bounced: r.int("bounced")?,
-                                complained: r.int("complained")?,
-                            }),
+                            Some(_) => Some(rows::topic_count(r)?),
                             None => None,
                         };
                         Ok((r.ts("start")?, count))
                     },
                 )
                 .await?;
-            out.topics = split(rows, &mut out.taken);
+            out.topics = split(listed, &mut out.taken);
         }
         QuarterCountOf::Decided => {
-            let rows = run
+            let listed = run
                 .fetch(
                     "decided count list",
                     "SELECT t.start, d.schedule_id, d.kind, d.topic, d.state, d.reason, d.n
@@ -362,24 +339,17 @@ pub async fn quarter_count_list(
                     binds![p.since, p.until],
                     &|r| {
                         let count = match r.opt_text("state")? {
-                            Some(state) => Some(DecidedGroup {
-                                schedule_id: some(r.text("schedule_id")?),
-                                kind: some(r.text("kind")?),
-                                topic: some(r.text("topic")?),
-                                state,
-                                reason: some(r.text("reason")?),
-                                count: r.int("n")?,
-                            }),
+                            Some(_) => Some(rows::decided_group(r)?),
                             None => None,
                         };
                         Ok((r.ts("start")?, count))
                     },
                 )
                 .await?;
-            out.decided = split(rows, &mut out.taken);
+            out.decided = split(listed, &mut out.taken);
         }
         QuarterCountOf::Kinds => {
-            let rows = run
+            let listed = run
                 .fetch(
                     "kind count list",
                     "SELECT t.start, k.kind, k.state, k.n
@@ -390,18 +360,14 @@ pub async fn quarter_count_list(
                     binds![p.since, p.until],
                     &|r| {
                         let count = match r.opt_text("kind")? {
-                            Some(kind) => Some(JobCount {
-                                kind,
-                                state: r.text("state")?,
-                                count: r.int("n")?,
-                            }),
+                            Some(_) => Some(rows::job_count(r)?),
                             None => None,
                         };
                         Ok((r.ts("start")?, count))
                     },
                 )
                 .await?;
-            out.kinds = split(rows, &mut out.taken);
+            out.kinds = split(listed, &mut out.taken);
         }
     }
     Ok(out)
@@ -424,15 +390,7 @@ pub async fn quarter_count_sum(run: &mut impl SqlRun, p: QuarterCountSum) -> Res
                      FROM topic_counts WHERE start >= $1 AND start < $2
                      GROUP BY kind, topic ORDER BY kind, topic",
                     range,
-                    &|r| {
-                        Ok(TopicCount {
-                            kind: r.text("kind")?,
-                            topic: r.text("topic")?,
-                            succeeded: r.int("succeeded")?,
-                            bounced: r.int("bounced")?,
-                            complained: r.int("complained")?,
-                        })
-                    },
+                    &|r| rows::topic_count(r),
                 )
                 .await?;
         }
@@ -445,16 +403,7 @@ pub async fn quarter_count_sum(run: &mut impl SqlRun, p: QuarterCountSum) -> Res
                      GROUP BY schedule_id, kind, topic, state, reason
                      ORDER BY schedule_id, kind, topic, state, reason",
                     range,
-                    &|r| {
-                        Ok(DecidedGroup {
-                            schedule_id: some(r.text("schedule_id")?),
-                            kind: some(r.text("kind")?),
-                            topic: some(r.text("topic")?),
-                            state: r.text("state")?,
-                            reason: some(r.text("reason")?),
-                            count: r.int("n")?,
-                        })
-                    },
+                    &|r| rows::decided_group(r),
                 )
                 .await?;
         }
@@ -466,13 +415,7 @@ pub async fn quarter_count_sum(run: &mut impl SqlRun, p: QuarterCountSum) -> Res
                      FROM kind_counts WHERE start >= $1 AND start < $2
                      GROUP BY kind, state ORDER BY kind, state",
                     range,
-                    &|r| {
-                        Ok(JobCount {
-                            kind: r.text("kind")?,
-                            state: r.text("state")?,
-                            count: r.int("n")?,
-                        })
-                    },
+                    &|r| rows::job_count(r),
                 )
                 .await?;
         }

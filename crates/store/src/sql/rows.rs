@@ -337,6 +337,34 @@ pub fn job_count<R: RowRead + ?Sized>(r: &R) -> Result<JobCount> {
     })
 }
 
+/// Succeeded jobs of one kind and topic (`succeeded`), with their bounced and complained
+/// mails: a quarter's stored count, a sum of them, or a range of the job table.
+pub fn topic_count<R: RowRead + ?Sized>(r: &R) -> Result<TopicCount> {
+    Ok(TopicCount {
+        kind: r.text("kind")?,
+        topic: r.text("topic")?,
+        succeeded: r.int("succeeded")?,
+        bounced: r.int("bounced")?,
+        complained: r.int("complained")?,
+    })
+}
+
+/// Decided jobs (`n`) of one schedule, or kind and topic, state and reason: from the job
+/// table (NULL for none) or from `decided_counts` (`''` for none, a key column cannot be
+/// NULL; no schedule id, kind, topic or reason is empty).
+pub fn decided_group<R: RowRead + ?Sized>(r: &R) -> Result<crate::DecidedGroup> {
+    let key =
+        |col: &str| -> Result<Option<String>> { Ok(r.opt_text(col)?.filter(|v| !v.is_empty())) };
+    Ok(crate::DecidedGroup {
+        schedule_id: key("schedule_id")?,
+        kind: key("kind")?,
+        topic: key("topic")?,
+        state: r.text("state")?,
+        reason: key("reason")?,
+        count: r.int("n")?,
+    })
+}
+
 /// A schedule's latest dead job with the number of dead jobs (`n`).
 pub fn dead_scheduled_run<R: RowRead + ?Sized>(r: &R) -> Result<DeadScheduledRun> {
     Ok(DeadScheduledRun {
