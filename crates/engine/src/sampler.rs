@@ -205,14 +205,19 @@ impl Sampler {
             .take_while(|q| *q >= oldest)
             .filter(|q| !taken.contains(q));
         let mut stored = u64::from(fresh);
+        // A quarter left uncounted (its jobs kept being retried while it was read) is looked
+        // for again on the next run.
+        let mut left = false;
         for q in missing.by_ref().take(BACKFILL_PER_RUN) {
             let done = self
                 .store
                 .quarter_count_record(QuarterCountRecord { start: q, now })
                 .await?;
             stored += u64::from(done);
+            left |= !done;
         }
-        self.gaps.store(missing.next().is_some(), Ordering::Relaxed);
+        self.gaps
+            .store(left || missing.next().is_some(), Ordering::Relaxed);
         Ok(stored)
     }
 }

@@ -9,7 +9,7 @@ use chrono::Duration;
 use common::{Harness, TestHandler, t};
 use kairos_engine::EngineConfig;
 use kairos_engine::heartbeat::HeartbeatConfig;
-use kairos_engine::sampler::SamplerConfig;
+use kairos_engine::sampler::{Sampler, SamplerConfig};
 use kairos_engine::service::Service;
 use kairos_store::{
     Leader, NodeList, QuarterCountList, QuarterCountOf, QueueSampleList, TopicCount,
@@ -154,6 +154,39 @@ async fn sampler_keeps_the_counts_for_the_failure_rate_window_when_it_is_the_lon
         .await
         .expect("list");
     let q = |m| start + Duration::minutes(m);
+    assert_eq!(listed.taken, vec![q(0), q(15), q(30)]);
+}
+
+/// A quarter the store leaves uncounted during a backfill (its jobs kept being retried while
+/// they were read) is counted on the sampler's next run, not only when the next quarter
+/// settles.
+#[tokio::test]
+async fn sampler_counts_a_quarter_left_uncounted_on_its_next_run() {
+    let start = t("2026-12-01T08:00:00Z");
+    let h = Harness::new(start, &[("test", TestHandler::ok())]).await;
+    let counting = common::CountingStore::new(h.store.clone());
+    let sampler = Sampler::new(SamplerConfig::default(), counting.clone())
+        .expect("sampler")
+        .keep_counts_for(std::time::Duration::from_secs(3600));
+    let q = |m| start + Duration::minutes(m);
+    counting.quarters_left.lock().unwrap().push(q(15));
+    let at = start + Duration::minutes(61);
+    let r = sampler.run_once(at).await.expect("run");
+    assert_eq!(r.quarters, 2, "08:30 and 08:00; 08:15 left");
+    let r = sampler
+        .run_once(at + Duration::seconds(10))
+        .await
+        .expect("run");
+    assert_eq!(r.quarters, 1, "08:15 on the next run");
+    let listed = h
+        .store
+        .quarter_count_list(QuarterCountList {
+            since: start - Duration::days(1),
+            until: at,
+            of: QuarterCountOf::Marks,
+        })
+        .await
+        .expect("list");
     assert_eq!(listed.taken, vec![q(0), q(15), q(30)]);
 }
 

@@ -939,6 +939,24 @@ async fn finished_in_a_counted_quarter(
     s: &S,
     transitions: Vec<Transition>,
 ) -> (chrono::DateTime<chrono::Utc>, Vec<Job>) {
+    let (q, jobs) = finished_in_a_quarter(&**s, transitions).await;
+    assert!(
+        s.quarter_count_record(QuarterCountRecord {
+            start: q,
+            now: q + Duration::minutes(20),
+        })
+        .await
+        .unwrap()
+    );
+    (q, jobs)
+}
+
+/// Jobs of the topic `weekly` that finished five minutes into a quarter (the one after
+/// [`t0`]'s), one per transition in that order (sorted by id); the quarter not counted.
+pub async fn finished_in_a_quarter(
+    s: &dyn Store,
+    transitions: Vec<Transition>,
+) -> (chrono::DateTime<chrono::Utc>, Vec<Job>) {
     let q = quarter_of(t0()) + QUARTER;
     for _ in &transitions {
         let mut j = job(q);
@@ -961,20 +979,15 @@ async fn finished_in_a_counted_quarter(
     )
     .await
     .unwrap();
-    assert!(
-        s.quarter_count_record(QuarterCountRecord {
-            start: q,
-            now: q + Duration::minutes(20),
-        })
-        .await
-        .unwrap()
-    );
     (q, jobs)
 }
 
 /// The quarter `q`'s (dead, skipped, succeeded) jobs in its kind counts, and in its decided
 /// counts of the topic `weekly`.
-async fn counts_of_quarter(s: &S, q: chrono::DateTime<chrono::Utc>) -> ([i64; 3], [i64; 3]) {
+pub async fn counts_of_quarter(
+    s: &dyn Store,
+    q: chrono::DateTime<chrono::Utc>,
+) -> ([i64; 3], [i64; 3]) {
     let list = |of| QuarterCountList {
         since: q,
         until: q + QUARTER,
@@ -1030,7 +1043,7 @@ pub async fn a_retried_job_leaves_the_counts_of_its_quarter(s: S) {
         ],
     )
     .await;
-    let counts = || counts_of_quarter(&s, q);
+    let counts = || counts_of_quarter(&*s, q);
     assert_eq!(counts().await, ([3, 1, 1], [3, 1, 1]));
     let later = q + Duration::minutes(25);
     let retry = |id: &str| JobRetry {
@@ -1071,7 +1084,7 @@ pub async fn a_retried_job_leaves_the_counts_of_its_quarter(s: S) {
 /// Two retries of one dead job at the same moment take it out of its quarter's counts once.
 pub async fn concurrent_retries_of_one_job_take_it_out_of_its_quarter_once(s: S) {
     let (q, jobs) = finished_in_a_counted_quarter(&s, vec![Transition::Dead; 20]).await;
-    assert_eq!(counts_of_quarter(&s, q).await, ([20, 0, 0], [20, 0, 0]));
+    assert_eq!(counts_of_quarter(&*s, q).await, ([20, 0, 0], [20, 0, 0]));
     let mut tasks = Vec::new();
     for j in &jobs {
         for _ in 0..2 {
@@ -1089,7 +1102,69 @@ pub async fn concurrent_retries_of_one_job_take_it_out_of_its_quarter_once(s: S)
     for t in tasks {
         t.await.expect("a retry ran");
     }
-    assert_eq!(counts_of_quarter(&s, q).await, ([0, 0, 0], [0, 0, 0]));
+    assert_eq!(counts_of_quarter(&*s, q).await, ([0, 0, 0], [0, 0, 0]));
+}
+
+/// A dead job retried after the sampler read its quarter's jobs (outside the write
+/// transaction) and before it stored their counts is not counted in the quarter: the retry
+/// marked the quarter (`quarter_retries`), the store finds the mark changed since its read and
+/// stores nothing ([`sql::quarter_counts::QuarterStored::Retried`]), and the next count reads
+/// the job back in the queue. Without the mark the job was counted dead in the quarter and
+/// again wherever it finished next. The steps are the store's own, in the order the race
+/// takes them (the reads, the retry, the store's transaction).
+pub async fn a_job_retried_while_its_quarter_is_read_is_counted_once<D>(s: Arc<D>)
+where
+    D: sql::SqlDb + Store,
+{
+    use sql::quarter_counts::{self as qc, QuarterStored};
+    let (q, jobs) = finished_in_a_quarter(&*s, vec![Transition::Dead, Transition::Dead]).await;
+    let now = q + Duration::minutes(20);
+    let retried = qc::quarter_retried(&mut s.reader(), q).await.unwrap();
+    let tally = qc::quarter_tally(&mut s.reader(), q).await.unwrap();
+    assert_eq!(count(&tally.kinds, "dead", "webhook"), 2, "{tally:?}");
+
+    s.job_retry(JobRetry {
+        id: jobs[0].id.clone(),
+        now,
+    })
+    .await
+    .unwrap()
+    .expect("the job is retried");
+    let mut tx = s.begin("test quarter count").await.unwrap();
+    let stored = qc::quarter_count_store(&mut D::in_tx(&mut tx), q, now, retried, &tally)
+        .await
+        .unwrap();
+    assert_eq!(stored, QuarterStored::Retried, "the read is discarded");
+    drop(tx);
+    let marks = s
+        .quarter_count_list(QuarterCountList {
+            since: q,
+            until: q + QUARTER,
+            of: QuarterCountOf::Marks,
+        })
+        .await
+        .unwrap();
+    assert!(marks.taken.is_empty(), "nothing stored: {marks:?}");
+
+    assert!(
+        s.quarter_count_record(QuarterCountRecord { start: q, now })
+            .await
+            .unwrap(),
+        "the next count stores the quarter"
+    );
+    assert_eq!(
+        counts_of_quarter(&*s, q).await,
+        ([1, 0, 0], [1, 0, 0]),
+        "the retried job is not in its old quarter"
+    );
+    // A retry after the count takes from the stored counts, as before.
+    s.job_retry(JobRetry {
+        id: jobs[1].id.clone(),
+        now,
+    })
+    .await
+    .unwrap();
+    assert_eq!(counts_of_quarter(&*s, q).await, ([0, 0, 0], [0, 0, 0]));
 }
 
 /// Finished jobs of the release before migration 0039: id, kind, state, minutes after the

@@ -84,3 +84,15 @@ async fn i33_5_urls_with_credentials_are_stored_sealed() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_retried_while_its_quarter_is_read_is_counted_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteStore::open(&dir.path().join("kairos.db"))
+        .await
+        .expect("open sqlite");
+    kairos_store_conformance::slo::a_job_retried_while_its_quarter_is_read_is_counted_once(
+        Arc::new(store),
+    )
+    .await;
+}

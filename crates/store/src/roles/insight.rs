@@ -59,7 +59,9 @@ pub trait InsightStore: Send + Sync {
     async fn queue_sample_prune(&self, p: QueueSamplePrune) -> Result<u64>;
     /// Count a quarter hour's succeeded jobs with a topic, its decided jobs and its finished
     /// jobs per kind, and store the counts (see [`QuarterCountRecord`]); false when the quarter
-    /// was counted already.
+    /// was counted already, or when its jobs kept being retried while they were read (a job
+    /// sent back to the queue between the read and the store is never counted in it; the
+    /// next call counts the quarter).
     async fn quarter_count_record(&self, p: QuarterCountRecord) -> Result<bool>;
     /// The quarters counted in a window, with their counts of one kind ([`QuarterCountOf`]).
     async fn quarter_count_list(&self, p: QuarterCountList) -> Result<QuarterCounts>;

@@ -341,6 +341,10 @@ pub async fn slo_alert_ack(run: &mut impl SqlRun, p: SloAlertAck) -> Result<Opti
     .await
 }
 
+/// How many times [`crate::InsightStore::quarter_count_record`] reads a quarter whose jobs are
+/// being retried while it counts them before it leaves the quarter to the sampler's next run.
+const RECOUNTS: usize = 3;
+
 /// The one row of `monitor_passes` the background monitor writes.
 const MONITOR_SERVICE: &str = "monitor";
 
@@ -465,35 +469,29 @@ impl<D: super::SqlDb> crate::InsightStore for D {
     }
 
     async fn quarter_count_record(&self, p: crate::QuarterCountRecord) -> Result<bool> {
-        use super::quarter_counts as qc;
+        use super::quarter_counts::{self as qc, QuarterStored};
         let start = crate::quarter_of(p.start);
-        if qc::quarter_counted(&mut self.reader(), start).await? {
-            return Ok(false);
+        for _ in 0..RECOUNTS {
+            if qc::quarter_counted(&mut self.reader(), start).await? {
+                return Ok(false);
+            }
+            let retried = qc::quarter_retried(&mut self.reader(), start).await?;
+            let tally = qc::quarter_tally(&mut self.reader(), start).await?;
+            let mut tx = self.begin("quarter count record").await?;
+            let stored =
+                qc::quarter_count_store(&mut Self::in_tx(&mut tx), start, p.now, retried, &tally)
+                    .await?;
+            match stored {
+                QuarterStored::Counted => {
+                    self.commit(tx, "quarter count record").await?;
+                    return Ok(true);
+                }
+                QuarterStored::Taken => return Ok(false),
+                // Dropped, the transaction rolls back: read the quarter again.
+                QuarterStored::Retried => drop(tx),
+            }
         }
-        let tally = qc::QuarterTally {
-            topics: qc::quarter_topic_count(&mut self.reader(), start).await?,
-            decided: job_count_decided(
-                &mut self.reader(),
-                JobCountDecided {
-                    since: start,
-                    until: start + crate::QUARTER,
-                },
-            )
-            .await?,
-            kinds: job_count_finished(
-                &mut self.reader(),
-                JobCountFinished {
-                    since: start,
-                    until: start + crate::QUARTER,
-                },
-            )
-            .await?,
-        };
-        let mut tx = self.begin("quarter count record").await?;
-        let stored =
-            qc::quarter_count_store(&mut Self::in_tx(&mut tx), start, p.now, &tally).await?;
-        self.commit(tx, "quarter count record").await?;
-        Ok(stored)
+        Ok(false)
     }
 
     async fn quarter_count_list(&self, p: crate::QuarterCountList) -> Result<crate::QuarterCounts> {

@@ -75,6 +75,7 @@ pub const MIGRATIONS: &[MigrationFile] = migrations![
     0037 "pass_report",
     0038 "quarter_counts",
     0039 "kind_counts",
+    0040 "quarter_retries",
 ];
 
 /// The table sqlx records applied migrations in.

@@ -1,7 +1,7 @@
 //! The quarter-hour counts of [`crate::quarters`] ([`crate::InsightStore::quarter_count_record`]
 //! and its list and prune, `topic_count_range`; the bounces and complaints added by
 //! `inbound_event_record`; the retried jobs taken out by `job_retry`), written once over
-//! [`SqlRun`] (migrations 0038 and 0039).
+//! [`SqlRun`] (migrations 0038, 0039 and 0040).
 //!
 //! A quarter's succeeded jobs per topic, its decided jobs and its finished jobs per kind
 //! (migration 0039) are counted once, from a quarter of `jobs_finished`, and marked counted in
@@ -9,13 +9,17 @@
 //! one marked without a row had no such jobs. Its bounced and complained mails are added one by
 //! one as each mail's first event of that type is recorded, in the event's transaction, so
 //! they are current whether the quarter was counted yet or not; a finished job sent back to
-//! the queue is taken out in the retry's transaction.
+//! the queue is taken out in the retry's transaction. The jobs are read outside the count's
+//! transaction, so a retry marks its quarters (`quarter_retries`, 0040) and a count that finds
+//! the mark changed since its read discards the read ([`QuarterStored::Retried`]).
 
+use super::insight::{job_count_decided, job_count_finished};
 use super::{Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
-    DecidedGroup, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
-    QuarterCountSum, QuarterCounts, QuarterSums, Result, TopicCount, TopicCountRange, mail_event,
+    DecidedGroup, JobCount, JobCountDecided, JobCountFinished, QUARTER, QuarterCountList,
+    QuarterCountOf, QuarterCountPrune, QuarterCountSum, QuarterCounts, QuarterSums, Result,
+    TopicCount, TopicCountRange, mail_event,
 };
 use chrono::{DateTime, Utc};
 
@@ -92,15 +96,57 @@ pub struct QuarterTally {
     pub kinds: Vec<JobCount>,
 }
 
+/// How many times finished jobs of the quarter starting at `start` were sent back to the queue
+/// (migration 0040; 0 for none): read before its jobs are, and given to
+/// [`quarter_count_store`].
+pub async fn quarter_retried(run: &mut impl SqlRun, start: DateTime<Utc>) -> Result<i64> {
+    Ok(run
+        .fetch_optional(
+            "quarter retries read",
+            "SELECT n FROM quarter_retries WHERE start = $1",
+            binds![start],
+            &|r| r.int("n"),
+        )
+        .await?
+        .unwrap_or(0))
+}
+
+/// Read what the quarter starting at `start` holds from the job table (three reads of a
+/// quarter of `jobs_finished`, outside the write transaction, so SQLite's writer is not held
+/// while they run).
+pub async fn quarter_tally(read: &mut impl SqlRun, start: DateTime<Utc>) -> Result<QuarterTally> {
+    let (since, until) = (start, start + QUARTER);
+    Ok(QuarterTally {
+        topics: quarter_topic_count(read, start).await?,
+        decided: job_count_decided(read, JobCountDecided { since, until }).await?,
+        kinds: job_count_finished(read, JobCountFinished { since, until }).await?,
+    })
+}
+
+/// What [`quarter_count_store`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuarterStored {
+    /// The counts are stored and the quarter marked counted.
+    Counted,
+    /// Another writer marked the quarter first; its counts are kept.
+    Taken,
+    /// A finished job of the quarter was sent back to the queue after the tally's
+    /// [`quarter_retried`] was read, so the tally may count a job that is no longer there:
+    /// roll the transaction back and read the quarter again.
+    Retried,
+}
+
 /// Store `tally` as the quarter `start`'s counts and mark it counted at `now`, on `run` (a
-/// write transaction's). False when another writer marked it first (its counts are kept). A
-/// row the events created first (a bounce before the count) keeps its outcomes.
+/// write transaction's), unless another writer marked it first or a job of it was retried
+/// since `retried` ([`quarter_retried`], read before the tally) was read. A row the events
+/// created first (a bounce before the count) keeps its outcomes.
 pub async fn quarter_count_store(
     run: &mut impl SqlRun,
     start: DateTime<Utc>,
     now: DateTime<Utc>,
+    retried: i64,
     tally: &QuarterTally,
-) -> Result<bool> {
+) -> Result<QuarterStored> {
     let marked = run
         .execute(
             "topic count mark",
@@ -110,7 +156,23 @@ pub async fn quarter_count_store(
         )
         .await?;
     if marked == 0 {
-        return Ok(false);
+        return Ok(QuarterStored::Taken);
+    }
+    // A retry bumps its quarters' row before it takes its jobs out of their counts, in its
+    // transaction. Writing the row here takes its lock: on PostgreSQL a retry in flight
+    // commits first (and its bump is read back here) or waits for this transaction (and then
+    // finds the counts to take from). SQLite has one writer at a time already.
+    let now_retried = run
+        .fetch_one(
+            "quarter retries check",
+            "INSERT INTO quarter_retries (start, n) VALUES ($1, 0)
+             ON CONFLICT (start) DO UPDATE SET n = quarter_retries.n RETURNING n",
+            binds![start],
+            &|r| r.int("n"),
+        )
+        .await?;
+    if now_retried != retried {
+        return Ok(QuarterStored::Retried);
     }
     for d in &tally.decided {
         let none = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -148,7 +210,7 @@ pub async fn quarter_count_store(
         )
         .await?;
     }
-    Ok(true)
+    Ok(QuarterStored::Counted)
 }
 
 /// The quarter (its start) of the job column `col`, in SQL.
@@ -240,6 +302,17 @@ pub async fn quarter_counts_forget(
         .await?;
     }
     let q = quarter_sql(run.dialect(), "finished_at");
+    // First mark the quarters retried from (in order of start, so two bulk retries lock their
+    // rows in one order): a count being stored for one of them now either sees the mark and
+    // reads the quarter again, or holds the row until it commits and its counts are taken
+    // from below ([`quarter_count_store`]).
+    let marks = format!(
+        "INSERT INTO quarter_retries (start, n)
+         SELECT {q}, COUNT(*) FROM jobs WHERE {finished} GROUP BY {q} ORDER BY 1
+         ON CONFLICT (start) DO UPDATE SET n = quarter_retries.n + excluded.n"
+    );
+    run.execute("quarter retries mark", &marks, vec![ids.clone()])
+        .await?;
     let kinds = format!(
         "UPDATE kind_counts SET n = kind_counts.n - d.c
          FROM (SELECT {q} AS start, kind, state, COUNT(*) AS c FROM jobs WHERE {finished}
@@ -437,6 +510,10 @@ pub async fn quarter_count_prune(run: &mut impl SqlRun, p: QuarterCountPrune) ->
         (
             "kind count prune",
             "DELETE FROM kind_counts WHERE start < $1",
+        ),
+        (
+            "quarter retries prune",
+            "DELETE FROM quarter_retries WHERE start < $1",
         ),
     ] {
         run.execute(what, sql, binds![p.before]).await?;
