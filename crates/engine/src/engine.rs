@@ -19,8 +19,15 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// How long after the node starts its housekeeping services (the pruner, endpoint health, the
+/// queue sampler, the SLO monitor) first run, unless [`EngineConfig::housekeeping_delay`]
+/// says otherwise.
+pub const HOUSEKEEPING_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest [`EngineConfig::housekeeping_delay`] allowed.
+pub const MAX_HOUSEKEEPING_DELAY: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Settings of all services.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// The scheduler.
     pub scheduler: SchedulerConfig,
@@ -38,6 +45,29 @@ pub struct EngineConfig {
     pub sampler: SamplerConfig,
     /// The node's heartbeat (the admin's nodes page).
     pub heartbeat: HeartbeatConfig,
+    /// How long after the node starts the housekeeping services first run (default
+    /// [`HOUSEKEEPING_DELAY`], at most [`MAX_HOUSEKEEPING_DELAY`]). The scheduler, the
+    /// executor, the rescuer and the heartbeat start at once; the pruner's first sweep, the
+    /// monitor's first pass, the sampler's backfill of uncounted quarters and endpoint
+    /// health's first look (120 ms of queries together on PostgreSQL here) wait, so that a
+    /// node started with a backlog gives the database to its queue first.
+    pub housekeeping_delay: std::time::Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            scheduler: SchedulerConfig::default(),
+            executor: ExecutorConfig::default(),
+            rescuer: RescuerConfig::default(),
+            pruner: PrunerConfig::default(),
+            monitor: MonitorConfig::default(),
+            endpoint_health: EndpointHealthConfig::default(),
+            sampler: SamplerConfig::default(),
+            heartbeat: HeartbeatConfig::default(),
+            housekeeping_delay: HOUSEKEEPING_DELAY,
+        }
+    }
 }
 
 impl EngineConfig {
@@ -57,7 +87,18 @@ impl EngineConfig {
         self.endpoint_health.validate()?;
         self.sampler.validate()?;
         self.heartbeat.validate()?;
-        self.monitor.validate()
+        self.monitor.validate()?;
+        if self.housekeeping_delay > MAX_HOUSEKEEPING_DELAY {
+            return Err(kairos_core::Error::invalid(
+                "housekeeping_delay",
+                format!(
+                    "at most {} s, not {} s",
+                    MAX_HOUSEKEEPING_DELAY.as_secs(),
+                    self.housekeeping_delay.as_secs_f64()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -76,6 +117,7 @@ pub struct Engine {
     leader: Leader,
     clock: Arc<dyn Clock>,
     kinds: Arc<Kinds>,
+    housekeeping_delay: std::time::Duration,
 }
 
 impl std::fmt::Debug for Engine {
@@ -106,6 +148,7 @@ impl Engine {
         cfg.validate()?;
         let kinds = kinds.into();
         Ok(Engine {
+            housekeeping_delay: cfg.housekeeping_delay,
             scheduler: Scheduler::new(cfg.scheduler, store.clone(), clock.clone())?
                 .with_kinds(kinds.clone()),
             executor: Executor::new(cfg.executor, store.clone(), clock.clone(), kinds.clone())?,
@@ -242,24 +285,28 @@ impl Engine {
             let (s, c) = (self.rescuer.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
+        // Housekeeping waits its turn: the queue first (`EngineConfig::housekeeping_delay`).
+        let later = runner
+            .clone()
+            .with_first_turn_after(self.housekeeping_delay);
         let prun = {
-            let (r, s, c) = (runner.clone(), self.pruner.clone(), cancel.clone());
+            let (r, s, c) = (later.clone(), self.pruner.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
         let health = {
-            let (r, s, c) = (runner.clone(), self.endpoint_health.clone(), cancel.clone());
+            let (r, s, c) = (later.clone(), self.endpoint_health.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
         let sampler = {
-            let (r, s, c) = (runner.clone(), self.sampler.clone(), cancel.clone());
+            let (r, s, c) = (later.clone(), self.sampler.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
         let beat = {
-            let (r, s, c) = (runner.clone(), self.heartbeat.clone(), cancel.clone());
+            let (r, s, c) = (runner, self.heartbeat.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
         let moni = {
-            let (r, s, c) = (runner, self.monitor.clone(), cancel.clone());
+            let (r, s, c) = (later, self.monitor.clone(), cancel.clone());
             tokio::spawn(async move { r.run(&s, c).await })
         };
         self.executor.run(exec_wake, cancel).await;

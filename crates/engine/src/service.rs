@@ -161,6 +161,7 @@ pub struct Runner {
     wake: Option<Arc<Notify>>,
     on_jobs: Option<Arc<Notify>>,
     max_backoff: Duration,
+    first_turn_after: Duration,
 }
 
 impl Debug for Runner {
@@ -168,6 +169,7 @@ impl Debug for Runner {
         f.debug_struct("Runner")
             .field("leader", &self.leader.is_leader())
             .field("max_backoff", &self.max_backoff)
+            .field("first_turn_after", &self.first_turn_after)
             .finish_non_exhaustive()
     }
 }
@@ -181,6 +183,7 @@ impl Runner {
             wake: None,
             on_jobs: None,
             max_backoff: MAX_BACKOFF,
+            first_turn_after: Duration::ZERO,
         }
     }
 
@@ -199,6 +202,12 @@ impl Runner {
     /// Notify `on_jobs` after a run that made jobs due (the executor's wake-up).
     pub fn with_on_jobs(mut self, on_jobs: Arc<Notify>) -> Self {
         self.on_jobs = Some(on_jobs);
+        self
+    }
+
+    /// Wait `d` before the first turn (default none): a wake-up does not start it earlier.
+    pub fn with_first_turn_after(mut self, d: Duration) -> Self {
+        self.first_turn_after = d;
         self
     }
 
@@ -238,6 +247,11 @@ impl Runner {
     /// cancellation. A backlog ([`Next::Now`]) runs again at once.
     pub async fn run<S: Service + ?Sized>(&self, svc: &S, cancel: CancellationToken) {
         let mut backoff = Backoff::new(self.max_backoff);
+        if !self.first_turn_after.is_zero()
+            && sleep_or_wake(self.first_turn_after, None, &cancel).await == Woken::Cancelled
+        {
+            return;
+        }
         while !cancel.is_cancelled() {
             let wait = match self.turn(svc, &mut backoff).await {
                 Turn::Ran(Next::Now) => continue,

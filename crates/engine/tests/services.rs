@@ -228,3 +228,114 @@ async fn a_failing_run_backs_off_and_the_loop_goes_on() {
         .expect("no panic");
     assert!(probe.runs.load(Ordering::SeqCst) >= 5);
 }
+
+/// A runner told to wait before its first turn runs nothing before then, not even when woken,
+/// and a cancellation during the wait ends it at once.
+#[tokio::test]
+async fn a_first_turn_after_a_delay_waits_for_it_even_when_woken() {
+    let h = Harness::new(t("2026-12-01T08:00:00Z"), &[]).await;
+    let probe = Probe::new(h.store.clone(), Duration::from_millis(1), 0);
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let cancel = CancellationToken::new();
+    let began = std::time::Instant::now();
+    let task = {
+        let (p, c) = (probe.clone(), cancel.clone());
+        let runner = Runner::new(h.clock.clone())
+            .with_wake(wake.clone())
+            .with_first_turn_after(Duration::from_millis(400));
+        tokio::spawn(async move { runner.run(p.as_ref(), c).await })
+    };
+    wake.notify_one();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 0, "not before the delay");
+    assert!(
+        until(|| probe.runs.load(Ordering::SeqCst) >= 1).await,
+        "it runs after the delay"
+    );
+    assert!(began.elapsed() >= Duration::from_millis(400));
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("ends on cancel")
+        .expect("no panic");
+
+    // Cancelled while it waits: it returns without a run.
+    let probe = Probe::new(h.store.clone(), Duration::from_millis(1), 0);
+    let cancel = CancellationToken::new();
+    let task = {
+        let (p, c) = (probe.clone(), cancel.clone());
+        let runner = Runner::new(h.clock.clone()).with_first_turn_after(Duration::from_secs(3600));
+        tokio::spawn(async move { runner.run(p.as_ref(), c).await })
+    };
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("ends on cancel during the wait")
+        .expect("no panic");
+    assert_eq!(probe.runs.load(Ordering::SeqCst), 0);
+}
+
+/// A node started with work runs its first job before the housekeeping services' first turn:
+/// the monitor's first pass comes `housekeeping_delay` after the start, not with the first
+/// claims.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn housekeeping_waits_for_its_delay_while_the_queue_runs_at_once() {
+    let start = t("2026-12-01T08:00:00Z");
+    let cfg = kairos_engine::EngineConfig {
+        housekeeping_delay: Duration::from_millis(1500),
+        ..Default::default()
+    };
+    let h = Harness::with_config(start, cfg, &[("test", TestHandler::ok())]).await;
+    let job = h.enqueue("test", serde_json::json!({}), None, None).await;
+    let cancel = CancellationToken::new();
+    let began = std::time::Instant::now();
+    let run = {
+        let (engine, cancel) = (h.engine.clone(), cancel.clone());
+        tokio::spawn(async move { engine.run(cancel).await })
+    };
+    let mut done = false;
+    for _ in 0..2000 {
+        let state = h.store.job_get(&job.id).await.unwrap().unwrap().state;
+        if state == JobState::Succeeded {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(done, "the job ran");
+    let pass_when_done = h.store.monitor_pass_last().await.unwrap();
+    let ran_within = began.elapsed();
+    if ran_within < Duration::from_millis(1400) {
+        assert_eq!(pass_when_done, None, "no monitor pass before the delay");
+    }
+    let mut passed = false;
+    for _ in 0..2000 {
+        if h.store.monitor_pass_last().await.unwrap().is_some() {
+            passed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(passed, "the monitor's first pass after the delay");
+    assert!(began.elapsed() >= Duration::from_millis(1500));
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the engine stops")
+        .expect("no panic");
+}
+
+/// The delay is bounded and named when it is not.
+#[test]
+fn a_housekeeping_delay_over_ten_minutes_is_refused_naming_the_field() {
+    let cfg = kairos_engine::EngineConfig {
+        housekeeping_delay: Duration::from_secs(601),
+        ..Default::default()
+    };
+    let e = cfg.validate().expect_err("too long");
+    assert!(e.to_string().contains("housekeeping_delay"), "{e}");
+    assert_eq!(
+        kairos_engine::EngineConfig::default().housekeeping_delay,
+        Duration::from_secs(1)
+    );
+}
