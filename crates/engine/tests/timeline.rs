@@ -127,6 +127,22 @@ async fn sampler_counts_topic_quarters_once_fills_gaps_and_keeps_the_deliverabil
     assert_eq!(taken(at).await.taken, vec![q(105), q(120), q(135), q(150)]);
 }
 
+/// The quarters marked counted in the day before `until`.
+async fn counted(
+    h: &Harness,
+    until: chrono::DateTime<chrono::Utc>,
+) -> Vec<chrono::DateTime<chrono::Utc>> {
+    h.store
+        .quarter_count_list(QuarterCountList {
+            since: until - Duration::days(1),
+            until,
+            of: QuarterCountOf::Marks,
+        })
+        .await
+        .expect("list")
+        .taken
+}
+
 /// The counts are kept for the failure rate's window when it is the monitor's longest: its
 /// hour of quarters is counted and kept, though the deliverability and skip windows are half
 /// an hour.
@@ -144,17 +160,8 @@ async fn sampler_keeps_the_counts_for_the_failure_rate_window_when_it_is_the_lon
         r.quarters, 3,
         "08:30, then 08:15 and 08:00 (within the hour)"
     );
-    let listed = h
-        .store
-        .quarter_count_list(QuarterCountList {
-            since: start - Duration::days(1),
-            until: at,
-            of: QuarterCountOf::Marks,
-        })
-        .await
-        .expect("list");
     let q = |m| start + Duration::minutes(m);
-    assert_eq!(listed.taken, vec![q(0), q(15), q(30)]);
+    assert_eq!(counted(&h, at).await, vec![q(0), q(15), q(30)]);
 }
 
 /// A quarter the store leaves uncounted during a backfill (its jobs kept being retried while
@@ -178,16 +185,7 @@ async fn sampler_counts_a_quarter_left_uncounted_on_its_next_run() {
         .await
         .expect("run");
     assert_eq!(r.quarters, 1, "08:15 on the next run");
-    let listed = h
-        .store
-        .quarter_count_list(QuarterCountList {
-            since: start - Duration::days(1),
-            until: at,
-            of: QuarterCountOf::Marks,
-        })
-        .await
-        .expect("list");
-    assert_eq!(listed.taken, vec![q(0), q(15), q(30)]);
+    assert_eq!(counted(&h, at).await, vec![q(0), q(15), q(30)]);
 }
 
 #[tokio::test]

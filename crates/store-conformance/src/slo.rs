@@ -641,14 +641,7 @@ pub async fn job_count_decided_groups_by_schedule_or_topic_and_reason(s: S) {
     // schedule (the engine picks the kinds whose topic counts); the late skip is in its own
     // quarter.
     let q = quarter_of(at);
-    assert!(
-        s.quarter_count_record(QuarterCountRecord {
-            start: q,
-            now: q + Duration::minutes(20),
-        })
-        .await
-        .unwrap()
-    );
+    count_quarter(&*s, q).await;
     let mut listed = s
         .quarter_count_list(QuarterCountList {
             since: q,
@@ -933,6 +926,19 @@ pub async fn migration_pending_is_empty_after_migrate(s: S) {
     assert_eq!(s.migration_pending().await.unwrap(), Vec::<i64>::new());
 }
 
+/// Count the quarter starting at `q` as the sampler does, five minutes after it settled.
+async fn count_quarter(s: &dyn Store, q: chrono::DateTime<chrono::Utc>) {
+    assert!(
+        s.quarter_count_record(QuarterCountRecord {
+            start: q,
+            now: q + Duration::minutes(20),
+        })
+        .await
+        .unwrap(),
+        "the quarter is counted"
+    );
+}
+
 /// Jobs of the topic `weekly` that finished five minutes into a quarter (the one after
 /// [`t0`]'s), one per transition in that order (sorted by id), and the quarter counted.
 async fn finished_in_a_counted_quarter(
@@ -940,14 +946,7 @@ async fn finished_in_a_counted_quarter(
     transitions: Vec<Transition>,
 ) -> (chrono::DateTime<chrono::Utc>, Vec<Job>) {
     let (q, jobs) = finished_in_a_quarter(&**s, transitions).await;
-    assert!(
-        s.quarter_count_record(QuarterCountRecord {
-            start: q,
-            now: q + Duration::minutes(20),
-        })
-        .await
-        .unwrap()
-    );
+    count_quarter(&**s, q).await;
     (q, jobs)
 }
 

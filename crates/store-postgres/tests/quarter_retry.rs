@@ -32,12 +32,14 @@ async fn blocker(guard: &common::SchemaGuard) -> (PgConnection, i32) {
 }
 
 /// Wait (at most ten seconds) until a session whose statement contains `statement` waits for
-/// a lock held by `holder`; false when none did.
-async fn waits_on(conn: &mut PgConnection, holder: i32, statement: &str) -> bool {
+/// a lock held by `holder` (by any session when `None`); false when none did.
+async fn waits_on(conn: &mut PgConnection, holder: Option<i32>, statement: &str) -> bool {
     for _ in 0..1_000 {
         let n: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity
-             WHERE $1 = ANY (pg_blocking_pids(pid)) AND query LIKE '%' || $2 || '%'",
+             WHERE datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0
+               AND ($1::int IS NULL OR $1 = ANY (pg_blocking_pids(pid)))
+               AND query LIKE '%' || $2 || '%'",
         )
         .bind(holder)
         .bind(statement)
@@ -85,7 +87,7 @@ async fn count_held_at(
         .await
         .0;
     assert!(
-        waits_on(&mut watch, pid, statement).await,
+        waits_on(&mut watch, Some(pid), statement).await,
         "the count waits on the held row at {statement}"
     );
     Held {
@@ -95,6 +97,23 @@ async fn count_held_at(
         count,
         block,
         watch,
+    }
+}
+
+impl Held {
+    /// Let the count go on (roll the blocker back) and check it stored the quarter.
+    async fn release(&mut self) {
+        sqlx::query("ROLLBACK")
+            .execute(&mut self.block)
+            .await
+            .expect("release");
+        let count = (&mut self.count).await.expect("the count ran");
+        assert!(count.expect("count"), "the count stored the quarter");
+    }
+
+    /// The quarter's (dead, skipped, succeeded) kind and decided counts.
+    async fn counts(&self) -> ([i64; 3], [i64; 3]) {
+        counts_of_quarter(&*self.store, self.q).await
     }
 }
 
@@ -117,37 +136,24 @@ async fn a_retry_committed_after_the_count_read_the_quarter_is_not_counted_in_it
         return;
     };
     // The count's first write is the quarter's mark: hold that row.
-    let Held {
-        store,
-        q,
-        jobs,
-        count,
-        mut block,
-        ..
-    } = count_held_at(
+    let mut held = count_held_at(
         &guard,
         store,
         "INSERT INTO counted_quarters (start, counted_at) VALUES ($1, $1)",
         "INSERT INTO counted_quarters",
     )
     .await;
-    let now = q + Duration::minutes(20);
-    store
+    held.store
         .job_retry(JobRetry {
-            id: jobs[0].id.clone(),
-            now,
+            id: held.jobs[0].id.clone(),
+            now: held.q + Duration::minutes(20),
         })
         .await
         .expect("retry")
         .expect("the job is retried");
-    sqlx::query("ROLLBACK")
-        .execute(&mut block)
-        .await
-        .expect("release");
-
-    assert!(count.await.expect("the count ran").expect("count"));
+    held.release().await;
     assert_eq!(
-        counts_of_quarter(&*store, q).await,
+        held.counts().await,
         ([1, 0, 0], [1, 0, 0]),
         "the retried job is not in the quarter it left"
     );
@@ -163,54 +169,32 @@ async fn a_retry_during_the_count_waits_for_it_and_takes_the_job_out() {
         return;
     };
     // Hold a kind count row the count will write, after its mark.
-    let Held {
-        store,
-        q,
-        jobs,
-        count,
-        mut block,
-        mut watch,
-    } = count_held_at(
+    let mut held = count_held_at(
         &guard,
         store,
         "INSERT INTO kind_counts (start, kind, state, n) VALUES ($1, 'webhook', 'dead', 0)",
         "INSERT INTO kind_counts",
     )
     .await;
-    let now = q + Duration::minutes(20);
     let retry = tokio::spawn({
-        let (store, id) = (store.clone(), jobs[0].id.clone());
+        let (store, id, now) = (
+            held.store.clone(),
+            held.jobs[0].id.clone(),
+            held.q + Duration::minutes(20),
+        );
         async move { store.job_retry(JobRetry { id, now }).await }
     });
-    // The retry waits on the count (its mark of the quarter); give it a bounded while to get
-    // there (without the mark it would have finished by then).
-    for _ in 0..100 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE query LIKE '%INSERT INTO quarter_retries%' AND wait_event_type = 'Lock'
-               AND datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0",
-        )
-        .fetch_one(&mut watch)
-        .await
-        .expect("pg_stat_activity");
-        if waiting > 0 || retry.is_finished() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    sqlx::query("ROLLBACK")
-        .execute(&mut block)
-        .await
-        .expect("release");
-
-    assert!(count.await.expect("the count ran").expect("count"));
+    // The retry waits on the count (its mark of the quarter). Without the mark it finishes
+    // instead, this wait ends unmet, and the counts below show the job stored dead.
+    waits_on(&mut held.watch, None, "INSERT INTO quarter_retries").await;
+    held.release().await;
     retry
         .await
         .expect("the retry ran")
         .expect("retry")
         .expect("the job is retried");
     assert_eq!(
-        counts_of_quarter(&*store, q).await,
+        held.counts().await,
         ([1, 0, 0], [1, 0, 0]),
         "the retried job is taken out of the counts stored"
     );
