@@ -24,7 +24,11 @@
 //! default would copy the WAL into the database file, fsyncs included, inside a `COMMIT` on the
 //! writer — the largest stall left on the hot path. A passive checkpoint never waits for or
 //! blocks the writer or readers; the WAL restarts from its beginning once a checkpoint caught
-//! up. (The sqlx connections keep the default automatic checkpoint for their own commits.)
+//! up. (The sqlx connections keep the default automatic checkpoint for their own commits.) A
+//! checkpoint that ended behind runs again [`BEHIND_RETRY`] later when no request comes first
+//! (then after twice as long, up to the idle spell): it ends behind whenever commits appended
+//! frames while it ran, and a queue that then went quiet would leave it so — and
+//! `db_health_read` reporting a reader holding checkpoints back — until the idle truncation.
 //!
 //! A WAL that stays small: passive checkpoints copy pages back but never shrink the `-wal`
 //! file, and during a burst they rarely catch up, so 300,000 jobs once left a 917 MB WAL on
@@ -58,7 +62,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// One command for the writer thread: run it (perhaps again, see `run_group`), then, once
@@ -154,6 +158,13 @@ pub(crate) struct CheckpointState {
 
 /// How long the checkpoint connection stays open without a request.
 const CHECKPOINT_IDLE: Duration = Duration::from_secs(30);
+
+/// How soon a passive checkpoint that ended behind runs again when no request comes first
+/// (doubled after each retry that ends behind too, up to the idle spell). A checkpoint ends
+/// behind when commits appended frames while it ran, not only when a reader holds an old
+/// snapshot; if the queue then goes quiet, no request comes to run the next one, and
+/// `db_health_read` would see checkpoints behind until the idle truncation, 30 s later.
+const BEHIND_RETRY: Duration = Duration::from_secs(1);
 
 /// The size SQLite truncates the `-wal` file to when a writer restarts it (64 MiB): a burst
 /// may grow it past this, but never leaves it larger once a checkpoint caught up.
@@ -386,18 +397,36 @@ fn checkpointer(
     wal.push("-wal");
     let wal = std::path::PathBuf::from(wal);
     let mut conn: Option<Connection> = None;
+    // The start of the idle spell (the last request, or the last idle truncation tried), and
+    // the wait before the last checkpoint is run again because it ended behind.
+    let mut quiet_since = Instant::now();
+    let mut retry: Option<Duration> = None;
     loop {
         let next = match conn {
-            Some(_) => nudged.recv_timeout(idle),
+            Some(_) => {
+                let idle_left = idle.saturating_sub(quiet_since.elapsed());
+                nudged.recv_timeout(retry.map_or(idle_left, |r| r.min(idle_left)))
+            }
             None => nudged.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match next {
-            Ok(()) => {}
+            Ok(()) => quiet_since = Instant::now(),
+            Err(RecvTimeoutError::Timeout) if quiet_since.elapsed() < idle => {
+                if let Some(c) = &conn {
+                    let behind = passive(c, &wal, limits, state);
+                    retry = retry.filter(|_| behind).map(|r| (r * 2).min(idle));
+                }
+                continue;
+            }
             Err(RecvTimeoutError::Timeout) => {
+                retry = None;
                 if conn.as_ref().is_some_and(|c| truncate(c, state)) {
                     conn = None;
                     state.open.store(false, Ordering::Release);
                 }
+                // Counted from the attempt's end: it may have waited for readers and blocked
+                // writers for `TRUNCATE_BUSY`, and the writer gets a whole idle spell between two.
+                quiet_since = Instant::now();
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => return,
@@ -416,27 +445,37 @@ fn checkpointer(
             }
         }
         if let Some(c) = &conn {
-            let passive = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-            });
-            match passive {
-                Ok((log, copied)) => {
-                    // The writer's next restart of the WAL frees at most a step of it. Set
-                    // before the run is counted, so a commit after it sees the new limit.
-                    if let Ok(m) = std::fs::metadata(&wal) {
-                        let len = i64::try_from(m.len()).unwrap_or(i64::MAX);
-                        state.wal_limit.store(limits.next(len), Ordering::Release);
-                    }
-                    state.runs.fetch_add(1, Ordering::AcqRel);
-                    let behind = copied < log;
-                    state.behind.store(behind, Ordering::Release);
-                    if !behind {
-                        state.caught_up.fetch_add(1, Ordering::AcqRel);
-                    }
-                }
-                // The next request tries again; the WAL only grows meanwhile.
-                Err(e) => tracing::warn!(error = %e, "SQLite WAL checkpoint failed"),
+            retry = passive(c, &wal, limits, state).then_some(BEHIND_RETRY);
+        }
+    }
+}
+
+/// One `wal_checkpoint(PASSIVE)`, recorded in `state`; `true` if it left frames behind (a
+/// reader's snapshot needs them, or commits appended them while it ran). A failure is logged
+/// and counts as not behind: the next request tries again, the WAL only grows meanwhile.
+fn passive(c: &Connection, wal: &Path, limits: WalLimits, state: &Checkpoints) -> bool {
+    let run = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    });
+    match run {
+        Ok((log, copied)) => {
+            // The writer's next restart of the WAL frees at most a step of it. Set before the
+            // run is counted, so a commit after it sees the new limit.
+            if let Ok(m) = std::fs::metadata(wal) {
+                let len = i64::try_from(m.len()).unwrap_or(i64::MAX);
+                state.wal_limit.store(limits.next(len), Ordering::Release);
             }
+            state.runs.fetch_add(1, Ordering::AcqRel);
+            let behind = copied < log;
+            state.behind.store(behind, Ordering::Release);
+            if !behind {
+                state.caught_up.fetch_add(1, Ordering::AcqRel);
+            }
+            behind
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "SQLite WAL checkpoint failed");
+            false
         }
     }
 }

@@ -287,6 +287,52 @@ async fn idle_truncation_waits_out_a_held_reader_and_retries() {
     w.close().await;
 }
 
+/// A checkpoint that ended behind runs again when no request comes, so a queue that goes quiet
+/// right after one does not leave checkpoints reported behind (`db_health_read`: a reader
+/// holding them back) until the idle truncation. While a reader still holds its snapshot the
+/// retries keep finding it behind, and back off instead of spinning. Without the retry
+/// `behind` stays set for the whole idle spell (a minute here) and this test times out.
+#[tokio::test]
+async fn a_checkpoint_left_behind_runs_again_when_the_queue_goes_quiet() {
+    let (_dir, path) = db();
+    let w = Writer::start_with(&path, Duration::from_secs(60), WalLimits::DEFAULT).expect("writer");
+    let state = w.checkpoints.clone();
+    burst(&w, 1).await;
+    let reader = Connection::open(&path).expect("reader");
+    reader
+        .execute_batch("BEGIN; SELECT count(*) FROM t;")
+        .expect("read transaction");
+    burst(&w, CHECKPOINT_EVERY as usize).await;
+    eventually("a checkpoint ended behind the reader", || {
+        state.runs.load(Ordering::Acquire) >= 1 && state.behind.load(Ordering::Acquire)
+    })
+    .await;
+    let runs = state.runs.load(Ordering::Acquire);
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    assert!(
+        state.behind.load(Ordering::Acquire),
+        "still behind while the reader holds its snapshot"
+    );
+    let retried = state.runs.load(Ordering::Acquire) - runs;
+    assert!(
+        (1..=2).contains(&retried),
+        "retried after 1 s and 3 s (backing off), not spinning: {retried}"
+    );
+    reader.execute_batch("COMMIT").expect("end read");
+    eventually(
+        "a retry caught up with no commit after the reader let go",
+        || !state.behind.load(Ordering::Acquire),
+    )
+    .await;
+    assert_eq!(
+        state.truncated.load(Ordering::Acquire),
+        0,
+        "not the idle truncation"
+    );
+    assert!(state.caught_up.load(Ordering::Acquire) >= 1);
+    w.close().await;
+}
+
 /// After a burst a busy queue cuts its WAL back a step per restart, never all at once: SQLite
 /// truncates under the write lock, and freeing hundreds of megabytes at once stalled every
 /// claim for 110–170 ms on a disk mounted with `discard`. Without the steps the first restart
