@@ -13,6 +13,32 @@ type S = Arc<dyn Store>;
 /// Insert a job of `kind` with `payload`, claim it and complete it `succeeded` at `at` with
 /// the provider message id `pid`, recording its exposure when asked.
 async fn sent(s: &S, kind: &str, payload: Value, pid: &str, at: DateTime<Utc>, exposed: bool) {
+    ended(
+        s,
+        kind,
+        payload,
+        at,
+        Transition::Succeeded,
+        (Some(pid), exposed),
+    )
+    .await;
+}
+
+/// Insert a job of `kind` with `payload`, claim it and complete it at `at` by `transition`,
+/// with a provider message id and its exposure recorded when asked (`sent`).
+async fn ended(
+    s: &S,
+    kind: &str,
+    payload: Value,
+    at: DateTime<Utc>,
+    transition: Transition,
+    (pid, exposed): (Option<&str>, bool),
+) {
+    let outcome = match &transition {
+        Transition::Succeeded => "succeeded",
+        Transition::Skipped(_) => "skipped",
+        _ => "failed",
+    };
     let mut j = job(at);
     j.kind = JobKind::new(kind);
     j.payload = payload;
@@ -29,15 +55,15 @@ async fn sent(s: &S, kind: &str, payload: Value, pid: &str, at: DateTime<Utc>, e
             attempt: 1,
             started_at: at,
             finished_at: at,
-            outcome: "succeeded".parse().expect("outcome"),
-            error_class: None,
-            status_code: Some(200),
+            outcome: outcome.parse().expect("outcome"),
+            error_class: (outcome == "failed").then_some(kairos_core::ErrorClass::Permanent),
+            status_code: pid.map(|_| 200),
             error: None,
             response: None,
-            provider_id: Some(pid.into()),
+            provider_id: pid.map(str::to_string),
             node: Some("n1".into()),
         },
-        transition: Transition::Succeeded,
+        transition,
         record_exposure: exposed,
     }])
     .await
@@ -205,8 +231,8 @@ pub async fn topic_count_range_counts_mails_per_topic_with_their_bounces_and_com
     );
 }
 
-/// A quarter hour's succeeded jobs with a topic are counted once, per kind and topic, and
-/// marked counted even without any; the list gives the quarters counted with their counts, and
+/// A quarter hour's succeeded jobs with a topic are counted once, per kind and topic (its
+/// skipped and dead jobs of a topic are not), and marked counted even without any; the list gives the quarters counted with their counts, and
 /// the prune deletes the quarters before an instant, counts and marks.
 pub async fn quarter_count_record_counts_a_quarter_once_and_lists_what_was_counted(s: S) {
     let q = quarter_of(t0());
@@ -217,6 +243,10 @@ pub async fn quarter_count_record_counts_a_quarter_once_and_lists_what_was_count
     sent(&s, "email", mail("daily"), "m3", q + m(3), false).await;
     sent(&s, "webhook", mail("weekly"), "w1", q + m(4), false).await;
     sent(&s, "email", json!({"n": 1}), "m4", q + m(5), false).await;
+    // Jobs of the topic that did not succeed are not mails sent.
+    let not_sent = |t: Transition| ended(&s, "email", mail("weekly"), q + m(6), t, (None, false));
+    not_sent(Transition::Skipped("suppressed".into())).await;
+    not_sent(Transition::Dead).await;
     // The next quarter's job, and one in the quarter before.
     sent(&s, "email", mail("weekly"), "m5", q + m(15), false).await;
     sent(&s, "email", mail("weekly"), "m6", q - m(1), false).await;

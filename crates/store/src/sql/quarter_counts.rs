@@ -13,13 +13,11 @@
 //! transaction, so a retry marks its quarters (`quarter_retries`, 0040) and a count that finds
 //! the mark changed since its read discards the read ([`QuarterStored::Retried`]).
 
-use super::insight::{job_count_decided, job_count_finished};
 use super::{Dialect, SqlRun, rows};
 use crate::binds;
 use crate::{
-    DecidedGroup, JobCount, JobCountDecided, JobCountFinished, QUARTER, QuarterCountList,
-    QuarterCountOf, QuarterCountPrune, QuarterCountSum, QuarterCounts, QuarterSums, Result,
-    TopicCount, TopicCountRange, mail_event,
+    DecidedGroup, JobCount, QUARTER, QuarterCountList, QuarterCountOf, QuarterCountPrune,
+    QuarterCountSum, QuarterCounts, QuarterSums, Result, TopicCount, TopicCountRange, mail_event,
 };
 use chrono::{DateTime, Utc};
 
@@ -67,24 +65,6 @@ pub async fn quarter_counted(run: &mut impl SqlRun, start: DateTime<Utc>) -> Res
         .is_some())
 }
 
-/// The jobs with a topic that succeeded in the quarter starting at `start`, per kind and
-/// topic (`bounced` and `complained` left zero: the events add those).
-pub async fn quarter_topic_count(
-    read: &mut impl SqlRun,
-    start: DateTime<Utc>,
-) -> Result<Vec<TopicCount>> {
-    read.fetch(
-        "topic count quarter",
-        "SELECT kind, topic, COUNT(*) AS succeeded, 0 AS bounced, 0 AS complained FROM jobs
-         WHERE finished_at >= $1 AND finished_at < $2
-           AND state = 'succeeded' AND topic IS NOT NULL
-         GROUP BY kind, topic ORDER BY kind, topic",
-        binds![start, start + QUARTER],
-        &|r| rows::topic_count(r),
-    )
-    .await
-}
-
 /// What one quarter holds, counted from the job table before it is stored.
 #[derive(Debug, Default)]
 pub struct QuarterTally {
@@ -111,16 +91,119 @@ pub async fn quarter_retried(run: &mut impl SqlRun, start: DateTime<Utc>) -> Res
         .unwrap_or(0))
 }
 
-/// Read what the quarter starting at `start` holds from the job table (three reads of a
-/// quarter of `jobs_finished`, outside the write transaction, so SQLite's writer is not held
-/// while they run).
+/// One group of a quarter's finished jobs: what [`quarter_tally`] reads before it folds the
+/// groups into the three counts.
+struct Finished {
+    kind: String,
+    topic: Option<String>,
+    schedule_id: Option<String>,
+    state: String,
+    /// The skip reason (skipped jobs only).
+    reason: Option<String>,
+    n: i64,
+}
+
+/// Read what the quarter starting at `start` holds from the job table, outside the write
+/// transaction (so SQLite's writer is not held while it runs): one read of a quarter of
+/// `jobs_finished`, grouped by every column one of the three counts keys on, and folded into
+/// them here. (Three reads, one per count, took twice the server time: about 1.2 s against
+/// 0.6 s for 1.8 million jobs on PostgreSQL.) The groups are as many as the quarter's
+/// distinct kinds, topics, schedules, states and skip reasons together, not its jobs.
 pub async fn quarter_tally(read: &mut impl SqlRun, start: DateTime<Utc>) -> Result<QuarterTally> {
-    let (since, until) = (start, start + QUARTER);
-    Ok(QuarterTally {
-        topics: quarter_topic_count(read, start).await?,
-        decided: job_count_decided(read, JobCountDecided { since, until }).await?,
-        kinds: job_count_finished(read, JobCountFinished { since, until }).await?,
-    })
+    let groups = read
+        .fetch(
+            "quarter tally",
+            "SELECT kind, topic, schedule_id, state,
+                    CASE WHEN state = 'skipped' THEN reason END AS reason, COUNT(*) AS n
+             FROM jobs
+             WHERE finished_at >= $1 AND finished_at < $2
+             GROUP BY kind, topic, schedule_id, state, CASE WHEN state = 'skipped' THEN reason END",
+            binds![start, start + QUARTER],
+            &|r| {
+                Ok(Finished {
+                    kind: r.text("kind")?,
+                    topic: r.opt_text("topic")?,
+                    schedule_id: r.opt_text("schedule_id")?,
+                    state: r.text("state")?,
+                    reason: r.opt_text("reason")?,
+                    n: r.int("n")?,
+                })
+            },
+        )
+        .await?;
+    Ok(fold(groups))
+}
+
+/// The three counts of a quarter from its groups, keyed as `topic_count_range`,
+/// `job_count_decided` and `job_count_finished` key them.
+fn fold(groups: Vec<Finished>) -> QuarterTally {
+    use std::collections::BTreeMap;
+    let mut topics: BTreeMap<(String, String), i64> = BTreeMap::new();
+    type DecidedKey = (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+        Option<String>,
+    );
+    let mut decided: BTreeMap<DecidedKey, i64> = BTreeMap::new();
+    let mut kinds: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for g in groups {
+        *kinds.entry((g.state.clone(), g.kind.clone())).or_default() += g.n;
+        if g.state == "succeeded"
+            && let Some(topic) = &g.topic
+        {
+            *topics.entry((g.kind.clone(), topic.clone())).or_default() += g.n;
+        }
+        let is_decided = matches!(g.state.as_str(), "succeeded" | "skipped" | "dead");
+        if is_decided && (g.schedule_id.is_some() || g.topic.is_some()) {
+            // A schedule's jobs count under the schedule alone; others under kind and topic.
+            // No key part is empty, as `rows::decided_group` reads them.
+            let key = |v: Option<String>| v.filter(|v| !v.is_empty());
+            let (kind, topic) = match g.schedule_id {
+                Some(_) => (None, None),
+                None => (Some(g.kind), g.topic),
+            };
+            *decided
+                .entry((
+                    key(g.schedule_id),
+                    key(kind),
+                    key(topic),
+                    g.state,
+                    key(g.reason),
+                ))
+                .or_default() += g.n;
+        }
+    }
+    QuarterTally {
+        topics: topics
+            .into_iter()
+            .map(|((kind, topic), succeeded)| TopicCount {
+                kind,
+                topic,
+                succeeded,
+                bounced: 0,
+                complained: 0,
+            })
+            .collect(),
+        decided: decided
+            .into_iter()
+            .map(
+                |((schedule_id, kind, topic, state, reason), count)| DecidedGroup {
+                    schedule_id,
+                    kind,
+                    topic,
+                    state,
+                    reason,
+                    count,
+                },
+            )
+            .collect(),
+        kinds: kinds
+            .into_iter()
+            .map(|((state, kind), count)| JobCount { state, kind, count })
+            .collect(),
+    }
 }
 
 /// What [`quarter_count_store`] did.
