@@ -67,6 +67,7 @@ pub struct WebhookView {
     /// When the endpoint was disabled (after HTTP 410), if it was. A disabled endpoint is
     /// reused, still disabled, when the same URL and secret are given again: jobs to it are
     /// skipped (`endpoint_disabled`) until `POST /v1/endpoints/{id}/enable`.
+    #[schema(format = DateTime)]
     pub disabled_at: Option<String>,
     /// Why it was disabled (`HTTP 410 Gone`).
     pub disabled_reason: Option<String>,
@@ -187,12 +188,14 @@ pub struct ScheduleView {
     pub cron: Option<String>,
     /// The instant, for one-shot schedules.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     /// The interval, for interval schedules (`"30s"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
     /// The anchor of an interval schedule.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
     pub start_at: Option<String>,
     /// IANA time zone.
     pub timezone: String,
@@ -211,6 +214,7 @@ pub struct ScheduleView {
     pub overlap: kairos_core::schedule::Overlap,
     /// The firing a `buffer_one` schedule holds until the previous occurrence's jobs end
     /// (null: none).
+    #[schema(format = DateTime)]
     pub buffered_fire_at: Option<String>,
     /// `active`, `paused`, `finished`.
     #[schema(value_type = kairos_engine::ops::api_enums::ScheduleStateSchema)]
@@ -235,8 +239,10 @@ pub struct ScheduleView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<kairos_core::concurrency::ConcurrencySpec>,
     /// The next nominal firing.
+    #[schema(format = DateTime)]
     pub next_fire_at: Option<String>,
     /// The last firing materialized.
+    #[schema(format = DateTime)]
     pub last_fire_at: Option<String>,
     /// The next firings (up to 5), on single-schedule responses.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -248,8 +254,10 @@ pub struct ScheduleView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catch_up: Option<Vec<String>>,
     /// Created.
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// Last changed.
+    #[schema(format = DateTime)]
     pub updated_at: String,
 }
 
@@ -393,8 +401,10 @@ pub struct AttemptView {
     /// 1-based attempt number.
     pub attempt: i32,
     /// When it started.
+    #[schema(format = DateTime)]
     pub started_at: String,
     /// When it ended.
+    #[schema(format = DateTime)]
     pub finished_at: String,
     /// `succeeded`, `skipped`, `failed`, `lost`, `cancelled`.
     #[schema(value_type = kairos_engine::ops::api_enums::AttemptOutcomeSchema)]
@@ -448,14 +458,18 @@ pub struct JobView {
     /// Most attempts the retry policy allows.
     pub max_attempts: u32,
     /// When it is (next) due.
+    #[schema(format = DateTime)]
     pub run_at: String,
     /// Created.
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// When it reached a final state.
+    #[schema(format = DateTime)]
     pub finished_at: Option<String>,
     /// The schedule that created it.
     pub schedule_id: Option<String>,
     /// The nominal firing time of its occurrence.
+    #[schema(format = DateTime)]
     pub fire_at: Option<String>,
     /// The occurrence's period key.
     pub period_key: Option<String>,
@@ -597,6 +611,7 @@ pub struct FiredView {
     /// Their ids.
     pub job_ids: Vec<String>,
     /// The occurrence's nominal time.
+    #[schema(format = DateTime)]
     pub fire_at: String,
     /// Its period key.
     pub period_key: String,
@@ -637,8 +652,10 @@ pub struct BackfillView {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct BackfillCallView {
     /// The range's first firing (RFC 3339).
+    #[schema(format = DateTime)]
     pub from: String,
     /// The range's last firing (RFC 3339).
+    #[schema(format = DateTime)]
     pub to: String,
 }
 

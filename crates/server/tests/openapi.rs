@@ -181,3 +181,31 @@ fn i32_kind_parts_are_typed_properties_of_the_bodies_that_take_them() {
     assert!(schemas["DigestBody"]["properties"]["feeds"].is_object());
     assert!(schemas["RateLimitBody"].is_object());
 }
+
+/// Every instant the API answers with (`created_at`, `run_at`, `since`, a backfill's `from`
+/// and `to` …: RFC 3339, written by `views::ts`) is a `date-time` string in the document, so
+/// that a generated client reads it as a timestamp rather than as text.
+#[test]
+fn instants_in_responses_are_date_time_strings() {
+    let doc = doc();
+    let mut instants = 0;
+    for (name, schema) in doc["components"]["schemas"].as_object().expect("schemas") {
+        if !(name.ends_with("View") || name == "ArtifactSummary") {
+            continue;
+        }
+        let Some(props) = schema["properties"].as_object() else {
+            continue;
+        };
+        for (prop, p) in props {
+            let instant =
+                prop.ends_with("_at") || ["since", "at", "from", "to"].contains(&prop.as_str());
+            let string =
+                p["type"] == "string" || p["type"] == serde_json::json!(["string", "null"]);
+            if instant && string {
+                instants += 1;
+                assert_eq!(p["format"], "date-time", "{name}.{prop} is an instant: {p}");
+            }
+        }
+    }
+    assert!(instants >= 40, "the views' instants were found: {instants}");
+}

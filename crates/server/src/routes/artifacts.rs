@@ -29,6 +29,7 @@ pub struct ArtifactSummary {
     /// Its period key (`2026-10-20`).
     pub period: String,
     /// When it was stored.
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// The job that built it.
     pub job_id: Option<String>,
@@ -62,6 +63,7 @@ pub struct ArtifactView {
     /// That job's schedule.
     pub schedule_id: Option<String>,
     /// When it was stored.
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

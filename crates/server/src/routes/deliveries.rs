@@ -74,6 +74,7 @@ pub struct DeliveryChannelView {
     /// The job (`job_…`).
     pub job_id: String,
     /// When it reached a final state.
+    #[schema(format = DateTime)]
     pub finished_at: Option<String>,
 }
 
@@ -89,6 +90,7 @@ pub struct DeliveryView {
     /// The period key.
     pub period: String,
     /// The occurrence's nominal firing time.
+    #[schema(format = DateTime)]
     pub fire_at: Option<String>,
     /// The row's status over its channels (`success`, `partial`, `failure`, `skipped`,
     /// `cancelled`, or `pending` while a job is open).

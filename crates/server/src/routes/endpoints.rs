@@ -72,8 +72,10 @@ pub struct WaitingView {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EndpointHealthView {
     /// When a send last succeeded (RFC 3339), if one did.
+    #[schema(format = DateTime)]
     pub last_success_at: Option<String>,
     /// When a send last failed (RFC 3339), if one did.
+    #[schema(format = DateTime)]
     pub last_failure_at: Option<String>,
     /// Failed sends since the last success (or since it was enabled again).
     pub consecutive_failures: i64,
@@ -96,13 +98,16 @@ pub struct EndpointView {
     /// (`https://user:***@host/path?token=***`).
     pub url: String,
     /// Created (RFC 3339).
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// When it was disabled (after HTTP 410 Gone); null while enabled. Jobs to a disabled
     /// endpoint are skipped with reason `endpoint_disabled`.
+    #[schema(format = DateTime)]
     pub disabled_at: Option<String>,
     /// Why it was disabled.
     pub disabled_reason: Option<String>,
     /// When a send to it last failed (RFC 3339), if one did.
+    #[schema(format = DateTime)]
     pub last_failure_at: Option<String>,
     /// What that failure was (`HTTP 500 …`, a connection error, …).
     pub last_failure: Option<String>,
@@ -110,6 +115,7 @@ pub struct EndpointView {
     pub health: EndpointHealthView,
     /// While a secret rotation window is open: when the previous secret stops signing
     /// (RFC 3339); null otherwise.
+    #[schema(format = DateTime)]
     pub previous_secret_expires_at: Option<String>,
     /// Its rate limit (`PUT /v1/endpoints/{id}/limits`); null: none.
     pub rate_limit: Option<RateLimitView>,

@@ -79,12 +79,15 @@ pub struct MissedView {
     /// The period key of the last missed firing.
     pub last_period: String,
     /// The first missed nominal firing.
+    #[schema(format = DateTime)]
     pub first_fire_at: String,
     /// The last missed nominal firing.
+    #[schema(format = DateTime)]
     pub last_fire_at: String,
     /// How many firings did not run.
     pub count: i64,
     /// When the schedule next fired on time after the gap (null: not yet).
+    #[schema(format = DateTime)]
     pub recovered_at: Option<String>,
 }
 

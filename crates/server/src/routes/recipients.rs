@@ -47,8 +47,10 @@ pub struct RecipientView {
     /// never returned.
     pub webhook_endpoint_id: Option<String>,
     /// Created (RFC 3339).
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// Last changed.
+    #[schema(format = DateTime)]
     pub updated_at: String,
 }
 

@@ -49,6 +49,7 @@ pub struct CheckView {
     /// A sentence for people.
     pub message: String,
     /// While warning: since when (RFC 3339).
+    #[schema(format = DateTime)]
     pub since: Option<String>,
 }
 
@@ -56,9 +57,11 @@ pub struct CheckView {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SloView {
     /// When evaluated (RFC 3339).
+    #[schema(format = DateTime)]
     pub at: String,
     /// The end of the background monitor's last completed pass (RFC 3339), from the store;
     /// null before its first. Three intervals without one is the `monitor_stale` warning.
+    #[schema(format = DateTime)]
     pub monitor_last_pass_at: Option<String>,
     /// How many checks warn.
     pub warnings: usize,
@@ -118,8 +121,10 @@ pub struct AlertView {
     /// Whether its current recovery is an acknowledgement (not the check passing).
     pub acked: bool,
     /// When it was last acknowledged (RFC 3339); null if never.
+    #[schema(format = DateTime)]
     pub acked_at: Option<String>,
     /// When its current state began (RFC 3339).
+    #[schema(format = DateTime)]
     pub since: String,
     /// What the check said when that state began.
     pub message: String,

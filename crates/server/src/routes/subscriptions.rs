@@ -35,8 +35,10 @@ pub struct SubscriptionView {
     /// Delivered.
     pub enabled: bool,
     /// Created.
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// Last changed.
+    #[schema(format = DateTime)]
     pub updated_at: String,
     /// On `PUT` only: no topic of this name is defined (a misspelt name?). The subscription is
     /// kept all the same: subscribing before the topic exists is allowed.

@@ -36,6 +36,7 @@ pub struct SuppressionView {
     /// The inbound event (or the job of an SMTP 550) that caused it.
     pub event_id: Option<String>,
     /// When (RFC 3339).
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 

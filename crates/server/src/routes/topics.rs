@@ -55,8 +55,10 @@ pub struct TopicView {
     /// Its timeout (ms).
     pub entitlement_timeout_ms: Option<i64>,
     /// Created.
+    #[schema(format = DateTime)]
     pub created_at: String,
     /// Last changed.
+    #[schema(format = DateTime)]
     pub updated_at: String,
 }
 
