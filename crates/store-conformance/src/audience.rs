@@ -290,11 +290,7 @@ async fn run_to(s: &S, n: usize) -> Vec<Job> {
 }
 
 fn done(j: &Job, t: Transition) -> JobComplete {
-    let outcome = match &t {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&t);
     JobComplete {
         id: j.id.clone(),
         lease_token: j.lease_token.clone().unwrap_or_default(),

@@ -15,11 +15,7 @@ async fn get(s: &S, id: &str) -> Job {
 
 /// Record the outcome of a claimed job.
 async fn finish(s: &S, j: &Job, transition: Transition) {
-    let outcome = match &transition {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&transition);
     let r = s
         .job_complete_many(vec![JobComplete {
             id: j.id.clone(),

@@ -34,11 +34,7 @@ async fn ended(
     transition: Transition,
     (pid, exposed): (Option<&str>, bool),
 ) {
-    let outcome = match &transition {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&transition);
     let mut j = job(at);
     j.kind = JobKind::new(kind);
     j.payload = payload;

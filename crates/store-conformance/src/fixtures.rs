@@ -82,3 +82,12 @@ pub fn schedule(name: &str, next: DateTime<Utc>) -> ScheduleCreate {
         concurrency: None,
     }
 }
+
+/// The attempt outcome a completion by `t` records: `succeeded`, `skipped`, else `failed`.
+pub fn outcome_of(t: &kairos_store::Transition) -> &'static str {
+    match t {
+        kairos_store::Transition::Succeeded => "succeeded",
+        kairos_store::Transition::Skipped(_) => "skipped",
+        _ => "failed",
+    }
+}

@@ -24,11 +24,7 @@ enum End {
 
 /// A completion of the claimed `j`.
 fn complete(j: &Job, t: Transition) -> JobComplete {
-    let outcome = match &t {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&t);
     JobComplete {
         id: j.id.clone(),
         lease_token: j.lease_token.clone().unwrap_or_default(),

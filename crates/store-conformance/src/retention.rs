@@ -19,11 +19,7 @@ async fn finish(s: &S, transition: Transition, finished: DateTime<Utc>) -> Strin
     let claimed = s.job_claim(claim(t0(), 1, "node-a")).await.unwrap();
     assert_eq!(claimed.len(), 1, "claim the job just inserted");
     let j = &claimed[0];
-    let outcome = match transition {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&transition);
     let attempt = Attempt {
         job_id: j.id.clone(),
         attempt: j.attempt,

@@ -9,11 +9,7 @@ use std::sync::Arc;
 type S = Arc<dyn Store>;
 
 fn done(j: &Job, transition: Transition, finished: chrono::DateTime<chrono::Utc>) -> JobComplete {
-    let outcome = match &transition {
-        Transition::Succeeded => "succeeded",
-        Transition::Skipped(_) => "skipped",
-        _ => "failed",
-    };
+    let outcome = crate::fixtures::outcome_of(&transition);
     JobComplete {
         id: j.id.clone(),
         lease_token: j.lease_token.clone().unwrap_or_default(),
