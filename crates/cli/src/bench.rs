@@ -85,6 +85,12 @@ pub struct BenchArgs {
     /// tenth of it (at most every 30 s). Without it every finished job is kept.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
     pub keep: Option<Duration>,
+    /// With --rate: run at the rate this long before the measured --duration starts, so that
+    /// the measured run sees the node in its steady state (the kept finished jobs already in
+    /// the tables). No lines are printed and nothing is counted during it. Default: --keep's
+    /// value when --keep is given, else none; `0s` measures from an empty queue.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
+    pub warmup: Option<Duration>,
     /// With --rate: the producer enqueues each tick's due jobs through the batch enqueue
     /// (`POST /v1/jobs/batch`'s `job_enqueue_many`) in calls of at most N jobs (1 to 1,000),
     /// still at most 64 calls in flight. 1, the default: one `job_enqueue` per job.
@@ -211,6 +217,12 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
         if a.keep.is_some() {
             return Err(CliError::usage(
                 "--keep",
+                "only with --rate and --duration (a steady-rate run)",
+            ));
+        }
+        if a.warmup.is_some() {
+            return Err(CliError::usage(
+                "--warmup",
                 "only with --rate and --duration (a steady-rate run)",
             ));
         }

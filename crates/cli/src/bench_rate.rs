@@ -6,6 +6,12 @@
 //! ([`Kairos::job_enqueue_many`], as `POST /v1/jobs/batch`) in calls of at most N jobs.
 //! After D it waits for the queue to drain.
 //!
+//! `--warmup W` (default: `--keep`'s value, else none) runs the producer and the node at the
+//! rate for W before the measured D: with `--keep K` the tables then hold K of finished jobs
+//! from the measured run's first second, as a node in production does, instead of filling
+//! during it. Nothing of the warm-up is printed or counted but the jobs it enqueued and
+//! completed (`warmup_enqueued`, `warmup_completed` in the summary).
+//!
 //! Every second a sample is taken: jobs enqueued and completed (outcomes committed) in that
 //! second, the backlog, the claims' latency (the store is wrapped in [`TimedStore`], which
 //! times each claim the engine makes), the lateness of the jobs started in that second, and
@@ -148,6 +154,9 @@ struct Seen {
     samples: Vec<Sample>,
     lateness: Vec<f64>,
     claims: Vec<f64>,
+    /// Jobs enqueued and outcomes committed during the warm-up (before the first sample).
+    warmup_enqueued: u64,
+    warmup_completed: u64,
 }
 
 impl Probe {
@@ -176,14 +185,47 @@ impl Probe {
         }
     }
 
-    /// Sample every second from `t0` until `stop`, then once more for the part-second left
-    /// (when anything happened in it), so that the lines add up to the run's totals.
+    /// Drop what the wrapper and the handler gathered so far (claim times, lateness).
+    fn discard(&self) {
+        self.timed.take_claims();
+        self.handler
+            .lateness_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Until `t0` (the warm-up), once a second drop what was gathered; at `t0`, drop it again
+    /// and return the jobs enqueued and completed so far. `None` when `stop` came first.
+    async fn warm_up(&self, t0: Instant, stop: &CancellationToken) -> Option<(u64, u64)> {
+        while Instant::now() < t0 {
+            let next = (Instant::now() + Duration::from_secs(1)).min(t0);
+            tokio::select! {
+                _ = stop.cancelled() => return None,
+                _ = tokio::time::sleep_until(next) => {}
+            }
+            self.discard();
+        }
+        self.discard();
+        Some((
+            self.enqueued.load(Ordering::Relaxed),
+            self.timed.completed.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// After the warm-up (until `t0`), sample every second from `t0` until `stop`, then once
+    /// more for the part-second left (when anything happened in it), so that the lines add up
+    /// to the measured run's totals.
     async fn run(self, t0: Instant, stop: CancellationToken) -> Seen {
+        let mut seen = Seen::default();
+        let Some((warm_enq, warm_done)) = self.warm_up(t0, &stop).await else {
+            return seen;
+        };
+        (seen.warmup_enqueued, seen.warmup_completed) = (warm_enq, warm_done);
         let mut tick =
             tokio::time::interval_at(t0 + Duration::from_secs(1), Duration::from_secs(1));
         tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let mut seen = Seen::default();
-        let (mut enq_before, mut done_before, mut t_before) = (0u64, 0u64, 0u64);
+        let (mut enq_before, mut done_before, mut t_before) = (warm_enq, warm_done, 0u64);
         loop {
             let last = tokio::select! {
                 _ = tick.tick() => false,
@@ -252,6 +294,13 @@ pub(crate) fn rate_engine_config(args: &BenchArgs) -> kairos_engine::EngineConfi
         config.pruner.interval = (keep / 10).clamp(Duration::from_secs(1), Duration::from_secs(30));
     }
     config
+}
+
+/// How long the run goes at the rate before the measured `--duration`: `--warmup`, else
+/// `--keep` (so that the kept finished jobs are in the tables when measuring starts), else
+/// none.
+pub(crate) fn warmup(args: &BenchArgs) -> Duration {
+    args.warmup.or(args.keep).unwrap_or(Duration::ZERO)
 }
 
 /// The job the producer enqueues, as an API client would post it (due now).
@@ -404,7 +453,16 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         let (engine, cancel) = (engine.clone(), cancel.clone());
         tokio::spawn(async move { engine.run(cancel).await })
     };
-    let t0 = Instant::now();
+    let warm = warmup(args);
+    if !warm.is_zero() {
+        eprintln!(
+            "warming up: {warm:?} at {rate} jobs/s before the measured {duration:?} (nothing \
+             printed or counted meanwhile; --warmup 0s measures from an empty queue)"
+        );
+    }
+    let start = Instant::now();
+    // The measured run starts here; the lines' `t` count from it.
+    let t0 = start + warm;
     let enqueued = Arc::new(AtomicU64::new(0));
     let stop_sampling = CancellationToken::new();
     let sampler = tokio::spawn(
@@ -443,8 +501,8 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
     let produced = produce(
         kairos,
         rate,
-        duration,
-        t0,
+        warm + duration,
+        start,
         enqueued.clone(),
         args.enqueue_batch,
     )
@@ -470,7 +528,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
                         )
                         .into());
                     }
-                    return Ok(t0.elapsed());
+                    return Ok(start.elapsed());
                 }
                 let drained = wait_done(
                     inner.as_ref(),
@@ -481,7 +539,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
                 )
                 .await
                 .map_err(|e| -> Box<dyn Error> { format!("draining the queue: {e}").into() })
-                .map(|_| t0.elapsed())?;
+                .map(|_| start.elapsed())?;
                 // The wait saw every outcome committed; the wrapper counts each batch a moment
                 // after its commit returns.
                 let counted_by = Instant::now() + Duration::from_secs(5);
@@ -494,7 +552,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
             }
             .await
         }
-        Err(_) => Ok(t0.elapsed()),
+        Err(_) => Ok(start.elapsed()),
     };
     stop_sampling.cancel();
     let seen = sampler.await;
@@ -521,7 +579,15 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         return Err(format!("--hold-snapshots: a holding session failed: {e}").into());
     }
 
-    let completed = timed.completed.load(Ordering::Relaxed);
+    // The measured run: from the end of the warm-up.
+    let producing = producing.saturating_sub(warm);
+    let drained = drained.saturating_sub(warm);
+    let (warm_enq, warm_done) = (seen.warmup_enqueued, seen.warmup_completed);
+    let total = total.saturating_sub(warm_enq);
+    let completed = timed
+        .completed
+        .load(Ordering::Relaxed)
+        .saturating_sub(warm_done);
     let mut late = seen.lateness;
     late.sort_by(|a, b| a.total_cmp(b));
     let mut claims = seen.claims;
@@ -551,7 +617,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         "started_early": late.iter().filter(|l| **l < 0.0).count(),
         "rate": rate,
         "duration_secs": duration.as_secs_f64(),
-        "enqueued": enqueued.load(Ordering::Relaxed),
+        "enqueued": enqueued.load(Ordering::Relaxed).saturating_sub(warm_enq),
         "completed": completed,
         "max_backlog": max_backlog,
         "lateness_p99_ms": ms(percentile(&late, 0.99)),
@@ -563,6 +629,9 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
         "hold_snapshots": args.hold_snapshots,
         "snapshots_held": held,
         "keep_secs": args.keep.map(|k| k.as_secs()),
+        "warmup_secs": warm.as_secs_f64(),
+        "warmup_enqueued": warm_enq,
+        "warmup_completed": warm_done,
         "max_job_table_bytes": seen.samples.iter().filter_map(|s| s.job_table_bytes).max(),
     });
     if postgres {
@@ -577,7 +646,12 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
     }
     if let Some(path) = &args.plot {
         let title = format!(
-            "kairos bench --rate {rate} --duration {duration:?} on {}{}",
+            "kairos bench --rate {rate} --duration {duration:?}{} on {}{}",
+            if warm.is_zero() {
+                String::new()
+            } else {
+                format!(" after a {warm:?} warm-up")
+            },
             db.name(),
             if args.hold_snapshots > 0 {
                 format!(
@@ -812,6 +886,38 @@ mod tests {
         assert_eq!(all.executor.claim_cooldown, Duration::from_millis(1));
         let pg = rate_engine_config(&args(&["--database-url", "postgres://127.0.0.1/x"]));
         assert_eq!(pg.executor.claim_cooldown, Duration::from_millis(5));
+    }
+
+    #[test]
+    fn bench_rate_warmup_defaults_to_the_kept_window() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            bench: BenchArgs,
+        }
+        let warm = |extra: &[&str]| {
+            warmup(
+                &Cli::parse_from(
+                    ["bench", "--rate", "2000", "--duration", "10m"]
+                        .iter()
+                        .chain(extra),
+                )
+                .bench,
+            )
+        };
+        assert_eq!(
+            warm(&[]),
+            Duration::ZERO,
+            "no --keep: measured from the start"
+        );
+        assert_eq!(
+            warm(&["--keep", "5m"]),
+            Duration::from_secs(300),
+            "the kept window fills before measuring"
+        );
+        assert_eq!(warm(&["--keep", "5m", "--warmup", "0s"]), Duration::ZERO);
+        assert_eq!(warm(&["--warmup", "90s"]), Duration::from_secs(90));
     }
 
     #[test]

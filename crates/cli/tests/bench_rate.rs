@@ -196,6 +196,67 @@ fn bench_rate_json_lines_sqlite() {
     check_run(&json_lines(&stdout), "wal_bytes", "sqlite", &svg);
 }
 
+/// `--warmup W`: the run goes at the rate for W before the measured D; the lines cover D only
+/// (`t` from its start), the summary counts the measured run and says what the warm-up
+/// enqueued and completed, and the two add up to every job of the run.
+#[test]
+fn bench_rate_warmup_runs_before_the_measured_lines_and_counts_apart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("run.svg");
+    let out = kairos_cmd()
+        .args(rate_args(&svg))
+        .args(["--warmup", "2s"])
+        .output()
+        .expect("run kairos bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}\n{stdout}");
+    assert!(stderr.contains("warming up: 2s"), "{stderr}");
+    let lines = json_lines(&stdout);
+    let (summary, seconds) = lines.split_last().expect("a summary line");
+    // 3 measured seconds (and a part-second while the last jobs finish), not 5.
+    assert!(
+        (SECS as usize..=SECS as usize + 1).contains(&seconds.len()),
+        "{} lines for a 3 s run after a 2 s warm-up: {lines:?}",
+        seconds.len()
+    );
+    assert_eq!(
+        seconds[0]["t"], 1,
+        "t counts from the measured start: {lines:?}"
+    );
+    let sum = |f: &str| -> u64 { seconds.iter().map(|s| s[f].as_u64().unwrap_or(0)).sum() };
+    let all = RATE * (SECS + 2);
+    let warm_enq = summary["warmup_enqueued"]
+        .as_u64()
+        .expect("warmup_enqueued");
+    let warm_done = summary["warmup_completed"]
+        .as_u64()
+        .expect("warmup_completed");
+    // About 2 s of jobs (a few may still be in flight at the boundary).
+    assert!(
+        (RATE..=2 * RATE).contains(&warm_enq),
+        "warm-up enqueued {warm_enq}: {summary}"
+    );
+    assert!(warm_done > 0 && warm_done <= warm_enq, "{summary}");
+    assert_eq!(
+        summary["enqueued"].as_u64(),
+        Some(all - warm_enq),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["completed"].as_u64(),
+        Some(all - warm_done),
+        "{summary}"
+    );
+    assert_eq!(summary["jobs"].as_u64(), Some(all - warm_enq), "{summary}");
+    assert_eq!(sum("enqueued"), all - warm_enq, "{lines:?}");
+    assert_eq!(sum("completed"), all - warm_done, "{lines:?}");
+    assert_eq!(summary["warmup_secs"], 2.0, "{summary}");
+    assert_eq!(seconds.last().expect("a line")["backlog"], 0, "{lines:?}");
+    let plot = std::fs::read_to_string(&svg).expect("the plot");
+    assert!(plot.contains("after a 2s warm-up"), "{plot}");
+}
+
 /// `--enqueue-batch N`: the same run, its jobs enqueued through the batch enqueue in calls of
 /// at most N (fewer calls than jobs), the summary saying so.
 #[test]
@@ -238,6 +299,9 @@ fn bench_rate_keep_reports_the_job_tables_and_refuses_under_a_minute() {
             "2s",
             "--keep",
             "1m",
+            // Not the default warm-up of a minute (the kept window filling).
+            "--warmup",
+            "0s",
             "--json",
         ])
         .output()
@@ -251,6 +315,7 @@ fn bench_rate_keep_reports_the_job_tables_and_refuses_under_a_minute() {
     let lines = json_lines(&stdout);
     let summary = lines.last().expect("summary");
     assert_eq!(summary["keep_secs"], 60, "{summary}");
+    assert_eq!(summary["warmup_secs"], 0.0, "{summary}");
     assert!(
         summary["max_job_table_bytes"].as_u64().unwrap_or(0) > 0,
         "{summary}"
@@ -307,6 +372,7 @@ fn bench_rate_flags_need_each_other() {
         (&["bench", "--rate", "0", "--duration", "3s"][..], "--rate"),
         (&["bench", "--plot", "x.svg"][..], "--plot"),
         (&["bench", "--keep", "5m"][..], "--keep"),
+        (&["bench", "--warmup", "5m"][..], "--warmup"),
         (&["bench", "--enqueue-batch", "10"][..], "--enqueue-batch"),
         (
             &[
