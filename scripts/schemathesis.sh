@@ -34,6 +34,25 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null || { log "kairos serve did not start"; cat "$data/serve.log"; exit 1; }
+# A few resources of each kind, so that the lists return ids and the stateful phase can follow
+# the links the document's views imply (a listed recipient to its show, replace and erase; a
+# job to its cancel and retry; a schedule to its pause, fire and backfill …) instead of
+# meeting only ids that do not exist. Made through the API, as a client would.
+seed() {
+  local method="$1" path="$2" body="$3"
+  curl -fsS -X "$method" "http://127.0.0.1:$port$path" -H "Authorization: Bearer $token" \
+    -H 'content-type: application/json' -d "$body" >/dev/null \
+    || { log "seeding $method $path failed"; cat "$data/serve.log"; exit 1; }
+}
+seed PUT /v1/recipients/usr_42 '{"email": "aki@example.com", "timezone": "Asia/Tokyo", "attributes": {"name": "Aki"}}'
+seed PUT /v1/recipients/usr_43 '{"email": "ren@example.com"}'
+seed PUT /v1/topics/weekly '{"subject": "Your week {{ period.key }}", "text": "Hello {{ recipient.id }}"}'
+seed PUT /v1/subscriptions/usr_42/weekly '{"channels": ["email"], "enabled": true}'
+seed POST /v1/schedules '{"name": "weekly-summary", "kind": "email", "topic": "weekly", "cron": "0 9 * * 1", "timezone": "Asia/Tokyo", "period": "iso_week"}'
+seed POST /v1/schedules '{"name": "report", "cron": "0 9 * * 1-5", "kind": "webhook", "webhook": {"url": "https://example.com/hooks/report", "secret": "'"$whsec"'"}, "paused": true}'
+seed POST /v1/jobs '{"kind": "webhook", "webhook": {"url": "https://example.com/hooks/order", "secret": "'"$whsec"'"}, "payload": {"order": 42}, "run_at": "2030-01-01T09:00:00Z", "idempotency_key": "order-42"}'
+seed POST /v1/suppressions '{"email": "gone@example.com"}'
+log "seeded: 2 recipients, a topic, a subscription, 2 schedules, a job, a suppression"
 # `st` beside the Python that pip installed it for (a pyenv shim may not exist yet).
 st="$(command -v st || python3 -c 'import os, sys; print(os.path.join(os.path.dirname(sys.executable), "st"))')"
 log "kairos serve on 127.0.0.1:$port; $examples examples per operation"
@@ -50,9 +69,12 @@ checks+=,missing_required_header,unsupported_method,allow_header_conformance,use
 # its own address (crates/server/tests/hardening.rs,
 # every_v1_operation_refuses_a_missing_or_wrong_token).
 checks+=,ensure_resource_availability
+# The stateful phase chains calls along the links schemathesis infers from the document (a
+# list's `data/*/id` or a create's `id` to the operations taking that id): the two checks
+# above (a deleted resource is gone; a created one can be read) run only there.
 "$st" run docs/openapi.json --url "http://127.0.0.1:$port" \
   -H "Authorization: Bearer $token" \
   --checks "$checks" \
-  --phases examples,coverage,fuzzing \
+  --phases examples,coverage,fuzzing,stateful \
   --max-examples "$examples" \
   --generation-deterministic
