@@ -66,7 +66,7 @@ pub struct BenchArgs {
     /// `dead_tuples` on PostgreSQL or `wal_bytes` on SQLite) before the summary line.
     #[arg(long, value_name = "JOBS_PER_SEC")]
     pub rate: Option<u64>,
-    /// How long a --rate run enqueues: `30s`, `15m`.
+    /// How long a --rate run enqueues: `30s`, `15m` (at most `7d`).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
     pub duration: Option<Duration>,
     /// With --rate on PostgreSQL: open this many sessions (application_name
@@ -140,6 +140,10 @@ fn parse_duration_flag(s: &str) -> Result<Duration, String> {
     kairos_core::retry::parse_duration("--duration", s).map_err(|e| e.reason().to_string())
 }
 
+/// The longest `--duration` or warm-up of a steady run: longer is not a benchmark, and
+/// instants that far ahead overflow the clock.
+const MAX_RATE_RUN: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Flags that do not go together, refused before anything is opened.
 pub fn check(a: &BenchArgs) -> crate::common::CliResult {
     use crate::common::CliError;
@@ -160,7 +164,20 @@ pub fn check(a: &BenchArgs) -> crate::common::CliResult {
         (Some(_), Some(d)) if d < Duration::from_secs(1) => {
             return Err(CliError::usage("--duration", "must be at least 1s"));
         }
+        (Some(_), Some(d)) if d > MAX_RATE_RUN => {
+            return Err(CliError::usage(
+                "--duration",
+                "must be at most 7d (a benchmark run)",
+            ));
+        }
         _ => {}
+    }
+    if a.rate.is_some() && crate::bench_rate::warmup(a) > MAX_RATE_RUN {
+        return Err(CliError::usage(
+            "--warmup",
+            "must be at most 7d (without --warmup the warm-up is --keep's value: give \
+             --warmup to choose a shorter one, or 0s for none)",
+        ));
     }
     match (a.concurrency_keys, a.key_max) {
         (None, Some(_)) => {

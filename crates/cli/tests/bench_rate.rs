@@ -48,6 +48,20 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Run `kairos bench` with the 3-second run's arguments (plot at `svg`) and `extra`; it must
+/// succeed. Returns its stdout and stderr.
+fn run_ok(svg: &Path, extra: &[&str]) -> (String, String) {
+    let out = kairos_cmd()
+        .args(rate_args(svg))
+        .args(extra)
+        .output()
+        .expect("run kairos bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "bench failed: {stderr}\n{stdout}");
+    (stdout, stderr)
+}
+
 /// What every steady run must show: per-second lines with their fields that add up to the
 /// run (about R×D enqueued, every job completed, nothing left in the backlog), the summary
 /// last with `process_per_sec`, and an SVG with polylines.
@@ -183,16 +197,7 @@ fn check_run(lines: &[Value], cleanup_field: &str, database: &str, svg: &Path) {
 fn bench_rate_json_lines_sqlite() {
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("run.svg");
-    let out = kairos_cmd()
-        .args(rate_args(&svg))
-        .output()
-        .expect("run kairos bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _) = run_ok(&svg, &[]);
     check_run(&json_lines(&stdout), "wal_bytes", "sqlite", &svg);
 }
 
@@ -203,14 +208,7 @@ fn bench_rate_json_lines_sqlite() {
 fn bench_rate_warmup_runs_before_the_measured_lines_and_counts_apart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("run.svg");
-    let out = kairos_cmd()
-        .args(rate_args(&svg))
-        .args(["--warmup", "2s"])
-        .output()
-        .expect("run kairos bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed: {stderr}\n{stdout}");
+    let (stdout, stderr) = run_ok(&svg, &["--warmup", "2s"]);
     assert!(stderr.contains("warming up: 2s"), "{stderr}");
     let lines = json_lines(&stdout);
     let (summary, seconds) = lines.split_last().expect("a summary line");
@@ -263,17 +261,7 @@ fn bench_rate_warmup_runs_before_the_measured_lines_and_counts_apart() {
 fn bench_rate_enqueue_batch_sqlite() {
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("run.svg");
-    let out = kairos_cmd()
-        .args(rate_args(&svg))
-        .args(["--enqueue-batch", "50"])
-        .output()
-        .expect("run kairos bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "bench failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, _) = run_ok(&svg, &["--enqueue-batch", "50"]);
     let lines = json_lines(&stdout);
     check_run(&lines, "wal_bytes", "sqlite", &svg);
     let summary = lines.last().expect("summary");
@@ -401,6 +389,33 @@ fn bench_rate_flags_need_each_other() {
         (
             &["bench", "--rate", "10", "--duration", "1s", "--webhook"][..],
             "--webhook",
+        ),
+        // Instants this far ahead overflow the clock: refused, not a panic.
+        (
+            &[
+                "bench",
+                "--rate",
+                "10",
+                "--duration",
+                "18446744073709551615s",
+            ][..],
+            "--duration",
+        ),
+        (
+            &[
+                "bench",
+                "--rate",
+                "10",
+                "--duration",
+                "1s",
+                "--warmup",
+                "500000000000y",
+            ][..],
+            "--warmup",
+        ),
+        (
+            &["bench", "--rate", "10", "--duration", "1s", "--keep", "30d"][..],
+            "--warmup",
         ),
     ] {
         let out = kairos_cmd().args(args).output().expect("run kairos bench");
