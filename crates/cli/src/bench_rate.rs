@@ -532,7 +532,7 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
                 }
                 let drained = wait_done(
                     inner.as_ref(),
-                    clock.as_ref(),
+                    &timed.completed,
                     since,
                     &handler,
                     (*total as i64, &bar, limit),
@@ -540,14 +540,6 @@ async fn run_on(args: &BenchArgs, json: bool, db: &BenchDb) -> Result<Value, Box
                 .await
                 .map_err(|e| -> Box<dyn Error> { format!("draining the queue: {e}").into() })
                 .map(|_| start.elapsed())?;
-                // The wait saw every outcome committed; the wrapper counts each batch a moment
-                // after its commit returns.
-                let counted_by = Instant::now() + Duration::from_secs(5);
-                while timed.completed.load(Ordering::Relaxed) < *total
-                    && Instant::now() < counted_by
-                {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
                 Ok(drained)
             }
             .await

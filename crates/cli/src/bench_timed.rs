@@ -1,6 +1,7 @@
-//! `kairos bench --rate`: the real store, timing every claim the engine makes and counting the
-//! outcomes it commits, for the per-second lines. Everything else is delegated unchanged.
-//! Only the steady-rate run wraps its store in this; the burst bench uses the store directly.
+//! `kairos bench`: the real store, timing every claim the engine makes and counting the
+//! outcomes it commits. The steady-rate run reads both for its per-second lines; the burst
+//! bench's clock stops when the count reaches its jobs (`bench::wait_done`). Everything else is
+//! delegated unchanged.
 //! A new role method needs its delegation here too (as in the engine tests' `CountingStore`).
 
 use async_trait::async_trait;

@@ -21,7 +21,12 @@
 //!   statement had it locked: a *sweep* finds it. A near sweep starts [`NEAR`] behind the
 //!   floor, at least once a second of the claims' clock (or after [`NEAR_EVERY_SHORT`] claims
 //!   that came back short): it finds what commit races and clocks a little apart leave behind,
-//!   walking a couple of seconds of entries. A full sweep starts at the beginning of the index
+//!   walking a couple of seconds of entries. Such a job committed after the last sweep, with
+//!   a `run_at` at most `NEAR` before its commit, so a near sweep never starts lower than
+//!   `NEAR` before the last sweep's clock: while a backlog is worked off, the floor is far
+//!   behind the clock and a near sweep starts at the floor (the entries just below it are
+//!   jobs claimed long since, 40 ms to walk every second under a held snapshot; a row skipped
+//!   as locked there waits for the full sweep). A full sweep starts at the beginning of the index
 //!   every [`FULL_EVERY`] (or [`FULL_EVERY_SHORT`] short claims): it finds a job another node
 //!   inserted with a `run_at` long past, and pays the walk over every dead entry twice a
 //!   minute instead of on every claim.
@@ -37,7 +42,8 @@ use std::sync::Mutex;
 /// A position in `jobs_due`: `(run_at, id)`. `id = ""` is the lowest key at that instant.
 pub(crate) type Key = (DateTime<Utc>, String);
 
-/// A near sweep starts this far behind the floor.
+/// A near sweep starts this far behind the floor, and no further than this before the last
+/// sweep's clock.
 pub(crate) const NEAR: TimeDelta = TimeDelta::seconds(2);
 
 /// A near sweep at least this often, by the claims' `now`.
@@ -118,7 +124,20 @@ impl ClaimCursor {
                 (None, d) => d,
             };
             if near {
-                lowest.map(|(at, _)| (at - NEAR, String::new()))
+                // A job that a near sweep is for committed after the last sweep read the
+                // index, with a `run_at` at most `NEAR` before its commit: none lies below
+                // the last sweep's `now` less `NEAR`. In a backlog the floor is far behind
+                // the clock, and the two seconds below it hold only jobs claimed long since
+                // (under a held snapshot, 40 ms of dead entries to walk every second).
+                let since = s.near_at.map(|at| at.min(now) - NEAR);
+                lowest.map(|low| {
+                    let back = low.0 - NEAR;
+                    match since {
+                        Some(since) if since >= low.0 => low,
+                        Some(since) if since > back => (since, String::new()),
+                        _ => (back, String::new()),
+                    }
+                })
             } else {
                 lowest
             }
@@ -329,12 +348,41 @@ mod tests {
         c.claimed(&s, t(10), 5, 2, Some(k(5, "b")));
         let floor = (t(10) - SHORT_MARGIN, String::new());
         assert_eq!(c.start(t(10)).from, Some(floor.clone()));
-        let near = (floor.0 - NEAR, String::new());
+        // A second later: back to `NEAR` before the last sweep, which is a little above
+        // `NEAR` below the floor (the floor is `SHORT_MARGIN` behind that sweep's clock).
+        let near = (t(10) - NEAR, String::new());
         assert_eq!(c.start(t(11)).from, Some(near.clone()), "a second later");
         assert_eq!(c.start(t(11)).from, Some(floor.clone()));
         assert_eq!(c.start(t(40)).from, None, "thirty seconds later");
         c.forget();
         assert_eq!(c.start(t(40)).from, None, "forgotten");
+    }
+
+    /// In a backlog the floor is far behind the clock: a near sweep starts at the floor,
+    /// since every job it could find committed after the last sweep, with a `run_at` within
+    /// `NEAR` of that. Close to the clock it reads `NEAR` back from the last sweep, no less.
+    #[test]
+    fn a_near_sweep_in_a_backlog_does_not_walk_below_the_floor() {
+        let c = ClaimCursor::default();
+        let s = c.start(t(100));
+        assert_eq!(s.from, None);
+        // A full claim: the floor is the last key claimed, a minute and a half back.
+        c.claimed(&s, t(100), 5, 5, Some(k(10, "e")));
+        assert_eq!(c.start(t(100)).from, Some(k(10, "e")), "not a sweep");
+        assert_eq!(
+            c.start(t(101)).from,
+            Some(k(10, "e")),
+            "a near sweep a second later starts at the floor"
+        );
+        // A job made available below the floor is still read from its key.
+        c.made_available(k(3, ""));
+        assert_eq!(c.start(t(102)).from, Some(k(3, "")));
+        // The floor within a second of the last sweep: a near sweep reads back to `NEAR`
+        // before that sweep, below the floor.
+        let c = ClaimCursor::default();
+        let s = c.start(t(100));
+        c.claimed(&s, t(100), 5, 5, Some(k(99, "z")));
+        assert_eq!(c.start(t(101)).from, Some((t(98), String::new())));
     }
 
     #[test]
