@@ -557,6 +557,8 @@ pub async fn run(args: BenchArgs, json: bool) -> Result<(), Box<dyn std::error::
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 let schema = format!("kairos_bench_{}", uuid::Uuid::new_v4().simple());
                 let pg = kairos_store_postgres::PostgresStore::connect(url, &schema).await?;
+                // As a node does when it is built (`kairos_app::node`).
+                pg.warm_hot_path().await?;
                 BenchDb::Postgres(Arc::new(pg), schema)
             }
             Some(_) => return Err(

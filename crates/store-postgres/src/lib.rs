@@ -118,6 +118,10 @@ const HOT_SETTINGS: [(&str, &str); 5] = [
     ("jit", "off"),
 ];
 
+/// Hot-path connections opened before the engine starts ([`PostgresStore::warm_hot_path`]):
+/// the executor's two completion writers (`complete_parallel`).
+const WARM_HOT_CONNECTIONS: u32 = 2;
+
 /// Connections for claims: one claim runs at a time per executor.
 const CLAIM_CONNECTIONS: u32 = 2;
 
@@ -250,7 +254,7 @@ impl PostgresStore {
     }
 
     /// The executor's hot-path pool (completions, lease renewals, rescues): at most five
-    /// connections, opened on first use, that plan each statement once and never plan a
+    /// connections, opened on first use (or by [`PostgresStore::warm_hot_path`]), that plan each statement once and never plan a
     /// bitmap scan, a nested loop or (but for want of an index) a sequential scan.
     pub fn hot_pool(&self) -> &PgPool {
         &self.hot
@@ -260,6 +264,32 @@ impl PostgresStore {
     /// flush (a claim lost in a crash is a lease that expired at once).
     pub fn claim_pool(&self) -> &PgPool {
         &self.claim
+    }
+
+    /// Open the connections a running engine's hot path uses first — both claimers' and the
+    /// two completion writers' — before the engine starts. The hot and claim pools open their
+    /// connections on first use, so that a store that runs no engine (`kairos migrate`, the
+    /// CLI's reads) never opens them; a node that runs one would otherwise open them under
+    /// its first jobs: a backend started per connection, one after the other behind the
+    /// restart rescue, 10–15 ms before the first claim (a fortieth of a 20,000-job burst,
+    /// `docs/benchmarks.md`). Fails as connecting fails (the server refusing more
+    /// connections, say), so a node finds out before it takes work.
+    pub async fn warm_hot_path(&self) -> Result<(), Error> {
+        let open = |pool: &PgPool, n: u32| {
+            let pool = pool.clone();
+            async move {
+                let held = futures::future::try_join_all((0..n).map(|_| pool.acquire())).await?;
+                drop(held);
+                Ok::<(), sqlx::Error>(())
+            }
+        };
+        let (claim, hot) = tokio::join!(
+            open(&self.claim, CLAIM_CONNECTIONS),
+            open(&self.hot, WARM_HOT_CONNECTIONS)
+        );
+        claim
+            .and(hot)
+            .map_err(|e| map_err("opening the hot path's connections", e))
     }
 
     /// The schema holding kairos's tables.

@@ -73,6 +73,52 @@ async fn hot_path_plans_once_without_bitmap_scans_or_nested_loops_and_claims_per
 /// The settings are there for the plans they give: on the claim connections the claim reads
 /// `jobs_due` in order (an index scan, never a bitmap scan or a scan of the table), from the
 /// start (a sweep) and from the cursor, with statistics of a queue of thousands of jobs.
+/// A store that will run an engine opens its hot path's connections up front: both claim
+/// connections and two of the hot pool's, each with its pool's settings, idle and ready; a
+/// store that does not (no warm-up) opens none until its first claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_hot_path_opens_the_claim_and_completion_connections_before_the_first_claim() {
+    let Some((store, _guard)) = common::open().await else {
+        return;
+    };
+    assert_eq!(store.claim_pool().size(), 0, "lazy until warmed");
+    assert_eq!(store.hot_pool().size(), 0, "lazy until warmed");
+    store.warm_hot_path().await.expect("warm");
+    assert_eq!(store.claim_pool().size(), 2);
+    assert_eq!(store.hot_pool().size(), 2);
+    // Given back to their pools (a dropped connection returns a moment later).
+    for _ in 0..200 {
+        if store.claim_pool().num_idle() == 2 && store.hot_pool().num_idle() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(store.claim_pool().num_idle(), 2);
+    assert_eq!(store.hot_pool().num_idle(), 2);
+    // The connections carry their pools' settings.
+    let commit: String = sqlx::query_scalar("SHOW synchronous_commit")
+        .fetch_one(store.claim_pool())
+        .await
+        .expect("show");
+    assert_eq!(commit, "off");
+    let plans: String = sqlx::query_scalar("SHOW plan_cache_mode")
+        .fetch_one(store.hot_pool())
+        .await
+        .expect("show");
+    assert_eq!(plans, "force_generic_plan");
+    // Warming again opens nothing more, and a claim uses what is open.
+    store.warm_hot_path().await.expect("warm again");
+    assert_eq!(store.claim_pool().size(), 2);
+    store.job_insert(job(t0())).await.unwrap();
+    let got = store
+        .job_claim(claim(t0() + chrono::Duration::seconds(1), 10, "one"))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(store.claim_pool().size(), 2);
+    store.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_claim_plans_read_jobs_due_in_order() {
     let Some((store, _guard)) = common::open().await else {

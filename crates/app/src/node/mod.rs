@@ -316,7 +316,10 @@ impl NodeBuilder {
         Ok((db, kairos))
     }
 
-    /// The whole node — database, handlers, engine and facade — with nothing started.
+    /// The whole node — database, handlers, engine and facade — with nothing started. On
+    /// PostgreSQL the engine's hot-path connections are opened here
+    /// ([`PostgresStore::warm_hot_path`](kairos_store_postgres::PostgresStore::warm_hot_path)),
+    /// so that the first claim does not wait for them.
     pub async fn build(&self) -> Result<Node, NodeError> {
         let cfg = &self.cfg;
         // Settings and kinds first: a bad one opens nothing.
@@ -331,6 +334,16 @@ impl NodeBuilder {
                 return Err(e);
             }
         };
+        if let Db::Postgres(pg, _) = &db {
+            // The engine's first claims and completions find their connections open.
+            if let Err(e) = pg.warm_hot_path().await {
+                db.close().await;
+                return Err(NodeError::runtime(
+                    "could not open the engine's database connections",
+                    &e,
+                ));
+            }
+        }
         if !self.embedded {
             // Installed before the engine runs, so its first attempts are counted on /metrics.
             let _ = crate::monitoring::metrics_recorder();
