@@ -271,7 +271,7 @@ impl PostgresStore {
     /// connections on first use, so that a store that runs no engine (`kairos migrate`, the
     /// CLI's reads) never opens them; a node that runs one would otherwise open them under
     /// its first jobs: a backend started per connection, one after the other behind the
-    /// restart rescue, 10–15 ms before the first claim (a fortieth of a 20,000-job burst,
+    /// restart rescue, 10–15 ms before the first claim (about a thirtieth of a 20,000-job burst,
     /// `docs/benchmarks.md`). Fails as connecting fails (the server refusing more
     /// connections, say), so a node finds out before it takes work.
     pub async fn warm_hot_path(&self) -> Result<(), Error> {

@@ -35,6 +35,48 @@ async fn s0_10_claims_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed
     drop(holder);
 }
 
+/// A backlog worked off under a held snapshot, a second of the claims' clock between claims:
+/// every claim is due a near sweep. Started two seconds of `run_at` behind the cursor, each
+/// would walk the entries of every job claimed before it (all 3,000 are due within a second);
+/// bounded by the last sweep's clock, a near sweep in a backlog starts at the cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn near_sweeps_in_a_backlog_under_a_held_snapshot_do_not_walk_the_jobs_already_claimed() {
+    let Some((store, guard)) = common::open().await else {
+        return;
+    };
+    let (holder, _pid) = kairos_testkit::pg::hold_snapshot(&guard.url, "analytics-report").await;
+    const JOBS: i64 = 3_000;
+    let jobs = (0..JOBS)
+        .map(|i| job(t0() + Duration::microseconds(i * 300)))
+        .collect::<Vec<_>>();
+    store.job_insert_many(jobs).await.expect("insert");
+    let mut now = t0() + Duration::hours(1);
+    let mut done = 0;
+    // Claims of 100, a second apart: 30 near sweeps (and one full sweep at the start, and
+    // one 30 s in).
+    for _ in 0..100 {
+        let got = store
+            .job_claim(claim(now, 100, "one"))
+            .await
+            .expect("claim");
+        if got.is_empty() {
+            break;
+        }
+        done += got.len() as i64;
+        now += Duration::seconds(1);
+    }
+    assert_eq!(done, JOBS, "every job claimed once");
+    store.close().await;
+    let read = common::index_entries_read(&guard.url, &guard.schema, "jobs_due").await;
+    // From two seconds behind the cursor, the 30 near sweeps read about 45,000 entries; from
+    // the cursor, about one per job, and the two full sweeps up to a table's worth each.
+    assert!(
+        read <= 4 * JOBS,
+        "the claims read {read} entries of jobs_due for {JOBS} jobs"
+    );
+    drop(holder);
+}
+
 /// Claims on `store` at `now` plus each offset until one returns jobs.
 async fn first_claim(
     store: &PostgresStore,
