@@ -244,3 +244,54 @@ async fn hot_plans_made_on_a_small_queue_probe_the_key_and_bound_the_rescue() {
     drop(conn);
     store.close().await;
 }
+
+/// The claim probes the flow-limit tables only for jobs that have an endpoint or an origin:
+/// a batch of jobs with neither runs neither probe, and a job with an origin runs the
+/// origin's probe once. The claim is explained with `ANALYZE` inside a transaction that is
+/// rolled back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claim_probes_flow_limits_only_for_jobs_with_an_endpoint_or_origin() {
+    let Some((store, _guard)) = common::open().await else {
+        return;
+    };
+    let mut jobs = (0..200)
+        .map(|i| job(t0() + chrono::Duration::milliseconds(i)))
+        .collect::<Vec<_>>();
+    let mut http = job(t0() + chrono::Duration::seconds(1));
+    http.http_origin = Some("https://calls.example".into());
+    jobs.push(http);
+    store.job_insert_many(jobs).await.expect("insert");
+    let now = t0() + chrono::Duration::hours(1);
+    let mut tx = store.claim_pool().begin().await.expect("begin");
+    let sql = format!(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {}",
+        kairos_store_postgres::claim_statement(false)
+    );
+    let plan = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql))
+        .bind("node-a")
+        .bind("lease_x")
+        .bind(now + chrono::Duration::seconds(30))
+        .bind(now)
+        .bind(1_000_i64)
+        .fetch_all(&mut *tx)
+        .await
+        .expect("explain")
+        .join("\n");
+    tx.rollback().await.expect("rollback");
+    let probe = |table: &str| {
+        plan.lines()
+            .find(|l| l.contains(&format!("on {table} ")))
+            .unwrap_or_else(|| panic!("no probe of {table}:\n{plan}"))
+            .to_string()
+    };
+    assert!(plan.contains("rows=201"), "all 201 claimed:\n{plan}");
+    assert!(
+        probe("endpoint_limits").contains("never executed"),
+        "no job has an endpoint:\n{plan}"
+    );
+    assert!(
+        probe("host_limits").contains("loops=1)"),
+        "one job has an origin:\n{plan}"
+    );
+    store.close().await;
+}
