@@ -254,8 +254,9 @@ impl PostgresStore {
     }
 
     /// The executor's hot-path pool (completions, lease renewals, rescues): at most five
-    /// connections, opened on first use (or by [`PostgresStore::warm_hot_path`]), that plan each statement once and never plan a
-    /// bitmap scan, a nested loop or (but for want of an index) a sequential scan.
+    /// connections, opened on first use (or by [`PostgresStore::warm_hot_path`]), that plan
+    /// each statement once and never plan a bitmap scan, a nested loop or (but for want of an
+    /// index) a sequential scan.
     pub fn hot_pool(&self) -> &PgPool {
         &self.hot
     }
